@@ -1,0 +1,153 @@
+package core
+
+import (
+	"context"
+	"time"
+)
+
+// Backend is the contract an adapter implements. Backends move opaque, already encoded batches:
+// they never look inside Body. Everything that must mean the same on every backend (attempt
+// counting, retry budget, backoff, dead letters, OnError, JSON) lives in core; an adapter only
+// stores, claims, leases and settles batches.
+//
+// Rules every adapter follows (the parity suite checks each):
+//
+//   - Errors caused by the backend being unreachable or overloaded wrap ErrBackendUnavailable;
+//     classify SDK errors in one place per adapter.
+//   - Publish stores the batch durably (as durable as the backend is) before returning, and never
+//     makes it claimable before NotBefore, including delays beyond the backend's native cap.
+//   - Fetch claims at most Free batches for each requested queue (Unlimited means no cap, but an
+//     adapter may return fewer), only due batches, and only for the queues in the request.
+//   - Exclusive queues have at most one claimed batch in the whole cluster: the adapter enforces
+//     it with its own mechanism, across every node sharing the backend, released on Ack, Retry,
+//     Drop and on lease expiry.
+//   - A claim holds a lease until Claim.LeaseUntil. A lease that expires without being settled or
+//     extended makes the batch claimable again by any node, with Deliveries incremented. Settling
+//     or extending a claim whose lease was lost returns an error wrapping ErrLeaseLost. Settling
+//     an already settled claim again is a no-op (nil).
+//   - Retry makes the batch claimable again after the delay. The adapter either stores the new
+//     body and restarts Deliveries at 0 (a rewrite), or keeps the old body and keeps counting
+//     Deliveries (a retry in place). Either way core's attempt count stays right, because core
+//     counts a run as Envelope.Attempt + Claim.Deliveries.
+//   - Fetch honours ctx: cancellation interrupts waiting, but a claim the backend already made
+//     must be returned (with a nil error), never silently stranded.
+type Backend interface {
+	// Publish stores one encoded batch.
+	Publish(ctx context.Context, b OutgoingBatch) error
+
+	// Fetch claims due batches for the queues in req, at most each queue's free slots. It may
+	// block up to req.Wait while nothing is due, returning early when work arrives; it returns
+	// an empty slice, not an error, when nothing came.
+	Fetch(ctx context.Context, req FetchRequest) ([]*Claim, error)
+
+	// Ack removes a successfully processed batch.
+	Ack(ctx context.Context, c *Claim) error
+
+	// Retry releases the claim and makes the batch claimable again after delay. body is the
+	// batch re-encoded with its attempt count updated; see the type doc for rewrite vs in place.
+	Retry(ctx context.Context, c *Claim, body []byte, delay time.Duration) error
+
+	// Drop removes a batch that core has given up on (after it reached the dead-letter sink,
+	// if one is configured). reason is one of the Reason constants, for the adapter's own logs.
+	Drop(ctx context.Context, c *Claim, reason string) error
+
+	// Extend pushes the claim's lease to now+lease and updates c.LeaseUntil.
+	Extend(ctx context.Context, c *Claim, lease time.Duration) error
+
+	// Depths reports how many batches of each named queue are ready, in flight and delayed.
+	Depths(ctx context.Context, queues []string) (map[string]Depth, error)
+
+	// Close releases the adapter's resources. Batches stay stored.
+	Close() error
+}
+
+// Unlimited is the Free value of a queue without a concurrency cap on this node.
+const Unlimited = -1
+
+// OutgoingBatch is one encoded batch on its way into a backend.
+type OutgoingBatch struct {
+	// ID is the batch id (also inside Body); adapters may use it as a storage key or for dedup.
+	ID string
+	// Queue is the declared queue name.
+	Queue string
+	// Body is the encoded envelope; opaque to adapters.
+	Body []byte
+	// NotBefore is the earliest time the batch may be claimed; zero means now.
+	NotBefore time.Time
+	// Exclusive reports the queue's Exclusive setting, for adapters that pick storage by it.
+	Exclusive bool
+	// Messages is the number of messages in the batch, for metrics and logs.
+	Messages int
+}
+
+// QueueSlots is one queue in a FetchRequest.
+type QueueSlots struct {
+	// Queue is the declared queue name.
+	Queue string
+	// Free is how many batches this node can start now for the queue, or Unlimited. It is
+	// never 0: full queues are left out of the request.
+	Free int
+	// Exclusive asks for cluster-wide mutual exclusion on this queue.
+	Exclusive bool
+}
+
+// FetchRequest asks an adapter for work.
+type FetchRequest struct {
+	// Node identifies the claiming node (lease owner), unique per running node.
+	Node string
+	// Queues lists the queues this node listens to and has free slots for.
+	Queues []QueueSlots
+	// Lease is how long a claim stays valid unless extended.
+	Lease time.Duration
+	// Wait is how long Fetch may block when nothing is due; 0 means return at once.
+	Wait time.Duration
+	// Max caps the total number of claims returned when every queue is Unlimited; adapters
+	// treat it as a hint.
+	Max int
+}
+
+// Claim is one batch handed to a node, holding a lease.
+type Claim struct {
+	// Queue is the batch's queue.
+	Queue string
+	// ID is the batch id the adapter stored it under.
+	ID string
+	// Body is the encoded envelope as stored.
+	Body []byte
+	// Deliveries counts how many times the backend handed out this body since it was stored or
+	// last rewritten by Retry, this delivery included (1 on the first).
+	Deliveries int
+	// LeaseUntil is when the lease ends unless extended.
+	LeaseUntil time.Time
+	// Handle is the adapter's own lease token (receipt handle, lock token, row version, ...).
+	// Core never looks inside it.
+	Handle any
+}
+
+// Depth is the number of batches of one queue in each state.
+type Depth struct {
+	// Ready batches are due and unclaimed.
+	Ready int64
+	// InFlight batches are claimed by a node under a lease.
+	InFlight int64
+	// Delayed batches are waiting for their NotBefore or retry time.
+	Delayed int64
+}
+
+// Reasons a batch is dropped; used in metrics labels, logs and the dead-letter store.
+const (
+	// ReasonDeliveryExhausted: the listener failed on every run of the retry budget.
+	ReasonDeliveryExhausted = "delivery_exhausted"
+	// ReasonWorkerLost: the batch's runs kept ending without a settle (node died) until the
+	// budget was spent.
+	ReasonWorkerLost = "worker_lost"
+	// ReasonUndecodable: the stored batch could not be decoded.
+	ReasonUndecodable = "undecodable"
+	// ReasonOutboxHandoffFailed: the backend refused a buffered flush and the outbox insert
+	// failed too.
+	ReasonOutboxHandoffFailed = "outbox_handoff_failed"
+	// ReasonNoOutbox: the backend refused a buffered flush and no outbox is configured.
+	ReasonNoOutbox = "no_outbox"
+	// ReasonDeadLetterFailed: a terminal batch could not be written to the dead-letter sink.
+	ReasonDeadLetterFailed = "dead_letter_failed"
+)

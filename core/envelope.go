@@ -1,0 +1,165 @@
+package core
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// EnvelopeVersion is the version written into every encoded batch.
+const EnvelopeVersion = 1
+
+// Envelope is the decoded header and raw messages of a stored batch. Adapters never decode it;
+// the outbox, the dead-letter store and the CLI do.
+type Envelope struct {
+	// Version is the envelope format version.
+	Version int `json:"v"`
+	// ID is the batch id.
+	ID string `json:"id"`
+	// Queue is the queue name.
+	Queue string `json:"q"`
+	// Attempt is the number of runs already spent on this batch when it was (re)written.
+	Attempt int `json:"a"`
+	// Created is when the batch was first encoded.
+	Created time.Time `json:"t"`
+	// Trace carries the publisher's trace context (W3C traceparent/tracestate), if any.
+	Trace map[string]string `json:"tc,omitempty"`
+	// MessageIDs holds one id per message, in order.
+	MessageIDs []string `json:"ids"`
+	// Messages holds the JSON messages, in order.
+	Messages []json.RawMessage `json:"m"`
+}
+
+// typedEnvelope decodes the messages straight into T, so a batch is decoded exactly once.
+type typedEnvelope[T any] struct {
+	Version    int               `json:"v"`
+	ID         string            `json:"id"`
+	Queue      string            `json:"q"`
+	Attempt    int               `json:"a"`
+	Created    time.Time         `json:"t"`
+	Trace      map[string]string `json:"tc,omitempty"`
+	MessageIDs []string          `json:"ids"`
+	Messages   []T               `json:"m"`
+}
+
+// Message is one encoded message of a publish call.
+type Message struct {
+	// ID is the message id, assigned at publish.
+	ID string
+	// Body is the message's JSON.
+	Body json.RawMessage
+
+	// value is the message before encoding, kept only for a queue's Dedup func.
+	value any
+}
+
+// EncodeEnvelope encodes a batch. Message bodies must already be valid, compact JSON (they are
+// when they come from a publish call); they are copied verbatim, not re-validated.
+func EncodeEnvelope(e *Envelope) []byte {
+	size := 96 + len(e.ID) + len(e.Queue)
+	for i, m := range e.Messages {
+		size += len(m) + 1
+		if i < len(e.MessageIDs) {
+			size += len(e.MessageIDs[i]) + 3
+		}
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteString(`{"v":`)
+	buf.WriteString(strconv.Itoa(EnvelopeVersion))
+	buf.WriteString(`,"id":`)
+	writeJSONString(buf, e.ID)
+	buf.WriteString(`,"q":`)
+	writeJSONString(buf, e.Queue)
+	buf.WriteString(`,"a":`)
+	buf.WriteString(strconv.Itoa(e.Attempt))
+	buf.WriteString(`,"t":"`)
+	buf.Write(e.Created.UTC().AppendFormat(nil, time.RFC3339Nano))
+	buf.WriteByte('"')
+	if len(e.Trace) > 0 {
+		tc, _ := json.Marshal(e.Trace) // map[string]string cannot fail
+		buf.WriteString(`,"tc":`)
+		buf.Write(tc)
+	}
+	buf.WriteString(`,"ids":[`)
+	for i, id := range e.MessageIDs {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeJSONString(buf, id)
+	}
+	buf.WriteString(`],"m":[`)
+	for i, m := range e.Messages {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(m)
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes()
+}
+
+// writeJSONString writes s as a JSON string. Ids and queue names are ASCII without quotes in
+// practice; anything else goes through encoding/json.
+func writeJSONString(buf *bytes.Buffer, s string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			buf.Write(b)
+			return
+		}
+	}
+	buf.WriteByte('"')
+	buf.WriteString(s)
+	buf.WriteByte('"')
+}
+
+// DecodeEnvelope decodes a stored batch, keeping messages raw.
+func DecodeEnvelope(body []byte) (*Envelope, error) {
+	var e Envelope
+	if err := json.Unmarshal(body, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
+	}
+	if err := e.check(len(e.Messages)); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+func (e *Envelope) check(n int) error {
+	switch {
+	case e.Version != EnvelopeVersion:
+		return fmt.Errorf("%w: envelope version %d, this build reads %d", ErrUndecodable, e.Version, EnvelopeVersion)
+	case e.ID == "" || e.Queue == "":
+		return fmt.Errorf("%w: envelope without batch id or queue", ErrUndecodable)
+	case len(e.MessageIDs) != n:
+		return fmt.Errorf("%w: %d message ids for %d messages", ErrUndecodable, len(e.MessageIDs), n)
+	}
+	return nil
+}
+
+// decodeTyped decodes a batch and its messages into T in one pass.
+func decodeTyped[T any](body []byte) (*typedEnvelope[T], error) {
+	var e typedEnvelope[T]
+	if err := json.Unmarshal(body, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
+	}
+	h := Envelope{Version: e.Version, ID: e.ID, Queue: e.Queue, MessageIDs: e.MessageIDs}
+	if err := h.check(len(e.Messages)); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// ReencodeAttempt returns body with its attempt count set to attempt, or an error if body is
+// not an envelope. Used by core on retry and by dead-letter replay (attempt 0).
+func ReencodeAttempt(body []byte, attempt int) ([]byte, error) {
+	e, err := DecodeEnvelope(body)
+	if err != nil {
+		return nil, err
+	}
+	e.Attempt = attempt
+	return EncodeEnvelope(e), nil
+}

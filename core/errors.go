@@ -1,0 +1,41 @@
+package core
+
+import "errors"
+
+// Sentinel errors. Every error txmq returns wraps one of these where it applies, so callers can
+// test with errors.Is; the wrapping message names the queue or setting and what to do.
+var (
+	// ErrBackendUnavailable means the backend could not be reached or refused work for a reason
+	// that should pass (connection refused, timeout, failover). Adapters wrap their SDK errors in
+	// it; the outbox sweep stops early when it sees it anywhere in an error chain.
+	ErrBackendUnavailable = errors.New("txmq: backend unavailable")
+
+	// ErrLeaseLost means a settle or lease extension came from a node that no longer holds the
+	// batch's lease (it expired and the batch may already run elsewhere).
+	ErrLeaseLost = errors.New("txmq: lease lost")
+
+	// ErrClosed means the node has been closed; nothing more is accepted.
+	ErrClosed = errors.New("txmq: node closed")
+
+	// ErrInvalidConfig means a queue declaration, listener registration or option is invalid.
+	ErrInvalidConfig = errors.New("txmq: invalid configuration")
+
+	// ErrNotDeclared means a queue name is not declared in the node's registry.
+	ErrNotDeclared = errors.New("txmq: queue not declared")
+
+	// ErrInvalidPayload means a message does not survive a JSON round trip.
+	ErrInvalidPayload = errors.New("txmq: invalid payload")
+
+	// ErrNoTransaction means a queue declared Transactional: Require was published outside an
+	// app transaction.
+	ErrNoTransaction = errors.New("txmq: no transaction")
+
+	// ErrUndecodable means a stored batch could not be decoded; such a batch is dead-lettered
+	// at once and never retried.
+	ErrUndecodable = errors.New("txmq: undecodable batch")
+
+	// ErrWorkerLost is the error given to OnError and the dead-letter sink for a batch whose
+	// runs kept ending without a settle (the node holding it died each time) until the retry
+	// budget was spent.
+	ErrWorkerLost = errors.New("txmq: batch redelivered after lost leases until its budget was spent")
+)

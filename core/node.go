@@ -1,0 +1,313 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// NodeOptions configures a node. Only Backend is required; every other zero field means the
+// documented default.
+type NodeOptions struct {
+	// Backend stores and delivers batches. Required. The node does not close it.
+	Backend Backend
+	// Registry holds the queue declarations this node publishes and listens to.
+	// Default: DefaultRegistry.
+	Registry *Registry
+	// Handoff takes buffered flushes that the backend refused (the outbox). Default none: such
+	// a batch is dropped, logged and counted with reason "no_outbox".
+	Handoff Handoff
+	// DeadLetters stores dropped batches. Default none: drops are logged and counted only.
+	DeadLetters DeadLetterSink
+	// Logger receives the node's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Hooks receives events for metrics. Default none.
+	Hooks *Hooks
+	// Clock tells time to the publish buffer. Default the system clock.
+	Clock Clock
+	// ID names the node as lease owner. Default a new random id.
+	ID string
+	// Lease is how long a claim stays valid without extension; the node extends it while the
+	// listener runs. Default 30 s.
+	Lease time.Duration
+	// PollWait is how long one Fetch may wait for work. Default 1 s.
+	PollWait time.Duration
+	// FetchMax caps the claims asked for in one Fetch when every queue is uncapped. Default 100.
+	FetchMax int
+	// Backoff gives the retry delay after a failed run (1-based). Default DefaultBackoff.
+	Backoff func(run int) time.Duration
+	// FlushWindow is the publish buffer's sliding window, reset by each message. Default 100 ms.
+	FlushWindow time.Duration
+	// FlushCap is the longest a message waits in the buffer. Default 5 s.
+	FlushCap time.Duration
+	// FlushTick is how often the flusher checks the buffer. Default 10 ms.
+	FlushTick time.Duration
+	// ClaimTimeout bounds each claim, settle and lease call; these run detached from shutdown
+	// so stopping never strands claimed work. Default 10 s.
+	ClaimTimeout time.Duration
+	// InjectTrace, if set, returns the trace context to store in published batches.
+	InjectTrace func(ctx context.Context) map[string]string
+	// ExtractTrace, if set, returns the listener's context carrying a batch's trace context.
+	ExtractTrace func(ctx context.Context, trace map[string]string) context.Context
+}
+
+// Node is one running core: it publishes through a coalescing buffer and, once started, fetches
+// and runs batches for the queues it listens to. Many nodes may share one backend.
+type Node struct {
+	id      string
+	opts    NodeOptions
+	backend Backend
+	reg     *Registry
+	log     *slog.Logger
+	hooks   Hooks
+	clock   Clock
+	stats   counters
+
+	mu          sync.Mutex
+	listeners   map[string]*listener
+	inflight    map[string]int
+	running     map[*running]struct{}
+	fetching    map[string]bool
+	fetchCancel context.CancelFunc
+	started     bool
+	closed      bool
+
+	wake     chan struct{}
+	buf      *buffer
+	flushing sync.Once
+
+	runCtx    context.Context // parent of listener contexts
+	runCancel context.CancelFunc
+	stopCtx   context.Context // done when the node stops fetching
+	stop      context.CancelFunc
+	halted    atomic.Bool
+	closing   atomic.Bool
+	loops     sync.WaitGroup
+	workers   sync.WaitGroup
+}
+
+// NewNode returns a node on opts.Backend. Publishing works at once; call Listen for each queue
+// this node serves, then Start to begin fetching.
+func NewNode(opts *NodeOptions) (*Node, error) {
+	if opts == nil || opts.Backend == nil {
+		return nil, fmt.Errorf("%w: NodeOptions.Backend is required (for example memory.New(nil), or core.OpenBackend with TXMQ_BACKEND)", ErrInvalidConfig)
+	}
+	o := *opts
+	if o.Registry == nil {
+		o.Registry = DefaultRegistry
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
+	}
+	if o.ID == "" {
+		o.ID = NewID()
+	}
+	setDefault(&o.Lease, 30*time.Second)
+	setDefault(&o.PollWait, time.Second)
+	setDefault(&o.FlushWindow, 100*time.Millisecond)
+	setDefault(&o.FlushCap, 5*time.Second)
+	setDefault(&o.FlushTick, 10*time.Millisecond)
+	setDefault(&o.ClaimTimeout, 10*time.Second)
+	if o.FetchMax <= 0 {
+		o.FetchMax = 100
+	}
+	if o.Backoff == nil {
+		o.Backoff = DefaultBackoff
+	}
+	if o.Lease < 100*time.Millisecond {
+		return nil, fmt.Errorf("%w: NodeOptions.Lease is %v; use at least 100ms (default 30s)", ErrInvalidConfig, o.Lease)
+	}
+	n := &Node{
+		id: o.ID, opts: o, backend: o.Backend, reg: o.Registry, clock: o.Clock,
+		log:       o.Logger.With("txmq_node", o.ID),
+		listeners: make(map[string]*listener),
+		inflight:  make(map[string]int),
+		running:   make(map[*running]struct{}),
+		wake:      make(chan struct{}, 1),
+		buf:       newBuffer(o.FlushWindow, o.FlushCap),
+	}
+	if o.Hooks != nil {
+		n.hooks = *o.Hooks
+	}
+	n.runCtx, n.runCancel = context.WithCancel(context.Background())
+	n.stopCtx, n.stop = context.WithCancel(context.Background())
+	return n, nil
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// ID returns the node's id.
+func (n *Node) ID() string { return n.id }
+
+// Backend returns the node's backend.
+func (n *Node) Backend() Backend { return n.backend }
+
+// Registry returns the node's registry.
+func (n *Node) Registry() *Registry { return n.reg }
+
+// Logger returns the node's logger.
+func (n *Node) Logger() *slog.Logger { return n.log }
+
+func (n *Node) addListener(l *listener) error {
+	if n.reg.lookup(l.spec.name) != l.spec {
+		return fmt.Errorf("%w: queue %q is not declared in this node's registry: declare it with core.Declare on the registry passed in NodeOptions.Registry", ErrNotDeclared, l.spec.name)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return fmt.Errorf("%w: queue %q: cannot listen on a closed node", ErrClosed, l.spec.name)
+	}
+	if _, dup := n.listeners[l.spec.name]; dup {
+		return fmt.Errorf("%w: queue %q already has a listener on this node: one listener per queue per node; put the branching inside it", ErrInvalidConfig, l.spec.name)
+	}
+	n.listeners[l.spec.name] = l
+	n.signal()
+	return nil
+}
+
+// Start begins fetching and running batches for the queues this node listens to. Listeners may
+// also be added after Start. Start returns at once; ctx is not retained (use Close to stop).
+func (n *Node) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return ErrClosed
+	}
+	if n.started {
+		return fmt.Errorf("%w: node %s is already started", ErrInvalidConfig, n.id)
+	}
+	n.started = true
+	n.loops.Add(2)
+	go n.driveLoop()
+	go n.leaseLoop()
+	return nil
+}
+
+// Close stops fetching, flushes the publish buffer (publishing what it holds, or handing it to
+// the outbox), and waits for running listeners until ctx is done; then it cancels their
+// contexts and releases their batches for another run that does not count against the budget.
+// Publishing after Close returns ErrClosed. Close does not close the backend.
+func (n *Node) Close(ctx context.Context) error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.closing.Store(true)
+	n.mu.Unlock()
+	n.stop()
+	n.cancelFetch()
+	n.flushAll(ctx)
+	done := make(chan struct{})
+	go func() { n.workers.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("txmq: node %s: listeners still running at close, released for another run: %w", n.id, ctx.Err())
+		n.runCancel()
+		<-done
+	}
+	n.runCancel()
+	n.loops.Wait()
+	// A publish that raced Close (an after-commit callback) may have buffered more.
+	n.flushAll(context.WithoutCancel(ctx))
+	return err
+}
+
+// Halt stops the node at once as if its process died: no settle, no lease extension, no drain;
+// buffered messages are lost and claimed batches come back after their leases expire. It is
+// for crash tests (coretest, parity) and never needed in an app.
+func (n *Node) Halt() {
+	n.halted.Store(true)
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
+	n.stop()
+	n.cancelFetch()
+	n.runCancel()
+	n.buf.discard()
+	n.loops.Wait()
+}
+
+// Stats returns the node's counters.
+func (n *Node) Stats() Stats {
+	s := Stats{
+		PublishedBatches:  n.stats.publishedBatches.Load(),
+		PublishedMessages: n.stats.publishedMessages.Load(),
+		Runs:              n.stats.runs.Load(),
+		Succeeded:         n.stats.succeeded.Load(),
+		Failed:            n.stats.failed.Load(),
+		Retried:           n.stats.retried.Load(),
+		HandedOff:         n.stats.handedOff.Load(),
+		LeaseLost:         n.stats.leaseLost.Load(),
+		Dropped:           map[string]int64{},
+		Buffered:          int64(n.buf.size()),
+	}
+	n.stats.mu.Lock()
+	for k, v := range n.stats.dropped {
+		s.Dropped[k] = v
+	}
+	n.stats.mu.Unlock()
+	n.mu.Lock()
+	for _, v := range n.inflight {
+		s.InFlight += int64(v)
+	}
+	n.mu.Unlock()
+	return s
+}
+
+// Depths reports the backend's depths for every queue declared in the node's registry.
+func (n *Node) Depths(ctx context.Context) (map[string]Depth, error) {
+	return n.backend.Depths(ctx, n.reg.Names())
+}
+
+// claimCtx returns a context for one backend call that is detached from shutdown.
+func (n *Node) claimCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), n.opts.ClaimTimeout)
+}
+
+// signal wakes the fetch loop without blocking.
+func (n *Node) signal() {
+	select {
+	case n.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (n *Node) cancelFetch() {
+	n.mu.Lock()
+	c := n.fetchCancel
+	n.mu.Unlock()
+	if c != nil {
+		c()
+	}
+}
+
+// safeHook runs a metrics hook, recovering its panics.
+func (n *Node) safeHook(name string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: hook panicked", "hook", name, "panic", r)
+		}
+	}()
+	fn()
+}
+
+// isUnavailable reports whether err means the backend is unavailable.
+func isUnavailable(err error) bool { return errors.Is(err, ErrBackendUnavailable) }

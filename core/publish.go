@@ -1,0 +1,176 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// publish routes one encoded publish call by the queue's Transactional setting (see the routing
+// table in the package doc).
+func (n *Node) publish(ctx context.Context, p *Pending) error {
+	spec := p.spec
+	if n.reg.lookup(spec.name) != spec {
+		return fmt.Errorf("%w: queue %q is not declared in this node's registry: declare it on the registry passed in NodeOptions.Registry", ErrNotDeclared, spec.name)
+	}
+	n.mu.Lock()
+	closed := n.closed
+	n.mu.Unlock()
+	if closed {
+		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", ErrClosed, spec.name)
+	}
+	if n.opts.InjectTrace != nil {
+		p.Trace = n.opts.InjectTrace(ctx)
+	}
+	tx, inTx := TxFromContext(ctx)
+	switch {
+	case inTx && (spec.tx == Require || spec.tx == Try):
+		if err := tx.Stage(ctx, p); err != nil {
+			return fmt.Errorf("txmq: queue %q: staging in the transaction's outbox: %w", spec.name, err)
+		}
+		return nil
+	case spec.tx == Require:
+		return fmt.Errorf("%w: queue %q is Transactional: Require; publish it inside a transaction (outbox Store.RunInTx or WithTx), or declare it Try", ErrNoTransaction, spec.name)
+	case inTx: // Never inside a transaction: wait for the commit.
+		if !tx.AfterCommit(func() { n.enqueue(p) }) {
+			return fmt.Errorf("%w: queue %q is Transactional: Never, and this transaction cannot report its commit (an app-managed transaction); publish after committing, use Store.RunInTx, or declare the queue Try", ErrInvalidConfig, spec.name)
+		}
+		return nil
+	default:
+		n.enqueue(p)
+		return nil
+	}
+}
+
+// enqueue puts p in the coalescing buffer and makes sure the flusher runs. On a closed node (an
+// after-commit callback that raced Close) it publishes at once instead.
+func (n *Node) enqueue(p *Pending) {
+	n.mu.Lock()
+	closed := n.closed
+	n.mu.Unlock()
+	if closed && !n.halted.Load() {
+		ctx, cancel := n.claimCtx()
+		defer cancel()
+		n.flush(ctx, []*queueBuffer{{spec: p.spec, pending: []*Pending{p}, messages: len(p.Messages)}})
+		return
+	}
+	n.buf.add(p, n.clock.Now())
+	n.flushing.Do(func() {
+		n.loops.Add(1)
+		go n.flushLoop()
+	})
+}
+
+// flushLoop flushes due buffers every FlushTick until the node stops. It survives its own
+// panics.
+func (n *Node) flushLoop() {
+	defer n.loops.Done()
+	t := time.NewTicker(n.opts.FlushTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stopCtx.Done():
+			return
+		case <-t.C:
+			n.flushDue(false)
+		}
+	}
+}
+
+// flushDue flushes the due buffers (all of them when all is set), recovering panics.
+func (n *Node) flushDue(all bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: publish flusher panicked; continuing", "panic", r)
+		}
+	}()
+	due := n.buf.take(n.clock.Now(), all)
+	if len(due) == 0 {
+		return
+	}
+	ctx, cancel := n.claimCtx()
+	defer cancel()
+	n.flush(ctx, due)
+}
+
+// flushAll drains the whole buffer within ctx (used by Close).
+func (n *Node) flushAll(ctx context.Context) {
+	due := n.buf.take(n.clock.Now(), true)
+	if len(due) == 0 {
+		return
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.ClaimTimeout)
+	defer cancel()
+	n.flush(fctx, due)
+}
+
+// flushConcurrency bounds parallel backend writes of one flush.
+const flushConcurrency = 8
+
+// flush encodes the given queue buffers into batches and stores them; a batch the backend
+// refuses goes to the outbox, and only if that fails too is it dropped, logged and counted.
+func (n *Node) flush(ctx context.Context, qbs []*queueBuffer) {
+	now := n.clock.Now()
+	var batches []OutgoingBatch
+	for _, qb := range qbs {
+		bs, err := Batches(qb.pending, now)
+		if err != nil {
+			// Dedup failed: store the messages as they are rather than lose them.
+			n.log.Error("txmq: Dedup failed; storing the messages without dedup", "queue", qb.spec.name, "error", err)
+			bs = nil
+			for _, p := range qb.pending {
+				bs = appendBatches(bs, qb.spec, p.Messages, p.NotBefore, p.Trace, now)
+			}
+		}
+		batches = append(batches, bs...)
+	}
+	sem := make(chan struct{}, flushConcurrency)
+	var wg sync.WaitGroup
+	for i := range batches {
+		b := batches[i]
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			n.store(ctx, b)
+		}()
+	}
+	wg.Wait()
+}
+
+// store writes one batch to the backend, falling back to the outbox.
+func (n *Node) store(ctx context.Context, b OutgoingBatch) {
+	msgs := b.Messages
+	err := n.backend.Publish(ctx, b)
+	if err == nil {
+		n.stats.publishedBatches.Add(1)
+		n.stats.publishedMessages.Add(int64(msgs))
+		if n.hooks.Published != nil {
+			n.safeHook("Published", func() { n.hooks.Published(b.Queue, msgs) })
+		}
+		return
+	}
+	if n.opts.Handoff == nil {
+		n.dropped(b.Queue, ReasonNoOutbox, msgs, "txmq: backend refused a batch and no outbox is configured; batch dropped", "batch", b.ID, "error", err)
+		return
+	}
+	if herr := n.opts.Handoff.Handoff(ctx, []OutgoingBatch{b}); herr != nil {
+		n.dropped(b.Queue, ReasonOutboxHandoffFailed, msgs, "txmq: backend refused a batch and the outbox insert failed too; batch dropped", "batch", b.ID, "error", err, "outbox_error", herr)
+		return
+	}
+	n.stats.handedOff.Add(1)
+	n.log.Warn("txmq: backend refused a batch; handed to the outbox for the recovery sweep", "queue", b.Queue, "batch", b.ID, "error", err)
+	if n.hooks.HandedOff != nil {
+		n.safeHook("HandedOff", func() { n.hooks.HandedOff(b.Queue, msgs) })
+	}
+}
+
+// dropped logs and counts one dropped batch.
+func (n *Node) dropped(queue, reason string, msgs int, msg string, attrs ...any) {
+	n.stats.drop(reason)
+	n.log.Error(msg, append([]any{"queue", queue, "reason", reason, "messages", msgs}, attrs...)...)
+	if n.hooks.Dropped != nil {
+		n.safeHook("Dropped", func() { n.hooks.Dropped(queue, reason, msgs) })
+	}
+}

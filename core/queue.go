@@ -1,0 +1,189 @@
+package core
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Queue is a declared, typed queue. Messages are JSON-encoded once at publish and decoded once at
+// delivery. Get one from Declare or MustDeclare.
+type Queue[T any] struct {
+	spec    *queueSpec
+	onError func([]T, error, int) error
+}
+
+// Name returns the queue name.
+func (q *Queue[T]) Name() string { return q.spec.name }
+
+// PublishOption changes one publish call.
+type PublishOption func(*publishOptions)
+
+type publishOptions struct {
+	notBefore time.Time
+	delay     time.Duration
+}
+
+// After delays delivery by d: the messages are never delivered before now+d.
+func After(d time.Duration) PublishOption {
+	return func(o *publishOptions) { o.delay = d }
+}
+
+// At schedules delivery: the messages are never delivered before t.
+func At(t time.Time) PublishOption {
+	return func(o *publishOptions) { o.notBefore = t }
+}
+
+// Publish publishes one message; see PublishMany.
+func (q *Queue[T]) Publish(ctx context.Context, n *Node, msg T, opts ...PublishOption) error {
+	return q.PublishMany(ctx, n, []T{msg}, opts...)
+}
+
+// PublishMany publishes messages on node n, routed by the queue's Transactional setting and the
+// transaction in ctx (see ContextWithTx). Every message must survive a JSON round trip; a
+// message that does not is an error wrapping ErrInvalidPayload, and nothing of the call is
+// published. The call never waits for the backend: immediate messages go to the node's
+// coalescing buffer.
+func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...PublishOption) error {
+	if n == nil {
+		return fmt.Errorf("%w: queue %q: publish needs a node (core.NewNode)", ErrInvalidConfig, q.spec.name)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	var o publishOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	due := o.notBefore
+	if o.delay > 0 {
+		due = n.clock.Now().Add(o.delay)
+	}
+	encoded, err := encodeMessages(q.spec, msgs)
+	if err != nil {
+		return err
+	}
+	return n.publish(ctx, &Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, spec: q.spec})
+}
+
+// encodeMessages encodes each message and checks its JSON round trip. Values are kept boxed
+// only when the queue has a Dedup func that needs them.
+func encodeMessages[T any](spec *queueSpec, msgs []T) ([]Message, error) {
+	out := make([]Message, len(msgs))
+	for i := range msgs {
+		b, err := json.Marshal(msgs[i])
+		if err != nil {
+			return nil, fmt.Errorf("%w: queue %q, message %d: %v: publish only values that encoding/json can encode (no channels, funcs, NaN/Inf or cycles)", ErrInvalidPayload, spec.name, i, err)
+		}
+		var back T
+		if err := json.Unmarshal(b, &back); err != nil {
+			return nil, fmt.Errorf("%w: queue %q, message %d: its JSON %s does not decode back into %T: %v", ErrInvalidPayload, spec.name, i, truncate(b, 80), back, err)
+		}
+		out[i] = Message{ID: NewID(), Body: b}
+		if spec.dedup != nil {
+			out[i].value = msgs[i]
+		}
+	}
+	return out, nil
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "..."
+}
+
+// typedDedup adapts a typed Dedup func to encoded messages. Output messages keep the id of the
+// first input message with the same JSON; new values get new ids.
+func typedDedup[T any](name string, fn func([]T) []T) func([]Message) ([]Message, error) {
+	return func(in []Message) (out []Message, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("queue %q: Dedup panicked: %v", name, r)
+			}
+		}()
+		vals := make([]T, 0, len(in))
+		ids := make(map[string]string, len(in))
+		for _, m := range in {
+			v, ok := m.value.(T)
+			if !ok {
+				if err := json.Unmarshal(m.Body, &v); err != nil {
+					return nil, fmt.Errorf("queue %q: decoding for Dedup: %w", name, err)
+				}
+			}
+			vals = append(vals, v)
+			if _, seen := ids[string(m.Body)]; !seen {
+				ids[string(m.Body)] = m.ID
+			}
+		}
+		kept := fn(vals)
+		if len(kept) > len(in) {
+			return nil, fmt.Errorf("queue %q: Dedup returned %d messages for %d: it may only remove or merge", name, len(kept), len(in))
+		}
+		out = make([]Message, 0, len(kept))
+		for i := range kept {
+			b, err := json.Marshal(kept[i])
+			if err != nil {
+				return nil, fmt.Errorf("queue %q: encoding Dedup output: %w", name, err)
+			}
+			id, ok := ids[string(b)]
+			if ok {
+				delete(ids, string(b))
+			} else {
+				id = NewID()
+			}
+			out = append(out, Message{ID: id, Body: b, value: kept[i]})
+		}
+		return out, nil
+	}
+}
+
+// Listen registers fn as this node's listener for q. A node has at most one listener per queue,
+// and the queue must be declared in the node's registry. Listeners receive a slice of messages
+// (any size: MaxBatchMessages is a soft target), may be called concurrently, must be idempotent
+// (delivery is at-least-once) and must not rely on order. Returning an error or panicking fails
+// the batch, which is retried with backoff until the queue's budget is spent. The context is
+// cancelled when the node stops or the batch's lease is lost.
+func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error) error {
+	if n == nil || fn == nil {
+		return fmt.Errorf("%w: queue %q: Listen needs a node and a non-nil listener func", ErrInvalidConfig, q.spec.name)
+	}
+	l := &listener{spec: q.spec, decode: func(body []byte) (*decoded, error) {
+		env, err := decodeTyped[T](body)
+		if err != nil {
+			return nil, err
+		}
+		if env.Queue != q.spec.name {
+			return nil, fmt.Errorf("%w: batch %s names queue %q but was stored in %q", ErrUndecodable, env.ID, env.Queue, q.spec.name)
+		}
+		d := &decoded{
+			id: env.ID, attempt: env.Attempt, created: env.Created, trace: env.Trace,
+			count: len(env.Messages),
+			run:   func(ctx context.Context) error { return fn(ctx, env.Messages) },
+		}
+		if q.onError != nil {
+			d.onError = func(err error, attempts int) error { return q.onError(env.Messages, err, attempts) }
+		}
+		return d, nil
+	}}
+	return n.addListener(l)
+}
+
+// decoded is a claimed batch after decoding, with its typed calls bound.
+type decoded struct {
+	id      string
+	attempt int
+	created time.Time
+	trace   map[string]string
+	count   int
+	run     func(ctx context.Context) error
+	onError func(err error, attempts int) error
+}
+
+// listener is the untyped view of a registered listener.
+type listener struct {
+	spec   *queueSpec
+	decode func(body []byte) (*decoded, error)
+}

@@ -1,0 +1,205 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// running is one batch a worker is running, shared with the lease loop.
+type running struct {
+	claim  *Claim
+	cancel context.CancelCauseFunc
+
+	mu      sync.Mutex // serialises Extend with the settle of the same claim
+	settled bool
+	lost    bool
+}
+
+// work runs one claimed batch through the policy: decode first, then the run-count check, the
+// listener, and the settle. Every step that is bookkeeping is guarded so that it can never turn
+// into a redelivery.
+func (n *Node) work(l *listener, c *Claim) {
+	defer n.workers.Done()
+	defer n.release(c.Queue)
+	d, err := safeDecode(l, c.Body)
+	if err != nil {
+		n.terminal(c, nil, ReasonUndecodable, err, 0)
+		return
+	}
+	run := d.attempt + c.Deliveries
+	if run > l.spec.maxAttempts {
+		// The previous runs never settled: their nodes died holding the batch.
+		n.terminal(c, d, ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", ErrWorkerLost, c.Queue, d.id, run-1), run-1)
+		return
+	}
+
+	ctx, cancel := context.WithCancelCause(n.runCtx)
+	if n.opts.ExtractTrace != nil && len(d.trace) > 0 {
+		ctx = n.opts.ExtractTrace(ctx, d.trace)
+	}
+	r := &running{claim: c, cancel: cancel}
+	n.mu.Lock()
+	n.running[r] = struct{}{}
+	n.mu.Unlock()
+
+	start := time.Now()
+	n.stats.runs.Add(1)
+	runErr := safeRun(ctx, d.run)
+	took := time.Since(start)
+
+	n.mu.Lock()
+	delete(n.running, r)
+	n.mu.Unlock()
+	cause := context.Cause(ctx)
+	cancel(nil)
+	if n.halted.Load() {
+		return // a simulated crash: no settle
+	}
+	if n.hooks.Delivered != nil {
+		n.safeHook("Delivered", func() { n.hooks.Delivered(c.Queue, d.count, run, took, runErr) })
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settled = true
+	sctx, scancel := n.claimCtx()
+	defer scancel()
+	switch {
+	case runErr == nil:
+		n.stats.succeeded.Add(1)
+		n.settleErr(c, "ack", n.backend.Ack(sctx, c))
+	case r.lost || errors.Is(cause, ErrLeaseLost):
+		n.stats.failed.Add(1)
+		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.id, "run", run)
+	case n.closing.Load() && cause != nil:
+		// Cancelled by Close: give the run back without spending the budget.
+		n.stats.failed.Add(1)
+		n.retry(sctx, c, d, run-1, 0, runErr)
+	case run < l.spec.maxAttempts:
+		n.stats.failed.Add(1)
+		n.retry(sctx, c, d, run, n.opts.Backoff(run), runErr)
+	default:
+		n.stats.failed.Add(1)
+		n.terminalLocked(sctx, c, d, ReasonDeliveryExhausted, runErr, run)
+	}
+}
+
+// retry re-encodes the batch with attempt runs spent and schedules it after delay.
+func (n *Node) retry(ctx context.Context, c *Claim, d *decoded, attempt int, delay time.Duration, cause error) {
+	body, err := ReencodeAttempt(c.Body, attempt)
+	if err != nil { // cannot happen: the body decoded a moment ago
+		body = c.Body
+	}
+	n.log.Info("txmq: batch failed; retrying", "queue", c.Queue, "batch", d.id, "run", attempt, "retry_in", delay, "error", cause)
+	if err := n.backend.Retry(ctx, c, body, delay); err != nil {
+		n.settleErr(c, "retry", err)
+		return
+	}
+	n.stats.retried.Add(1)
+	if n.hooks.Retried != nil {
+		n.safeHook("Retried", func() { n.hooks.Retried(c.Queue, attempt, delay) })
+	}
+}
+
+// settleErr logs a failed settle; the batch comes back after its lease expires.
+func (n *Node) settleErr(c *Claim, op string, err error) {
+	if err == nil {
+		return
+	}
+	if errors.Is(err, ErrLeaseLost) {
+		n.stats.leaseLost.Add(1)
+		n.log.Warn("txmq: "+op+" rejected: lease lost; the batch may run again elsewhere", "queue", c.Queue, "batch", c.ID)
+		return
+	}
+	n.log.Error("txmq: "+op+" failed; the batch returns after its lease expires", "queue", c.Queue, "batch", c.ID, "error", err)
+}
+
+// terminal drops a batch: count and log, dead-letter it, call OnError, then remove it from the
+// backend. Each step is guarded; none can cause a redelivery.
+func (n *Node) terminal(c *Claim, d *decoded, reason string, cause error, attempts int) {
+	ctx, cancel := n.claimCtx()
+	defer cancel()
+	n.terminalLocked(ctx, c, d, reason, cause, attempts)
+}
+
+func (n *Node) terminalLocked(ctx context.Context, c *Claim, d *decoded, reason string, cause error, attempts int) {
+	msgs, id := 0, c.ID
+	if d != nil {
+		msgs, id = d.count, d.id
+	}
+	n.guard("drop bookkeeping", func() {
+		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)
+	})
+	if sink := n.opts.DeadLetters; sink != nil {
+		var err error
+		n.guard("dead-letter sink", func() {
+			err = sink.DeadLetter(ctx, &DeadLetter{Queue: c.Queue, BatchID: id, Body: c.Body, Reason: reason,
+				Error: errText(cause), Attempts: attempts, Messages: msgs, At: time.Now()})
+		})
+		if err != nil {
+			n.guard("drop bookkeeping", func() {
+				n.dropped(c.Queue, ReasonDeadLetterFailed, msgs, "txmq: dead-letter sink failed; batch dropped without a dead letter", "batch", id, "error", err)
+			})
+		}
+	}
+	if d != nil && d.onError != nil {
+		n.guard("OnError", func() {
+			if err := d.onError(cause, attempts); err != nil {
+				n.log.Error("txmq: OnError returned an error (ignored)", "queue", c.Queue, "batch", id, "error", err)
+			}
+		})
+	}
+	n.settleErr(c, "drop", n.backend.Drop(ctx, c, reason))
+}
+
+// guard runs fn, logging (never propagating) a panic.
+func (n *Node) guard(what string, fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: panic in "+what+" (recovered)", "panic", r)
+		}
+	}()
+	fn()
+}
+
+// safeDecode decodes a batch, turning a decoder panic into an error.
+func safeDecode(l *listener, body []byte) (d *decoded, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: decoder panicked: %v", ErrUndecodable, r)
+		}
+	}()
+	return l.decode(body)
+}
+
+// PanicError is the failure of a listener that panicked.
+type PanicError struct {
+	// Value is what the listener panicked with.
+	Value any
+	// Stack is the goroutine's stack at the panic.
+	Stack []byte
+}
+
+// Error describes the panic.
+func (e *PanicError) Error() string { return fmt.Sprintf("txmq: listener panicked: %v", e.Value) }
+
+// safeRun runs a listener, turning a panic into a *PanicError.
+func safeRun(ctx context.Context, run func(context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return run(ctx)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
