@@ -76,12 +76,12 @@ type queueSpec struct {
 // same settings returns the same queue; any other second declaration is an error naming both
 // places.
 func Declare[T any](reg *Registry, name string, cfg QueueConfig[T]) (*Queue[T], error) {
-	return declare(reg, name, cfg, 2)
+	return declare(reg, name, cfg, 1)
 }
 
 // MustDeclare is Declare that panics on error, for package-level declarations.
 func MustDeclare[T any](reg *Registry, name string, cfg QueueConfig[T]) *Queue[T] {
-	q, err := declare(reg, name, cfg, 2)
+	q, err := declare(reg, name, cfg, 1)
 	if err != nil {
 		panic(err)
 	}

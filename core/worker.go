@@ -136,10 +136,12 @@ func (n *Node) terminalLocked(ctx context.Context, c *Claim, d *decoded, reason 
 	})
 	if sink := n.opts.DeadLetters; sink != nil {
 		var err error
-		n.guard("dead-letter sink", func() {
+		if perr := n.guard("dead-letter sink", func() {
 			err = sink.DeadLetter(ctx, &DeadLetter{Queue: c.Queue, BatchID: id, Body: c.Body, Reason: reason,
 				Error: errText(cause), Attempts: attempts, Messages: msgs, At: time.Now()})
-		})
+		}); perr != nil {
+			err = perr
+		}
 		if err != nil {
 			n.guard("drop bookkeeping", func() {
 				n.dropped(c.Queue, ReasonDeadLetterFailed, msgs, "txmq: dead-letter sink failed; batch dropped without a dead letter", "batch", id, "error", err)
@@ -156,14 +158,16 @@ func (n *Node) terminalLocked(ctx context.Context, c *Claim, d *decoded, reason 
 	n.settleErr(c, "drop", n.backend.Drop(ctx, c, reason))
 }
 
-// guard runs fn, logging (never propagating) a panic.
-func (n *Node) guard(what string, fn func()) {
+// guard runs fn, logging a panic and returning it as an error instead of propagating it.
+func (n *Node) guard(what string, fn func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in %s: %v", what, r)
 			n.log.Error("txmq: panic in "+what+" (recovered)", "panic", r)
 		}
 	}()
 	fn()
+	return nil
 }
 
 // safeDecode decodes a batch, turning a decoder panic into an error.

@@ -1,0 +1,140 @@
+package core
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeBackend records what the engine asks of a backend; tests drive claims by hand.
+type fakeBackend struct {
+	mu         sync.Mutex
+	published  []OutgoingBatch
+	acked      []*Claim
+	retried    []fakeRetry
+	dropped    []string
+	publishErr error
+}
+
+type fakeRetry struct {
+	claim *Claim
+	body  []byte
+	delay time.Duration
+}
+
+func (f *fakeBackend) Publish(_ context.Context, b OutgoingBatch) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.publishErr != nil {
+		return f.publishErr
+	}
+	f.published = append(f.published, b)
+	return nil
+}
+
+func (f *fakeBackend) Fetch(ctx context.Context, req FetchRequest) ([]*Claim, error) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(req.Wait):
+	}
+	return nil, nil
+}
+
+func (f *fakeBackend) Ack(_ context.Context, c *Claim) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.acked = append(f.acked, c)
+	return nil
+}
+
+func (f *fakeBackend) Retry(_ context.Context, c *Claim, body []byte, delay time.Duration) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retried = append(f.retried, fakeRetry{c, body, delay})
+	return nil
+}
+
+func (f *fakeBackend) Drop(_ context.Context, _ *Claim, reason string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropped = append(f.dropped, reason)
+	return nil
+}
+
+func (f *fakeBackend) Extend(_ context.Context, c *Claim, lease time.Duration) error {
+	c.LeaseUntil = time.Now().Add(lease)
+	return nil
+}
+
+func (f *fakeBackend) Depths(context.Context, []string) (map[string]Depth, error) { return nil, nil }
+func (f *fakeBackend) Close() error                                               { return nil }
+
+func (f *fakeBackend) batches() []OutgoingBatch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]OutgoingBatch(nil), f.published...)
+}
+
+// fakeSink records dead letters.
+type fakeSink struct {
+	mu   sync.Mutex
+	got  []*DeadLetter
+	err  error
+	boom bool
+}
+
+func (s *fakeSink) DeadLetter(_ context.Context, dl *DeadLetter) error {
+	if s.boom {
+		panic("sink exploded")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, dl)
+	return s.err
+}
+
+// fakeClock is a settable clock.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newTestNode returns an unstarted node on a fake backend with a fresh registry.
+func newTestNode(t *testing.T, opts *NodeOptions) (*Node, *fakeBackend) {
+	t.Helper()
+	fb := &fakeBackend{}
+	o := NodeOptions{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Backend == nil {
+		o.Backend = fb
+	}
+	if o.Registry == nil {
+		o.Registry = NewRegistry()
+	}
+	o.Logger = quietLogger()
+	n, err := NewNode(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close(context.Background()) })
+	return n, fb
+}
