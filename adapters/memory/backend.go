@@ -1,0 +1,205 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Options configures a Backend. A nil *Options, and every zero field, means the default.
+type Options struct {
+	// Clock returns the current time, used for due times and leases. Default time.Now. Waiting
+	// in Fetch always uses real timers, so tests with a fake clock should fetch with Wait 0.
+	Clock func() time.Time
+
+	// DefaultLease is the lease given when a FetchRequest or an Extend asks for zero or a
+	// negative duration. Default 30s.
+	DefaultLease time.Duration
+
+	// FetchLimit caps the claims one Fetch hands out across its Unlimited queues when the
+	// request's Max is 0, so one node cannot swallow a whole backlog. Default 1000.
+	FetchLimit int
+
+	// Seed seeds the random pick among due batches. Default 0: a random seed. Set it when a
+	// test wants a reproducible (still non-FIFO) delivery order.
+	Seed uint64
+}
+
+const (
+	defaultLease      = 30 * time.Second
+	defaultFetchLimit = 1000
+)
+
+// Backend is an in-process core.Backend. It is safe for concurrent use by any number of nodes;
+// every node handed the same *Backend shares its queues. The zero value is not usable: call New.
+type Backend struct {
+	clock        func() time.Time
+	defaultLease time.Duration
+	fetchLimit   int
+
+	mu     sync.Mutex
+	rng    *rand.Rand
+	queues map[string]*queue
+	broken bool
+	closed bool
+	done   chan struct{} // closed by Close; wakes waiting fetches
+}
+
+var _ core.Backend = (*Backend)(nil)
+
+// New returns an empty Backend configured by opts (nil means every default).
+func New(opts *Options) *Backend {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Clock == nil {
+		o.Clock = time.Now
+	}
+	if o.DefaultLease <= 0 {
+		o.DefaultLease = defaultLease
+	}
+	if o.FetchLimit <= 0 {
+		o.FetchLimit = defaultFetchLimit
+	}
+	seed1, seed2 := o.Seed, o.Seed^0x9e3779b97f4a7c15
+	if o.Seed == 0 {
+		seed1, seed2 = rand.Uint64(), rand.Uint64()
+	}
+	return &Backend{
+		clock:        o.Clock,
+		defaultLease: o.DefaultLease,
+		fetchLimit:   o.FetchLimit,
+		rng:          rand.New(rand.NewPCG(seed1, seed2)),
+		queues:       make(map[string]*queue),
+		done:         make(chan struct{}),
+	}
+}
+
+// Publish stores a copy of the batch, claimable from b.NotBefore (zero means now).
+func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: publish batch %s to queue %q: %w", b.ID, b.Queue, err)
+	}
+	if b.Queue == "" {
+		return fmt.Errorf("%w: memory: publish batch %s: the queue name is empty; pass the declared queue name", core.ErrInvalidConfig, b.ID)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if err := be.usableLocked("publish", b.Queue); err != nil {
+		return err
+	}
+	now := be.clock()
+	q := be.queueLocked(b.Queue)
+	q.advance(now)
+	rec := &record{id: b.ID, q: q, body: clone(b.Body)}
+	if b.NotBefore.After(now) {
+		q.pushDelayed(rec, b.NotBefore)
+	} else {
+		q.pushReady(rec)
+	}
+	q.notify()
+	return nil
+}
+
+// Depths reports the ready, in-flight and delayed batches of each named queue; a queue never
+// seen reports zeros.
+func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: depths: %w", err)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if err := be.usableLocked("depths", ""); err != nil {
+		return nil, err
+	}
+	now := be.clock()
+	out := make(map[string]core.Depth, len(queues))
+	for _, name := range queues {
+		q, ok := be.queues[name]
+		if !ok {
+			out[name] = core.Depth{}
+			continue
+		}
+		q.advance(now)
+		out[name] = core.Depth{
+			Ready:    int64(len(q.ready)),
+			InFlight: int64(q.inflight.Len()),
+			Delayed:  int64(q.delayed.Len()),
+		}
+	}
+	return out, nil
+}
+
+// Close wakes waiting fetches and makes every later call fail with an error wrapping
+// core.ErrClosed. Stored batches are discarded with the Backend. Closing twice is a no-op.
+func (be *Backend) Close() error {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if !be.closed {
+		be.closed = true
+		close(be.done)
+	}
+	return nil
+}
+
+// Break simulates a backend outage, for tests: until Restore, every call (Fetch included, and
+// fetches already waiting) fails with an error wrapping core.ErrBackendUnavailable. Stored
+// batches and leases are kept, and leases keep running out as they would in a real outage.
+func (be *Backend) Break() {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	be.broken = true
+	for _, q := range be.queues {
+		q.notify()
+	}
+}
+
+// Restore ends an outage started by Break, for tests.
+func (be *Backend) Restore() {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	be.broken = false
+	for _, q := range be.queues {
+		q.notify()
+	}
+}
+
+// usableLocked returns the error for a call made while closed or broken; op names the call
+// and queue, when not empty, its queue.
+func (be *Backend) usableLocked(op, queue string) error {
+	if !be.closed && !be.broken {
+		return nil
+	}
+	where := op
+	if queue != "" {
+		where = fmt.Sprintf("%s (queue %q)", op, queue)
+	}
+	if be.closed {
+		return fmt.Errorf("memory: %s: the backend was closed; create a new one with memory.New: %w", where, core.ErrClosed)
+	}
+	return fmt.Errorf("memory: %s: simulated outage (Break was called; call Restore to end it): %w", where, core.ErrBackendUnavailable)
+}
+
+// queueLocked returns the state of the named queue, creating it on first use.
+func (be *Backend) queueLocked(name string) *queue {
+	q, ok := be.queues[name]
+	if !ok {
+		q = &queue{name: name}
+		be.queues[name] = q
+	}
+	return q
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	out := make([]byte, len(b))
+	copy(out, b)
+	return out
+}

@@ -1,0 +1,124 @@
+package memory
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// state is where a record is: exactly one of the queue's three collections, or gone.
+type state uint8
+
+const (
+	stateReady    state = iota + 1 // in queue.ready: due and unclaimed
+	stateDelayed                   // in queue.delayed, keyed by its due time
+	stateInFlight                  // in queue.inflight, keyed by its lease end
+	stateGone                      // acked or dropped
+)
+
+// record is one stored batch.
+type record struct {
+	id         string
+	q          *queue
+	body       []byte
+	deliveries int // handouts since stored or last rewritten by Retry
+
+	state state
+	at    time.Time // due time while delayed, lease end while in flight
+	idx   int       // position in the heap of its state (unused while ready)
+	lease *lease    // the current claim while in flight, nil otherwise
+}
+
+// queue is the state of one queue name. Every field is guarded by Backend.mu.
+type queue struct {
+	name string
+
+	// ready holds due, unclaimed records in no particular order; a claim swap-removes a
+	// random index, so picks are O(1) and never FIFO.
+	ready []*record
+	// delayed is a min-heap of records by due time.
+	delayed timeHeap
+	// inflight is a min-heap of claimed records by lease end; its length is the number of
+	// claims, which the exclusive check reads.
+	inflight timeHeap
+
+	// waiters are the fetches blocked on this queue.
+	waiters map[*waiter]struct{}
+}
+
+// waiter is one blocked Fetch; ch has room for one wake-up so notify never blocks.
+type waiter struct{ ch chan struct{} }
+
+func (q *queue) pushReady(r *record) {
+	r.state, r.at, r.idx = stateReady, time.Time{}, -1
+	q.ready = append(q.ready, r)
+}
+
+func (q *queue) pushDelayed(r *record, due time.Time) {
+	r.state, r.at = stateDelayed, due
+	q.delayed.push(r)
+}
+
+func (q *queue) pushInFlight(r *record, leaseEnd time.Time) {
+	r.state, r.at = stateInFlight, leaseEnd
+	q.inflight.push(r)
+}
+
+// takeRandom removes and returns a random ready record; q.ready must not be empty.
+func (q *queue) takeRandom(rng *rand.Rand) *record {
+	n := len(q.ready)
+	i := rng.IntN(n)
+	r := q.ready[i]
+	q.ready[i] = q.ready[n-1]
+	q.ready[n-1] = nil
+	q.ready = q.ready[:n-1]
+	return r
+}
+
+// release takes an in-flight record out of the in-flight heap and detaches its lease.
+func (q *queue) release(r *record) {
+	q.inflight.remove(r.idx)
+	r.lease = nil
+}
+
+// advance applies the passage of time up to now: expired leases put their records back as
+// ready (their Deliveries grow at the next handout), and due delayed records become ready. It
+// reports whether anything became ready.
+func (q *queue) advance(now time.Time) bool {
+	moved := false
+	for q.inflight.Len() > 0 && !now.Before(q.inflight.peek().at) {
+		r := q.inflight.pop()
+		r.lease = nil
+		q.pushReady(r)
+		moved = true
+	}
+	for q.delayed.Len() > 0 && !q.delayed.peek().at.After(now) {
+		q.pushReady(q.delayed.pop())
+		moved = true
+	}
+	return moved
+}
+
+// nextEvent is the earliest time something may become claimable without a call: the next due
+// time or lease end. It is zero when nothing is pending.
+func (q *queue) nextEvent() time.Time {
+	var next time.Time
+	if q.delayed.Len() > 0 {
+		next = q.delayed.peek().at
+	}
+	if q.inflight.Len() > 0 {
+		if t := q.inflight.peek().at; next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	return next
+}
+
+// notify wakes every fetch blocked on this queue.
+func (q *queue) notify() {
+	for w := range q.waiters {
+		select {
+		case w.ch <- struct{}{}:
+		default:
+		}
+	}
+}
