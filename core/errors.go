@@ -14,7 +14,7 @@ var (
 	// batch's lease (it expired and the batch may already run elsewhere).
 	ErrLeaseLost = errors.New("txmq: lease lost")
 
-	// ErrClosed means the node has been closed; nothing more is accepted.
+	// ErrClosed means the node (or a backend) has been closed; nothing more is accepted.
 	ErrClosed = errors.New("txmq: node closed")
 
 	// ErrInvalidConfig means a queue declaration, listener registration or option is invalid.

@@ -40,6 +40,7 @@ type Backend struct {
 	clock        func() time.Time
 	defaultLease time.Duration
 	fetchLimit   int
+	name         string // set by Open for a named backend
 
 	mu     sync.Mutex
 	rng    *rand.Rand
@@ -139,11 +140,12 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 // core.ErrClosed. Stored batches are discarded with the Backend. Closing twice is a no-op.
 func (be *Backend) Close() error {
 	be.mu.Lock()
-	defer be.mu.Unlock()
 	if !be.closed {
 		be.closed = true
 		close(be.done)
 	}
+	be.mu.Unlock()
+	be.forget()
 	return nil
 }
 

@@ -1,0 +1,66 @@
+package memory_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/adapters/memory"
+	"github.com/txmq/txmq/core"
+)
+
+type e2eMsg struct {
+	ID    int    `json:"id"`
+	Email string `json:"email"`
+}
+
+// BenchmarkEndToEnd publishes bursts of small messages on one node and waits until every one
+// was delivered: publish, coalesce, encode, store, fetch, decode, run, ack. It reports
+// messages/s for the whole path; b.N counts messages.
+func BenchmarkEndToEnd(b *testing.B) {
+	be := memory.New(nil)
+	defer be.Close()
+	reg := core.NewRegistry()
+	q := core.MustDeclare(reg, "e2e", core.QueueConfig[e2eMsg]{Transactional: core.Try, MaxBatchMessages: 100})
+	n, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), FlushTick: time.Millisecond, FlushWindow: 5 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got atomic.Int64
+	done := make(chan struct{}, 1)
+	var want atomic.Int64
+	if err := q.Listen(n, func(_ context.Context, msgs []e2eMsg) error {
+		if got.Add(int64(len(msgs))) == want.Load() {
+			done <- struct{}{}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := n.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = n.Close(ctx) }()
+	want.Store(int64(b.N))
+	msg := e2eMsg{Email: "someone@example.com"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		msg.ID = i
+		if err := q.Publish(ctx, n, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		b.Fatalf("delivered %d of %d", got.Load(), b.N)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
