@@ -1,0 +1,41 @@
+// Package otel carries OpenTelemetry trace context through txmq batches: the publisher's span
+// context is stored in the batch envelope, and the listener's context is its remote child, so
+// spans a listener starts join the publisher's trace.
+//
+//	opts := &core.NodeOptions{Backend: b}
+//	otel.Configure(opts) // uses the global propagator (otelapi.GetTextMapPropagator)
+//
+// A batch coalesces the messages of several publish calls; it carries the trace context of the
+// first call in it.
+package otel
+
+import (
+	"context"
+
+	otelapi "go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Inject returns the trace context of ctx as a string map for a batch envelope, or nil when ctx
+// carries none.
+func Inject(ctx context.Context) map[string]string {
+	carrier := propagation.MapCarrier{}
+	otelapi.GetTextMapPropagator().Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return nil
+	}
+	return carrier
+}
+
+// Extract returns ctx carrying the remote span context stored in a batch envelope.
+func Extract(ctx context.Context, trace map[string]string) context.Context {
+	return otelapi.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(trace))
+}
+
+// Configure sets opts.InjectTrace and opts.ExtractTrace to Inject and Extract.
+func Configure(opts *core.NodeOptions) {
+	opts.InjectTrace = Inject
+	opts.ExtractTrace = Extract
+}
