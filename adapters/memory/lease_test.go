@@ -147,9 +147,9 @@ func TestRetryRewrite(t *testing.T) {
 			t.Parallel()
 			be, clk := newFake(t)
 			publish(t, be, "q", "b1", time.Time{})
-			c := fetch(t, be, one("q"))[0]
+			_ = fetch(t, be, one("q"))[0]
 			clk.Advance(10 * time.Second) // lose the lease once: Deliveries 2 next
-			c = fetch(t, be, one("q"))[0]
+			c := fetch(t, be, one("q"))[0]
 			if c.Deliveries != 2 {
 				t.Fatalf("Deliveries = %d, want 2", c.Deliveries)
 			}

@@ -1,0 +1,427 @@
+# shellcheck shell=bash disable=SC2016,SC2012
+# scripts/services.sh — make the services txmq's tests talk to available.
+#
+# SOURCE this file (scripts/test does):   source scripts/services.sh
+# Then call txmq_services_stop when done (scripts/test traps it on EXIT).
+#
+# For each service: if one already answers (on the endpoint an already-set
+# TXMQ_* variable names, else on the standard local port) it is reused and
+# never stopped; otherwise what is missing is installed with apt-get / npm and
+# a private instance is started. Only instances started here are recorded and
+# stopped by txmq_services_stop. Sourcing again in the same shell is safe:
+# running services are reused and the stop list is kept.
+#
+# Exports:
+#   TXMQ_POSTGRES_URL      postgres://USER@127.0.0.1:PORT/test?sslmode=disable
+#   TXMQ_REDIS_URL         redis://127.0.0.1:PORT/0
+#   TXMQ_SQS_ENDPOINT      http://127.0.0.1:PORT   (fauxqs 1.9.2, .ci/fauxqs)
+#   TXMQ_REQUIRE_SERVICES  1  (Go tests fail instead of skipping when a service is missing)
+#   TXMQ_NATS_URL          NOT exported by default: see the NATS section below.
+#
+# Knobs (optional): TXMQ_POSTGRES_PORT (5432), TXMQ_REDIS_PORT (6379),
+# TXMQ_SQS_PORT (4566) choose the local port to probe / start on; a port taken
+# by something else makes the script start its own instance on a free port.
+
+if [ -n "${BASH_VERSION:-}" ] && [ "${BASH_SOURCE[0]}" = "$0" ]; then
+	echo "scripts/services.sh must be sourced, not executed: source scripts/services.sh" >&2
+	exit 2
+fi
+
+_TXMQ_REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Private state (not exported: a child shell that sources this file again must
+# not stop what its parent started).
+if [ -z "${_TXMQ_SERVICES_DIR:-}" ] || [ ! -d "${_TXMQ_SERVICES_DIR}" ]; then
+	_TXMQ_SERVICES_DIR="$(mktemp -d "${TMPDIR:-/tmp}/txmq-services.XXXXXX")"
+	chmod 755 "$_TXMQ_SERVICES_DIR" # a throwaway Postgres runs as user postgres
+fi
+_TXMQ_STARTED="$_TXMQ_SERVICES_DIR/started" # one line per thing started here: "kind arg..."
+touch "$_TXMQ_STARTED"
+
+_txmq_say() { printf 'services: %s\n' "$*"; }
+_txmq_warn() { printf 'services: %s\n' "$*" >&2; }
+
+# _txmq_tcp HOST PORT: does anything accept a TCP connection there?
+_txmq_tcp() {
+	timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ "$1" "$2" 2>/dev/null
+}
+
+# _txmq_free_port START: print the first port >= START nobody listens on.
+_txmq_free_port() {
+	local p=$1
+	while [ "$p" -lt 65535 ]; do
+		if ! _txmq_tcp 127.0.0.1 "$p"; then
+			echo "$p"
+			return 0
+		fi
+		p=$((p + 1))
+	done
+	return 1
+}
+
+# _txmq_as_root CMD...: run as root (directly, or through sudo -n).
+_txmq_as_root() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null 2>&1; then
+		sudo -n "$@"
+	else
+		_txmq_warn "need root to run: $*"
+		return 1
+	fi
+}
+
+# _txmq_apt_install PKG...: apt-get update (once per shell) then install.
+_txmq_apt_install() {
+	local log="$_TXMQ_SERVICES_DIR/apt.log"
+	if [ -z "${_TXMQ_APT_UPDATED:-}" ]; then
+		if ! _txmq_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$log" 2>&1; then
+			_txmq_warn "apt-get update failed:"
+			tail -n 20 "$log" >&2
+			return 1
+		fi
+		_TXMQ_APT_UPDATED=1
+	fi
+	if ! _txmq_as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >>"$log" 2>&1; then
+		_txmq_warn "apt-get install $* failed:"
+		tail -n 20 "$log" >&2
+		return 1
+	fi
+}
+
+# ---------------------------------------------------------------- PostgreSQL
+
+# _txmq_pg_user PORT: print the first of postgres/root that trust auth lets in.
+_txmq_pg_user() {
+	local u
+	for u in postgres root "$(id -un)"; do
+		if PGCONNECT_TIMEOUT=3 psql -X -q -h 127.0.0.1 -p "$1" -U "$u" -d postgres -Atc 'select 1' >/dev/null 2>&1 </dev/null; then
+			echo "$u"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# _txmq_pg_use PORT HOW: make sure database test exists, export the URL.
+_txmq_pg_use() {
+	local port=$1 how=$2 user
+	if ! user="$(_txmq_pg_user "$port")"; then
+		return 1
+	fi
+	if [ "$(psql -X -q -h 127.0.0.1 -p "$port" -U "$user" -d postgres -Atc "select 1 from pg_database where datname = 'test'" </dev/null 2>/dev/null)" != 1 ]; then
+		if ! psql -X -q -h 127.0.0.1 -p "$port" -U "$user" -d postgres -c 'create database test' >/dev/null </dev/null; then
+			_txmq_warn "postgres: cannot create database test on port $port"
+			return 1
+		fi
+	fi
+	export TXMQ_POSTGRES_URL="postgres://$user@127.0.0.1:$port/test?sslmode=disable"
+	_txmq_say "postgres $how $TXMQ_POSTGRES_URL"
+}
+
+# _txmq_pg_throwaway PORT: initdb + start a private trust-auth cluster.
+_txmq_pg_throwaway() {
+	local port=$1 ver bin dir as_pg=()
+	ver="$(ls /usr/lib/postgresql 2>/dev/null | sort -V | tail -n 1)"
+	bin="/usr/lib/postgresql/$ver/bin"
+	if [ -z "$ver" ] || [ ! -x "$bin/initdb" ]; then
+		_txmq_warn "postgres: no initdb under /usr/lib/postgresql"
+		return 1
+	fi
+	dir="$_TXMQ_SERVICES_DIR/pg-$port"
+	mkdir -p "$dir"
+	if [ "$(id -u)" = 0 ]; then
+		# initdb refuses to run as root.
+		chown postgres:postgres "$dir"
+		as_pg=(runuser -u postgres --)
+	fi
+	if ! "${as_pg[@]}" "$bin/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 --no-sync >"$dir/initdb.log" 2>&1; then
+		_txmq_warn "postgres: initdb failed:"
+		tail -n 20 "$dir/initdb.log" >&2
+		return 1
+	fi
+	if ! "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+		start >/dev/null 2>&1; then
+		_txmq_warn "postgres: pg_ctl start failed:"
+		tail -n 20 "$dir/postgres.log" >&2
+		return 1
+	fi
+	echo "pgdata $bin $dir/data $(head -n 1 "$dir/data/postmaster.pid" 2>/dev/null)" >>"$_TXMQ_STARTED"
+}
+
+_txmq_postgres() {
+	local port="${TXMQ_POSTGRES_PORT:-5432}" ver
+
+	# An outside endpoint given by the caller.
+	if [ -n "${TXMQ_POSTGRES_URL:-}" ]; then
+		if command -v psql >/dev/null 2>&1 &&
+			PGCONNECT_TIMEOUT=5 psql -X -q "$TXMQ_POSTGRES_URL" -Atc 'select 1' >/dev/null 2>&1 </dev/null; then
+			_txmq_say "postgres reused $TXMQ_POSTGRES_URL"
+			return 0
+		fi
+		_txmq_warn "postgres: TXMQ_POSTGRES_URL=$TXMQ_POSTGRES_URL does not answer; using a local server instead"
+		unset TXMQ_POSTGRES_URL
+	fi
+
+	if ! command -v psql >/dev/null 2>&1 || ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+		if ! _txmq_tcp 127.0.0.1 "$port" || ! command -v psql >/dev/null 2>&1; then
+			_txmq_apt_install postgresql postgresql-client || return 1
+		fi
+	fi
+
+	# Something on the port: reuse it if trust auth lets us in.
+	if _txmq_tcp 127.0.0.1 "$port"; then
+		if _txmq_pg_use "$port" reused; then
+			return 0
+		fi
+		_txmq_warn "postgres: port $port answers but trust login fails; starting a private server"
+		port="$(_txmq_free_port 15432)" || return 1
+	elif [ "$port" = 5432 ] && [ -n "$(ls /etc/postgresql 2>/dev/null)" ]; then
+		# The machine's own cluster, stopped: start it the way the machine does.
+		ver="$(ls /etc/postgresql | sort -V | tail -n 1)"
+		if _txmq_as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start >/dev/null 2>&1; then
+			echo "pgcluster $ver main" >>"$_TXMQ_STARTED"
+			if _txmq_pg_use "$port" started; then
+				return 0
+			fi
+			_txmq_warn "postgres: cluster $ver/main started but trust login fails; starting a private server"
+		fi
+		port="$(_txmq_free_port 15432)" || return 1
+	fi
+
+	_txmq_pg_throwaway "$port" || return 1
+	_txmq_pg_use "$port" started
+}
+
+# --------------------------------------------------------------------- Redis
+
+# _txmq_redis_ping HOST PORT
+_txmq_redis_ping() {
+	if command -v redis-cli >/dev/null 2>&1; then
+		[ "$(timeout 3 redis-cli -h "$1" -p "$2" ping 2>/dev/null)" = PONG ]
+	else
+		timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" && printf "PING\r\n" >&3 && IFS= read -r l <&3 && [ "${l:0:5}" = "+PONG" ]' _ "$1" "$2" 2>/dev/null
+	fi
+}
+
+_txmq_redis() {
+	local port="${TXMQ_REDIS_PORT:-6379}" dir hostport host rport
+
+	if [ -n "${TXMQ_REDIS_URL:-}" ]; then
+		hostport="${TXMQ_REDIS_URL#*://}"
+		hostport="${hostport##*@}"
+		hostport="${hostport%%/*}"
+		host="${hostport%:*}"
+		rport="${hostport##*:}"
+		[ "$rport" = "$hostport" ] && rport=6379
+		if { command -v redis-cli >/dev/null 2>&1 && [ "$(timeout 3 redis-cli -u "$TXMQ_REDIS_URL" ping 2>/dev/null)" = PONG ]; } ||
+			_txmq_redis_ping "$host" "$rport"; then
+			_txmq_say "redis reused $TXMQ_REDIS_URL"
+			return 0
+		fi
+		_txmq_warn "redis: TXMQ_REDIS_URL=$TXMQ_REDIS_URL does not answer; using a local server instead"
+		unset TXMQ_REDIS_URL
+	fi
+
+	if _txmq_redis_ping 127.0.0.1 "$port"; then
+		export TXMQ_REDIS_URL="redis://127.0.0.1:$port/0"
+		_txmq_say "redis reused $TXMQ_REDIS_URL"
+		return 0
+	fi
+	if _txmq_tcp 127.0.0.1 "$port"; then
+		_txmq_warn "redis: port $port is taken by something that is not Redis; starting a private server"
+		port="$(_txmq_free_port 16379)" || return 1
+	fi
+
+	if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+		_txmq_apt_install redis-server redis-tools || return 1
+		# A package install may have started the distribution's own server.
+		if _txmq_redis_ping 127.0.0.1 "$port"; then
+			export TXMQ_REDIS_URL="redis://127.0.0.1:$port/0"
+			_txmq_say "redis reused $TXMQ_REDIS_URL"
+			return 0
+		fi
+	fi
+
+	dir="$_TXMQ_SERVICES_DIR/redis-$port"
+	mkdir -p "$dir"
+	if ! redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+		--dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" </dev/null >/dev/null 2>&1; then
+		_txmq_warn "redis: redis-server failed to start"
+		return 1
+	fi
+	for _ in $(seq 1 100); do
+		[ -s "$dir/redis.pid" ] && _txmq_redis_ping 127.0.0.1 "$port" && break
+		sleep 0.1
+	done
+	if [ -s "$dir/redis.pid" ]; then
+		echo "pid $(cat "$dir/redis.pid") redis" >>"$_TXMQ_STARTED"
+	fi
+	if ! _txmq_redis_ping 127.0.0.1 "$port"; then
+		_txmq_warn "redis: started but does not answer on port $port:"
+		tail -n 20 "$dir/redis.log" >&2
+		return 1
+	fi
+	export TXMQ_REDIS_URL="redis://127.0.0.1:$port/0"
+	_txmq_say "redis started $TXMQ_REDIS_URL"
+}
+
+# ---------------------------------------------------------------------- NATS
+#
+# TXMQ_NATS_URL is deliberately NOT exported by default, even though the
+# machine runs Debian's nats-server 2.9 on 127.0.0.1:4222: when it is unset the
+# Go tests embed the real nats-server v2.15 (github.com/nats-io/nats-server/v2,
+# StoreDir in t.TempDir(), random port), which has features 2.9 lacks
+# (consumer FilterSubjects, per-message TTL). Set TXMQ_NATS_URL yourself to run
+# the tests against an outside server; it is then checked and reused.
+
+_txmq_nats() {
+	local hostport host port
+	if [ -z "${TXMQ_NATS_URL:-}" ]; then
+		_txmq_say "nats embedded nats-server v2.15 in the Go tests (TXMQ_NATS_URL unset)"
+		return 0
+	fi
+	hostport="${TXMQ_NATS_URL#*://}"
+	hostport="${hostport##*@}"
+	hostport="${hostport%%/*}"
+	hostport="${hostport%%,*}"
+	host="${hostport%:*}"
+	port="${hostport##*:}"
+	[ "$port" = "$hostport" ] && port=4222
+	if timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2" && IFS= read -r l <&3 && [ "${l#INFO }" != "$l" ]' _ "$host" "$port" 2>/dev/null; then
+		_txmq_say "nats reused $TXMQ_NATS_URL"
+		return 0
+	fi
+	_txmq_warn "nats: TXMQ_NATS_URL=$TXMQ_NATS_URL does not answer"
+	return 1
+}
+
+# ----------------------------------------------------------------------- SQS
+
+# _txmq_sqs_ok ENDPOINT: does an SQS (JSON 1.0) emulator answer there?
+_txmq_sqs_ok() {
+	curl -fsS -m 3 -o /dev/null "$1/health" 2>/dev/null &&
+		curl -fsS -m 3 -o /dev/null -X POST \
+			-H 'Content-Type: application/x-amz-json-1.0' \
+			-H 'X-Amz-Target: AmazonSQS.ListQueues' -d '{}' "$1/" 2>/dev/null
+}
+
+_txmq_sqs() {
+	local port="${TXMQ_SQS_PORT:-4566}" dir="$_TXMQ_REPO_ROOT/.ci/fauxqs" log pid
+
+	if ! command -v curl >/dev/null 2>&1; then
+		_txmq_apt_install curl ca-certificates || return 1
+	fi
+
+	if [ -n "${TXMQ_SQS_ENDPOINT:-}" ]; then
+		if _txmq_sqs_ok "${TXMQ_SQS_ENDPOINT%/}"; then
+			_txmq_say "sqs reused $TXMQ_SQS_ENDPOINT"
+			return 0
+		fi
+		_txmq_warn "sqs: TXMQ_SQS_ENDPOINT=$TXMQ_SQS_ENDPOINT does not answer; starting fauxqs instead"
+		unset TXMQ_SQS_ENDPOINT
+	fi
+
+	if _txmq_sqs_ok "http://127.0.0.1:$port"; then
+		export TXMQ_SQS_ENDPOINT="http://127.0.0.1:$port"
+		_txmq_say "sqs reused $TXMQ_SQS_ENDPOINT"
+		return 0
+	fi
+	if _txmq_tcp 127.0.0.1 "$port"; then
+		# Taken by something that is not an SQS emulator: let the OS pick.
+		port=0
+	fi
+
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		_txmq_apt_install nodejs npm || return 1
+	fi
+	# npm ci (exact versions from package-lock.json) when node_modules is
+	# missing or older than the lock file.
+	if [ ! -f "$dir/node_modules/fauxqs/package.json" ] || [ ! -f "$dir/node_modules/.package-lock.json" ] ||
+		[ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+		log="$_TXMQ_SERVICES_DIR/npm-ci.log"
+		if ! (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >"$log" 2>&1 </dev/null; then
+			_txmq_warn "sqs: npm ci in .ci/fauxqs failed:"
+			tail -n 20 "$log" >&2
+			return 1
+		fi
+	fi
+
+	log="$_TXMQ_SERVICES_DIR/fauxqs.log"
+	node "$dir/start.mjs" "$port" >"$log" 2>&1 </dev/null &
+	pid=$!
+	echo "pid $pid fauxqs" >>"$_TXMQ_STARTED"
+	for _ in $(seq 1 150); do # ~30 s
+		if ! kill -0 "$pid" 2>/dev/null; then
+			break
+		fi
+		if [ "$port" = 0 ]; then
+			port="$(sed -n 's|^fauxqs listening on http://127\.0\.0\.1:\([0-9][0-9]*\).*|\1|p' "$log" | head -n 1)"
+			[ -n "$port" ] || port=0
+		fi
+		if [ "$port" != 0 ] && curl -fsS -m 2 -o /dev/null "http://127.0.0.1:$port/health" 2>/dev/null; then
+			export TXMQ_SQS_ENDPOINT="http://127.0.0.1:$port"
+			_txmq_say "sqs started $TXMQ_SQS_ENDPOINT (fauxqs, pid $pid)"
+			return 0
+		fi
+		sleep 0.2
+	done
+	_txmq_warn "sqs: fauxqs did not answer GET /health within 30 s:"
+	tail -n 20 "$log" >&2
+	return 1
+}
+
+# ---------------------------------------------------------------------- stop
+
+# txmq_services_stop: stop exactly what this script started, newest first.
+txmq_services_stop() {
+	local kind a b c pid
+	[ -n "${_TXMQ_SERVICES_DIR:-}" ] && [ -f "$_TXMQ_SERVICES_DIR/started" ] || return 0
+	while read -r kind a b c; do
+		case "$kind" in
+		pid)
+			pid=$a
+			kill -0 "$pid" 2>/dev/null || continue
+			kill -TERM "$pid" 2>/dev/null
+			for _ in $(seq 1 100); do
+				kill -0 "$pid" 2>/dev/null || break
+				sleep 0.1
+			done
+			if kill -0 "$pid" 2>/dev/null; then
+				kill -KILL "$pid" 2>/dev/null
+			fi
+			wait "$pid" 2>/dev/null
+			_txmq_say "stopped $b (pid $pid)"
+			;;
+		pgdata) # a = bin dir, b = data dir
+			if [ "$(id -u)" = 0 ]; then
+				runuser -u postgres -- "$a/pg_ctl" -D "$b" -m fast -w -t 60 stop >/dev/null 2>&1
+			else
+				"$a/pg_ctl" -D "$b" -m fast -w -t 60 stop >/dev/null 2>&1
+			fi
+			_txmq_say "stopped postgres (pid ${c:-?}, $b)"
+			;;
+		pgcluster) # a = version, b = cluster name
+			_txmq_as_root pg_ctlcluster --skip-systemctl-redirect "$a" "$b" stop >/dev/null 2>&1
+			_txmq_say "stopped postgres cluster $a/$b"
+			;;
+		esac
+	done < <(tac "$_TXMQ_SERVICES_DIR/started")
+	rm -rf "$_TXMQ_SERVICES_DIR"
+	unset _TXMQ_SERVICES_DIR _TXMQ_STARTED
+}
+
+# --------------------------------------------------------------------- start
+
+txmq_services_start() {
+	local rc=0
+	_txmq_postgres || rc=1
+	_txmq_redis || rc=1
+	_txmq_nats || rc=1
+	_txmq_sqs || rc=1
+	export TXMQ_REQUIRE_SERVICES=1
+	return "$rc"
+}
+
+txmq_services_start
