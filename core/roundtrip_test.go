@@ -45,6 +45,7 @@ func (custom) MarshalJSON() ([]byte, error) { return []byte(`1`), nil }
 
 func TestRoundTripsPlainly(t *testing.T) {
 	t.Parallel()
+	_ = plainStruct{e: nil} // the unexported field exists only to be ignored
 	tests := []struct {
 		typ  reflect.Type
 		want bool

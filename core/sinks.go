@@ -35,6 +35,8 @@ type DeadLetter struct {
 	Attempts int
 	// Messages is the number of messages (0 if undecodable).
 	Messages int
+	// Exclusive is the queue's Exclusive setting, so a replay publishes the batch the same way.
+	Exclusive bool
 	// At is when core gave up.
 	At time.Time
 }

@@ -27,13 +27,13 @@ func (n *Node) work(l *listener, c *Claim) {
 	defer n.release(c.Queue)
 	d, err := safeDecode(l, c.Body)
 	if err != nil {
-		n.terminal(c, nil, ReasonUndecodable, err, 0)
+		n.terminal(c, l.spec, nil, ReasonUndecodable, err, 0)
 		return
 	}
 	run := d.attempt + c.Deliveries
 	if run > l.spec.maxAttempts {
 		// The previous runs never settled: their nodes died holding the batch.
-		n.terminal(c, d, ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", ErrWorkerLost, c.Queue, d.id, run-1), run-1)
+		n.terminal(c, l.spec, d, ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", ErrWorkerLost, c.Queue, d.id, run-1), run-1)
 		return
 	}
 
@@ -84,7 +84,7 @@ func (n *Node) work(l *listener, c *Claim) {
 		n.retry(sctx, c, d, run, n.opts.Backoff(run), runErr)
 	default:
 		n.stats.failed.Add(1)
-		n.terminalLocked(sctx, c, d, ReasonDeliveryExhausted, runErr, run)
+		n.terminalLocked(sctx, c, l.spec, d, ReasonDeliveryExhausted, runErr, run)
 	}
 }
 
@@ -120,13 +120,13 @@ func (n *Node) settleErr(c *Claim, op string, err error) {
 
 // terminal drops a batch: count and log, dead-letter it, call OnError, then remove it from the
 // backend. Each step is guarded; none can cause a redelivery.
-func (n *Node) terminal(c *Claim, d *decoded, reason string, cause error, attempts int) {
+func (n *Node) terminal(c *Claim, spec *queueSpec, d *decoded, reason string, cause error, attempts int) {
 	ctx, cancel := n.claimCtx()
 	defer cancel()
-	n.terminalLocked(ctx, c, d, reason, cause, attempts)
+	n.terminalLocked(ctx, c, spec, d, reason, cause, attempts)
 }
 
-func (n *Node) terminalLocked(ctx context.Context, c *Claim, d *decoded, reason string, cause error, attempts int) {
+func (n *Node) terminalLocked(ctx context.Context, c *Claim, spec *queueSpec, d *decoded, reason string, cause error, attempts int) {
 	msgs, id := 0, c.ID
 	if d != nil {
 		msgs, id = d.count, d.id
@@ -138,7 +138,7 @@ func (n *Node) terminalLocked(ctx context.Context, c *Claim, d *decoded, reason 
 		var err error
 		if perr := n.guard("dead-letter sink", func() {
 			err = sink.DeadLetter(ctx, &DeadLetter{Queue: c.Queue, BatchID: id, Body: c.Body, Reason: reason,
-				Error: errText(cause), Attempts: attempts, Messages: msgs, At: time.Now()})
+				Error: errText(cause), Attempts: attempts, Messages: msgs, Exclusive: spec.exclusive, At: time.Now()})
 		}); perr != nil {
 			err = perr
 		}

@@ -1,0 +1,1 @@
+CREATE TABLE {{schema}}.good (id int);

@@ -1,0 +1,2 @@
+CREATE TABLE {{schema}}.half (id int);
+THIS IS NOT SQL;

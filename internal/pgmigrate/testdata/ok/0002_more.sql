@@ -1,0 +1,1 @@
+ALTER TABLE {{schema}}.things ADD COLUMN extra int NOT NULL DEFAULT 0;

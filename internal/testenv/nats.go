@@ -1,0 +1,292 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// NATSServer is an embedded nats-server (v2.15, JetStream enabled) for tests, on 127.0.0.1 and
+// a free port, storing in its own directory. Shutdown and Restart keep the port and the store
+// directory, so streams and consumers survive an outage the way they survive a real restart.
+type NATSServer struct {
+	t    testing.TB
+	mu   sync.Mutex
+	opts server.Options
+	srv  *server.Server
+	url  string
+}
+
+// StartNATS starts an embedded server for one test and shuts it down in t.Cleanup. configure,
+// when given, adjusts the server options before the start (for example MaxPayload).
+func StartNATS(t testing.TB, configure ...func(*server.Options)) *NATSServer {
+	t.Helper()
+	opts := server.Options{
+		Host:      "127.0.0.1",
+		Port:      -1,
+		JetStream: true,
+		StoreDir:  t.TempDir(),
+		NoLog:     true,
+		NoSigs:    true,
+	}
+	for _, c := range configure {
+		c(&opts)
+	}
+	s := &NATSServer{t: t, opts: opts}
+	if err := s.start(); err != nil {
+		t.Fatalf("testenv: starting an embedded nats-server: %v", err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func (s *NATSServer) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.opts // a copy: the server mutates its options
+	srv, err := server.NewServer(&o)
+	if err != nil {
+		return err
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return fmt.Errorf("not ready for connections after 10s")
+	}
+	addr := srv.Addr().(*net.TCPAddr)
+	s.opts.Port = addr.Port // keep the port across restarts
+	s.srv = srv
+	s.url = fmt.Sprintf("nats://127.0.0.1:%d", addr.Port)
+	return nil
+}
+
+// URL returns the server's client URL (nats://127.0.0.1:PORT); it stays the same across
+// Restart.
+func (s *NATSServer) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
+
+// Shutdown stops the server (a backend outage); clients see their connection drop and try to
+// reconnect. Shutting down a stopped server is a no-op.
+func (s *NATSServer) Shutdown() {
+	s.mu.Lock()
+	srv := s.srv
+	s.srv = nil
+	s.mu.Unlock()
+	if srv != nil {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	}
+}
+
+// Restart starts the server again on the same port with the same store directory; it fails
+// the test if the server cannot start.
+func (s *NATSServer) Restart() {
+	s.t.Helper()
+	s.mu.Lock()
+	running := s.srv != nil
+	s.mu.Unlock()
+	if running {
+		return
+	}
+	var err error
+	for range 50 { // the port may take a moment to be free again
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.t.Fatalf("testenv: restarting the embedded nats-server: %v", err)
+}
+
+var (
+	sharedNATSOnce sync.Once
+	sharedNATS     *NATSServer
+	sharedNATSErr  error
+	sharedNATSDir  string
+)
+
+// NATSURL returns the NATS URL for tests. When TXMQ_NATS_URL is set it names an outside server
+// (checked once per process to answer with JetStream; otherwise the test is skipped, or fails
+// under CI=true / TXMQ_REQUIRE_SERVICES=1). Otherwise one embedded nats-server v2.15 is started
+// for the whole test binary and its URL returned; StopSharedNATS (from TestMain) removes it.
+// The machine's Debian nats-server 2.9 on :4222 is never used by default: it lacks message
+// schedules and other features the adapter relies on.
+func NATSURL(t testing.TB) string {
+	t.Helper()
+	if u := strings.TrimSpace(os.Getenv("TXMQ_NATS_URL")); u != "" {
+		check(t, "NATS", "TXMQ_NATS_URL", u, pingNATS)
+		return u
+	}
+	sharedNATSOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "txmq-nats-")
+		if err != nil {
+			sharedNATSErr = err
+			return
+		}
+		sharedNATSDir = dir
+		s := &NATSServer{opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true}}
+		sharedNATSErr = s.start()
+		sharedNATS = s
+	})
+	if sharedNATSErr != nil {
+		t.Fatalf("testenv: starting the shared embedded nats-server: %v", sharedNATSErr)
+	}
+	return sharedNATS.URL()
+}
+
+// StopSharedNATS shuts the process-wide embedded server down and removes its store; call it
+// from TestMain after m.Run. It is a no-op when none was started.
+func StopSharedNATS() {
+	if sharedNATS != nil {
+		sharedNATS.Shutdown()
+	}
+	if sharedNATSDir != "" {
+		_ = os.RemoveAll(sharedNATSDir)
+	}
+}
+
+func pingNATS(ctx context.Context, u string) error {
+	nc, err := natsgo.Connect(u, natsgo.Timeout(pingTimeout), natsgo.NoReconnect())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	if _, err := js.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("JetStream: %w", err)
+	}
+	return nil
+}
+
+// TCPProxy forwards TCP connections to a target address, for simulating an outage of one
+// client group without touching the server: Break closes every connection and refuses new
+// ones until Restore.
+type TCPProxy struct {
+	target string
+	ln     net.Listener
+
+	mu     sync.Mutex
+	broken bool
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+// NewTCPProxy listens on 127.0.0.1 and a free port and forwards to target (host:port); it is
+// closed in t.Cleanup.
+func NewTCPProxy(t testing.TB, target string) *TCPProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: proxy listen: %v", err)
+	}
+	p := &TCPProxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}
+	go p.accept()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Addr returns the proxy's host:port.
+func (p *TCPProxy) Addr() string { return p.ln.Addr().String() }
+
+// Break closes every proxied connection and refuses new ones until Restore.
+func (p *TCPProxy) Break() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.broken = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Restore accepts and forwards connections again.
+func (p *TCPProxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.broken = false
+}
+
+// Close stops the proxy and closes its connections.
+func (p *TCPProxy) Close() {
+	p.mu.Lock()
+	p.closed = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	_ = p.ln.Close()
+}
+
+func (p *TCPProxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.broken || p.closed {
+			p.mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		p.mu.Unlock()
+		go p.forward(c)
+	}
+}
+
+func (p *TCPProxy) forward(c net.Conn) {
+	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.broken || p.closed {
+		p.mu.Unlock()
+		_ = c.Close()
+		_ = up.Close()
+		return
+	}
+	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					break
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		done <- struct{}{}
+	}
+	go pipe(up, c)
+	go pipe(c, up)
+	<-done
+	_ = c.Close()
+	_ = up.Close()
+	<-done
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, up)
+	p.mu.Unlock()
+}

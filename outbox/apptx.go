@@ -1,0 +1,68 @@
+package outbox
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txmq/txmq/core"
+)
+
+// appTx is a transaction the app manages, seen as a core.Tx: each publish writes its rows at
+// once, inside that transaction.
+type appTx struct {
+	s    *Store
+	exec func(ctx context.Context, sql string, args ...any) error
+}
+
+// WithTx returns ctx carrying tx, a pgx transaction the app begins and commits itself.
+// Publishes on Require and Try queues made with the returned context write their outbox rows
+// into tx at once (an error fails the publish call; the app decides whether to roll back), and
+// send a NOTIFY: after COMMIT, the relay of any started Store on this schema publishes them
+// within milliseconds, and the sweep does within Options.SweepInterval if no relay listens.
+// Rolling back tx (or a savepoint of it) discards them. Never queues are refused inside tx: it
+// cannot report its commit.
+func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
+	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
+		_, err := tx.Exec(ctx, sql, args...)
+		return err
+	}})
+}
+
+// WithSQLTx is WithTx for a database/sql transaction on PostgreSQL (for example through
+// github.com/jackc/pgx/v5/stdlib). Rows are written with tx.ExecContext and $n placeholders.
+func (s *Store) WithSQLTx(ctx context.Context, tx *sql.Tx) context.Context {
+	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
+		_, err := tx.ExecContext(ctx, sql, args...)
+		return err
+	}})
+}
+
+// Stage writes p's batches as due rows in the app's transaction and notifies the relay. It
+// implements core.Tx.
+func (a *appTx) Stage(ctx context.Context, p *core.Pending) error {
+	batches, err := core.Batches([]*core.Pending{p}, time.Now())
+	if err != nil {
+		return fmt.Errorf("txmq outbox: queue %q: preparing batches: %w", p.Queue, err)
+	}
+	for len(batches) > 0 {
+		chunk := batches[:min(len(batches), insertChunk)]
+		batches = batches[len(chunk):]
+		args := append(insertArgs(chunk), a.s.channel)
+		// A data-modifying WITH always runs to completion: one round trip inserts and notifies.
+		q := `WITH ins AS (` + insertSQL(a.s.outbox, len(chunk), true) + `) SELECT pg_notify($` +
+			fmt.Sprint(len(args)) + `, '')`
+		if err := a.exec(ctx, q, args...); err != nil {
+			return fmt.Errorf("txmq outbox: queue %q: writing %d outbox row(s) into the app's transaction (table %s): %w; the transaction is probably aborted now: roll it back, and check that outbox.Migrate ran",
+				p.Queue, len(chunk), a.s.outbox, err)
+		}
+	}
+	return nil
+}
+
+// AfterCommit reports false: an app-managed transaction cannot tell when it commits. It
+// implements core.Tx.
+func (a *appTx) AfterCommit(func()) bool { return false }

@@ -1,0 +1,267 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txmq/txmq/core"
+)
+
+// ErrAlreadyReplayed means a dead letter was replayed already and has not failed since.
+var ErrAlreadyReplayed = errors.New("txmq outbox: dead letter already replayed")
+
+// DLQState selects dead letters by replay state.
+type DLQState int
+
+const (
+	// DLQAll selects every dead letter (the zero value).
+	DLQAll DLQState = iota
+	// DLQDead selects dead letters not replayed since they last failed.
+	DLQDead
+	// DLQReplayed selects dead letters replayed and not failed again since.
+	DLQReplayed
+)
+
+// DLQFilter selects dead letters. Zero fields select everything.
+type DLQFilter struct {
+	// Queue selects one queue; empty means every queue.
+	Queue string
+	// AfterID selects ids greater than it (keyset paging: pass the last id seen).
+	AfterID int64
+	// Limit caps the rows: ListDeadLetters defaults to 100; Purge to no cap.
+	Limit int
+	// State selects by replay state; default DLQAll.
+	State DLQState
+}
+
+// DeadLetterRow is one stored dead letter.
+type DeadLetterRow struct {
+	// ID is the row id.
+	ID int64
+	// Queue is the batch's queue.
+	Queue string
+	// BatchID is the batch id (empty if the batch could not be decoded).
+	BatchID string
+	// Body is the batch as stored (core.DecodeEnvelope reads it).
+	Body []byte
+	// Exclusive is the queue's Exclusive setting when the batch was stored.
+	Exclusive bool
+	// Reason is a core.Reason constant.
+	Reason string
+	// LastError is the last error's text.
+	LastError string
+	// Attempts is the number of runs spent.
+	Attempts int
+	// Messages is the number of messages in the batch.
+	Messages int
+	// FirstFailedAt and LastFailedAt are when core first and last gave up on the batch.
+	FirstFailedAt, LastFailedAt time.Time
+	// ReplayCount is how many times the batch was replayed.
+	ReplayCount int
+	// ReplayedAt is the last replay, zero if it is dead now (never replayed, or failed again
+	// since).
+	ReplayedAt time.Time
+}
+
+// Dead reports whether the row is dead now (not replayed since it last failed).
+func (r *DeadLetterRow) Dead() bool { return r.ReplayedAt.IsZero() }
+
+// DeadLetter stores a batch core gave up on. A batch already stored (same queue and batch id)
+// has its row updated and becomes dead again if it was replayed. It implements
+// core.DeadLetterSink.
+func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
+	if dl == nil {
+		return nil
+	}
+	at := dl.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	exclusive := dl.Exclusive
+	_, err := s.pool.Exec(ctx, `INSERT INTO `+s.dead+` AS d (queue, batch_id, body, exclusive, reason, last_error,
+			attempts, messages, first_failed_at, last_failed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+		ON CONFLICT (queue, batch_id) WHERE batch_id <> '' DO UPDATE SET
+			body = EXCLUDED.body, exclusive = EXCLUDED.exclusive, reason = EXCLUDED.reason,
+			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
+			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL`,
+		dl.Queue, dl.BatchID, dl.Body, exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, at)
+	if err != nil {
+		return fmt.Errorf("txmq outbox: storing dead letter of queue %q (batch %s, reason %s) in %s: %w; check the app database and that outbox.Migrate ran",
+			dl.Queue, dl.BatchID, dl.Reason, s.dead, err)
+	}
+	return nil
+}
+
+const deadCols = `id, queue, batch_id, body, exclusive, reason, last_error, attempts, messages,
+	first_failed_at, last_failed_at, replay_count, replayed_at`
+
+func scanDead(r pgx.CollectableRow) (DeadLetterRow, error) {
+	var d DeadLetterRow
+	var replayed *time.Time
+	err := r.Scan(&d.ID, &d.Queue, &d.BatchID, &d.Body, &d.Exclusive, &d.Reason, &d.LastError, &d.Attempts,
+		&d.Messages, &d.FirstFailedAt, &d.LastFailedAt, &d.ReplayCount, &replayed)
+	if replayed != nil {
+		d.ReplayedAt = *replayed
+	}
+	return d, err
+}
+
+// where builds the WHERE clause and arguments of f.
+func (f DLQFilter) where() (string, []any) {
+	conds := []string{"id > $1"}
+	args := []any{f.AfterID}
+	if f.Queue != "" {
+		args = append(args, f.Queue)
+		conds = append(conds, "queue = $"+strconv.Itoa(len(args)))
+	}
+	switch f.State {
+	case DLQDead:
+		conds = append(conds, "replayed_at IS NULL")
+	case DLQReplayed:
+		conds = append(conds, "replayed_at IS NOT NULL")
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// ListDeadLetters returns the dead letters f selects, by ascending id (default limit 100).
+func (s *Store) ListDeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetterRow, error) {
+	if f.Limit <= 0 {
+		f.Limit = 100
+	}
+	where, args := f.where()
+	args = append(args, f.Limit)
+	rows, err := s.pool.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE `+where+
+		` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
+	if err != nil {
+		return nil, fmt.Errorf("txmq outbox: listing dead letters (queue %q) from %s: %w", f.Queue, s.dead, err)
+	}
+	out, err := pgx.CollectRows(rows, scanDead)
+	if err != nil {
+		return nil, fmt.Errorf("txmq outbox: listing dead letters (queue %q) from %s: %w", f.Queue, s.dead, err)
+	}
+	return out, nil
+}
+
+// GetDeadLetter returns one dead letter, or an error wrapping ErrNotFound.
+func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE id = $1`, id)
+	if err == nil {
+		var d DeadLetterRow
+		d, err = pgx.CollectExactlyOneRow(rows, scanDead)
+		if err == nil {
+			return &d, nil
+		}
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("txmq outbox: dead letter %d: %w (list them with ListDeadLetters)", id, ErrNotFound)
+		}
+	}
+	return nil, fmt.Errorf("txmq outbox: reading dead letter %d from %s: %w", id, s.dead, err)
+}
+
+// Replay publishes dead letter id to the backend again, with its attempt count reset to 0 (a
+// full retry budget), and marks it replayed (replay_count+1, replayed_at). The row stays, as
+// history, until Purge; if the batch fails again, DeadLetter marks it dead again. The row is
+// locked while it is published, so concurrent replays of one id publish it once; a row already
+// replayed (and not failed since) is refused with ErrAlreadyReplayed. A publish error leaves the
+// row dead and is returned.
+func (s *Store) Replay(ctx context.Context, id int64) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, err)
+		}
+		d, err := pgx.CollectExactlyOneRow(rows, scanDead)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, ErrNotFound)
+		}
+		if err != nil {
+			return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, err)
+		}
+		if !d.Dead() {
+			return fmt.Errorf("txmq outbox: dead letter %d (queue %q, batch %s) was replayed at %s and has not failed since: %w",
+				id, d.Queue, d.BatchID, d.ReplayedAt.Format(time.RFC3339), ErrAlreadyReplayed)
+		}
+		body, err := core.ReencodeAttempt(d.Body, 0)
+		if err != nil {
+			return fmt.Errorf("txmq outbox: dead letter %d of queue %q (reason %s) is not a readable batch and cannot be replayed; inspect it and purge it: %w",
+				id, d.Queue, d.Reason, err)
+		}
+		env, err := core.DecodeEnvelope(body)
+		if err != nil {
+			return fmt.Errorf("txmq outbox: dead letter %d of queue %q: %w", id, d.Queue, err)
+		}
+		if env.Queue != d.Queue {
+			return fmt.Errorf("%w: txmq outbox: dead letter %d is stored under queue %q but its batch names queue %q; not replayed",
+				core.ErrUndecodable, id, d.Queue, env.Queue)
+		}
+		b := core.OutgoingBatch{ID: env.ID, Queue: d.Queue, Body: body, Exclusive: d.Exclusive}
+		if err := s.backend.Publish(ctx, b); err != nil {
+			return fmt.Errorf("txmq outbox: replaying dead letter %d (queue %q, batch %s): the backend refused it, the row stays dead; retry later: %w",
+				id, d.Queue, env.ID, err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE `+s.dead+` SET replay_count = replay_count + 1, replayed_at = now() WHERE id = $1`, id); err != nil {
+			return fmt.Errorf("txmq outbox: dead letter %d (queue %q) was republished but marking it replayed failed (it may be replayed twice): %w", id, d.Queue, err)
+		}
+		return nil
+	})
+}
+
+// ReplayQueue replays every dead (not yet replayed) letter of queue, oldest first, and returns
+// how many it replayed. A backend reported unavailable stops it at once; other per-row errors
+// (an unreadable batch) are collected and the rest is replayed.
+func (s *Store) ReplayQueue(ctx context.Context, queue string) (int, error) {
+	if queue == "" {
+		return 0, fmt.Errorf("%w: txmq outbox: ReplayQueue needs a queue name", core.ErrInvalidConfig)
+	}
+	var (
+		after    int64
+		replayed int
+		errs     []error
+	)
+	for {
+		page, err := s.ListDeadLetters(ctx, DLQFilter{Queue: queue, AfterID: after, Limit: 100, State: DLQDead})
+		if err != nil {
+			return replayed, errors.Join(append(errs, err)...)
+		}
+		for _, d := range page {
+			after = d.ID
+			err := s.Replay(ctx, d.ID)
+			switch {
+			case err == nil:
+				replayed++
+			case errors.Is(err, ErrAlreadyReplayed), errors.Is(err, ErrNotFound):
+				// replayed or purged concurrently
+			case errors.Is(err, core.ErrBackendUnavailable), ctx.Err() != nil:
+				return replayed, errors.Join(append(errs, err)...)
+			default:
+				errs = append(errs, err)
+			}
+		}
+		if len(page) < 100 {
+			return replayed, errors.Join(errs...)
+		}
+	}
+}
+
+// Purge deletes the dead letters f selects (Limit 0: all of them) and returns how many.
+func (s *Store) Purge(ctx context.Context, f DLQFilter) (int64, error) {
+	where, args := f.where()
+	q := `DELETE FROM ` + s.dead + ` WHERE ` + where
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q = `DELETE FROM ` + s.dead + ` WHERE id IN (SELECT id FROM ` + s.dead + ` WHERE ` + where +
+			` ORDER BY id LIMIT $` + strconv.Itoa(len(args)) + `)`
+	}
+	tag, err := s.pool.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, fmt.Errorf("txmq outbox: purging dead letters (queue %q) from %s: %w", f.Queue, s.dead, err)
+	}
+	return tag.RowsAffected(), nil
+}

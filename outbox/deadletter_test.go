@@ -1,0 +1,150 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/outbox"
+)
+
+func deadBatch(t *testing.T, queue string, attempt int) *core.DeadLetter {
+	t.Helper()
+	id := core.NewID()
+	body := core.EncodeEnvelope(&core.Envelope{ID: id, Queue: queue, Attempt: attempt, Created: time.Now(),
+		MessageIDs: []string{core.NewID()}, Messages: []json.RawMessage{json.RawMessage(`{"n":1}`)}})
+	return &core.DeadLetter{Queue: queue, BatchID: id, Body: body, Reason: core.ReasonDeliveryExhausted,
+		Error: "listener failed", Attempts: attempt, Messages: 1, At: time.Now()}
+}
+
+func TestDeadLetters(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	s := e.store
+	a := deadBatch(t, "orders", 5)
+	b := deadBatch(t, "orders", 5)
+	c := deadBatch(t, "strict", 5)
+	bad := &core.DeadLetter{Queue: "orders", Body: []byte("not json"), Reason: core.ReasonUndecodable, Error: "undecodable"}
+	for _, dl := range []*core.DeadLetter{a, b, c, bad} {
+		if err := s.DeadLetter(ctx, dl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The same batch again updates its row.
+	a.Error = "failed again"
+	if err := s.DeadLetter(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.ListDeadLetters(ctx, outbox.DLQFilter{})
+	if err != nil || len(all) != 4 {
+		t.Fatalf("ListDeadLetters = %d rows, %v; want 4", len(all), err)
+	}
+	orders, _ := s.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "orders"})
+	if len(orders) != 3 || orders[0].BatchID != a.BatchID || orders[0].LastError != "failed again" || !orders[0].Dead() {
+		t.Fatalf("orders dead letters = %+v", orders)
+	}
+	page, _ := s.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "orders", AfterID: orders[0].ID, Limit: 1})
+	if len(page) != 1 || page[0].ID != orders[1].ID {
+		t.Fatalf("keyset page = %+v", page)
+	}
+	got, err := s.GetDeadLetter(ctx, orders[0].ID)
+	if err != nil || got.Attempts != 5 || got.Messages != 1 || got.Reason != core.ReasonDeliveryExhausted {
+		t.Fatalf("GetDeadLetter = %+v, %v", got, err)
+	}
+	if _, err := s.GetDeadLetter(ctx, 1<<40); !errors.Is(err, outbox.ErrNotFound) {
+		t.Fatalf("GetDeadLetter(missing) = %v, want ErrNotFound", err)
+	}
+
+	// Replay resets the attempt count and marks the row replayed.
+	if err := s.Replay(ctx, orders[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	pub := e.be.published()
+	if len(pub) != 1 || pub[0].ID != a.BatchID || pub[0].Queue != "orders" {
+		t.Fatalf("replay published %+v", pub)
+	}
+	env, err := core.DecodeEnvelope(pub[0].Body)
+	if err != nil || env.Attempt != 0 {
+		t.Fatalf("replayed envelope attempt = %v, %v; want 0", env, err)
+	}
+	if err := s.Replay(ctx, orders[0].ID); !errors.Is(err, outbox.ErrAlreadyReplayed) {
+		t.Fatalf("second Replay = %v, want ErrAlreadyReplayed", err)
+	}
+	got, _ = s.GetDeadLetter(ctx, orders[0].ID)
+	if got.Dead() || got.ReplayCount != 1 {
+		t.Fatalf("after replay: %+v", got)
+	}
+	counts, err := s.DeadLetterCounts(ctx)
+	if err != nil || counts["orders"] != 2 || counts["strict"] != 1 {
+		t.Fatalf("DeadLetterCounts = %v, %v", counts, err)
+	}
+	// Failing again makes it dead again, keeping its replay history.
+	if err := s.DeadLetter(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.GetDeadLetter(ctx, orders[0].ID)
+	if !got.Dead() || got.ReplayCount != 1 {
+		t.Fatalf("dead again: %+v", got)
+	}
+
+	// An unavailable backend leaves the row dead.
+	e.be.setFail(errUnavailable)
+	if err := s.Replay(ctx, orders[0].ID); !errors.Is(err, core.ErrBackendUnavailable) {
+		t.Fatalf("Replay with the backend down = %v", err)
+	}
+	if n, err := s.ReplayQueue(ctx, "orders"); n != 0 || !errors.Is(err, core.ErrBackendUnavailable) {
+		t.Fatalf("ReplayQueue with the backend down = %d, %v", n, err)
+	}
+	e.be.setFail(nil)
+
+	// ReplayQueue replays the dead, readable letters of one queue; the unreadable one is reported.
+	n, err := s.ReplayQueue(ctx, "orders")
+	if n != 2 || err == nil || !errors.Is(err, core.ErrUndecodable) {
+		t.Fatalf("ReplayQueue = %d, %v; want 2 and an error about the unreadable batch", n, err)
+	}
+	if dead, _ := s.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "orders", State: outbox.DLQDead}); len(dead) != 1 || dead[0].BatchID != "" {
+		t.Fatalf("dead orders after ReplayQueue = %+v; want only the unreadable one", dead)
+	}
+	if _, err := s.ReplayQueue(ctx, ""); err == nil {
+		t.Fatal("ReplayQueue without a queue succeeded")
+	}
+
+	// Purge.
+	if n, err := s.Purge(ctx, outbox.DLQFilter{Queue: "orders", State: outbox.DLQReplayed}); err != nil || n != 2 {
+		t.Fatalf("Purge(replayed orders) = %d, %v; want 2", n, err)
+	}
+	if n, err := s.Purge(ctx, outbox.DLQFilter{Limit: 1}); err != nil || n != 1 {
+		t.Fatalf("Purge(limit 1) = %d, %v; want 1", n, err)
+	}
+	if n, err := s.Purge(ctx, outbox.DLQFilter{}); err != nil || n != 1 {
+		t.Fatalf("Purge(all) = %d, %v; want 1", n, err)
+	}
+	if left, _ := s.ListDeadLetters(ctx, outbox.DLQFilter{}); len(left) != 0 {
+		t.Fatalf("%d dead letters left after purging all", len(left))
+	}
+}
+
+func TestDeadLetterExclusiveFlag(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	dl := deadBatch(t, "solo", 3)
+	dl.Exclusive = true
+	if err := e.store.DeadLetter(ctx, dl); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := e.store.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "solo"})
+	if len(rows) != 1 || !rows[0].Exclusive {
+		t.Fatalf("rows = %+v; want one marked exclusive", rows)
+	}
+	if err := e.store.Replay(ctx, rows[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if pub := e.be.published(); len(pub) != 1 || !pub[0].Exclusive {
+		t.Fatalf("replayed %+v; want Exclusive set", pub)
+	}
+}

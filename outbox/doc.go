@@ -1,0 +1,53 @@
+// Package outbox is txmq's transactional outbox and dead-letter store in the app's PostgreSQL
+// database (github.com/jackc/pgx/v5).
+//
+// # Tables
+//
+// Migrate creates, in Options.Schema (default "txmq"), the tables txmq_outbox and
+// txmq_dead_letters, tracked by internal/pgmigrate under the component "outbox".
+//
+// # Publishing inside a transaction
+//
+// A Store joins core's publish routing to an app transaction in two ways:
+//
+//   - Store.RunInTx begins a pgx transaction and calls fn with a context carrying it. Publishes
+//     on Require/Try queues made with that context are staged in memory; just before COMMIT they
+//     are deduplicated and cut into batches (core.Batches) and inserted as outbox rows in one
+//     statement, so an insert error rolls the business transaction back. After COMMIT the
+//     committing process publishes its rows to the backend and deletes them in one statement,
+//     then runs the after-commit callbacks (Never queues). A row whose publish fails stays for
+//     the recovery sweep; RunInTx does not report it (the transaction committed). Nested
+//     RunInTx calls, and Store.Savepoint, run in a SAVEPOINT: rolling it back discards the
+//     messages and callbacks staged inside it only; releasing it merges them into the parent.
+//   - Store.WithTx (pgx.Tx) and Store.WithSQLTx (*sql.Tx) join a transaction the app manages.
+//     Each publish writes its rows at once inside that transaction, marked due now, and sends a
+//     NOTIFY; the relay started by Store.Start publishes them within milliseconds of COMMIT.
+//     Such a transaction cannot report its commit, so Never queues are refused inside it.
+//
+// # Row life cycle
+//
+// A row's next_attempt_at says who owns it:
+//
+//   - NULL: rows inserted by RunInTx (published by the committing process right after commit),
+//     and rows handed off by core's publish buffer when the backend refused a flush
+//     (Store.Handoff). The recovery sweep takes them over once they are older than
+//     Options.RecoveryAge, which also recovers rows left by a process that died after commit.
+//   - a time: the row is due at that time. Rows from app-managed transactions are due at once;
+//     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
+//     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.
+//
+// Every publisher (after commit, relay, sweep) claims rows with SELECT ... FOR UPDATE SKIP
+// LOCKED, publishes them inside the transaction that holds the locks, and deletes the published
+// rows in one statement before committing: two of them never publish the same row. A publish
+// error wrapping core.ErrBackendUnavailable stops the run at once without counting an attempt;
+// any other error counts an attempt, records the error, schedules the row later and goes on.
+// Rows are never dropped. Delivery stays at-least-once: a crash between the backend's publish
+// and the delete publishes the row again later.
+//
+// # Dead letters
+//
+// Store implements core.DeadLetterSink. A dead letter stays in txmq_dead_letters until purged;
+// Store.Replay republishes it with its attempt count reset to 0 and marks it replayed
+// (replay_count, replayed_at). If the same batch is dead-lettered again, its row is updated
+// (last_failed_at, reason, error) and counts as dead again.
+package outbox

@@ -1,0 +1,129 @@
+package outbox
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Defaults of Options.
+const (
+	// DefaultSchema is the schema holding txmq's tables.
+	DefaultSchema = "txmq"
+	// DefaultRecoveryAge is how old an unscheduled row must be before the sweep takes it over.
+	DefaultRecoveryAge = 60 * time.Second
+	// DefaultSweepInterval is the period of the recovery sweep (which also runs at Start).
+	DefaultSweepInterval = 10 * time.Second
+	// DefaultSweepPageSize is how many rows one sweep transaction claims.
+	DefaultSweepPageSize = 100
+	// DefaultBackoffBase is the delay after a row's first failed publish.
+	DefaultBackoffBase = time.Minute
+	// DefaultBackoffMax caps the delay between a row's publish attempts.
+	DefaultBackoffMax = 10 * time.Minute
+	// DefaultPublishTimeout bounds each page of publishes (after commit, relay, sweep).
+	DefaultPublishTimeout = 30 * time.Second
+)
+
+// Options configures a Store. Zero fields mean the documented defaults.
+type Options struct {
+	// Schema holds the outbox and dead-letter tables. Default "txmq". It must match
+	// ^[A-Za-z_][A-Za-z0-9_]{0,49}$ (it also names the NOTIFY channel).
+	Schema string
+	// Backend is where rows are published. Required by New (not by Migrate).
+	Backend core.Backend
+	// RecoveryAge is how long a row without a next-attempt time (RunInTx rows in flight, rows
+	// handed off by the publish buffer, rows left by a crash) waits before the sweep takes it
+	// over. Default 60 s.
+	RecoveryAge time.Duration
+	// SweepInterval is the recovery sweep's period; the sweep also runs at once on Start.
+	// Default 10 s.
+	SweepInterval time.Duration
+	// SweepPageSize is how many rows one sweep or relay transaction claims. Default 100.
+	SweepPageSize int
+	// BackoffBase is the delay after a row's first failed publish, doubling per attempt.
+	// Default 1 min.
+	BackoffBase time.Duration
+	// BackoffMax caps the delay between attempts. Default 10 min.
+	BackoffMax time.Duration
+	// PublishTimeout bounds each claimed page of publishes, detached from the caller's
+	// cancellation so a cancelled context never strands a published-but-undeleted row.
+	// Default 30 s.
+	PublishTimeout time.Duration
+	// Logger receives the store's logs. Default slog.Default().
+	Logger *slog.Logger
+	// Hooks receives the store's events, for metrics. Optional.
+	Hooks *Hooks
+}
+
+// Hooks are optional callbacks for metrics. They must be fast; their panics are recovered.
+type Hooks struct {
+	// Published is called for each outbox row published to the backend, with how it was
+	// published: "commit" (after RunInTx's commit), "relay" (NOTIFY) or "sweep".
+	Published func(queue string, via string)
+	// PublishFailed is called for each failed row publish; unavailable reports an error
+	// wrapping core.ErrBackendUnavailable (no attempt counted).
+	PublishFailed func(queue string, via string, unavailable bool)
+}
+
+var schemaRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,49}$`)
+
+// withDefaults returns a copy of o (nil allowed) with defaults filled in, or a config error.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Schema == "" {
+		c.Schema = DefaultSchema
+	}
+	if !schemaRE.MatchString(c.Schema) {
+		return c, fmt.Errorf("%w: outbox: Options.Schema %q: use 1-50 characters of letters, digits and '_', not starting with a digit", core.ErrInvalidConfig, c.Schema)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"RecoveryAge", &c.RecoveryAge, DefaultRecoveryAge},
+		{"SweepInterval", &c.SweepInterval, DefaultSweepInterval},
+		{"BackoffBase", &c.BackoffBase, DefaultBackoffBase},
+		{"BackoffMax", &c.BackoffMax, DefaultBackoffMax},
+		{"PublishTimeout", &c.PublishTimeout, DefaultPublishTimeout},
+	} {
+		if *d.v < 0 {
+			return c, fmt.Errorf("%w: outbox: Options.%s is %v; it must be >= 0 (0 means the default %v)", core.ErrInvalidConfig, d.name, *d.v, d.def)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.SweepPageSize < 0 {
+		return c, fmt.Errorf("%w: outbox: Options.SweepPageSize is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, c.SweepPageSize, DefaultSweepPageSize)
+	}
+	if c.SweepPageSize == 0 {
+		c.SweepPageSize = DefaultSweepPageSize
+	}
+	if c.BackoffMax < c.BackoffBase {
+		c.BackoffMax = c.BackoffBase
+	}
+	return c, nil
+}
+
+// channel is the NOTIFY channel of a schema's outbox.
+func channel(schema string) string { return "txmq_outbox_" + schema }
+
+// backoff is the delay before the next attempt after a row's attempts-th failed publish
+// (1-based): base doubling per attempt, capped at max.
+func backoff(base, max time.Duration, attempts int) time.Duration {
+	d := base
+	for i := 1; i < attempts && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}

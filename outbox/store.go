@@ -1,0 +1,197 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txmq/txmq/core"
+)
+
+// ErrNotFound means a dead letter id does not exist (or no longer does).
+var ErrNotFound = errors.New("txmq outbox: not found")
+
+// Store is the outbox and dead-letter store in one schema of the app's PostgreSQL database.
+// It implements core.Handoff and core.DeadLetterSink; give it to core.NodeOptions. Its methods
+// are safe for concurrent use.
+type Store struct {
+	pool    *pgxpool.Pool
+	o       Options
+	log     *slog.Logger
+	backend core.Backend
+	outbox  string // quoted table names
+	dead    string
+	channel string
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	cancel  context.CancelFunc
+	loops   sync.WaitGroup
+	kick    chan struct{}
+}
+
+var (
+	_ core.Handoff        = (*Store)(nil)
+	_ core.DeadLetterSink = (*Store)(nil)
+)
+
+// New returns a store on pool. opts.Backend is required. Run Migrate first, and Start to run
+// the relay and the recovery sweep in this process.
+func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if pool == nil {
+		return nil, fmt.Errorf("%w: outbox.New needs a *pgxpool.Pool on the app's database", core.ErrInvalidConfig)
+	}
+	if o.Backend == nil {
+		return nil, fmt.Errorf("%w: outbox: Options.Backend is required: the outbox publishes its rows there (use the node's backend)", core.ErrInvalidConfig)
+	}
+	return &Store{
+		pool: pool, o: o, backend: o.Backend,
+		log:     o.Logger.With("txmq_component", "outbox", "txmq_schema", o.Schema),
+		outbox:  pgx.Identifier{o.Schema, "txmq_outbox"}.Sanitize(),
+		dead:    pgx.Identifier{o.Schema, "txmq_dead_letters"}.Sanitize(),
+		channel: channel(o.Schema),
+		kick:    make(chan struct{}, 1),
+	}, nil
+}
+
+// Schema returns the schema the store's tables live in.
+func (s *Store) Schema() string { return s.o.Schema }
+
+// Handoff stores batches the backend refused at flush time as rows without a next-attempt
+// time: the recovery sweep publishes them once they are older than Options.RecoveryAge, not
+// at once (the backend just refused them). It implements core.Handoff.
+func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error {
+	if len(batches) == 0 {
+		return nil
+	}
+	_, err := insertRows(ctx, s.pool, s.outbox, batches, false)
+	if err != nil {
+		return fmt.Errorf("txmq outbox: handing off %d batch(es) of queue(s) %s to the outbox table %s: %w; check the app database and that outbox.Migrate ran",
+			len(batches), queueList(batches), s.outbox, err)
+	}
+	return nil
+}
+
+// querier runs a query returning rows; pgx.Tx, *pgxpool.Pool and *pgx.Conn satisfy it.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// insertChunk is the most rows one INSERT carries (6 parameters per row, far below 65535).
+const insertChunk = 1000
+
+// outboxCols are the columns every insert sets.
+const outboxCols = 5
+
+// insertSQL returns a multi-row INSERT of n rows into table with $n placeholders. due sets
+// next_attempt_at to now() (rows the relay publishes at once); otherwise it stays NULL.
+func insertSQL(table string, n int, due bool) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO ")
+	b.WriteString(table)
+	b.WriteString(" (queue, batch_id, body, not_before, exclusive")
+	if due {
+		b.WriteString(", next_attempt_at")
+	}
+	b.WriteString(") VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for c := range outboxCols {
+			if c > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(i*outboxCols + c + 1))
+		}
+		if due {
+			b.WriteString(",now()")
+		}
+		b.WriteByte(')')
+	}
+	return b.String()
+}
+
+// insertArgs flattens batches into insertSQL's parameters. A zero NotBefore is NULL.
+func insertArgs(batches []core.OutgoingBatch) []any {
+	args := make([]any, 0, len(batches)*outboxCols)
+	for _, b := range batches {
+		var nb any
+		if !b.NotBefore.IsZero() {
+			nb = b.NotBefore
+		}
+		args = append(args, b.Queue, b.ID, b.Body, nb, b.Exclusive)
+	}
+	return args
+}
+
+// insertRows inserts batches (in chunks) and returns their rows with ids.
+func insertRows(ctx context.Context, q querier, table string, batches []core.OutgoingBatch, due bool) ([]row, error) {
+	out := make([]row, 0, len(batches))
+	for len(batches) > 0 {
+		chunk := batches[:min(len(batches), insertChunk)]
+		batches = batches[len(chunk):]
+		rows, err := q.Query(ctx, insertSQL(table, len(chunk), due)+" RETURNING id, batch_id", insertArgs(chunk)...)
+		if err != nil {
+			return nil, err
+		}
+		ids := make(map[string]int64, len(chunk))
+		for rows.Next() {
+			var id int64
+			var bid string
+			if err := rows.Scan(&id, &bid); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			ids[bid] = id
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		for _, b := range chunk {
+			id, ok := ids[b.ID]
+			if !ok {
+				return nil, fmt.Errorf("insert returned no id for batch %s of queue %q", b.ID, b.Queue)
+			}
+			out = append(out, row{id: id, batch: b})
+		}
+	}
+	return out, nil
+}
+
+// queueList names the distinct queues of batches, for errors.
+func queueList(batches []core.OutgoingBatch) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, b := range batches {
+		if !seen[b.Queue] {
+			seen[b.Queue] = true
+			names = append(names, strconv.Quote(b.Queue))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// safeHook runs a metrics hook, recovering its panics.
+func (s *Store) safeHook(fn func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("txmq outbox: hook panicked", "panic", r)
+		}
+	}()
+	fn()
+}
