@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // exit codes
@@ -69,6 +71,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	default:
 		fmt.Fprintf(stderr, "txmq %s: %v\n", c.name, err)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
+			fmt.Fprintln(stderr, "hint: txmq's tables are missing in this schema: run txmq migrate (with the same --schema) first")
+		}
 		return exitError
 	}
 }
@@ -98,13 +104,28 @@ func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// parse parses flags, turning flag errors into usage errors.
+// parse parses flags, allowing them before and after positional arguments ("dlq show 5
+// --schema x"), and turns flag errors into usage errors. The positional arguments are left in
+// fs.Args().
 func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return &usageError{msg: strings.TrimPrefix(err.Error(), "flag provided but not defined: ")}
 		}
-		return &usageError{msg: strings.TrimPrefix(err.Error(), "flag provided but not defined: ")}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if rest[0] == "--" {
+			positional = append(positional, rest[1:]...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
-	return nil
+	return fs.Parse(append([]string{"--"}, positional...))
 }

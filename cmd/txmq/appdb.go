@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/outbox"
+)
+
+// dbFlags are the flags of every command that reads the app database.
+type dbFlags struct {
+	url     *string
+	schema  *string
+	backend *string
+}
+
+func addDBFlags(fs *flag.FlagSet, withBackend bool) *dbFlags {
+	f := &dbFlags{
+		url:    fs.String("database-url", os.Getenv("TXMQ_DATABASE_URL"), "app database URL (default $TXMQ_DATABASE_URL)"),
+		schema: fs.String("schema", envOr("TXMQ_SCHEMA", outbox.DefaultSchema), "schema of txmq's tables (default $TXMQ_SCHEMA or txmq)"),
+	}
+	if withBackend {
+		f.backend = fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL to publish to (default $TXMQ_BACKEND)")
+	}
+	return f
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// openStore connects to the app database and returns an outbox store; with a backend flag set
+// it opens that backend for publishing, else publishing fails with a clear error.
+func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) {
+	if *f.url == "" {
+		return nil, nil, &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL"}
+	}
+	pool, err := pgxpool.New(ctx, *f.url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("app database: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(cctx); err != nil {
+		pool.Close()
+		return nil, nil, fmt.Errorf("app database: cannot connect: %w", err)
+	}
+	var backend core.Backend = noBackend{}
+	if f.backend != nil && *f.backend != "" {
+		if backend, err = core.OpenBackend(ctx, *f.backend); err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+	}
+	store, err := outbox.New(pool, &outbox.Options{Schema: *f.schema, Backend: backend})
+	if err != nil {
+		_ = backend.Close()
+		pool.Close()
+		return nil, nil, err
+	}
+	return store, func() { _ = backend.Close(); pool.Close() }, nil
+}
+
+// errNoBackend is returned by commands that publish when no backend is configured.
+var errNoBackend = errors.New("no backend to publish to: set --backend or TXMQ_BACKEND (for example redis://127.0.0.1:6379/0)")
+
+// noBackend stands in when a command only reads: anything that would publish fails clearly.
+type noBackend struct{}
+
+func (noBackend) Publish(context.Context, core.OutgoingBatch) error { return errNoBackend }
+func (noBackend) Fetch(context.Context, core.FetchRequest) ([]*core.Claim, error) {
+	return nil, errNoBackend
+}
+func (noBackend) Ack(context.Context, *core.Claim) error { return errNoBackend }
+func (noBackend) Retry(context.Context, *core.Claim, []byte, time.Duration) error {
+	return errNoBackend
+}
+func (noBackend) Drop(context.Context, *core.Claim, string) error { return errNoBackend }
+func (noBackend) Extend(context.Context, *core.Claim, time.Duration) error {
+	return errNoBackend
+}
+func (noBackend) Depths(context.Context, []string) (map[string]core.Depth, error) {
+	return nil, errNoBackend
+}
+func (noBackend) Close() error { return nil }
