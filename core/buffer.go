@@ -45,7 +45,8 @@ func (b *buffer) add(p *Pending, now time.Time) {
 }
 
 // take removes and returns the queue buffers that are due at now: full (MaxBatchMessages
-// reached), quiet for the window, or older than the cap. all takes every buffer.
+// reached), quiet for the window, or older than the cap. all takes every buffer. Their messages
+// stay counted until stored is called.
 func (b *buffer) take(now time.Time, all bool) []*queueBuffer {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -54,13 +55,21 @@ func (b *buffer) take(now time.Time, all bool) []*queueBuffer {
 		if all || qb.messages >= spec.maxBatch || now.Sub(qb.last) >= b.window || now.Sub(qb.first) >= b.limit {
 			out = append(out, qb)
 			delete(b.queues, spec)
-			b.count -= qb.messages
 		}
 	}
 	return out
 }
 
-// size returns the number of buffered messages.
+// stored lowers the count once taken messages are stored (or handed off, or dropped), so that
+// messages on their way to the backend still count as buffered.
+func (b *buffer) stored(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.count -= n
+}
+
+// size returns the number of buffered messages, including those taken for a flush that has
+// not finished.
 func (b *buffer) size() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()

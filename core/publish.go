@@ -52,7 +52,7 @@ func (n *Node) enqueue(p *Pending) {
 	if closed && !n.halted.Load() {
 		ctx, cancel := n.claimCtx()
 		defer cancel()
-		n.flush(ctx, []*queueBuffer{{spec: p.spec, pending: []*Pending{p}, messages: len(p.Messages)}})
+		n.flush(ctx, []*queueBuffer{{spec: p.spec, pending: []*Pending{p}, messages: len(p.Messages)}}, false)
 		return
 	}
 	n.buf.add(p, n.clock.Now())
@@ -91,7 +91,7 @@ func (n *Node) flushDue(all bool) {
 	}
 	ctx, cancel := n.claimCtx()
 	defer cancel()
-	n.flush(ctx, due)
+	n.flush(ctx, due, true)
 }
 
 // flushAll drains the whole buffer within ctx (used by Close).
@@ -102,7 +102,7 @@ func (n *Node) flushAll(ctx context.Context) {
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.ClaimTimeout)
 	defer cancel()
-	n.flush(fctx, due)
+	n.flush(fctx, due, true)
 }
 
 // flushConcurrency bounds parallel backend writes of one flush.
@@ -110,7 +110,15 @@ const flushConcurrency = 8
 
 // flush encodes the given queue buffers into batches and stores them; a batch the backend
 // refuses goes to the outbox, and only if that fails too is it dropped, logged and counted.
-func (n *Node) flush(ctx context.Context, qbs []*queueBuffer) {
+// fromBuffer says the queue buffers were taken from n.buf, whose count is lowered at the end.
+func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
+	if fromBuffer {
+		total := 0
+		for _, qb := range qbs {
+			total += qb.messages
+		}
+		defer n.buf.stored(total)
+	}
 	now := n.clock.Now()
 	var batches []OutgoingBatch
 	for _, qb := range qbs {

@@ -280,12 +280,19 @@ func TestBufferTiming(t *testing.T) {
 			if tt.big > 0 {
 				b.add(msg(tt.big), t0.Add(tt.adds[len(tt.adds)-1]))
 			}
-			got := len(b.take(t0.Add(tt.check), false)) == 1
+			taken := b.take(t0.Add(tt.check), false)
+			got := len(taken) == 1
 			if got != tt.due {
 				t.Fatalf("due at +%v = %v, want %v", tt.check, got, tt.due)
 			}
-			if got && b.size() != 0 {
-				t.Fatal("taken buffer still counted")
+			if got {
+				if b.size() != taken[0].messages {
+					t.Fatal("taken messages must count until stored")
+				}
+				b.stored(taken[0].messages)
+				if b.size() != 0 {
+					t.Fatal("stored messages still counted")
+				}
 			}
 		})
 	}
