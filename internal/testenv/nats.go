@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats-server/v2/server"
 )
 
 // NATSServer is an embedded nats-server (v2.15, JetStream enabled) for tests, on 127.0.0.1 and

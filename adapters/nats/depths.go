@@ -1,0 +1,84 @@
+package nats
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Depths reports, for each named queue: Ready = the consumer's NumPending (stored, due, never
+// delivered or given back), InFlight = its NumAckPending (delivered and not yet acknowledged,
+// including deliveries whose lease ran out and that wait for redelivery), Delayed = the
+// queue's pending message schedules (delayed publishes and retries). A queue whose stream does
+// not exist reports zeros; Depths never creates streams. Before any node fetched a queue (no
+// consumer yet) every stored due batch counts as ready.
+func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
+	if err := be.usable(ctx, "depths", ""); err != nil {
+		return nil, err
+	}
+	out := make(map[string]core.Depth, len(queues))
+	for _, name := range queues {
+		if err := checkQueue("depths", name); err != nil {
+			return nil, err
+		}
+		d, err := be.depth(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = d
+	}
+	return out, nil
+}
+
+func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
+	be.mu.Lock()
+	q := be.queueStateLocked(name)
+	be.mu.Unlock()
+	cctx, cancel := be.callCtx(ctx)
+	defer cancel()
+	stream, err := be.js.Stream(cctx, q.streamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return core.Depth{}, nil
+	}
+	if err != nil {
+		return core.Depth{}, wrap("depths", name, err)
+	}
+	var d core.Depth
+	cons, err := stream.Consumer(cctx, consumerName)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		n, err := subjectCount(cctx, stream, q.ready)
+		if err != nil {
+			return core.Depth{}, wrap("depths", name, err)
+		}
+		d.Ready = n
+	case err != nil:
+		return core.Depth{}, wrap("depths", name, err)
+	default:
+		info := cons.CachedInfo() // fresh: Consumer just fetched it
+		d.Ready = int64(info.NumPending)
+		d.InFlight = int64(info.NumAckPending)
+	}
+	n, err := subjectCount(cctx, stream, q.schedFilter())
+	if err != nil {
+		return core.Depth{}, wrap("depths", name, err)
+	}
+	d.Delayed = n
+	return d, nil
+}
+
+// subjectCount counts the stream's messages on subjects matching filter.
+func subjectCount(ctx context.Context, s jetstream.Stream, filter string) (int64, error) {
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, c := range info.State.Subjects {
+		n += int64(c)
+	}
+	return n, nil
+}

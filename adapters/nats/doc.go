@@ -1,0 +1,94 @@
+// Package nats is the txmq backend on NATS JetStream (github.com/nats-io/nats.go). It needs
+// nats-server 2.12 or later (message schedules); it is tested against v2.15.
+//
+//	be, err := nats.New("nats://127.0.0.1:4222", &nats.Options{Prefix: "app"})
+//	node, err := core.NewNode(&core.NodeOptions{Backend: be})
+//
+// or, with the package imported, TXMQ_BACKEND=nats://127.0.0.1:4222?txmq_prefix=app (see Open).
+//
+// # Layout: one stream per queue
+//
+// Queue q lives in the stream "<prefix>_<q>" with work-queue retention, on the subjects
+//
+//	<prefix>.<q>.r             due batches: the consumer's filter
+//	<prefix>.<q>.s.<id>        message schedules (delayed publishes and retries)
+//	<prefix>.<q>.c.<id>.<n>    chunks of bodies larger than the server's max payload
+//
+// A stream per queue (rather than one stream with a subject per queue) gives each queue its
+// own limits, storage and replicas, a cheap per-queue depth, and failure isolation: a full or
+// slow queue never holds the others back, and deleting a queue is deleting a stream. The cost
+// is one stream (and, in a cluster, one Raft group) per queue, fine for the tens to hundreds
+// of queues an app declares. Streams are created on first use with the Options' replicas,
+// storage and max age; existing streams are used as they are.
+//
+// # Claims and leases
+//
+// Each queue has one durable pull consumer, "txmq", shared by every node, so the server
+// load-balances batches between them: explicit acks, AckWait = the lease, MaxDeliver
+// unlimited (core owns the retry budget, and dead-letters a batch whose nodes keep dying),
+// no BackOff. Claim.Deliveries is the message's NumDelivered. AckWait is fixed per consumer:
+// it is set from the first Fetch's lease (or Options.AckWait), and Claim.LeaseUntil and Extend
+// always report the real AckWait, so core extends on the server's schedule.
+//
+// Extend sends +WPI (work in progress) and waits for the server's reply. JetStream accepts an
+// ack for a redelivered message from its previous holder (acks are keyed by stream sequence),
+// so the Backend tracks each lease itself: the deadline is timed from before the pull request
+// (the server starts AckWait later, on delivery), and a settle or extension after it, or
+// within Options.LeaseMargin of it, returns core.ErrLeaseLost without touching the server.
+// The residual risk is an ack sent in time that reaches the server after its AckWait ran out
+// (a network stall longer than the margin): the server may then have redelivered the batch
+// while accepting the old holder's ack, and the new run's settle is a no-op on the server.
+// That is a duplicate run, as at-least-once allows, never a loss. Settles are requests the
+// server answers ("double acks"), so a nil error means the server applied them; settling a
+// settled claim again is a no-op.
+//
+// # Exclusive queues
+//
+// An Exclusive queue's consumer has MaxAckPending 1: the server itself never has more than
+// one unacknowledged batch of the queue, whichever node pulls, so exclusivity holds across
+// every client of the consumer with no lock service. It is released by the ack of a
+// settle, a retry (the rewrite acks the old message), a drop (+TERM) and AckWait expiry. The
+// guarantee is per consumer: a second consumer on the same stream (another Prefix-compatible
+// tool, or a consumer created by hand) would not share the limit, and work-queue streams
+// refuse overlapping consumers anyway.
+//
+// # Fetch and what an idle queue costs
+//
+// A Fetch asks, per requested queue, for up to its free slots (Unlimited: the request's Max,
+// else Options.FetchLimit), with one pull request that waits up to req.Wait (capped at a
+// quarter of the lease). The server answers as soon as messages arrive, so a waiting Fetch
+// wakes at once; it returns when it can hand out at least one claim. A pull that outlives
+// its Fetch keeps filling a per-queue stash that the next Fetch empties first, so a claim is
+// never stranded by an early return or a cancelled ctx; at most one pull per queue is
+// outstanding per Backend. An idle queue thus costs one pull request (and the server's
+// timeout status) per node per PollWait: about 5 small messages a second at core's default,
+// no server-side state beyond the waiting request, and nothing while a node is at capacity.
+//
+// # Delays, retries, never early
+//
+// A batch due later is published as a JetStream message schedule ("Nats-Schedule: @at
+// <time>", nats-server 2.12+) on its own subject, targeting the queue's ready subject: the
+// server stores it and publishes the batch when due, with no cap on the delay. Every
+// scheduled batch also carries its due time (Txmq-Not-Before); one that is delivered before
+// it by this client's clock (clock skew with the server) is given back with the remaining
+// delay, which costs one extra delivery in its count. Retry is a rewrite: the body core
+// re-encoded (with its attempt count) is stored again (scheduled when delayed) and only then
+// is the old message acked, so Deliveries restarts at 1, the Exclusive slot is released
+// during the backoff, and Depths shows the retry as delayed.
+//
+// # Large bodies
+//
+// A body larger than the server's max_payload (minus 8 KiB for headers; Options.ChunkSize)
+// is stored as chunk messages on the queue's chunk subjects, then a small reference message;
+// a fetch reassembles it (direct gets) and the settle removes the chunks. Chunks are written
+// before the reference, so a reader never sees a partial body; a failed publish removes the
+// chunks it wrote, best effort.
+//
+// # Outages and errors
+//
+// The connection reconnects forever and does not buffer while disconnected, so a call made
+// during an outage waits for a reconnect up to Options.Timeout and then fails with an error
+// wrapping core.ErrBackendUnavailable (errors.go classifies every nats.go and JetStream error
+// in one place). Stored batches and consumers live on the server and survive its restart with
+// file storage.
+package nats

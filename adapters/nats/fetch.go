@@ -1,0 +1,317 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/txmq/txmq/core"
+)
+
+// minLongPoll is the shortest pull request worth waiting on; below it Fetch asks for what is
+// available now (no_wait).
+const minLongPoll = 10 * time.Millisecond
+
+// stashed is a message the server delivered to this Backend (its lease is running) that no
+// Fetch has handed out yet.
+type stashed struct {
+	msg        jetstream.Msg
+	id         string
+	body       []byte
+	chunkID    string
+	deliveries int
+	ackWait    time.Duration
+	leaseUntil time.Time
+}
+
+// slot is one requested queue in a Fetch.
+type slot struct {
+	q         *queueState
+	cons      jetstream.Consumer
+	ackWait   time.Duration
+	want      int // claims still allowed, for capped queues
+	unlimited bool
+	polled    bool // this Fetch started or joined a pull for the queue
+}
+
+// Fetch claims due batches for the queues in req, at most each queue's Free (an Exclusive
+// queue at most one, and the server's MaxAckPending 1 keeps it at one cluster-wide).
+//
+// Each queue has at most one outstanding pull request per Backend. A pull asks for the
+// queue's free slots and waits up to req.Wait (capped at a quarter of the lease, so that a
+// late message still has most of its lease); messages stream into a per-queue stash and the
+// Fetch returns as soon as it can hand out at least one claim. A pull that outlives the Fetch
+// that started it (the Fetch returned early with another queue's claims, or ctx was
+// cancelled) keeps filling the stash, and the next Fetch hands those claims out first, so a
+// claim the server made is never stranded. A stashed claim whose lease is half gone is given
+// back to the server (Nak) instead of being handed out.
+func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	claims := []*core.Claim{}
+	if len(req.Queues) == 0 {
+		return claims, nil
+	}
+	if err := be.usable(ctx, "fetch", ""); err != nil {
+		return nil, err
+	}
+	lease := req.Lease
+	if lease <= 0 {
+		lease = be.opts.DefaultLease
+	}
+	deadline := time.Now().Add(req.Wait)
+	budget := req.Max
+	if budget <= 0 {
+		budget = be.opts.FetchLimit
+	}
+	slots := make([]*slot, 0, len(req.Queues))
+	for _, qs := range req.Queues {
+		if err := checkQueue("fetch", qs.Queue); err != nil {
+			return nil, err
+		}
+		q, err := be.queue(ctx, "fetch", qs.Queue)
+		if err != nil {
+			return nil, err
+		}
+		cons, ackWait, err := be.consumer(ctx, q, qs.Exclusive, lease)
+		if err != nil {
+			return nil, err
+		}
+		s := &slot{q: q, cons: cons, ackWait: ackWait, want: qs.Free, unlimited: qs.Free < 0}
+		if qs.Exclusive {
+			s.want, s.unlimited = 1, false
+		}
+		slots = append(slots, s)
+	}
+	start := rand.IntN(len(slots))
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		be.mu.Lock()
+		if be.closed {
+			be.mu.Unlock()
+			if len(claims) > 0 {
+				return claims, nil
+			}
+			return nil, errClosed("fetch", "")
+		}
+		wake := be.wake
+		var pollErr error
+		var release []*stashed
+		for i := range slots {
+			s := slots[(start+i)%len(slots)]
+			var rel []*stashed
+			claims, budget, rel = be.takeLocked(s, claims, budget)
+			release = append(release, rel...)
+			if s.q.pollErr != nil && pollErr == nil {
+				pollErr = s.q.pollErr
+				s.q.pollErr = nil
+			}
+		}
+		if len(claims) > 0 || pollErr != nil {
+			be.mu.Unlock()
+			nakAll(release)
+			if len(claims) > 0 {
+				return claims, nil
+			}
+			return nil, pollErr
+		}
+		remaining := time.Until(deadline)
+		waiting := false // a pull this Fetch may still get something from
+		for _, s := range slots {
+			want := s.want
+			if s.unlimited {
+				want = budget
+			}
+			if want <= 0 {
+				continue
+			}
+			if s.q.polling {
+				// Join the outstanding pull while this Fetch may wait; with no time left,
+				// what it delivers goes to the next Fetch.
+				waiting = waiting || remaining > 0
+				s.polled = true
+				continue
+			}
+			if s.polled && remaining < minLongPoll {
+				continue // this Fetch already asked once and its time is up
+			}
+			s.q.polling, s.polled, waiting = true, true, true
+			expires := min(remaining, s.ackWait/4)
+			go be.poll(s.q, s.cons, s.ackWait, want, expires)
+		}
+		be.mu.Unlock()
+		nakAll(release)
+		if !waiting || ctx.Err() != nil {
+			return claims, nil
+		}
+		if remaining <= 0 {
+			remaining = be.opts.Timeout // only a no_wait pull is outstanding: it answers at once
+		}
+		if timer == nil {
+			timer = time.NewTimer(remaining)
+		} else {
+			timer.Reset(remaining)
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			deadline = time.Now() // nothing more to wait for
+		case <-ctx.Done():
+		case <-be.done:
+		}
+		if ctx.Err() != nil {
+			// Hand out what already arrived; a pull still outstanding fills the stash for
+			// the next Fetch.
+			be.mu.Lock()
+			var release []*stashed
+			for _, s := range slots {
+				var rel []*stashed
+				claims, budget, rel = be.takeLocked(s, claims, budget)
+				release = append(release, rel...)
+			}
+			be.mu.Unlock()
+			nakAll(release)
+			return claims, nil
+		}
+	}
+}
+
+// takeLocked moves up to the slot's allowance of stashed messages into claims, and returns
+// the stashed messages whose lease is too far gone to hand out (to be given back).
+func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*core.Claim, int, []*stashed) {
+	var release []*stashed
+	now := time.Now()
+	for len(s.q.stash) > 0 {
+		want := s.want
+		if s.unlimited {
+			want = budget
+		}
+		if want <= 0 {
+			break
+		}
+		st := s.q.stash[0]
+		s.q.stash[0] = nil
+		s.q.stash = s.q.stash[1:]
+		if st.leaseUntil.Sub(now) < st.ackWait/2 {
+			release = append(release, st)
+			continue
+		}
+		claims = append(claims, be.claim(s.q, st))
+		if s.unlimited {
+			budget--
+		} else {
+			s.want--
+		}
+	}
+	return claims, budget, release
+}
+
+func nakAll(ss []*stashed) {
+	for _, s := range ss {
+		_ = s.msg.Nak()
+	}
+}
+
+// claim turns a stashed message into a claim holding a lease.
+func (be *Backend) claim(q *queueState, st *stashed) *core.Claim {
+	h := &handle{be: be, q: q, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil}
+	return &core.Claim{
+		Queue:      q.name,
+		ID:         st.id,
+		Body:       st.body,
+		Deliveries: st.deliveries,
+		LeaseUntil: st.leaseUntil,
+		Handle:     h,
+	}
+}
+
+// poll runs one pull request for the queue (no_wait when expires is below minLongPoll) and
+// stashes what it delivers.
+func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Duration, batch int, expires time.Duration) {
+	// The server starts a message's AckWait when it delivers it, after it received this
+	// request: timing the lease from here is conservative.
+	sent := time.Now()
+	var (
+		mb  jetstream.MessageBatch
+		err error
+	)
+	if expires < minLongPoll {
+		mb, err = cons.FetchNoWait(batch)
+	} else {
+		mb, err = cons.Fetch(batch, jetstream.FetchMaxWait(expires))
+	}
+	if err == nil {
+		for m := range mb.Messages() {
+			st := be.prepare(q, m, sent, ackWait)
+			if st == nil {
+				continue
+			}
+			be.mu.Lock()
+			closed := be.closed
+			if !closed {
+				q.stash = append(q.stash, st)
+				be.broadcastLocked()
+			}
+			be.mu.Unlock()
+			if closed {
+				_ = m.Nak()
+			}
+		}
+		err = mb.Error()
+	}
+	be.mu.Lock()
+	q.polling = false
+	if err != nil && !be.closed && !errors.Is(err, jetstream.ErrNoMessages) {
+		q.pollErr = wrap("fetch: pull", q.name, err)
+	}
+	be.broadcastLocked()
+	be.mu.Unlock()
+}
+
+// prepare reads a delivered message: its batch id, deliveries and (reassembled) body. A
+// message that arrives before its due time (the server's clock runs ahead of this one) is
+// given back with the remaining delay; nil means "not a claim".
+func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
+	hdr := m.Headers()
+	if nb := hdr.Get(hdrNotBefore); nb != "" {
+		if ns, err := strconv.ParseInt(nb, 10, 64); err == nil {
+			if wait := time.Until(time.Unix(0, ns)); wait > 0 {
+				_ = m.NakWithDelay(wait)
+				return nil
+			}
+		}
+	}
+	st := &stashed{msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1}
+	if meta, err := m.Metadata(); err == nil {
+		st.deliveries = int(meta.NumDelivered)
+	}
+	if hdr.Get(hdrChunks) != "" {
+		st.chunkID = hdr.Get(hdrChunkID)
+		body, err := be.loadChunks(context.Background(), q, hdr)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound):
+			// The chunks are gone (purged by hand, or MaxAge): hand out an empty body, which
+			// core drops as undecodable, rather than redeliver it forever.
+			st.body = nil
+		case err != nil:
+			// Could not read the chunks now (an outage): leave the message to its lease.
+			be.opts.Logger.Warn("txmq/nats: could not read the chunks of a large batch; it comes back after its lease", "queue", q.name, "batch", st.id, "error", err)
+			return nil
+		default:
+			st.body = body
+		}
+	}
+	return st
+}
+
+func (be *Backend) broadcastLocked() {
+	close(be.wake)
+	be.wake = make(chan struct{})
+}

@@ -1,0 +1,201 @@
+package nats
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Options configures a Backend. A nil *Options, and every zero field, means the default
+// documented on the field.
+type Options struct {
+	// Prefix namespaces everything the Backend creates: queue q lives in the stream
+	// "<Prefix>_<q>" with subjects "<Prefix>.<q>.>". Letters, digits, '-' and '_', at most 32.
+	// Backends that should share work use the same Prefix. Default "txmq".
+	Prefix string
+
+	// Replicas is the number of stream and consumer replicas (1, 3 or 5 in a cluster).
+	// Default 1.
+	Replicas int
+
+	// MemoryStorage keeps streams in server memory instead of on disk: faster, but batches are
+	// lost when the server restarts. Default false (file storage).
+	MemoryStorage bool
+
+	// MaxAge discards batches older than this, whatever their state (a safety net against a
+	// forgotten queue filling the disk; a discarded batch is lost without a dead letter).
+	// Default 0: batches are kept until settled.
+	MaxAge time.Duration
+
+	// AckWait is the lease of every claim (the consumer's AckWait), set when a queue's
+	// consumer is created. Default 0: the Lease of the first FetchRequest that creates the
+	// consumer (core's NodeOptions.Lease), or DefaultLease when that is zero. An existing
+	// consumer keeps its AckWait unless this is set and differs, in which case it is updated.
+	AckWait time.Duration
+
+	// DefaultLease is the lease used when neither AckWait nor the request gives one.
+	// Default 30s.
+	DefaultLease time.Duration
+
+	// MaxAckPending caps the claimed (unacked) batches of a non-exclusive queue across all
+	// nodes; Exclusive queues always use 1. Default 10000.
+	MaxAckPending int
+
+	// FetchLimit caps the claims one Fetch hands out across its Unlimited queues when the
+	// request's Max is 0. Default 100.
+	FetchLimit int
+
+	// Timeout bounds each JetStream API call, publish and acknowledgement. Default 5s.
+	Timeout time.Duration
+
+	// LeaseMargin is how close to the end of its lease a claim may still be settled or
+	// extended: within the margin the Backend refuses with core.ErrLeaseLost rather than risk
+	// settling a batch the server is redelivering to another node (JetStream itself accepts
+	// an acknowledgement from a previous holder). Default: a tenth of the lease, at most
+	// 250ms.
+	LeaseMargin time.Duration
+
+	// ChunkSize is the largest body stored in one message; larger bodies are split into
+	// chunks. Default: the server's max_payload minus 8 KiB for headers.
+	ChunkSize int
+
+	// Logger receives warnings about best-effort cleanups (orphan chunks). Default: discard.
+	Logger *slog.Logger
+
+	// Connection settings, used when the Backend dials (New, Open); ignored by NewWithConn.
+
+	// Name is the client connection name shown in server monitoring. Default "txmq".
+	Name string
+	// CredentialsFile is a NATS .creds file (user JWT and NKey seed). Default none.
+	CredentialsFile string
+	// NKeySeedFile is a file holding an NKey seed for NKey authentication. Default none.
+	NKeySeedFile string
+	// TLSConfig enables TLS with this configuration. Default none (TLS only if the URL says
+	// tls:// or the server requires it).
+	TLSConfig *tls.Config
+	// RootCAFiles are PEM files of CAs that sign the server certificate. Default none.
+	RootCAFiles []string
+	// ClientCertFile and ClientKeyFile are a client certificate for mutual TLS. Default none.
+	ClientCertFile, ClientKeyFile string
+	// ReconnectWait is the pause between reconnect attempts. Default 250ms. The client
+	// reconnects forever; while disconnected, calls fail at once with
+	// core.ErrBackendUnavailable instead of being buffered.
+	ReconnectWait time.Duration
+	// ExtraOptions are appended to the connection options, last wins. Default none.
+	ExtraOptions []natsgo.Option
+}
+
+const (
+	defaultPrefix        = "txmq"
+	defaultLease         = 30 * time.Second
+	defaultMaxAckPending = 10000
+	defaultFetchLimit    = 100
+	defaultTimeout       = 5 * time.Second
+	defaultReconnectWait = 250 * time.Millisecond
+	maxLeaseMargin       = 250 * time.Millisecond
+	chunkHeadroom        = 8 << 10
+)
+
+var prefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// withDefaults returns a copy of o (nil allowed) with every zero field set, or an error
+// wrapping core.ErrInvalidConfig.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Prefix == "" {
+		c.Prefix = defaultPrefix
+	}
+	if !prefixRE.MatchString(c.Prefix) {
+		return c, fmt.Errorf("%w: nats: Prefix %q must be 1 to 32 letters, digits, '-' or '_'", core.ErrInvalidConfig, c.Prefix)
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.Replicas < 0 || c.Replicas > 5 {
+		return c, fmt.Errorf("%w: nats: Replicas %d must be between 1 and 5", core.ErrInvalidConfig, c.Replicas)
+	}
+	if c.MaxAge < 0 || c.AckWait < 0 || c.DefaultLease < 0 || c.Timeout < 0 || c.LeaseMargin < 0 || c.ReconnectWait < 0 {
+		return c, fmt.Errorf("%w: nats: durations in Options must not be negative", core.ErrInvalidConfig)
+	}
+	if c.DefaultLease == 0 {
+		c.DefaultLease = defaultLease
+	}
+	if c.MaxAckPending <= 0 {
+		c.MaxAckPending = defaultMaxAckPending
+	}
+	if c.FetchLimit <= 0 {
+		c.FetchLimit = defaultFetchLimit
+	}
+	if c.Timeout == 0 {
+		c.Timeout = defaultTimeout
+	}
+	if c.ReconnectWait == 0 {
+		c.ReconnectWait = defaultReconnectWait
+	}
+	if c.Name == "" {
+		c.Name = "txmq"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ChunkSize < 0 {
+		return c, fmt.Errorf("%w: nats: ChunkSize %d must not be negative", core.ErrInvalidConfig, c.ChunkSize)
+	}
+	return c, nil
+}
+
+// storage returns the JetStream storage type.
+func (o *Options) storage() jetstream.StorageType {
+	if o.MemoryStorage {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
+// connOptions returns the nats.go connection options; secrets stay in files or TLS configs and
+// are never logged.
+func (o *Options) connOptions() []natsgo.Option {
+	opts := []natsgo.Option{
+		natsgo.Name(o.Name),
+		natsgo.MaxReconnects(-1),
+		natsgo.ReconnectWait(o.ReconnectWait),
+		natsgo.ReconnectJitter(o.ReconnectWait/5, o.ReconnectWait/5),
+		// Fail at once while disconnected instead of buffering: a buffered ack or publish
+		// would report success before the server has it.
+		natsgo.ReconnectBufSize(-1),
+		natsgo.Timeout(o.Timeout),
+		natsgo.RetryOnFailedConnect(false),
+	}
+	if o.CredentialsFile != "" {
+		opts = append(opts, natsgo.UserCredentials(o.CredentialsFile))
+	}
+	if o.NKeySeedFile != "" {
+		if opt, err := natsgo.NkeyOptionFromSeed(o.NKeySeedFile); err == nil {
+			opts = append(opts, opt)
+		} else {
+			opts = append(opts, func(*natsgo.Options) error {
+				return fmt.Errorf("%w: nats: NKey seed file: %v", core.ErrInvalidConfig, err)
+			})
+		}
+	}
+	if o.TLSConfig != nil {
+		opts = append(opts, natsgo.Secure(o.TLSConfig))
+	}
+	if len(o.RootCAFiles) > 0 {
+		opts = append(opts, natsgo.RootCAs(o.RootCAFiles...))
+	}
+	if o.ClientCertFile != "" || o.ClientKeyFile != "" {
+		opts = append(opts, natsgo.ClientCert(o.ClientCertFile, o.ClientKeyFile))
+	}
+	return append(opts, o.ExtraOptions...)
+}

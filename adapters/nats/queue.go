@@ -1,0 +1,255 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+)
+
+// Headers the Backend sets on stored messages.
+const (
+	hdrBatch     = "Txmq-Batch"      // batch id
+	hdrNotBefore = "Txmq-Not-Before" // due time, Unix nanoseconds (guard against clock skew)
+	hdrChunks    = "Txmq-Chunks"     // number of chunks of a chunked body
+	hdrChunkID   = "Txmq-Chunk-Id"   // the chunks' subject token
+	hdrSize      = "Txmq-Size"       // total body size of a chunked body
+
+	hdrSchedule       = "Nats-Schedule"
+	hdrScheduleTarget = "Nats-Schedule-Target"
+
+	consumerName = "txmq"
+)
+
+// queueState is one queue's stream, consumer and fetch state in one Backend.
+type queueState struct {
+	name       string
+	streamName string
+	ready      string // subject of due batches, the consumer's filter
+	prefix     string // "<prefix>.<queue>."
+
+	setup     sync.Mutex // serialises stream and consumer creation
+	stream    jetstream.Stream
+	cons      jetstream.Consumer
+	exclusive bool          // as applied to cons
+	ackWait   time.Duration // cons's AckWait
+
+	// Guarded by Backend.mu.
+	polling bool       // a pull request is outstanding
+	stash   []*stashed // claims pulled but not yet handed out
+	pollErr error      // the last poll's error, for the next Fetch
+}
+
+func (q *queueState) schedSubject() string { return q.prefix + "s." + nuid.Next() }
+func (q *queueState) schedFilter() string  { return q.prefix + "s.>" }
+func (q *queueState) chunkSubject(id string, i int) string {
+	return q.prefix + "c." + id + "." + strconv.Itoa(i)
+}
+func (q *queueState) chunkFilter(id string) string { return q.prefix + "c." + id + ".>" }
+
+// queueStateLocked returns the queue's state, creating it (without server calls) on first use.
+func (be *Backend) queueStateLocked(name string) *queueState {
+	q, ok := be.queues[name]
+	if !ok {
+		q = &queueState{
+			name:       name,
+			streamName: be.opts.Prefix + "_" + name,
+			ready:      be.opts.Prefix + "." + name + ".r",
+			prefix:     be.opts.Prefix + "." + name + ".",
+		}
+		be.queues[name] = q
+	}
+	return q
+}
+
+// queue returns the queue's state with its stream created (or found) on the server.
+func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, error) {
+	if err := be.usable(ctx, op, name); err != nil {
+		return nil, err
+	}
+	be.mu.Lock()
+	q := be.queueStateLocked(name)
+	be.mu.Unlock()
+	q.setup.Lock()
+	defer q.setup.Unlock()
+	if q.stream != nil {
+		return q, nil
+	}
+	cctx, cancel := be.callCtx(ctx)
+	defer cancel()
+	s, err := be.js.Stream(cctx, q.streamName)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		s, err = be.js.CreateStream(cctx, be.streamConfig(q))
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			s, err = be.js.Stream(cctx, q.streamName)
+		}
+	}
+	if err != nil {
+		return nil, wrap(op+": stream "+q.streamName, name, err)
+	}
+	q.stream = s
+	return q, nil
+}
+
+// streamConfig is the stream of one queue: work-queue retention (a batch is removed when its
+// claim is acknowledged), message schedules for delays, direct gets for chunks.
+func (be *Backend) streamConfig(q *queueState) jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:              q.streamName,
+		Description:       "txmq queue " + q.name,
+		Subjects:          []string{q.prefix + ">"},
+		Retention:         jetstream.WorkQueuePolicy,
+		Storage:           be.opts.storage(),
+		Replicas:          be.opts.Replicas,
+		MaxAge:            be.opts.MaxAge,
+		Discard:           jetstream.DiscardOld,
+		AllowMsgSchedules: true,
+		AllowRollup:       true,
+		AllowDirect:       true,
+	}
+}
+
+// consumer returns the queue's durable pull consumer, created on first use with AckWait =
+// lease and MaxAckPending 1 for an Exclusive queue. An existing consumer whose MaxAckPending
+// does not match the queue's exclusivity (or whose AckWait differs from an explicit
+// Options.AckWait) is updated.
+func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, lease time.Duration) (jetstream.Consumer, time.Duration, error) {
+	q.setup.Lock()
+	defer q.setup.Unlock()
+	if q.cons != nil && q.exclusive == exclusive {
+		return q.cons, q.ackWait, nil
+	}
+	wantPending := be.opts.MaxAckPending
+	if exclusive {
+		wantPending = 1
+	}
+	ackWait := be.opts.AckWait
+	if ackWait == 0 {
+		ackWait = lease
+	}
+	if ackWait <= 0 {
+		ackWait = be.opts.DefaultLease
+	}
+	cctx, cancel := be.callCtx(ctx)
+	defer cancel()
+	cfg := jetstream.ConsumerConfig{
+		Durable:       consumerName,
+		Description:   "txmq workers of queue " + q.name,
+		FilterSubject: q.ready,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxDeliver:    -1, // core owns the retry budget
+		MaxAckPending: wantPending,
+		Replicas:      be.opts.Replicas,
+		MemoryStorage: be.opts.MemoryStorage,
+	}
+	c, err := q.stream.Consumer(cctx, consumerName)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		c, err = q.stream.CreateConsumer(cctx, cfg)
+		if errors.Is(err, jetstream.ErrConsumerExists) {
+			c, err = q.stream.Consumer(cctx, consumerName)
+		}
+	}
+	if err != nil {
+		return nil, 0, wrap("fetch: consumer of stream "+q.streamName, q.name, err)
+	}
+	have := c.CachedInfo().Config
+	if have.MaxAckPending != wantPending || (be.opts.AckWait != 0 && have.AckWait != be.opts.AckWait) {
+		upd := have
+		upd.MaxAckPending = wantPending
+		if be.opts.AckWait != 0 {
+			upd.AckWait = be.opts.AckWait
+		}
+		if c, err = q.stream.UpdateConsumer(cctx, upd); err != nil {
+			return nil, 0, wrap("fetch: updating consumer of stream "+q.streamName, q.name, err)
+		}
+		have = c.CachedInfo().Config
+	}
+	q.cons, q.exclusive, q.ackWait = c, exclusive, have.AckWait
+	return c, have.AckWait, nil
+}
+
+// store publishes one batch body: chunks first when it is too large, then the message on the
+// ready subject, or as a message schedule targeting the ready subject when notBefore is in
+// the future.
+func (be *Backend) store(ctx context.Context, q *queueState, id string, body []byte, notBefore time.Time) error {
+	hdr := natsgo.Header{}
+	hdr.Set(hdrBatch, id)
+	data := body
+	var chunkID string
+	if len(body) > be.chunkSize {
+		chunkID = nuid.Next()
+		n := (len(body) + be.chunkSize - 1) / be.chunkSize
+		for i := range n {
+			part := body[i*be.chunkSize : min((i+1)*be.chunkSize, len(body))]
+			if err := be.publish(ctx, q, &natsgo.Msg{Subject: q.chunkSubject(chunkID, i), Data: part}); err != nil {
+				be.purgeChunks(q, chunkID)
+				return wrap(fmt.Sprintf("publish batch %s: chunk %d of %d", id, i+1, n), q.name, err)
+			}
+		}
+		hdr.Set(hdrChunks, strconv.Itoa(n))
+		hdr.Set(hdrChunkID, chunkID)
+		hdr.Set(hdrSize, strconv.Itoa(len(body)))
+		data = nil
+	}
+	msg := &natsgo.Msg{Subject: q.ready, Header: hdr, Data: data}
+	if !notBefore.IsZero() && notBefore.After(time.Now()) {
+		msg.Subject = q.schedSubject()
+		hdr.Set(hdrSchedule, "@at "+notBefore.UTC().Format(time.RFC3339Nano))
+		hdr.Set(hdrScheduleTarget, q.ready)
+		hdr.Set(hdrNotBefore, strconv.FormatInt(notBefore.UnixNano(), 10))
+	}
+	if err := be.publish(ctx, q, msg); err != nil {
+		if chunkID != "" {
+			be.purgeChunks(q, chunkID)
+		}
+		return wrap("publish batch "+id, q.name, err)
+	}
+	return nil
+}
+
+func (be *Backend) publish(ctx context.Context, q *queueState, msg *natsgo.Msg) error {
+	cctx, cancel := be.callCtx(ctx)
+	defer cancel()
+	_, err := be.js.PublishMsg(cctx, msg, jetstream.WithExpectStream(q.streamName))
+	return err
+}
+
+// purgeChunks removes a chunked body's chunks, best effort: a failure leaves orphan chunks
+// (logged), never a lost batch.
+func (be *Backend) purgeChunks(q *queueState, chunkID string) {
+	ctx, cancel := context.WithTimeout(context.Background(), be.opts.Timeout)
+	defer cancel()
+	if err := q.stream.Purge(ctx, jetstream.WithPurgeSubject(q.chunkFilter(chunkID))); err != nil {
+		be.opts.Logger.Warn("txmq/nats: could not remove the chunks of a large batch; they stay in the stream until MaxAge or a manual purge",
+			"queue", q.name, "subject", q.chunkFilter(chunkID), "error", err)
+	}
+}
+
+// loadChunks reassembles a chunked body.
+func (be *Backend) loadChunks(ctx context.Context, q *queueState, hdr natsgo.Header) ([]byte, error) {
+	n, err := strconv.Atoi(hdr.Get(hdrChunks))
+	if err != nil || n <= 0 {
+		return nil, fmt.Errorf("bad %s header %q", hdrChunks, hdr.Get(hdrChunks))
+	}
+	size, _ := strconv.Atoi(hdr.Get(hdrSize))
+	id := hdr.Get(hdrChunkID)
+	body := make([]byte, 0, max(size, 0))
+	for i := range n {
+		cctx, cancel := be.callCtx(ctx)
+		m, err := q.stream.GetLastMsgForSubject(cctx, q.chunkSubject(id, i))
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		body = append(body, m.Data...)
+	}
+	return body, nil
+}

@@ -1,0 +1,139 @@
+package nats
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Scheme is the URL scheme this package registers with core.RegisterBackend.
+const Scheme = "nats"
+
+func init() { core.RegisterBackend(Scheme, Open) }
+
+// urlParams are the query parameters Open accepts, each setting one Options field.
+var urlParams = map[string]func(o *Options, v string) error{
+	"txmq_prefix":   func(o *Options, v string) error { o.Prefix = v; return nil },
+	"txmq_replicas": func(o *Options, v string) error { return atoi(v, &o.Replicas) },
+	"txmq_storage": func(o *Options, v string) error {
+		switch v {
+		case "file":
+			o.MemoryStorage = false
+		case "memory":
+			o.MemoryStorage = true
+		default:
+			return fmt.Errorf("want file or memory")
+		}
+		return nil
+	},
+	"txmq_max_age":         func(o *Options, v string) error { return duration(v, &o.MaxAge) },
+	"txmq_ack_wait":        func(o *Options, v string) error { return duration(v, &o.AckWait) },
+	"txmq_timeout":         func(o *Options, v string) error { return duration(v, &o.Timeout) },
+	"txmq_max_ack_pending": func(o *Options, v string) error { return atoi(v, &o.MaxAckPending) },
+	"txmq_fetch_limit":     func(o *Options, v string) error { return atoi(v, &o.FetchLimit) },
+	"txmq_name":            func(o *Options, v string) error { o.Name = v; return nil },
+	"txmq_creds":           func(o *Options, v string) error { o.CredentialsFile = v; return nil },
+	"txmq_nkey":            func(o *Options, v string) error { o.NKeySeedFile = v; return nil },
+	"txmq_tls_ca":          func(o *Options, v string) error { o.RootCAFiles = append(o.RootCAFiles, v); return nil },
+	"txmq_tls_cert":        func(o *Options, v string) error { o.ClientCertFile = v; return nil },
+	"txmq_tls_key":         func(o *Options, v string) error { o.ClientKeyFile = v; return nil },
+	"txmq_servers":         nil, // handled by Open
+}
+
+// Open opens a Backend from a URL, as core.OpenBackend does for TXMQ_BACKEND=nats://...:
+//
+//	nats://[user:password@]host:port[?txmq_prefix=app&txmq_replicas=3&...]
+//
+// The host (and user info, passed to the server as credentials and never logged) names the
+// server to dial; txmq_servers adds more, comma separated (nats://b:4222,nats://c:4222).
+// Query parameters set Options: txmq_prefix, txmq_replicas, txmq_storage (file|memory),
+// txmq_max_age, txmq_ack_wait, txmq_timeout (Go durations), txmq_max_ack_pending,
+// txmq_fetch_limit, txmq_name, txmq_creds (a .creds file), txmq_nkey (an NKey seed file),
+// txmq_tls_ca, txmq_tls_cert, txmq_tls_key (PEM files). Any other parameter is an error
+// wrapping core.ErrInvalidConfig that lists the accepted ones.
+func Open(_ context.Context, u *url.URL) (core.Backend, error) {
+	opts, servers, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	return New(servers, opts)
+}
+
+// parseURL returns the Options and the server list of a nats:// URL.
+func parseURL(u *url.URL) (*Options, string, error) {
+	if u.Host == "" {
+		return nil, "", fmt.Errorf("%w: nats backend URL %s: no host; want nats://host:port", core.ErrInvalidConfig, u.Redacted())
+	}
+	opts := &Options{}
+	q := u.Query()
+	keys := make([]string, 0, len(q))
+	for k := range q {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		set, known := urlParams[k]
+		if !known {
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, u.Redacted(), k, acceptedParams())
+		}
+		if set == nil {
+			continue
+		}
+		v := q.Get(k)
+		if err := set(opts, v); err != nil {
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, u.Redacted(), k, v, err)
+		}
+	}
+	if _, err := opts.withDefaults(); err != nil {
+		return nil, "", err
+	}
+	first := url.URL{Scheme: "nats", User: u.User, Host: u.Host}
+	servers := []string{first.String()}
+	if extra := q.Get("txmq_servers"); extra != "" {
+		for _, s := range strings.Split(extra, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				servers = append(servers, s)
+			}
+		}
+	}
+	return opts, strings.Join(servers, ","), nil
+}
+
+func acceptedParams() string {
+	names := make([]string, 0, len(urlParams))
+	for k := range urlParams {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func atoi(v string, dst *int) error {
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("not an integer")
+	}
+	if n <= 0 {
+		return fmt.Errorf("must be positive")
+	}
+	*dst = n
+	return nil
+}
+
+func duration(v string, dst *time.Duration) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("not a Go duration such as 30s")
+	}
+	if d <= 0 {
+		return fmt.Errorf("must be positive")
+	}
+	*dst = d
+	return nil
+}
