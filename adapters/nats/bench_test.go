@@ -15,6 +15,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 // Benchmark shape shared by the adapter and the raw loop: producers publish b.N batches of
@@ -33,7 +34,7 @@ const (
 // BenchmarkEndToEnd runs the adapter and a raw nats.go JetStream loop side by side on the same
 // server, in one run, so their ratio is meaningful.
 func BenchmarkEndToEnd(b *testing.B) {
-	url := testenv.NATSURL(b)
+	url := natsenv.NATSURL(b)
 	b.Run("adapter", func(b *testing.B) { benchAdapter(b, url) })
 	b.Run("raw", func(b *testing.B) { benchRaw(b, url) })
 }

@@ -4,11 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	testenv.StopSharedNATS()
+	natsenv.StopSharedNATS()
 	os.Exit(code)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/internal/testenv/natsenv"
 	"github.com/txmq/txmq/parity"
 )
 
@@ -29,12 +30,12 @@ func (natsHarness) Capabilities() parity.Caps {
 }
 
 func (natsHarness) Open(t *testing.T) parity.Env {
-	raw := testenv.NATSURL(t)
+	raw := natsenv.NATSURL(t)
 	u, err := url.Parse(strings.Split(raw, ",")[0])
 	if err != nil {
 		t.Fatalf("NATS URL: %v", err)
 	}
-	proxy := testenv.NewTCPProxy(t, u.Host)
+	proxy := testenv.NewProxy(t, u.Host)
 	pu := url.URL{Scheme: "nats", User: u.User, Host: proxy.Addr()}
 	e := &natsEnv{url: pu.String(), direct: raw, prefix: testenv.UniqueName("p"), proxy: proxy}
 	t.Cleanup(func() { deleteStreams(t, e.direct, e.prefix) })
@@ -43,7 +44,7 @@ func (natsHarness) Open(t *testing.T) parity.Env {
 
 type natsEnv struct {
 	url, direct, prefix string
-	proxy               *testenv.TCPProxy
+	proxy               *testenv.Proxy
 }
 
 func (e *natsEnv) Backend(t *testing.T) core.Backend {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 func TestParseURL(t *testing.T) {
@@ -70,7 +71,7 @@ func TestParseURL(t *testing.T) {
 
 func TestOpenBackendURL(t *testing.T) {
 	t.Parallel()
-	raw := testenv.NATSURL(t) + "?txmq_prefix=" + testenv.UniqueName("u")
+	raw := natsenv.NATSURL(t) + "?txmq_prefix=" + testenv.UniqueName("u")
 	b, err := core.OpenBackend(context.Background(), raw)
 	if err != nil {
 		t.Fatalf("OpenBackend: %v", err)

@@ -47,7 +47,7 @@ func Required() bool {
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	u := env("TXMQ_POSTGRES_URL", DefaultPostgresURL)
-	check(t, "PostgreSQL", "TXMQ_POSTGRES_URL", u, pingPostgres)
+	Check(t, "PostgreSQL", "TXMQ_POSTGRES_URL", u, pingPostgres)
 	return u
 }
 
@@ -56,7 +56,7 @@ func PostgresURL(t testing.TB) string {
 func RedisURL(t testing.TB) string {
 	t.Helper()
 	u := env("TXMQ_REDIS_URL", DefaultRedisURL)
-	check(t, "Redis", "TXMQ_REDIS_URL", u, pingRedis)
+	Check(t, "Redis", "TXMQ_REDIS_URL", u, pingRedis)
 	return u
 }
 
@@ -65,7 +65,7 @@ func RedisURL(t testing.TB) string {
 func SQSEndpoint(t testing.TB) string {
 	t.Helper()
 	u := env("TXMQ_SQS_ENDPOINT", DefaultSQSEndpoint)
-	check(t, "SQS", "TXMQ_SQS_ENDPOINT", u, pingSQS)
+	Check(t, "SQS", "TXMQ_SQS_ENDPOINT", u, pingSQS)
 	return u
 }
 
@@ -84,7 +84,9 @@ func env(name, def string) string {
 	return def
 }
 
-func check(t testing.TB, service, envName, u string, ping func(context.Context, string) error) {
+// Check pings a service once per process (cached) and skips the test when it does not answer,
+// or fails it when Required.
+func Check(t testing.TB, service, envName, u string, ping func(context.Context, string) error) {
 	t.Helper()
 	key := service + "\x00" + u
 	pingMu.Lock()

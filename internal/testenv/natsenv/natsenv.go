@@ -1,8 +1,12 @@
-package testenv
+// Package natsenv starts the embedded nats-server (v2.15, JetStream) the NATS adapter's tests use,
+// or points them at an outside server from TXMQ_NATS_URL. It lives apart from testenv so that
+// importing the parity suite does not pull in the NATS server.
+package natsenv
 
 import (
 	"context"
 	"fmt"
+	"github.com/txmq/txmq/internal/testenv"
 	"net"
 	"os"
 	"strings"
@@ -126,7 +130,7 @@ var (
 func NATSURL(t testing.TB) string {
 	t.Helper()
 	if u := strings.TrimSpace(os.Getenv("TXMQ_NATS_URL")); u != "" {
-		check(t, "NATS", "TXMQ_NATS_URL", u, pingNATS)
+		testenv.Check(t, "NATS", "TXMQ_NATS_URL", u, pingNATS)
 		return u
 	}
 	sharedNATSOnce.Do(func() {
@@ -158,7 +162,7 @@ func StopSharedNATS() {
 }
 
 func pingNATS(ctx context.Context, u string) error {
-	nc, err := natsgo.Connect(u, natsgo.Timeout(pingTimeout), natsgo.NoReconnect())
+	nc, err := natsgo.Connect(u, natsgo.Timeout(2*time.Second), natsgo.NoReconnect())
 	if err != nil {
 		return err
 	}
@@ -171,122 +175,4 @@ func pingNATS(ctx context.Context, u string) error {
 		return fmt.Errorf("JetStream: %w", err)
 	}
 	return nil
-}
-
-// TCPProxy forwards TCP connections to a target address, for simulating an outage of one
-// client group without touching the server: Break closes every connection and refuses new
-// ones until Restore.
-type TCPProxy struct {
-	target string
-	ln     net.Listener
-
-	mu     sync.Mutex
-	broken bool
-	conns  map[net.Conn]struct{}
-	closed bool
-}
-
-// NewTCPProxy listens on 127.0.0.1 and a free port and forwards to target (host:port); it is
-// closed in t.Cleanup.
-func NewTCPProxy(t testing.TB, target string) *TCPProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("testenv: proxy listen: %v", err)
-	}
-	p := &TCPProxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}}
-	go p.accept()
-	t.Cleanup(p.Close)
-	return p
-}
-
-// Addr returns the proxy's host:port.
-func (p *TCPProxy) Addr() string { return p.ln.Addr().String() }
-
-// Break closes every proxied connection and refuses new ones until Restore.
-func (p *TCPProxy) Break() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.broken = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-}
-
-// Restore accepts and forwards connections again.
-func (p *TCPProxy) Restore() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.broken = false
-}
-
-// Close stops the proxy and closes its connections.
-func (p *TCPProxy) Close() {
-	p.mu.Lock()
-	p.closed = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	p.mu.Unlock()
-	_ = p.ln.Close()
-}
-
-func (p *TCPProxy) accept() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.broken || p.closed {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		p.mu.Unlock()
-		go p.forward(c)
-	}
-}
-
-func (p *TCPProxy) forward(c net.Conn) {
-	up, err := net.DialTimeout("tcp", p.target, 5*time.Second)
-	if err != nil {
-		_ = c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.broken || p.closed {
-		p.mu.Unlock()
-		_ = c.Close()
-		_ = up.Close()
-		return
-	}
-	p.conns[c], p.conns[up] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		buf := make([]byte, 64<<10)
-		for {
-			n, err := src.Read(buf)
-			if n > 0 {
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					break
-				}
-			}
-			if err != nil {
-				break
-			}
-		}
-		done <- struct{}{}
-	}
-	go pipe(up, c)
-	go pipe(c, up)
-	<-done
-	_ = c.Close()
-	_ = up.Close()
-	<-done
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, up)
-	p.mu.Unlock()
 }
