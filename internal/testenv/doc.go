@@ -6,7 +6,7 @@
 //	TXMQ_POSTGRES_URL   postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 //	TXMQ_REDIS_URL      redis://127.0.0.1:6379/0
 //	TXMQ_SQS_ENDPOINT   http://127.0.0.1:4566
-//	TXMQ_NATS_URL       unset: an embedded nats-server v2.15 per test binary (see NATSURL)
+//	TXMQ_NATS_URL       unset: an embedded nats-server v2.15 per test binary (package natsenv)
 //
 // The service is pinged once per process (the result is cached). When it does not answer, the
 // test is skipped, unless CI=true or TXMQ_REQUIRE_SERVICES=1, in which case it fails: CI must
