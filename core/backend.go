@@ -150,4 +150,7 @@ const (
 	ReasonNoOutbox = "no_outbox"
 	// ReasonDeadLetterFailed: a terminal batch could not be written to the dead-letter sink.
 	ReasonDeadLetterFailed = "dead_letter_failed"
+	// ReasonAbandoned: a backend's reaper gave up on a batch of a queue that no node has
+	// listened to for a long time (see the adapter's options).
+	ReasonAbandoned = "abandoned"
 )

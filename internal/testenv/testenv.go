@@ -46,27 +46,21 @@ func Required() bool {
 // checking once per process that it answers; otherwise it skips or fails t (see Required).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	u := env("TXMQ_POSTGRES_URL", DefaultPostgresURL)
-	Check(t, "PostgreSQL", "TXMQ_POSTGRES_URL", u, pingPostgres)
-	return u
+	return resolve(t, "PostgreSQL", "TXMQ_POSTGRES_URL", DefaultPostgresURL, pingPostgres)
 }
 
 // RedisURL returns the Redis URL for tests (TXMQ_REDIS_URL or the default), after checking once
 // per process that it answers PING; otherwise it skips or fails t (see Required).
 func RedisURL(t testing.TB) string {
 	t.Helper()
-	u := env("TXMQ_REDIS_URL", DefaultRedisURL)
-	Check(t, "Redis", "TXMQ_REDIS_URL", u, pingRedis)
-	return u
+	return resolve(t, "Redis", "TXMQ_REDIS_URL", DefaultRedisURL, pingRedis)
 }
 
 // SQSEndpoint returns the SQS endpoint for tests (TXMQ_SQS_ENDPOINT or the default), after
 // checking once per process that it answers; otherwise it skips or fails t (see Required).
 func SQSEndpoint(t testing.TB) string {
 	t.Helper()
-	u := env("TXMQ_SQS_ENDPOINT", DefaultSQSEndpoint)
-	Check(t, "SQS", "TXMQ_SQS_ENDPOINT", u, pingSQS)
-	return u
+	return resolve(t, "SQS", "TXMQ_SQS_ENDPOINT", DefaultSQSEndpoint, pingSQS)
 }
 
 // UniqueName returns prefix followed by 12 random lowercase hex characters, a valid SQL
@@ -77,6 +71,27 @@ func UniqueName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
+// resolve returns the endpoint of a service: the environment variable's or the default when it
+// answers; else, in a build with the testcontainers tag and a Docker engine, a container started
+// once per process; else it skips or fails t (see Required).
+func resolve(t testing.TB, service, envName, def string, ping func(context.Context, string) error) string {
+	t.Helper()
+	u := env(envName, def)
+	if pingOnce(service, u, ping) == nil {
+		return u
+	}
+	if start := containerStarters[service]; start != nil {
+		if cu, err := startContainerOnce(service, start); err == nil {
+			Check(t, service, envName, cu, ping)
+			return cu
+		} else {
+			t.Logf("testenv: %s: no container either: %v", service, err)
+		}
+	}
+	Check(t, service, envName, u, ping)
+	return u
+}
+
 func env(name, def string) string {
 	if v := strings.TrimSpace(os.Getenv(name)); v != "" {
 		return v
@@ -84,12 +99,11 @@ func env(name, def string) string {
 	return def
 }
 
-// Check pings a service once per process (cached) and skips the test when it does not answer,
-// or fails it when Required.
-func Check(t testing.TB, service, envName, u string, ping func(context.Context, string) error) {
-	t.Helper()
+// pingOnce pings u once per process and remembers the answer.
+func pingOnce(service, u string, ping func(context.Context, string) error) error {
 	key := service + "\x00" + u
 	pingMu.Lock()
+	defer pingMu.Unlock()
 	err, done := pingCache[key]
 	if !done {
 		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
@@ -97,7 +111,14 @@ func Check(t testing.TB, service, envName, u string, ping func(context.Context, 
 		cancel()
 		pingCache[key] = err
 	}
-	pingMu.Unlock()
+	return err
+}
+
+// Check pings a service once per process (cached) and skips the test when it does not answer,
+// or fails it when Required.
+func Check(t testing.TB, service, envName, u string, ping func(context.Context, string) error) {
+	t.Helper()
+	err := pingOnce(service, u, ping)
 	if err == nil {
 		return
 	}

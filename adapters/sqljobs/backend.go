@@ -1,0 +1,180 @@
+package sqljobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/pgmigrate"
+)
+
+// Backend is a core.Backend storing batches in a Postgres jobs table. It is safe for
+// concurrent use; every Backend on the same database and schema (one per process, or several
+// in a test) shares the stored batches. The zero value is not usable: call New or Open.
+type Backend struct {
+	pool    *pgxpool.Pool
+	ownPool bool // opened from a URL: Close closes the pool
+	o       Options
+	sql     statements
+	channel string
+
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the listener and the reaper
+
+	lis *listener
+
+	hbMu sync.Mutex
+	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
+
+	stats stats
+}
+
+var _ core.Backend = (*Backend)(nil)
+
+// New returns a Backend on pool, whose tables must already exist in opts.Schema (run Migrate
+// first, or open the Backend with a postgres:// URL, which migrates). It checks that with one
+// query and starts the reaper (see Options.ReapInterval). Close does not close pool.
+func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if pool == nil {
+		return nil, fmt.Errorf("%w: sqljobs: New needs a *pgxpool.Pool; pass the app's pool", core.ErrInvalidConfig)
+	}
+	qctx, cancel := context.WithTimeout(ctx, o.QueryTimeout)
+	versions, err := pgmigrate.Applied(qctx, pool, Component, o.Schema)
+	cancel()
+	if err != nil {
+		return nil, classify(fmt.Sprintf("checking the migrations of schema %q", o.Schema), err)
+	}
+	if !slices.Contains(versions, 1) {
+		return nil, fmt.Errorf("%w: sqljobs: the jobs tables are missing from schema %q; run sqljobs.Migrate(ctx, pool, opts) first (opening a postgres:// backend URL does it for you)", core.ErrInvalidConfig, o.Schema)
+	}
+	be := &Backend{
+		pool:    pool,
+		o:       o,
+		sql:     render(o.Schema),
+		channel: channel(o.Schema),
+		done:    make(chan struct{}),
+		hb:      map[string]time.Time{},
+	}
+	be.lis = newListener(be)
+	if o.ReapInterval > 0 {
+		be.wg.Add(1)
+		go be.reapLoop()
+	}
+	return be, nil
+}
+
+// Publish stores the batch, claimable from b.NotBefore (zero means now) as measured by the
+// database's clock, and wakes nodes waiting for its queue.
+func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
+	op := fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue)
+	if err := be.usable(op); err != nil {
+		return err
+	}
+	if b.Queue == "" {
+		return fmt.Errorf("%w: sqljobs: publish batch %s: the queue name is empty; pass the declared queue name", core.ErrInvalidConfig, b.ID)
+	}
+	var notBefore *time.Time
+	if !b.NotBefore.IsZero() {
+		notBefore = &b.NotBefore
+	}
+	body := b.Body
+	if body == nil {
+		body = []byte{}
+	}
+	return be.run(ctx, op, func(ctx context.Context) error {
+		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, notBefore, b.Messages, be.channel)
+		return err
+	})
+}
+
+// Depths reports the ready, in-flight and delayed batches of each named queue in one query.
+// A batch whose lease ran out counts as ready; a queue without batches reports zeros.
+func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
+	if err := be.usable("depths"); err != nil {
+		return nil, err
+	}
+	out := make(map[string]core.Depth, len(queues))
+	err := be.run(ctx, "depths", func(ctx context.Context) error {
+		rows, err := be.pool.Query(ctx, be.sql.depths, queues)
+		if err != nil {
+			return err
+		}
+		var (
+			q    string
+			d    core.Depth
+			scan = []any{&q, &d.Ready, &d.InFlight, &d.Delayed}
+		)
+		_, err = pgx.ForEachRow(rows, scan, func() error {
+			out[q] = d
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Close stops the listener and the reaper, wakes waiting fetches and makes every later call
+// fail with an error wrapping core.ErrClosed. Stored batches stay. The pool is closed only
+// when the Backend opened it (Open). Closing twice is a no-op.
+func (be *Backend) Close() error {
+	be.closeOnce.Do(func() {
+		be.closed.Store(true)
+		close(be.done)
+		be.lis.stop()
+		be.wg.Wait()
+		if be.ownPool {
+			be.pool.Close()
+		}
+	})
+	return nil
+}
+
+// Pool returns the pool the Backend runs on.
+func (be *Backend) Pool() *pgxpool.Pool { return be.pool }
+
+// Schema returns the schema holding the Backend's tables.
+func (be *Backend) Schema() string { return be.o.Schema }
+
+// usable returns the error of a call made after Close.
+func (be *Backend) usable(op string) error {
+	if be.closed.Load() {
+		return fmt.Errorf("sqljobs: %s: the backend was closed; open a new one: %w", op, core.ErrClosed)
+	}
+	return nil
+}
+
+// run runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
+// failure is retryable (nothing reached the server, or a deadlock victim), and classifies
+// the error.
+func (be *Backend) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, be.o.QueryTimeout)
+	defer cancel()
+	err := fn(ctx)
+	if err != nil && ctx.Err() == nil && retryable(err) {
+		err = fn(ctx)
+	}
+	if err != nil && be.closed.Load() && !Unavailable(err) && !errors.Is(err, core.ErrClosed) {
+		return fmt.Errorf("sqljobs: %s: the backend was closed: %w: %w", op, core.ErrClosed, err)
+	}
+	return classify(op, err)
+}
+
+// micros converts a duration to whole microseconds for the SQL's interval arithmetic.
+func micros(d time.Duration) int64 { return d.Microseconds() }

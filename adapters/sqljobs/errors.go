@@ -1,0 +1,86 @@
+package sqljobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/puddle/v2"
+
+	"github.com/txmq/txmq/core"
+)
+
+// classify is the one place where database errors are sorted: an error meaning the database
+// could not be reached or refused work for a reason that should pass is wrapped in
+// core.ErrBackendUnavailable; any other error is returned wrapped with its context only.
+// op names the call and its queue ("fetch", "ack batch X of queue \"q\"").
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if Unavailable(err) {
+		return fmt.Errorf("sqljobs: %s: the database is unreachable or refusing work (it is retried; check the database and the pool's connection settings): %w: %w", op, core.ErrBackendUnavailable, err)
+	}
+	return fmt.Errorf("sqljobs: %s: %w", op, err)
+}
+
+// Unavailable reports whether err means the database could not be reached or refused work
+// for a reason that should pass: a refused, reset or closed connection, a closed pool, a
+// timeout, or a server error of class 08 (connection exception), 57P (operator intervention:
+// admin shutdown, crash shutdown, cannot connect now) or 53300 (too many connections). A
+// cancelled context, a constraint violation or an SQL error is not.
+func Unavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, core.ErrBackendUnavailable) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		code := pgErr.Code
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57P") || code == "53300"
+	}
+	if errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) {
+		return false // the caller gave up; nothing is wrong with the database
+	}
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) {
+		return true
+	}
+	if errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, pgconn.ErrConnClosed) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true // dial, read and write failures of the connection itself
+	}
+	return false
+}
+
+// retryable reports whether a statement that failed with err may be run again at once on
+// another connection: nothing reached the server (a pooled connection that had died while
+// idle), or the server aborted it as a deadlock or serialization victim.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == "40P01" || pgErr.Code == "40001"
+	}
+	return pgconn.SafeToRetry(err)
+}

@@ -1,0 +1,160 @@
+package sqljobs
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest"
+)
+
+// world is one test's database namespace: a schema, migrated, dropped in cleanup.
+type world struct {
+	t      *testing.T
+	url    string // the test server's URL
+	admin  *pgxpool.Pool
+	schema string
+}
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	u := testenv.PostgresURL(t)
+	admin := testenv.PostgresPool(t)
+	schema := testenv.PostgresSchema(t, admin)
+	if err := Migrate(context.Background(), admin, &Options{Schema: schema}); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return &world{t: t, url: u, admin: admin, schema: schema}
+}
+
+// pool returns a new pool (a separate "node"), closed in cleanup; tracer may be nil.
+func (w *world) pool(tracer pgx.QueryTracer) *pgxpool.Pool {
+	w.t.Helper()
+	return poolFor(w.t, w.url, tracer)
+}
+
+func poolFor(t testing.TB, rawURL string, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// backend returns a Backend on a new pool of the world's schema (the reaper off unless opts
+// say otherwise), closed in cleanup.
+func (w *world) backend(opts *Options) *Backend {
+	w.t.Helper()
+	return w.backendOn(w.pool(nil), opts)
+}
+
+func (w *world) backendOn(pool *pgxpool.Pool, opts *Options) *Backend {
+	w.t.Helper()
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.Schema = w.schema
+	if o.ReapInterval == 0 {
+		o.ReapInterval = -1
+	}
+	if o.Logger == nil {
+		o.Logger = txmqtest.DiscardLogger()
+	}
+	be, err := New(context.Background(), pool, &o)
+	if err != nil {
+		w.t.Fatalf("New: %v", err)
+	}
+	w.t.Cleanup(func() { _ = be.Close() })
+	return be
+}
+
+func publish(t testing.TB, be *Backend, queue, id string, notBefore time.Time) {
+	t.Helper()
+	err := be.Publish(context.Background(), core.OutgoingBatch{ID: id, Queue: queue, Body: []byte("body-" + id), NotBefore: notBefore, Messages: 1})
+	if err != nil {
+		t.Fatalf("publish %s: %v", id, err)
+	}
+}
+
+func publishN(t testing.TB, be *Backend, queue string, n int) {
+	t.Helper()
+	for i := range n {
+		publish(t, be, queue, fmt.Sprintf("%s-%d", queue, i), time.Time{})
+	}
+}
+
+// fetch claims with Wait 0 and the given lease (10 s when 0).
+func fetch(t testing.TB, be *Backend, lease time.Duration, slots ...core.QueueSlots) []*core.Claim {
+	t.Helper()
+	if lease == 0 {
+		lease = 10 * time.Second
+	}
+	cs, err := be.Fetch(context.Background(), core.FetchRequest{Node: "n1", Queues: slots, Lease: lease})
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	return cs
+}
+
+func all(queue string) core.QueueSlots { return core.QueueSlots{Queue: queue, Free: core.Unlimited} }
+
+func excl(queue string) core.QueueSlots {
+	return core.QueueSlots{Queue: queue, Free: 1, Exclusive: true}
+}
+
+func depth(t testing.TB, be *Backend, queue string) core.Depth {
+	t.Helper()
+	d, err := be.Depths(context.Background(), []string{queue})
+	if err != nil {
+		t.Fatalf("depths: %v", err)
+	}
+	return d[queue]
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// countingTracer counts the statements run on a pool.
+type countingTracer struct{ n atomic.Int64 }
+
+func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// withParams adds query parameters to a URL.
+func withParams(t testing.TB, raw string, kv ...string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}

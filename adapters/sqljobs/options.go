@@ -1,0 +1,138 @@
+package sqljobs
+
+import (
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Defaults of Options.
+const (
+	// DefaultSchema is the schema holding the jobs tables, the same as the outbox's.
+	DefaultSchema = "txmq"
+	// DefaultLease is the lease given when a Fetch or Extend asks for zero or less.
+	DefaultLease = 30 * time.Second
+	// DefaultFetchLimit caps the claims of a Fetch's Unlimited queues when FetchRequest.Max is 0.
+	DefaultFetchLimit = 1000
+	// DefaultQueryTimeout bounds every statement the Backend runs.
+	DefaultQueryTimeout = 10 * time.Second
+	// DefaultAbandonedAfter is how long a queue must go unfetched by every node before the
+	// reaper takes its old batches.
+	DefaultAbandonedAfter = 7 * 24 * time.Hour
+	// DefaultReapInterval is the reaper's period (it also runs when the Backend starts).
+	DefaultReapInterval = time.Hour
+	// DefaultReapBatch is how many batches one reaper transaction takes.
+	DefaultReapBatch = 100
+	// maxHeartbeatInterval is the longest a queue's heartbeat goes unwritten while fetched.
+	maxHeartbeatInterval = time.Minute
+)
+
+// ReasonAbandoned is the DeadLetter.Reason of batches the reaper hands to Options.DeadLetters.
+const ReasonAbandoned = core.ReasonAbandoned
+
+// Options configures a Backend and Migrate. A nil *Options, and every zero field, means the
+// default documented on the field.
+type Options struct {
+	// Schema holds the jobs tables. Default "txmq" (the outbox's schema). It must match
+	// ^[A-Za-z_][A-Za-z0-9_]{0,49}$ because it also names the NOTIFY channel.
+	Schema string
+
+	// DefaultLease is the lease of a claim when FetchRequest.Lease or Extend's lease is zero or
+	// negative. Default 30 s.
+	DefaultLease time.Duration
+
+	// FetchLimit caps the claims one Fetch hands out across its Unlimited queues when
+	// FetchRequest.Max is 0. Default 1000.
+	FetchLimit int
+
+	// QueryTimeout bounds every statement, detached from the caller's cancellation where a
+	// claim could otherwise be stranded (Fetch). An unreachable database therefore fails a call
+	// within about QueryTimeout (sooner when the connection is refused). Default 10 s.
+	QueryTimeout time.Duration
+
+	// AbandonedAfter is how long a queue may go without any node fetching it before the
+	// reaper takes batches of it that are older than this too. Default 7 days. Fetch records a
+	// heartbeat per queue at most every min(1 min, AbandonedAfter/4).
+	AbandonedAfter time.Duration
+
+	// ReapInterval is the reaper's period; it also runs once as soon as the Backend is made.
+	// Default 1 h; a negative value turns the reaper off in this Backend.
+	ReapInterval time.Duration
+
+	// ReapBatch is how many batches one reaper transaction takes. Default 100.
+	ReapBatch int
+
+	// DeadLetters receives abandoned batches (reason ReasonAbandoned), which are then deleted.
+	// Default nil: abandoned batches are left in place, logged and counted, never deleted.
+	DeadLetters core.DeadLetterSink
+
+	// Logger receives the Backend's logs (listener reconnects, the reaper). Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+var schemaRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,49}$`)
+
+// withDefaults returns a copy of o (nil allowed) with the defaults filled in, or an error
+// wrapping core.ErrInvalidConfig.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Schema == "" {
+		c.Schema = DefaultSchema
+	}
+	if !schemaRE.MatchString(c.Schema) {
+		return c, fmt.Errorf("%w: sqljobs: Options.Schema %q: use 1-50 characters of letters, digits and '_', not starting with a digit", core.ErrInvalidConfig, c.Schema)
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"DefaultLease", &c.DefaultLease, DefaultLease},
+		{"QueryTimeout", &c.QueryTimeout, DefaultQueryTimeout},
+		{"AbandonedAfter", &c.AbandonedAfter, DefaultAbandonedAfter},
+	} {
+		if *d.v < 0 {
+			return c, fmt.Errorf("%w: sqljobs: Options.%s is %v; it must be >= 0 (0 means the default %v)", core.ErrInvalidConfig, d.name, *d.v, d.def)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if c.ReapInterval == 0 {
+		c.ReapInterval = DefaultReapInterval
+	}
+	for _, n := range []struct {
+		name string
+		v    *int
+		def  int
+	}{
+		{"FetchLimit", &c.FetchLimit, DefaultFetchLimit},
+		{"ReapBatch", &c.ReapBatch, DefaultReapBatch},
+	} {
+		if *n.v < 0 {
+			return c, fmt.Errorf("%w: sqljobs: Options.%s is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, n.name, *n.v, n.def)
+		}
+		if *n.v == 0 {
+			*n.v = n.def
+		}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// heartbeatInterval is how often Fetch refreshes a queue's heartbeat.
+func (o *Options) heartbeatInterval() time.Duration {
+	return min(maxHeartbeatInterval, o.AbandonedAfter/4)
+}
+
+// channel is the NOTIFY channel of a schema's jobs.
+func channel(schema string) string { return "txmq_jobs_" + schema }

@@ -1,0 +1,74 @@
+package sqljobs
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/parity"
+	"github.com/txmq/txmq/txmqtest"
+)
+
+// TestParity runs the shared conformance suite against the real Postgres: each property gets
+// its own schema and its own TCP proxy in front of the server; every client (node) gets its
+// own pool through that proxy, so nodes are as separate as processes, and Break cuts them all.
+func TestParity(t *testing.T) { parity.Run(t, parityHarness{}) }
+
+type parityHarness struct{}
+
+func (parityHarness) Name() string { return "sqljobs" }
+
+func (parityHarness) Capabilities() parity.Caps {
+	return parity.Caps{Lease: time.Second, PollWait: 200 * time.Millisecond}
+}
+
+func (parityHarness) Open(t *testing.T) parity.Env {
+	raw := testenv.PostgresURL(t)
+	admin := testenv.PostgresPool(t)
+	schema := testenv.PostgresSchema(t, admin)
+	if err := Migrate(context.Background(), admin, &Options{Schema: schema}); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "5432")
+	}
+	proxy := testenv.NewProxy(t, host)
+	u.Host = proxy.Addr()
+	q := u.Query()
+	q.Set("connect_timeout", "2")
+	u.RawQuery = q.Encode()
+	return &parityEnv{url: u.String(), schema: schema, proxy: proxy}
+}
+
+type parityEnv struct {
+	url    string
+	schema string
+	proxy  *testenv.Proxy
+}
+
+func (e *parityEnv) Backend(t *testing.T) core.Backend {
+	pool := poolFor(t, e.url, nil)
+	be, err := New(context.Background(), pool, &Options{
+		Schema:       e.schema,
+		QueryTimeout: 3 * time.Second,
+		ReapInterval: -1,
+		Logger:       txmqtest.DiscardLogger(),
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	return be
+}
+
+func (e *parityEnv) Break(t *testing.T)   { e.proxy.Break() }
+func (e *parityEnv) Restore(t *testing.T) { e.proxy.Restore() }

@@ -1,0 +1,147 @@
+package sqljobs
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Schemes are the URL schemes this package registers with core.RegisterBackend.
+var Schemes = []string{"postgres", "postgresql"}
+
+func init() {
+	for _, s := range Schemes {
+		core.RegisterBackend(s, Open)
+	}
+}
+
+// urlParams are the query parameters Open consumes, with what each sets.
+var urlParams = map[string]string{
+	"txmq_schema":          "Options.Schema",
+	"txmq_migrate":         "run Migrate first (true or false, default true)",
+	"txmq_lease":           "Options.DefaultLease (a Go duration)",
+	"txmq_fetch_limit":     "Options.FetchLimit",
+	"txmq_query_timeout":   "Options.QueryTimeout (a Go duration)",
+	"txmq_abandoned_after": "Options.AbandonedAfter (a Go duration)",
+	"txmq_reap_interval":   "Options.ReapInterval (a Go duration; negative turns the reaper off)",
+}
+
+// Open opens a Backend from a URL, as core.OpenBackend does for
+// TXMQ_BACKEND=postgres://user:pass@host:5432/db?sslmode=disable&txmq_schema=jobs.
+//
+// Query parameters starting with txmq_ set Options and are removed before the rest of the URL
+// goes to pgxpool.ParseConfig (so pool_max_conns, connect_timeout, sslmode and the like work
+// as in pgx): txmq_schema, txmq_migrate, txmq_lease, txmq_fetch_limit, txmq_query_timeout,
+// txmq_abandoned_after and txmq_reap_interval. An unknown txmq_ parameter is an error wrapping
+// core.ErrInvalidConfig that lists the accepted ones. Open creates its own pool, closed by
+// Backend.Close, and runs Migrate unless txmq_migrate=false. A dead-letter sink for the reaper
+// cannot be given in a URL: use New for that.
+func Open(ctx context.Context, u *url.URL) (core.Backend, error) {
+	return open(ctx, u)
+}
+
+func open(ctx context.Context, u *url.URL) (*Backend, error) {
+	opts, migrate, rest, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(rest.String())
+	if err != nil {
+		return nil, fmt.Errorf("%w: sqljobs: backend URL %s: %v", core.ErrInvalidConfig, rest.Redacted(), err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, classify("creating the pool for "+rest.Redacted(), err)
+	}
+	if migrate {
+		if err := Migrate(ctx, pool, opts); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
+	be, err := New(ctx, pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	be.ownPool = true
+	return be, nil
+}
+
+// parseURL takes the txmq_ parameters out of u and returns the Options they set, whether to
+// migrate, and u without them.
+func parseURL(u *url.URL) (*Options, bool, *url.URL, error) {
+	opts := &Options{}
+	migrate := true
+	q := u.Query()
+	bad := func(key, v string, err error) error {
+		return fmt.Errorf("%w: sqljobs: backend URL parameter %s=%q: %v", core.ErrInvalidConfig, key, v, err)
+	}
+	duration := func(key, v string, allowNegative bool) (time.Duration, error) {
+		d, err := time.ParseDuration(v)
+		if err == nil && d == 0 || err == nil && d < 0 && !allowNegative {
+			err = fmt.Errorf("must be positive")
+		}
+		if err != nil {
+			return 0, bad(key, v, err)
+		}
+		return d, nil
+	}
+	for key, vals := range q {
+		if !strings.HasPrefix(strings.ToLower(key), "txmq_") {
+			continue
+		}
+		v := vals[len(vals)-1]
+		var err error
+		switch strings.ToLower(key) {
+		case "txmq_schema":
+			opts.Schema = v
+		case "txmq_migrate":
+			migrate, err = strconv.ParseBool(v)
+			if err != nil {
+				err = bad(key, v, fmt.Errorf("use true or false"))
+			}
+		case "txmq_lease":
+			opts.DefaultLease, err = duration(key, v, false)
+		case "txmq_query_timeout":
+			opts.QueryTimeout, err = duration(key, v, false)
+		case "txmq_abandoned_after":
+			opts.AbandonedAfter, err = duration(key, v, false)
+		case "txmq_reap_interval":
+			opts.ReapInterval, err = duration(key, v, true)
+		case "txmq_fetch_limit":
+			opts.FetchLimit, err = strconv.Atoi(v)
+			if err == nil && opts.FetchLimit <= 0 {
+				err = fmt.Errorf("must be positive")
+			}
+			if err != nil {
+				err = bad(key, v, err)
+			}
+		default:
+			known := make([]string, 0, len(urlParams))
+			for k := range urlParams {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			return nil, false, nil, fmt.Errorf("%w: sqljobs: backend URL: unknown parameter %q; accepted txmq_ parameters: %s", core.ErrInvalidConfig, key, strings.Join(known, ", "))
+		}
+		if err != nil {
+			return nil, false, nil, err
+		}
+		q.Del(key)
+	}
+	if _, err := opts.withDefaults(); err != nil {
+		return nil, false, nil, err
+	}
+	rest := *u
+	rest.RawQuery = q.Encode()
+	return opts, migrate, &rest, nil
+}

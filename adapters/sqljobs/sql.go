@@ -1,0 +1,205 @@
+package sqljobs
+
+import (
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// statements holds the SQL of one schema, rendered once by New.
+type statements struct {
+	publish, claim, extend, ack, retry, depths, heartbeat string
+	reapQueues, reapPick, reapDelete, reapCount           string
+}
+
+// render substitutes the quoted schema into every statement. {{s}} is the quoted schema;
+// {{seq}} the lease-token sequence as a regclass literal.
+func render(schema string) statements {
+	q := pgx.Identifier{schema}.Sanitize()
+	r := strings.NewReplacer("{{s}}", q, "{{seq}}", "'"+q+".txmq_jobs_lease_seq'")
+	return statements{
+		publish:    r.Replace(sqlPublish),
+		claim:      r.Replace(sqlClaim),
+		extend:     r.Replace(sqlExtend),
+		ack:        r.Replace(sqlAck),
+		retry:      r.Replace(sqlRetry),
+		depths:     r.Replace(sqlDepths),
+		heartbeat:  r.Replace(sqlHeartbeat),
+		reapQueues: r.Replace(sqlReapQueues),
+		reapPick:   r.Replace(sqlReapPick),
+		reapDelete: r.Replace(sqlReapDelete),
+		reapCount:  r.Replace(sqlReapCount),
+	}
+}
+
+// sqlPublish stores one batch and wakes listening nodes (NOTIFY is sent at commit). A delayed
+// batch notifies too, so a waiting Fetch re-arms its timer for the new due time.
+// $1 queue, $2 batch id, $3 body, $4 run_at or NULL for now, $5 messages, $6 channel.
+const sqlPublish = `
+WITH i AS (
+	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages)
+	VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5)
+	RETURNING queue
+)
+SELECT pg_notify($6, queue) FROM i`
+
+// sqlClaim claims due batches for every requested queue in one statement:
+//
+//   - req: the queues with their limits and Exclusive flags, sorted by queue so that exclusive
+//     locks are always taken in the same order; an Unlimited queue has a negative limit whose
+//     absolute value is how many rows its scan may lock (see claimParams);
+//   - pick: per queue, an index range scan of (queue, run_at) over run_at <= now(), locked
+//     with FOR UPDATE SKIP LOCKED so concurrent claimers never wait on each other's rows;
+//   - cand: capped queues keep their picks; Unlimited queues share one budget ($4), taken
+//     round-robin (every queue's first pick, then every second, ...);
+//   - lk: for an Exclusive queue, the lock row is inserted, or taken over when its lease ran
+//     out; ON CONFLICT serialises concurrent claimers on the queue's row, so one wins;
+//   - claimed: the rows are leased: a new token, deliveries+1, run_at = the lease's end;
+//   - the last row (id NULL) carries the seconds until the next row of these queues becomes
+//     claimable (a delayed batch or a lease running out), for the waiting Fetch's timer.
+//
+// $1 queues, $2 limits, $3 exclusive flags, $4 Unlimited budget, $5 node, $6 lease in µs.
+const sqlClaim = `
+WITH req AS (
+	SELECT r.q, r.lim, r.excl FROM unnest($1::text[], $2::int[], $3::bool[]) AS r(q, lim, excl)
+),
+pick AS MATERIALIZED (
+	SELECT c.id, r.q, r.excl, r.lim < 0 AS unl,
+		row_number() OVER (PARTITION BY r.q ORDER BY c.run_at, c.id) AS rn
+	FROM req r
+	CROSS JOIN LATERAL (
+		SELECT j.id, j.run_at FROM {{s}}.txmq_jobs j
+		WHERE j.queue = r.q AND j.run_at <= now()
+		ORDER BY j.run_at
+		LIMIT abs(r.lim)
+		FOR UPDATE SKIP LOCKED
+	) c
+),
+cand AS MATERIALIZED (
+	SELECT id, q, excl FROM pick WHERE NOT unl
+	UNION ALL
+	(SELECT id, q, excl FROM pick WHERE unl ORDER BY rn, id LIMIT $4::int)
+),
+lk AS (
+	INSERT INTO {{s}}.txmq_jobs_exclusive AS x (queue, job_id, lease_until)
+	SELECT q, id, now() + $6::bigint * interval '1 microsecond' FROM cand WHERE excl ORDER BY q
+	ON CONFLICT (queue) DO UPDATE SET job_id = EXCLUDED.job_id, lease_until = EXCLUDED.lease_until
+	WHERE x.lease_until <= now()
+	RETURNING x.job_id
+),
+claimed AS (
+	UPDATE {{s}}.txmq_jobs j
+	SET deliveries = j.deliveries + 1,
+		lease_token = nextval({{seq}}),
+		lease_owner = $5,
+		run_at = now() + $6::bigint * interval '1 microsecond'
+	FROM cand c
+	WHERE j.id = c.id AND (NOT c.excl OR c.id IN (SELECT job_id FROM lk))
+	RETURNING j.id, j.queue, j.batch_id, j.body, j.deliveries, j.lease_token, j.run_at
+)
+SELECT id, queue, batch_id, body, deliveries, lease_token, run_at, NULL::float8 FROM claimed
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
+	SELECT extract(epoch FROM min(n.run_at) - now())::float8
+	FROM req r
+	CROSS JOIN LATERAL (
+		SELECT j.run_at FROM {{s}}.txmq_jobs j
+		WHERE j.queue = r.q AND j.run_at > now()
+		ORDER BY j.run_at LIMIT 1
+	) n
+)`
+
+// sqlExtend moves a live lease's end, and the exclusive lock's with it.
+// $1 id, $2 token, $3 lease in µs.
+const sqlExtend = `
+WITH j AS (
+	UPDATE {{s}}.txmq_jobs SET run_at = now() + $3::bigint * interval '1 microsecond'
+	WHERE id = $1 AND lease_token = $2 AND run_at > now()
+	RETURNING id, queue, run_at
+),
+l AS (
+	UPDATE {{s}}.txmq_jobs_exclusive x SET lease_until = j.run_at
+	FROM j WHERE x.queue = j.queue AND x.job_id = j.id
+	RETURNING 1
+)
+SELECT run_at FROM j`
+
+// sqlAck deletes a batch under a live lease (Ack and Drop), releases its exclusive lock and,
+// when there was one, wakes nodes waiting for the queue. One row back means it held.
+// $1 id, $2 token, $3 channel.
+const sqlAck = `
+WITH j AS (
+	DELETE FROM {{s}}.txmq_jobs WHERE id = $1 AND lease_token = $2 AND run_at > now()
+	RETURNING id, queue
+),
+l AS (
+	DELETE FROM {{s}}.txmq_jobs_exclusive x USING j WHERE x.queue = j.queue AND x.job_id = j.id
+	RETURNING x.queue
+)
+SELECT j.id, (SELECT count(*) FROM (SELECT pg_notify($3, l.queue) FROM l) n) FROM j`
+
+// sqlRetry releases a live lease: the batch is claimable again after the delay, with the new
+// body and deliveries restarted (a rewrite), or, for a NULL body, as it was (in place).
+// $1 id, $2 token, $3 body or NULL, $4 delay in µs, $5 channel.
+const sqlRetry = `
+WITH j AS (
+	UPDATE {{s}}.txmq_jobs
+	SET body = COALESCE($3::bytea, body),
+		deliveries = CASE WHEN $3::bytea IS NULL THEN deliveries ELSE 0 END,
+		run_at = now() + $4::bigint * interval '1 microsecond',
+		lease_token = NULL, lease_owner = NULL
+	WHERE id = $1 AND lease_token = $2 AND run_at > now()
+	RETURNING id, queue
+),
+l AS (
+	DELETE FROM {{s}}.txmq_jobs_exclusive x USING j WHERE x.queue = j.queue AND x.job_id = j.id
+	RETURNING x.queue
+)
+SELECT j.id, pg_notify($5, j.queue) FROM j`
+
+// sqlDepths counts each named queue's rows by derived state. $1 queues.
+const sqlDepths = `
+SELECT r.q,
+	count(j.id) FILTER (WHERE j.run_at <= now()),
+	count(j.id) FILTER (WHERE j.lease_token IS NOT NULL AND j.run_at > now()),
+	count(j.id) FILTER (WHERE j.lease_token IS NULL AND j.run_at > now())
+FROM unnest($1::text[]) AS r(q)
+LEFT JOIN {{s}}.txmq_jobs j ON j.queue = r.q
+GROUP BY r.q`
+
+// sqlHeartbeat records that the queues were fetched now. $1 queues.
+const sqlHeartbeat = `
+INSERT INTO {{s}}.txmq_jobs_queues (queue, last_fetch_at)
+SELECT q, now() FROM unnest($1::text[]) AS r(q) ORDER BY q
+ON CONFLICT (queue) DO UPDATE SET last_fetch_at = now()`
+
+// sqlReapQueues lists the queues that have batches and no fetch heartbeat younger than $1 µs:
+// a skip scan over the claim index finds the distinct queues in O(queues · log rows).
+const sqlReapQueues = `
+WITH RECURSIVE qs(queue) AS (
+	(SELECT queue FROM {{s}}.txmq_jobs ORDER BY queue LIMIT 1)
+	UNION ALL
+	SELECT (SELECT j.queue FROM {{s}}.txmq_jobs j WHERE j.queue > qs.queue ORDER BY j.queue LIMIT 1)
+	FROM qs WHERE qs.queue IS NOT NULL
+)
+SELECT qs.queue, h.last_fetch_at FROM qs
+LEFT JOIN {{s}}.txmq_jobs_queues h ON h.queue = qs.queue
+WHERE qs.queue IS NOT NULL
+	AND (h.last_fetch_at IS NULL OR h.last_fetch_at < now() - $1::bigint * interval '1 microsecond')`
+
+// sqlReapPick locks up to $3 batches of queue $1 older than $2 µs that are not in flight.
+const sqlReapPick = `
+SELECT id, batch_id, body, deliveries, messages FROM {{s}}.txmq_jobs
+WHERE queue = $1 AND created_at < now() - $2::bigint * interval '1 microsecond'
+	AND (lease_token IS NULL OR run_at <= now())
+ORDER BY id LIMIT $3
+FOR UPDATE SKIP LOCKED`
+
+// sqlReapDelete deletes reaped batches. $1 ids.
+const sqlReapDelete = `DELETE FROM {{s}}.txmq_jobs WHERE id = ANY($1::bigint[])`
+
+// sqlReapCount counts the batches of queue $1 older than $2 µs that are not in flight.
+const sqlReapCount = `
+SELECT count(*) FROM {{s}}.txmq_jobs
+WHERE queue = $1 AND created_at < now() - $2::bigint * interval '1 microsecond'
+	AND (lease_token IS NULL OR run_at <= now())`
