@@ -1,0 +1,283 @@
+package sqs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Backend is a core.Backend on Amazon SQS. Each Backend is one client (one node's view); any
+// number of Backends, in any number of processes, share batches through the SQS queues
+// named by their Prefix. It is safe for concurrent use. The zero value is not usable: call
+// New.
+type Backend struct {
+	opts   Options
+	client *awssqs.Client
+	log    *slog.Logger
+
+	urlMu sync.Mutex
+	urls  map[string]string // SQS queue name -> URL
+
+	mu      sync.Mutex
+	pollers map[pollKey]*poller
+	stash   map[string][]*pending // received, not yet handed out, by txmq queue
+	ev      chan struct{}         // closed (and replaced) whenever a poll ends
+	closed  bool
+
+	bg       context.Context // background polls; cancelled by Close
+	bgCancel context.CancelFunc
+	polls    sync.WaitGroup
+
+	requests [opCount]atomic.Int64
+}
+
+var _ core.Backend = (*Backend)(nil)
+
+// New returns a Backend configured by opts (nil means every default: the AWS config chain,
+// prefix "txmq-"). It makes no request to SQS: queues are created on first use, or up front
+// with EnsureQueues.
+func New(ctx context.Context, opts *Options) (*Backend, error) {
+	o := opts.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	client, err := buildClient(ctx, &o)
+	if err != nil {
+		return nil, err
+	}
+	bg, cancel := context.WithCancel(context.Background())
+	return &Backend{
+		opts:     o,
+		client:   client,
+		log:      o.Logger,
+		urls:     map[string]string{},
+		pollers:  map[pollKey]*poller{},
+		stash:    map[string][]*pending{},
+		ev:       make(chan struct{}),
+		bg:       bg,
+		bgCancel: cancel,
+	}, nil
+}
+
+// Client returns the SQS client the Backend uses.
+func (be *Backend) Client() *awssqs.Client { return be.client }
+
+// Publish stores one batch in SQS: in the queue's main queue, with DelaySeconds when it is
+// due within MaxNativeDelay, else in its holding queue (see the package doc). A body too large
+// for one message is compressed, then put in the Overflow store, or, without one, split by
+// messages into batches that fit (core.SplitEnvelope).
+func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
+	if err := be.usable("publish", b.Queue); err != nil {
+		return err
+	}
+	if err := be.checkName("publish batch "+b.ID, b.Queue); err != nil {
+		return err
+	}
+	w, err := be.encode(ctx, b.Queue, b.ID, b.Body)
+	if errors.Is(err, errTooLarge) {
+		// No overflow store: split the batch by messages until each part fits (a batch is
+		// only a unit of delivery, so its messages may travel apart).
+		parts, serr := core.SplitEnvelope(b.Body)
+		if serr != nil {
+			return fmt.Errorf("%w (and it cannot be split: %v)", err, serr)
+		}
+		for _, part := range parts {
+			pb := b
+			pb.Body = part
+			pb.ID = ""
+			if env, derr := core.DecodeEnvelope(part); derr == nil {
+				pb.ID, pb.Messages = env.ID, len(env.Messages)
+			}
+			if err := be.Publish(ctx, pb); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	dedup := b.ID
+	if dedup == "" {
+		dedup = core.NewID()
+	}
+	if err := be.route(ctx, b.Queue, b.Exclusive, w, b.NotBefore, dedup); err != nil {
+		be.forgetOverflow(w)
+		return err
+	}
+	return nil
+}
+
+// forgetOverflow deletes w's overflow body after its message could not be sent.
+func (be *Backend) forgetOverflow(w wire) {
+	if w.overflow == "" || be.opts.Overflow == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
+	defer cancel()
+	if err := be.opts.Overflow.Delete(ctx, w.overflow); err != nil {
+		be.log.Warn("sqs: deleting an unused overflow body failed; it is garbage now", "key", w.overflow, "error", err)
+	}
+}
+
+// Depths reports, per queue, SQS's approximate counts: visible messages of the main queue as
+// ready, its in-flight messages (claimed, or waiting out an in-place retry) as in flight, and
+// its delayed messages plus everything in the holding queue as delayed. A queue never used
+// reports zeros (and is not created).
+func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
+	if err := be.usable("depths", ""); err != nil {
+		return nil, err
+	}
+	out := make(map[string]core.Depth, len(queues))
+	for _, q := range queues {
+		if err := be.checkName("depths", q); err != nil {
+			return nil, err
+		}
+		var d core.Depth
+		for _, k := range []kind{kindStandard, kindFIFO, kindHold} {
+			vis, inflight, delayed, err := be.queueCounts(ctx, q, k)
+			if err != nil {
+				return nil, err
+			}
+			if k == kindHold {
+				d.Delayed += vis + inflight + delayed
+				continue
+			}
+			d.Ready += vis
+			d.InFlight += inflight
+			d.Delayed += delayed
+		}
+		out[q] = d
+	}
+	return out, nil
+}
+
+// queueCounts returns the approximate visible, not visible and delayed counts of one SQS
+// queue, zeros when it does not exist.
+func (be *Backend) queueCounts(ctx context.Context, queue string, k kind) (int64, int64, int64, error) {
+	u, err := be.url(ctx, queue, k, false)
+	if err != nil || u == "" {
+		return 0, 0, 0, err
+	}
+	be.count(opAttributes)
+	res, err := be.client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(u), AttributeNames: []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	}})
+	if isNoQueue(err) {
+		be.forgetURL(queue, k)
+		return 0, 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, 0, wrap("depths", queue, err)
+	}
+	n := func(a types.QueueAttributeName) int64 {
+		v, _ := strconv.ParseInt(res.Attributes[string(a)], 10, 64)
+		return v
+	}
+	return n(types.QueueAttributeNameApproximateNumberOfMessages),
+		n(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed), nil
+}
+
+// Close stops this client's background polls, gives back the batches it received but did
+// not hand out (so they are not hidden until their visibility timeout), and makes every
+// later call fail with an error wrapping core.ErrClosed. Batches stay in SQS. Closing twice
+// is a no-op. A poll cut short by Close may have made SQS hide messages it never delivered:
+// they come back after the visibility timeout, with their receive count one higher.
+func (be *Backend) Close() error {
+	be.mu.Lock()
+	if be.closed {
+		be.mu.Unlock()
+		return nil
+	}
+	be.closed = true
+	be.bgCancel()
+	be.signalLocked()
+	be.mu.Unlock()
+	be.polls.Wait()
+	be.mu.Lock()
+	var left []*pending
+	for q, ps := range be.stash {
+		left = append(left, ps...)
+		delete(be.stash, q)
+	}
+	be.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
+	defer cancel()
+	for _, p := range left {
+		be.release(ctx, p)
+	}
+	return nil
+}
+
+// usable returns the error for a call made after Close.
+func (be *Backend) usable(op, queue string) error {
+	be.mu.Lock()
+	closed := be.closed
+	be.mu.Unlock()
+	if !closed {
+		return nil
+	}
+	where := op
+	if queue != "" {
+		where = fmt.Sprintf("%s (queue %q)", op, queue)
+	}
+	return fmt.Errorf("sqs: %s: the backend was closed; open a new one with sqs.New: %w", where, core.ErrClosed)
+}
+
+// SQS operations counted by Requests.
+const (
+	opReceive = iota
+	opSend
+	opDelete
+	opVisibility
+	opAttributes
+	opCount
+)
+
+var opNames = [opCount]string{"ReceiveMessage", "SendMessage", "DeleteMessage", "ChangeMessageVisibility", "GetQueueAttributes"}
+
+func (be *Backend) count(op int) { be.requests[op].Add(1) }
+
+// Requests reports how many SQS requests of each billed kind this Backend has made
+// (ReceiveMessage, SendMessage, DeleteMessage, ChangeMessageVisibility, GetQueueAttributes),
+// SDK retries not included; queue lookups and creations are not counted.
+func (be *Backend) Requests() map[string]int64 {
+	out := make(map[string]int64, opCount)
+	for i := range be.requests {
+		out[opNames[i]] = be.requests[i].Load()
+	}
+	return out
+}
+
+// signalLocked wakes every waiting Fetch.
+func (be *Backend) signalLocked() {
+	close(be.ev)
+	be.ev = make(chan struct{})
+}
+
+// describe names a claim in errors.
+func describe(c *core.Claim) string {
+	if c == nil {
+		return "nil claim"
+	}
+	return fmt.Sprintf("batch %s of queue %q", c.ID, c.Queue)
+}
+
+// visibility is the lease as SQS visibility seconds: rounded up, at least 1, at most 12 h.
+func visibility(lease time.Duration) int32 {
+	return max(seconds(lease, MaxVisibility), 1)
+}

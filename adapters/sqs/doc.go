@@ -1,0 +1,122 @@
+// Package sqs is the Amazon SQS backend of txmq (aws-sdk-go-v2). Import it for its side
+// effect to register the sqs:// and awssqs:// URL schemes, or build one with New:
+//
+//	be, err := sqs.New(ctx, &sqs.Options{Prefix: "shop-"}) // AWS config chain for region and credentials
+//	node, err := core.NewNode(&core.NodeOptions{Backend: be, PollWait: 20 * time.Second})
+//
+// # Queues
+//
+// Every txmq queue is one SQS queue named Prefix+name (default prefix "txmq-"), a standard
+// queue, created on first use (or up front by EnsureQueues) with 14-day retention. An
+// Exclusive queue is a FIFO queue, Prefix+name+".fifo". Each txmq queue also has a holding
+// queue, Prefix+name+"-Delayed" (standard), for batches not due soon enough for SQS's own
+// delay (see below). Queue URLs are cached per client.
+//
+// # Fetching, and what an idle queue costs
+//
+// Fetch keeps at most one ReceiveMessage outstanding per SQS queue per client, however many
+// queues it serves: all requested queues are polled concurrently, a queue that had work last
+// time with a short poll (no waiting), an idle one with a long poll of the node's PollWait
+// rounded up to whole seconds (1 to 20, SQS's maximum). Fetch returns as soon as any queue
+// yields claims; the other polls keep running, and what they receive waits in the client for
+// the next Fetch (Fetch is called again at once by the node), so a poll is never cut short in
+// the middle of a response and no message is hidden without being handed out. Batches that
+// wait there longer than half a lease (their queue's slots stayed full) are given back by
+// re-sending them, so the receive is not counted as a run. MaxNumberOfMessages is the queue's
+// free slots (at most 10); VisibilityTimeout is the lease.
+//
+// An idle standard queue therefore costs 3600/W ReceiveMessage requests per hour per node,
+// W being the long-poll wait in seconds: 180 with PollWait 20 s (recommended for SQS; a node
+// still reacts at once to work, since a long poll returns as soon as a message arrives), 3600
+// with core's default PollWait of 1 s. Its holding queue adds a short poll every third of
+// MaxNativeDelay (12 an hour with the 15-minute default). An idle Exclusive queue costs twice
+// the main figure, because its holding queue (which carries every delayed batch, see below)
+// is long-polled too. With 1,000,000 requests costing about $0.40, a queue idling with a 20 s
+// PollWait costs under $0.0001 an hour per node.
+//
+// Cancelling a Fetch's ctx returns at once with the claims already received. Close cancels
+// the outstanding polls; a poll cut by Close may have made SQS hide messages it never
+// delivered, which come back after the visibility timeout with a receive count one higher.
+//
+// # Leases and settles
+//
+// The lease is the visibility timeout (whole seconds, rounded up), and Extend is
+// ChangeMessageVisibility. A claim's LeaseUntil is counted from the start of the receive
+// (or from shortly before the response of a long poll), so it is never later than SQS's own
+// deadline. A settle (Ack, Drop, Retry) or Extend after LeaseUntil returns core.ErrLeaseLost
+// without calling SQS: DeleteMessage with a receipt handle from an earlier receive can succeed
+// in real SQS, deleting a message another node now runs, so the client-side check is what
+// makes a stale settle safe; SQS's own refusals (ReceiptHandleIsInvalid, MessageNotInflight,
+// InvalidParameterValue for an expired handle) also map to core.ErrLeaseLost. Settling a
+// settled claim again is a no-op. Ack and Drop are DeleteMessage.
+//
+// # Deliveries and core's attempt count
+//
+// Claim.Deliveries is SQS's ApproximateReceiveCount plus a txmq-base attribute (0 unless the
+// adapter itself moved the message, see below). The receive count includes redeliveries after
+// a node died holding the batch, which is exactly what core needs: it counts a run as the
+// envelope's attempt plus Deliveries, so a batch whose nodes keep dying is dead-lettered as
+// worker_lost once the budget is spent. Receives that are not runs are kept out of the count:
+// a not-yet-due batch received early is re-sent (the new message starts at 0, with the same
+// base), and a batch received but never handed out is re-sent with base raised by its
+// receives minus that one. The count resets whenever a message is re-sent, which is why the
+// base travels with it.
+//
+// Retry with 0 < delay <= 12 h on a standard queue is in place: ChangeMessageVisibility(delay)
+// keeps the old body and the receive count goes on (core's next run = old attempt + the
+// count, the same number the re-encoded body would carry). Any other retry is a rewrite: the
+// new body is sent (with the delay, see below) and the old message deleted, and Deliveries
+// restarts. Exclusive queues always rewrite, so the FIFO group is not blocked during the
+// backoff, and so does delay 0, which core uses to hand back a run it does not count (a node
+// closing). A rewrite whose delete fails leaves a duplicate, as at-least-once allows.
+//
+// # Exclusive queues
+//
+// SQS has no lock, but a FIFO queue never hands out a message of a message group while
+// another of the same group is in flight. Every batch of an Exclusive queue goes to its FIFO
+// queue with one message group, so SQS itself guarantees at most one claimed batch in the
+// whole cluster, released by Ack, Drop, Retry (the rewrite deletes it) and visibility expiry.
+// Publish uses the batch id as the deduplication id, so a batch re-published within five
+// minutes (an outbox sweep repeating itself) is stored once.
+//
+// # Delays
+//
+// A batch due within MaxNativeDelay (15 min, SQS's DelaySeconds cap) goes to the main queue
+// with DelaySeconds rounded up: never early. A batch due later goes to the holding queue with
+// its due time in a txmq-not-before attribute and a delay that makes it visible about half
+// the cap before it is due; fetching nodes poll the holding queue every third of the cap and
+// move each batch to the main queue with DelaySeconds for the rest (or back into the holding
+// queue, for another round, when it is still far off), so it is never early and not late by
+// more than a second's rounding; each round costs a receive, a send and a delete (12 requests
+// per hour of delay per batch) and restarts SQS's 14-day retention clock. FIFO queues have no
+// per-message delay, so every delayed batch of an Exclusive queue waits in the holding queue
+// (long-polled) and is moved into the FIFO queue when due. A main-queue message whose
+// txmq-not-before is still ahead (a clock-skewed mover) is moved back, not handed out. Depths
+// counts the holding queue as delayed.
+//
+// # Large batches
+//
+// A body that fits in MaxMessageBytes (256 KiB, including attributes) travels as is (base64
+// when it is not valid SQS text, such as non-UTF-8 bytes or characters outside the Basic
+// Multilingual Plane, which some SQS-compatible servers refuse). A larger one is gzipped and
+// base64-encoded (JSON typically shrinks 5-10x). If it still does not fit, it goes to the
+// Overflow store (the SQS Extended Client pattern: the body in a store, the key in the
+// message), deleted when the batch is acked, dropped or rewritten. Without an Overflow store
+// such a Publish fails with core.ErrInvalidConfig rather than truncate: configure one
+// (DirOverflow on a shared volume, or an S3-backed Overflow of your own) if batches can exceed
+// the limit. Splitting a batch across several SQS messages was rejected: SQS cannot group
+// messages atomically, and chunks of one batch would reach different nodes.
+//
+// # Errors
+//
+// SDK errors are classified in one place (errors.go): throttling, 5xx, connection errors and
+// timeouts wrap core.ErrBackendUnavailable; QueueDoesNotExist (the cached URL is dropped and
+// the queue re-created on next use), access denied and validation errors do not.
+//
+// # Credentials
+//
+// With Options.Client, that client is used as is. With Options.Credentials, the client is
+// built from Region, Endpoint and the provider alone, never consulting the environment (tests
+// do this). Otherwise config.LoadDefaultConfig runs the normal AWS chain (environment, shared
+// config, SSO, ECS/EC2 roles).
+package sqs

@@ -1,0 +1,191 @@
+package sqs
+
+import (
+	"context"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/txmq/txmq/core"
+)
+
+const (
+	// holdVisibility hides a holding-queue message from other movers while this one moves it.
+	holdVisibility = 30
+	// leaseSlack is how much earlier than the response a long-polled message may have been
+	// taken by SQS: the visibility timeout is counted from there, so LeaseUntil is never
+	// later than SQS's own deadline by more than the network delay.
+	leaseSlack = 200 * time.Millisecond
+)
+
+// startPollLocked starts one background receive on the queue k and returns its done channel.
+// The receive runs on the Backend's own context (cancelled only by Close), never on a
+// Fetch's, so a Fetch that returns early does not cut a request in which SQS may already have
+// hidden messages: they reach the stash and the next Fetch.
+func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis int32, lease time.Duration, wait int32) chan struct{} {
+	p.busy, p.done, p.last, p.err = true, make(chan struct{}), time.Now(), nil
+	done := p.done
+	be.polls.Add(1)
+	go func() {
+		defer be.polls.Done()
+		ctx, cancel := context.WithTimeout(be.bg, time.Duration(wait)*time.Second+be.opts.RequestTimeout)
+		defer cancel()
+		var (
+			got     []*pending
+			touched int
+			err     error
+		)
+		if k.k == kindHold {
+			touched, err = be.moveHeld(ctx, k.queue, exclusive, wait)
+		} else {
+			got, touched, err = be.receive(ctx, k, exclusive, n, vis, lease, wait)
+		}
+		be.mu.Lock()
+		p.busy, p.hot = false, touched > 0
+		if err != nil && be.bg.Err() == nil {
+			p.err = err
+		}
+		if len(got) > 0 {
+			be.stash[k.queue] = append(be.stash[k.queue], got...)
+		}
+		close(done)
+		be.signalLocked()
+		be.mu.Unlock()
+	}()
+	return done
+}
+
+// receive polls a main queue once and turns what it gets into pending claims. A message not
+// yet due (its txmq-not-before is in the future: a clock-skewed node moved it early) is parked
+// again, not handed out. It returns the claims and how many messages SQS returned.
+func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vis int32, lease time.Duration, wait int32) ([]*pending, int, error) {
+	u, err := be.url(ctx, k.queue, k.k, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	be.count(opReceive)
+	out, err := be.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
+		QueueUrl:            aws.String(u),
+		MaxNumberOfMessages: n,
+		VisibilityTimeout:   vis,
+		WaitTimeSeconds:     wait,
+		//lint:ignore SA1019 older SQS endpoints and emulators read only AttributeNames
+		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeName(types.MessageSystemAttributeNameApproximateReceiveCount)},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		if isNoQueue(err) {
+			be.forgetURL(k.queue, k.k)
+		}
+		return nil, 0, wrap("fetch", k.queue, err)
+	}
+	now := time.Now()
+	leaseUntil := maxTime(start, now.Add(-leaseSlack)).Add(time.Duration(vis) * time.Second)
+	var got []*pending
+	for _, m := range out.Messages {
+		w, count := wireOf(m)
+		receipt := aws.ToString(m.ReceiptHandle)
+		if w.notBefore.After(time.Now()) {
+			be.park(ctx, k.queue, exclusive, u, receipt, w)
+			continue
+		}
+		body, err := be.decode(ctx, w)
+		if err != nil {
+			be.log.Warn("sqs: reading a batch's overflow body failed; it comes back after its visibility timeout", "queue", k.queue, "batch", w.id, "error", err)
+			continue
+		}
+		h := &handle{queue: k.queue, k: k.k, exclusive: exclusive, url: u, receipt: receipt, w: w, count: count, lease: lease}
+		got = append(got, &pending{h: h, got: now, claim: &core.Claim{
+			Queue: k.queue, ID: w.id, Body: body, Deliveries: w.base + count, LeaseUntil: leaseUntil, Handle: h,
+		}})
+	}
+	return got, len(out.Messages), nil
+}
+
+// park moves a received, not yet due message back to where its due time says (see route)
+// and deletes it here. Its receive was not a run: the moved copy keeps the same base, and
+// this SQS message's own receive count is dropped with it.
+func (be *Backend) park(ctx context.Context, queue string, exclusive bool, url, receipt string, w wire) {
+	if err := be.route(ctx, queue, exclusive, w, w.notBefore, ""); err != nil {
+		be.log.Warn("sqs: parking a batch that is not due failed; it comes back after its visibility timeout", "queue", queue, "batch", w.id, "error", err)
+		return
+	}
+	if err := be.deleteMsg(ctx, url, receipt); err != nil {
+		be.log.Warn("sqs: deleting a parked batch's old message failed; it may be delivered twice", "queue", queue, "batch", w.id, "error", err)
+	}
+}
+
+// moveHeld polls queue's holding queue once and moves each message to where its due time
+// now says: the main queue (with DelaySeconds for the rest) once it is within reach, else back
+// into the holding queue for another round. It returns how many messages it saw.
+func (be *Backend) moveHeld(ctx context.Context, queue string, exclusive bool, wait int32) (int, error) {
+	u, err := be.url(ctx, queue, kindHold, true)
+	if err != nil {
+		return 0, err
+	}
+	be.count(opReceive)
+	out, err := be.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
+		QueueUrl:              aws.String(u),
+		MaxNumberOfMessages:   maxReceive,
+		VisibilityTimeout:     holdVisibility,
+		WaitTimeSeconds:       wait,
+		MessageAttributeNames: []string{"All"},
+	})
+	if err != nil {
+		if isNoQueue(err) {
+			be.forgetURL(queue, kindHold)
+		}
+		return 0, wrap("fetch (holding queue)", queue, err)
+	}
+	for _, m := range out.Messages {
+		w, _ := wireOf(m)
+		be.park(ctx, queue, exclusive, u, aws.ToString(m.ReceiptHandle), w)
+	}
+	return len(out.Messages), nil
+}
+
+// releaseLater releases, in the background, batches received but not handed out in time.
+func (be *Backend) releaseLater(ps []*pending) {
+	if len(ps) == 0 {
+		return
+	}
+	be.polls.Add(1)
+	go func() {
+		defer be.polls.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
+		defer cancel()
+		for _, p := range ps {
+			be.release(ctx, p)
+		}
+	}()
+}
+
+// release gives back a batch this client received but never handed out. It re-sends it with
+// its base raised by the receives so far minus this one, and deletes the received message, so
+// the receive that was not a run is not counted; if that fails it makes the message visible
+// at once (its receive count then includes this receive).
+func (be *Backend) release(ctx context.Context, p *pending) {
+	h := p.h
+	w := h.w
+	w.base += h.count - 1
+	if err := be.route(ctx, h.queue, h.exclusive, w, time.Time{}, ""); err == nil {
+		if err := be.deleteMsg(ctx, h.url, h.receipt); err != nil {
+			be.log.Warn("sqs: deleting a released batch's old message failed; it may be delivered twice", "queue", h.queue, "batch", w.id, "error", err)
+		}
+		return
+	}
+	if err := be.changeVisibility(ctx, h.url, h.receipt, 0); err != nil {
+		be.log.Warn("sqs: releasing a batch this client received but did not hand out failed; it comes back after its visibility timeout", "queue", h.queue, "batch", w.id, "error", err)
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
