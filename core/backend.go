@@ -61,6 +61,14 @@ type Backend interface {
 	Close() error
 }
 
+// PollWaitHinter is implemented by adapters whose Fetch wait has a price worth tuning (SQS
+// bills every long poll): a node whose NodeOptions.PollWait is zero uses the hint instead of
+// the 1 s default.
+type PollWaitHinter interface {
+	// PollWaitHint returns the Fetch wait the adapter recommends.
+	PollWaitHint() time.Duration
+}
+
 // Unlimited is the Free value of a queue without a concurrency cap on this node.
 const Unlimited = -1
 

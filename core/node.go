@@ -34,7 +34,8 @@ type NodeOptions struct {
 	// Lease is how long a claim stays valid without extension; the node extends it while the
 	// listener runs. Default 30 s.
 	Lease time.Duration
-	// PollWait is how long one Fetch may wait for work. Default 1 s.
+	// PollWait is how long one Fetch may wait for work. Default: the backend's PollWaitHint if
+	// it has one (SQS: 20 s), else 1 s. A new listener or a freed slot interrupts the wait.
 	PollWait time.Duration
 	// FetchMax caps the claims asked for in one Fetch when every queue is uncapped. Default 100.
 	FetchMax int
@@ -110,6 +111,9 @@ func NewNode(opts *NodeOptions) (*Node, error) {
 		o.ID = NewID()
 	}
 	setDefault(&o.Lease, 30*time.Second)
+	if h, ok := o.Backend.(PollWaitHinter); ok && o.PollWait <= 0 {
+		o.PollWait = h.PollWaitHint()
+	}
 	setDefault(&o.PollWait, time.Second)
 	setDefault(&o.FlushWindow, 100*time.Millisecond)
 	setDefault(&o.FlushCap, 5*time.Second)
@@ -173,6 +177,9 @@ func (n *Node) addListener(l *listener) error {
 	}
 	n.listeners[l.spec.name] = l
 	n.signal()
+	if c := n.fetchCancel; c != nil {
+		c() // the fetch in progress does not ask for the new queue
+	}
 	return nil
 }
 

@@ -2,7 +2,7 @@
 // effect to register the sqs:// and awssqs:// URL schemes, or build one with New:
 //
 //	be, err := sqs.New(ctx, &sqs.Options{Prefix: "shop-"}) // AWS config chain for region and credentials
-//	node, err := core.NewNode(&core.NodeOptions{Backend: be, PollWait: 20 * time.Second})
+//	node, err := core.NewNode(&core.NodeOptions{Backend: be}) // PollWait defaults to 20 s here
 //
 // # Queues
 //
@@ -26,9 +26,9 @@
 // free slots (at most 10); VisibilityTimeout is the lease.
 //
 // An idle standard queue therefore costs 3600/W ReceiveMessage requests per hour per node,
-// W being the long-poll wait in seconds: 180 with PollWait 20 s (recommended for SQS; a node
-// still reacts at once to work, since a long poll returns as soon as a message arrives), 3600
-// with core's default PollWait of 1 s. Its holding queue adds a short poll every third of
+// W being the long-poll wait in seconds: 180 with PollWait 20 s (the Backend's PollWaitHint,
+// which a node uses unless NodeOptions.PollWait is set; a node still reacts at once to work,
+// since a long poll returns as soon as a message arrives), 3600 with a PollWait of 1 s. Its holding queue adds a short poll every third of
 // MaxNativeDelay (12 an hour with the 15-minute default). An idle Exclusive queue costs twice
 // the main figure, because its holding queue (which carries every delayed batch, see below)
 // is long-polled too. With 1,000,000 requests costing about $0.40, a queue idling with a 20 s
