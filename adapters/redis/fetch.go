@@ -1,0 +1,230 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/txmq/txmq/core"
+)
+
+// reclaimLimit bounds how many expired leases one claim script moves back, so one call on a
+// queue whose node died holding thousands of batches stays short; the next calls move the rest.
+const reclaimLimit = 1000
+
+// maxSubscribeWait bounds how long a Fetch waits for the server to confirm a new wake-up
+// subscription (normally one round trip) before claiming anyway; without the confirmation it
+// still wakes on its timers.
+const maxSubscribeWait = 250 * time.Millisecond
+
+// minWait is the shortest timer a waiting Fetch arms, so it never spins.
+const minWait = time.Millisecond
+
+// Fetch claims due batches for the queues in req, at most each queue's Free, with one claim
+// script per queue pipelined in a single round trip. When nothing is due it blocks up to
+// req.Wait on the queues' wake-up channels (see waker), waking within milliseconds of a
+// publish, retry or freed exclusive lease on one of them, and at the earliest due time or lease
+// end the scripts reported. Cancelling ctx ends the wait with an empty result and a nil error;
+// the claim round trip itself runs detached from ctx (bounded by Options.CallTimeout), so
+// claims Redis made are always returned, never stranded.
+//
+// Unlimited queues share one budget per call, req.Max when positive and Options.FetchLimit
+// otherwise, split evenly between them up front (the scripts run in one round trip, so the
+// split cannot follow what each queue holds). An Exclusive queue yields at most one claim, and
+// none while any node holds a live lease on it.
+func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	if err := be.usable("fetch", ""); err != nil {
+		return nil, err
+	}
+	if len(req.Queues) == 0 {
+		return []*core.Claim{}, nil
+	}
+	lease := req.Lease
+	if lease <= 0 {
+		lease = be.defaultLease
+	}
+	var (
+		deadline time.Time
+		w        *waiter
+		timer    *time.Timer
+		channels []string
+	)
+	if req.Wait > 0 {
+		deadline = time.Now().Add(req.Wait)
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+		if w != nil {
+			be.wake.unregister(w, channels)
+		}
+	}()
+	for {
+		if ctx.Err() != nil {
+			return []*core.Claim{}, nil
+		}
+		if req.Wait > 0 && w == nil {
+			// Listen before looking, so a publish between the claim and the wait wakes us.
+			channels = make([]string, len(req.Queues))
+			for i, qs := range req.Queues {
+				channels[i] = be.keys.keys(qs.Queue).wake
+			}
+			w = be.wake.register(channels)
+			be.wake.ensure(ctx, channels, min(time.Until(deadline), maxSubscribeWait))
+		}
+		claims, next, err := be.claim(ctx, req, lease)
+		if err != nil {
+			if len(claims) > 0 {
+				be.log.Warn("txmq redis: some queues could not be fetched; returning the claims made", "error", err)
+				return claims, nil
+			}
+			return nil, err
+		}
+		if len(claims) > 0 || req.Wait <= 0 {
+			return claims, nil
+		}
+		sleep := time.Until(deadline)
+		if sleep <= 0 {
+			return claims, nil
+		}
+		if next >= 0 {
+			sleep = min(sleep, max(next, minWait))
+		}
+		if timer == nil {
+			timer = time.NewTimer(sleep)
+		} else {
+			timer.Reset(sleep)
+		}
+		select {
+		case <-w.ch:
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-be.done:
+			return nil, be.usable("fetch", "")
+		}
+	}
+}
+
+// claim runs the claim script of every requested queue in one round trip and returns the
+// claims, how long until one of the queues may have more without a wake-up (negative when
+// none pending), and the first error. Claims of queues that succeeded are returned even when
+// another queue failed.
+func (be *Backend) claim(ctx context.Context, req core.FetchRequest, lease time.Duration) ([]*core.Claim, time.Duration, error) {
+	n := len(req.Queues)
+	budget := req.Max
+	if budget <= 0 {
+		budget = be.fetchLimit
+	}
+	unlimited := 0
+	for _, qs := range req.Queues {
+		if qs.Free < 0 && !qs.Exclusive {
+			unlimited++
+		}
+	}
+	share := budget
+	if unlimited > 1 {
+		share = max(1, (budget+unlimited-1)/unlimited)
+	}
+	base := newTokenBase()
+	leaseMs := max(int64(lease/time.Millisecond), 1)
+	// Detached from ctx: once the scripts are sent, their claims must come back to us.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), be.callTimeout)
+	defer cancel()
+	start := time.Now()
+	cmds, err := be.runScripts(cctx, claimScript, n, func(i int) ([]string, []any) {
+		qs := req.Queues[i]
+		want := qs.Free
+		if want < 0 {
+			want = share
+		}
+		excl := "0"
+		if qs.Exclusive {
+			excl, want = "1", min(want, 1)
+		}
+		return be.keys.keys(qs.Queue).script, []any{want, leaseMs, base + strconv.Itoa(i), excl, reclaimLimit}
+	})
+	leaseUntil := start.Add(lease)
+	claims := []*core.Claim{}
+	next := time.Duration(-1)
+	var firstErr error
+	for i, cmd := range cmds {
+		qs := req.Queues[i]
+		if cmd == nil || cmd.Err() != nil {
+			if firstErr == nil {
+				e := err
+				if cmd != nil {
+					e = cmd.Err()
+				}
+				firstErr = be.wrap(fmt.Sprintf("fetch from queue %q", qs.Queue), e)
+			}
+			continue
+		}
+		got, nx, perr := parseClaims(be, qs, cmd, leaseUntil)
+		claims = append(claims, got...)
+		if perr != nil {
+			if firstErr == nil {
+				firstErr = be.wrap(fmt.Sprintf("fetch from queue %q", qs.Queue), perr)
+			}
+			continue
+		}
+		if nx >= 0 && (next < 0 || nx < next) {
+			next = nx
+		}
+	}
+	if firstErr == nil && err != nil {
+		firstErr = be.wrap("fetch", err)
+	}
+	return claims, next, firstErr
+}
+
+// parseClaims reads one claim script reply: {now, next ms, id, body, deliveries, token, ...}.
+func parseClaims(be *Backend, qs core.QueueSlots, cmd *goredis.Cmd, leaseUntil time.Time) ([]*core.Claim, time.Duration, error) {
+	vals, err := cmd.Slice()
+	if err != nil {
+		return nil, -1, err
+	}
+	if len(vals) < 2 || (len(vals)-2)%4 != 0 {
+		return nil, -1, fmt.Errorf("unexpected claim reply of %d elements", len(vals))
+	}
+	nextMs, ok := vals[1].(int64)
+	if !ok {
+		return nil, -1, fmt.Errorf("unexpected claim reply: next %T", vals[1])
+	}
+	next := time.Duration(-1)
+	if nextMs >= 0 {
+		next = time.Duration(nextMs) * time.Millisecond
+	}
+	var claims []*core.Claim
+	for j := 2; j < len(vals); j += 4 {
+		id, ok1 := vals[j].(string)
+		body, ok2 := vals[j+1].(string)
+		dlv, ok3 := vals[j+2].(int64)
+		tok, ok4 := vals[j+3].(string)
+		if !ok1 || !ok2 || !ok3 || !ok4 {
+			return claims, next, fmt.Errorf("unexpected claim reply types %T %T %T %T", vals[j], vals[j+1], vals[j+2], vals[j+3])
+		}
+		claims = append(claims, &core.Claim{
+			Queue:      qs.Queue,
+			ID:         id,
+			Body:       []byte(body),
+			Deliveries: int(dlv),
+			LeaseUntil: leaseUntil,
+			Handle:     &handle{owner: be, token: tok, exclusive: qs.Exclusive},
+		})
+	}
+	return claims, next, nil
+}
+
+// newTokenBase returns a random prefix for the lease tokens of one claim round trip; each
+// claim's token is base, the queue's index and the claim's index, so tokens never repeat.
+func newTokenBase() string {
+	var b [9]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:]) + "."
+}

@@ -1,0 +1,33 @@
+package redis
+
+import "sync"
+
+// queueKeys are the Redis names of one queue's state. All share the hash tag {prefix:queue},
+// so Redis Cluster keeps them in one slot and every script touches one node.
+type queueKeys struct {
+	// script holds due, body, lease, dlv and tok in the order the scripts expect (KEYS[1..5]).
+	script []string
+	// wake is the Pub/Sub channel a publish, retry or freed exclusive lease notifies.
+	wake string
+}
+
+// keyCache remembers the queueKeys of each queue name, so the hot path does not rebuild five
+// strings per call.
+type keyCache struct {
+	prefix string
+	m      sync.Map // queue name -> *queueKeys
+}
+
+// keys returns the names for queue.
+func (c *keyCache) keys(queue string) *queueKeys {
+	if k, ok := c.m.Load(queue); ok {
+		return k.(*queueKeys)
+	}
+	tag := "{" + c.prefix + ":" + queue + "}"
+	k := &queueKeys{
+		script: []string{tag + ":due", tag + ":body", tag + ":lease", tag + ":dlv", tag + ":tok"},
+		wake:   tag + ":wake",
+	}
+	actual, _ := c.m.LoadOrStore(queue, k)
+	return actual.(*queueKeys)
+}

@@ -1,0 +1,125 @@
+package redis
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Options configures a Backend. A nil *Options, and every zero field, means the default.
+type Options struct {
+	// Client, when set, is the Redis client to use (a *goredis.Client, a *goredis.ClusterClient
+	// or any goredis.UniversalClient); the connection fields below (Addr to MaxRetries) are then
+	// ignored, and Close does not close it: its owner does. Default nil: the Backend makes its
+	// own client from the fields below and closes it on Close.
+	Client goredis.UniversalClient
+
+	// Addr is the server's host:port. Default "127.0.0.1:6379".
+	Addr string
+	// Username is the ACL user name (Redis 6+). Default "": the default user.
+	Username string
+	// Password is the ACL user's password, or the requirepass password when Username is
+	// empty. Default "": no AUTH. It never appears in errors or logs.
+	Password string
+	// DB is the logical database. Default 0.
+	DB int
+	// TLS, when set, makes the client speak TLS with this configuration (the rediss:// scheme
+	// sets it). Default nil: plain TCP.
+	TLS *tls.Config
+	// DialTimeout bounds connecting to the server. Default 5s.
+	DialTimeout time.Duration
+	// ReadTimeout bounds waiting for a reply. Default 3s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds sending a command. Default 3s.
+	WriteTimeout time.Duration
+	// PoolSize is the most connections the client opens. Default 10 per GOMAXPROCS (the
+	// go-redis default).
+	PoolSize int
+	// MaxRetries is how many times the client retries a command that failed on the network.
+	// Default 3; negative disables retries. Retrying is safe: a publish of a stored id is
+	// ignored, a repeated settle finds its token gone (ErrLeaseLost, never a double effect),
+	// and a claim whose reply was lost only leaves its batches to come back after their lease.
+	MaxRetries int
+
+	// Prefix starts every key name, so several apps or tests can share one Redis. It must not
+	// contain '{' or '}' (it goes inside the keys' hash tag). Default "txmq".
+	Prefix string
+
+	// DefaultLease is the lease given when a FetchRequest or an Extend asks for zero or a
+	// negative duration. Default 30s.
+	DefaultLease time.Duration
+
+	// FetchLimit caps the claims one Fetch hands out across its Unlimited queues when the
+	// request's Max is 0. Default 1000.
+	FetchLimit int
+
+	// CallTimeout bounds each claim pipeline, which runs detached from the caller's
+	// cancellation so that a claim Redis already made is always returned. Default 10s.
+	CallTimeout time.Duration
+
+	// Logger receives the adapter's own diagnostics (the wake-up subscription losing its
+	// connection), at Debug and Warn level. Default slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	// DefaultPrefix is the key prefix used when Options.Prefix is empty.
+	DefaultPrefix      = "txmq"
+	defaultAddr        = "127.0.0.1:6379"
+	defaultLease       = 30 * time.Second
+	defaultFetchLimit  = 1000
+	defaultCallTimeout = 10 * time.Second
+)
+
+// withDefaults returns a copy of o (nil allowed) with every zero field set to its default, or
+// an error wrapping core.ErrInvalidConfig.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Addr == "" {
+		c.Addr = defaultAddr
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(c.Prefix, "{}") {
+		return c, fmt.Errorf("%w: redis: Prefix %q contains '{' or '}'; key names put the prefix inside a {hash tag}, so pick a prefix without braces", core.ErrInvalidConfig, c.Prefix)
+	}
+	if c.DefaultLease <= 0 {
+		c.DefaultLease = defaultLease
+	}
+	if c.FetchLimit <= 0 {
+		c.FetchLimit = defaultFetchLimit
+	}
+	if c.CallTimeout <= 0 {
+		c.CallTimeout = defaultCallTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// clientOptions builds the go-redis options of a Backend that makes its own client.
+func (o *Options) clientOptions() *goredis.Options {
+	return &goredis.Options{
+		Addr:         o.Addr,
+		Username:     o.Username,
+		Password:     o.Password,
+		DB:           o.DB,
+		TLSConfig:    o.TLS,
+		DialTimeout:  o.DialTimeout,
+		ReadTimeout:  o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout,
+		PoolSize:     o.PoolSize,
+		MaxRetries:   o.MaxRetries,
+	}
+}

@@ -1,0 +1,56 @@
+package redis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/parity"
+	"github.com/txmq/txmq/txmqtest"
+)
+
+// TestParity runs the shared conformance suite against the real Redis: each property gets its
+// own key prefix and its own TCP proxy in front of the server; every client (node) is its own
+// Backend with its own go-redis client through that proxy, so nodes are as separate as
+// processes, and Break cuts them all.
+func TestParity(t *testing.T) { parity.Run(t, parityHarness{}) }
+
+type parityHarness struct{}
+
+func (parityHarness) Name() string { return "redis" }
+
+func (parityHarness) Capabilities() parity.Caps {
+	return parity.Caps{Lease: time.Second, PollWait: 200 * time.Millisecond}
+}
+
+func (parityHarness) Open(t *testing.T) parity.Env {
+	ro := testRedisOptions(t)
+	prefix := uniquePrefix(t) // keys deleted in cleanup, straight on the server
+	proxy := testenv.NewProxy(t, ro.Addr)
+	return &parityEnv{prefix: prefix, proxy: proxy, username: ro.Username, password: ro.Password, db: ro.DB}
+}
+
+type parityEnv struct {
+	prefix             string
+	proxy              *testenv.Proxy
+	username, password string
+	db                 int
+}
+
+func (e *parityEnv) Backend(t *testing.T) core.Backend {
+	be, err := New(&Options{
+		Addr: e.proxy.Addr(), Username: e.username, Password: e.password, DB: e.db,
+		Prefix:      e.prefix,
+		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second,
+		Logger: txmqtest.DiscardLogger(),
+	})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	return be
+}
+
+func (e *parityEnv) Break(*testing.T)   { e.proxy.Break() }
+func (e *parityEnv) Restore(*testing.T) { e.proxy.Restore() }

@@ -1,0 +1,141 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// handle is the Claim.Handle of every claim this package hands out: the lease token the claim
+// script stored for the batch. A settle or extension succeeds only while the batch still holds
+// this token and its lease has not ended, so a node whose lease ran out (and whose batch may
+// run elsewhere under a new token) cannot touch it. settled is set by the first successful
+// Ack, Retry or Drop, making later settles from the same claim no-ops.
+type handle struct {
+	owner     *Backend
+	token     string
+	exclusive bool
+
+	mu      sync.Mutex
+	settled bool
+}
+
+// Ack removes a successfully processed batch.
+func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
+	return be.settle(ctx, "ack", c, opAck, 0, nil)
+}
+
+// Drop removes a batch core has given up on; reason is not kept (core records it in its
+// dead-letter sink and metrics).
+func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
+	return be.settle(ctx, "drop ("+reason+")", c, opAck, 0, nil)
+}
+
+// Retry releases the claim and stores body as the batch's new body (a rewrite: Deliveries
+// restarts at 0), claimable again after delay, measured on the server's clock. A nil body
+// keeps the stored body and its Deliveries count (a retry in place).
+func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay time.Duration) error {
+	return be.settle(ctx, "retry", c, opRetry, delay, body)
+}
+
+// Extend pushes the claim's lease to now+lease (Options.DefaultLease when lease <= 0) on the
+// server's clock, and updates c.LeaseUntil (on this machine's clock, measured from before the
+// call, so it never runs past the server's). Extending a claim already settled by its holder
+// is a no-op.
+func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
+	if lease <= 0 {
+		lease = be.defaultLease
+	}
+	start := time.Now()
+	h, err := be.hold("extend", c)
+	if err != nil || h == nil {
+		return err
+	}
+	defer h.mu.Unlock()
+	if err := be.runSettle(ctx, "extend", c, h, opExtend, lease, nil); err != nil {
+		return err
+	}
+	c.LeaseUntil = start.Add(lease)
+	return nil
+}
+
+// settle runs the settle script for op unless the claim was already settled (a no-op).
+func (be *Backend) settle(ctx context.Context, what string, c *core.Claim, op string, d time.Duration, body []byte) error {
+	h, err := be.hold(what, c)
+	if err != nil || h == nil {
+		return err
+	}
+	defer h.mu.Unlock()
+	if err := be.runSettle(ctx, what, c, h, op, d, body); err != nil {
+		return err
+	}
+	h.settled = true
+	return nil
+}
+
+// hold checks the claim and returns its handle locked, or nil (and a nil error) when the
+// claim was already settled.
+func (be *Backend) hold(what string, c *core.Claim) (*handle, error) {
+	if err := be.usable(what, claimQueue(c)); err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("%w: redis: %s: nil claim; pass a claim returned by Fetch", core.ErrInvalidConfig, what)
+	}
+	h, ok := c.Handle.(*handle)
+	if !ok || h == nil || h.owner == nil || h.owner.keys.prefix != be.keys.prefix {
+		return nil, fmt.Errorf("%w: redis: %s %s: the claim was not handed out by a Redis backend with prefix %q; settle a claim with the backend that fetched it", core.ErrInvalidConfig, what, describe(c), be.keys.prefix)
+	}
+	h.mu.Lock()
+	if h.settled {
+		h.mu.Unlock()
+		return nil, nil
+	}
+	return h, nil
+}
+
+// runSettle runs the settle script for op on c with h locked, mapping a lost lease to an error
+// wrapping core.ErrLeaseLost.
+func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h *handle, op string, d time.Duration, body []byte) error {
+	k := be.keys.keys(c.Queue)
+	ms := int64(0)
+	if d > 0 {
+		ms = int64((d + time.Millisecond - 1) / time.Millisecond)
+	}
+	hasBody := "0"
+	if body != nil {
+		hasBody = "1"
+	}
+	// A retry may make the batch due at once; settling an exclusive batch frees the queue:
+	// both wake fetches waiting on it. A plain ack frees nothing anyone waits for.
+	notify := "0"
+	if op == opRetry || h.exclusive {
+		notify = "1"
+	}
+	res, err := settleScript.Run(ctx, be.rdb, k.script, c.ID, h.token, op, ms, hasBody, body, k.wake, notify).Int64()
+	if err != nil {
+		return be.wrap(fmt.Sprintf("%s %s", what, describe(c)), err)
+	}
+	if res < 0 {
+		return fmt.Errorf("redis: %s %s (delivery %d): the lease ran out and the batch may already run elsewhere; do not settle it again: %w",
+			what, describe(c), c.Deliveries, core.ErrLeaseLost)
+	}
+	return nil
+}
+
+func claimQueue(c *core.Claim) string {
+	if c == nil {
+		return ""
+	}
+	return c.Queue
+}
+
+func describe(c *core.Claim) string {
+	if c == nil {
+		return "nil claim"
+	}
+	return fmt.Sprintf("batch %s of queue %q", c.ID, c.Queue)
+}

@@ -1,0 +1,383 @@
+// Command redis compares txmq's Redis backend with Asynq (github.com/hibiken/asynq) doing no-op
+// work on the same Redis at the same concurrency, and with a raw go-redis loop doing the same
+// round trips per batch, side by side in one run:
+//
+//	go run ./redis -addr 127.0.0.1:6379
+//
+// Scenarios: burning down a backlog (txmq with 100-message batches, txmq with one message per
+// batch, Asynq with one task per message, the raw loop) and pickup latency of single messages
+// published to idle consumers (p50/p99). Every scenario uses its own key prefix or queue name
+// and deletes its keys afterwards: the server may be shared, so it never flushes.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hibiken/asynq"
+	goredis "github.com/redis/go-redis/v9"
+
+	txredis "github.com/txmq/txmq/adapters/redis"
+	"github.com/txmq/txmq/core"
+)
+
+var (
+	addr    = flag.String("addr", "127.0.0.1:6379", "Redis host:port")
+	msgs    = flag.Int("n", 20000, "messages in the backlog scenarios")
+	workers = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
+	samples = flag.Int("samples", 200, "pickup latency samples")
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+type benchMsg struct {
+	ID int `json:"id"`
+}
+
+func main() {
+	flag.Parse()
+	ctx := context.Background()
+	rdb := goredis.NewClient(&goredis.Options{Addr: *addr})
+	defer rdb.Close()
+
+	fmt.Printf("backlog burn-down: %d messages, concurrency %d, Redis %s\n", *msgs, *workers, *addr)
+	tx100 := txmqBacklog(ctx, rdb, *msgs, 100)
+	fmt.Printf("  txmq redis (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
+	raw100 := rawBacklog(ctx, rdb, *msgs, 100)
+	fmt.Printf("  raw go-redis (100 msgs/batch): %7.0f msgs/s\n", raw100)
+	tx1 := txmqBacklog(ctx, rdb, *msgs/4, 1)
+	fmt.Printf("  txmq redis (1 msg/batch):    %9.0f msgs/s\n", tx1)
+	raw1 := rawBacklog(ctx, rdb, *msgs/4, 1)
+	fmt.Printf("  raw go-redis (1 msg/batch):  %9.0f msgs/s\n", raw1)
+	aq := asynqBacklog(ctx, rdb, *msgs/4)
+	fmt.Printf("  asynq (1 task/msg):          %9.0f msgs/s\n", aq)
+	fmt.Printf("  ratios: txmq(100)/asynq %.1fx, txmq(1)/asynq %.2fx; txmq/raw at 100 msgs/batch %.0f%%, at 1 msg/batch %.0f%%\n",
+		tx100/aq, tx1/aq, 100*tx100/raw100, 100*tx1/raw1)
+
+	fmt.Printf("pickup latency: %d single messages to an idle consumer\n", *samples)
+	p50, p99 := txmqLatency(ctx, rdb, *samples)
+	fmt.Printf("  txmq redis:     p50 %v  p99 %v  (publish buffer window 1 ms)\n", p50, p99)
+	a50, a99 := asynqLatency(ctx, rdb, *samples, 0)
+	fmt.Printf("  asynq default:  p50 %v  p99 %v  (TaskCheckInterval 1 s)\n", a50, a99)
+	t50, t99 := asynqLatency(ctx, rdb, *samples, 10*time.Millisecond)
+	fmt.Printf("  asynq tuned:    p50 %v  p99 %v  (TaskCheckInterval 10 ms)\n", t50, t99)
+}
+
+// deleteKeys removes every key matching pattern (never FLUSHALL: the server is shared).
+func deleteKeys(ctx context.Context, rdb *goredis.Client, pattern string) {
+	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
+	var keys []string
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), 500)
+		_ = rdb.Del(ctx, keys[:n]...).Err()
+		keys = keys[n:]
+	}
+}
+
+func uniq(prefix string) string { return fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()) }
+
+func txmqBackend(rdb *goredis.Client, prefix string) *txredis.Backend {
+	be, err := txredis.New(&txredis.Options{Client: rdb, Prefix: prefix, Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return be
+}
+
+// txmqBacklog stores n messages (perBatch per batch) before any consumer runs, then times one
+// node with MaxConcurrentBatches=workers draining them; it returns messages/s.
+func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) float64 {
+	prefix := uniq("benchtx")
+	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
+	be := txmqBackend(rdb, prefix)
+	defer be.Close()
+	reg := core.NewRegistry()
+	q := core.MustDeclare(reg, "bench", core.QueueConfig[benchMsg]{Transactional: core.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: core.Cap(*workers)})
+	pub, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := pub.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	chunk := make([]benchMsg, 0, 1000)
+	for i := range n {
+		chunk = append(chunk, benchMsg{ID: i})
+		if len(chunk) == cap(chunk) || i == n-1 {
+			if err := q.PublishMany(ctx, pub, chunk); err != nil {
+				log.Fatal(err)
+			}
+			chunk = chunk[:0]
+		}
+	}
+	if err := pub.Close(ctx); err != nil {
+		log.Fatal(err)
+	}
+	want := int64((n + perBatch - 1) / perBatch)
+	for {
+		d, err := be.Depths(ctx, []string{"bench"})
+		if err != nil {
+			log.Fatal(err)
+		}
+		if d["bench"].Ready >= want {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var got atomic.Int64
+	done := make(chan struct{})
+	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := q.Listen(node, func(_ context.Context, ms []benchMsg) error {
+		if got.Add(int64(len(ms))) == int64(n) {
+			close(done)
+		}
+		return nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	start := time.Now()
+	if err := node.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		log.Fatalf("txmq: delivered %d of %d", got.Load(), n)
+	}
+	elapsed := time.Since(start)
+	_ = node.Close(ctx)
+	return float64(n) / elapsed.Seconds()
+}
+
+// The raw loop's scripts: the least a correct leased queue on Redis does per batch (claim
+// with a lease, ack), in the same data layout and round trips as txmq (one claim script per
+// fetch, one ack script per batch), without txmq's engine around it.
+var (
+	rawClaim = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
+local out = {}
+for _, id in ipairs(ids) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('ZADD', KEYS[3], now + 30000, id)
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('HGET', KEYS[2], id)
+end
+return out`)
+	rawAck = goredis.NewScript(`
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1`)
+)
+
+// rawBacklog stores n messages as JSON arrays of perBatch messages, then times workers
+// goroutines that each claim one batch, decode it and ack it, until all are done.
+func rawBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) float64 {
+	tag := "{" + uniq("benchraw") + ":bench}"
+	keys := []string{tag + ":due", tag + ":body", tag + ":lease"}
+	defer deleteKeys(ctx, rdb, tag+":*")
+	pipe := rdb.Pipeline()
+	batches := 0
+	for i := 0; i < n; i += perBatch {
+		ms := make([]benchMsg, 0, perBatch)
+		for j := i; j < min(n, i+perBatch); j++ {
+			ms = append(ms, benchMsg{ID: j})
+		}
+		body, _ := json.Marshal(ms)
+		id := fmt.Sprintf("b%d", i)
+		pipe.HSet(ctx, keys[1], id, body)
+		pipe.ZAdd(ctx, keys[0], goredis.Z{Score: 0, Member: id})
+		if batches++; batches%500 == 0 {
+			if _, err := pipe.Exec(ctx); err != nil {
+				log.Fatal(err)
+			}
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		log.Fatal(err)
+	}
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range *workers {
+		wg.Go(func() {
+			for got.Load() < int64(n) {
+				vals, err := rawClaim.Run(ctx, rdb, keys, 1).StringSlice()
+				if err != nil {
+					log.Fatal(err)
+				}
+				if len(vals) == 0 {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				var ms []benchMsg
+				if err := json.Unmarshal([]byte(vals[1]), &ms); err != nil {
+					log.Fatal(err)
+				}
+				if err := rawAck.Run(ctx, rdb, keys, vals[0]).Err(); err != nil {
+					log.Fatal(err)
+				}
+				got.Add(int64(len(ms)))
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func cleanupAsynq(ctx context.Context, rdb *goredis.Client, queue string) {
+	_ = asynq.NewInspectorFromRedisClient(rdb).DeleteQueue(queue, true)
+	deleteKeys(ctx, rdb, "asynq:{"+queue+"}:*")
+	_ = rdb.SRem(ctx, "asynq:queues", queue).Err()
+}
+
+// asynqBacklog enqueues n tasks before the server starts, then times it draining them with
+// Concurrency=workers.
+func asynqBacklog(ctx context.Context, rdb *goredis.Client, n int) float64 {
+	queue := uniq("benchaq")
+	defer cleanupAsynq(ctx, rdb, queue)
+	client := asynq.NewClientFromRedisClient(rdb)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				payload, _ := json.Marshal(benchMsg{ID: int(i)})
+				if _, err := client.EnqueueContext(ctx, asynq.NewTask("noop", payload), asynq.Queue(queue)); err != nil {
+					log.Fatal(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var got atomic.Int64
+	done := make(chan struct{})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("noop", func(_ context.Context, t *asynq.Task) error {
+		var m benchMsg
+		_ = json.Unmarshal(t.Payload(), &m)
+		if got.Add(1) == int64(n) {
+			close(done)
+		}
+		return nil
+	})
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: *workers, Queues: map[string]int{queue: 1}, Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
+	start := time.Now()
+	if err := srv.Start(mux); err != nil {
+		log.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		log.Fatalf("asynq: processed %d of %d", got.Load(), n)
+	}
+	elapsed := time.Since(start)
+	srv.Shutdown()
+	return float64(n) / elapsed.Seconds()
+}
+
+// txmqLatency publishes single messages to an idle listening node and returns p50/p99 of the
+// time from Publish to the listener.
+func txmqLatency(ctx context.Context, rdb *goredis.Client, n int) (time.Duration, time.Duration) {
+	prefix := uniq("benchtxl")
+	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
+	be := txmqBackend(rdb, prefix)
+	defer be.Close()
+	reg := core.NewRegistry()
+	q := core.MustDeclare(reg, "lat", core.QueueConfig[int64]{Transactional: core.Try})
+	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	lat := make(chan time.Duration, n)
+	if err := q.Listen(node, func(_ context.Context, ms []int64) error {
+		for _, sent := range ms {
+			lat <- time.Since(time.Unix(0, sent))
+		}
+		return nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	if err := node.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer node.Close(ctx)
+	time.Sleep(300 * time.Millisecond)
+	var out []time.Duration
+	for range n {
+		if err := q.Publish(ctx, node, time.Now().UnixNano()); err != nil {
+			log.Fatal(err)
+		}
+		out = append(out, <-lat)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return pct(out)
+}
+
+// asynqLatency enqueues single tasks to an idle server and returns p50/p99 of the time from
+// Enqueue to the handler; check is the server's TaskCheckInterval (0: Asynq's default).
+func asynqLatency(ctx context.Context, rdb *goredis.Client, n int, check time.Duration) (time.Duration, time.Duration) {
+	queue := uniq("benchaql")
+	defer cleanupAsynq(ctx, rdb, queue)
+	lat := make(chan time.Duration, n)
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("noop", func(_ context.Context, t *asynq.Task) error {
+		var sent int64
+		_ = json.Unmarshal(t.Payload(), &sent)
+		lat <- time.Since(time.Unix(0, sent))
+		return nil
+	})
+	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: *workers, Queues: map[string]int{queue: 1},
+		TaskCheckInterval: check, Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
+	if err := srv.Start(mux); err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Shutdown()
+	client := asynq.NewClientFromRedisClient(rdb)
+	time.Sleep(300 * time.Millisecond)
+	var out []time.Duration
+	for range n {
+		payload, _ := json.Marshal(time.Now().UnixNano())
+		if _, err := client.EnqueueContext(ctx, asynq.NewTask("noop", payload), asynq.Queue(queue)); err != nil {
+			log.Fatal(err)
+		}
+		out = append(out, <-lat)
+		time.Sleep(10 * time.Millisecond)
+	}
+	return pct(out)
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Debug(...any) {}
+func (nopLogger) Info(...any)  {}
+func (nopLogger) Warn(...any)  {}
+func (nopLogger) Error(...any) {}
+func (nopLogger) Fatal(args ...any) {
+	log.Fatal(strings.TrimSpace(fmt.Sprintln(args...)))
+}
+
+func pct(d []time.Duration) (time.Duration, time.Duration) {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	r := func(p float64) time.Duration {
+		return d[min(len(d)-1, int(p*float64(len(d))))].Round(10 * time.Microsecond)
+	}
+	return r(0.50), r(0.99)
+}

@@ -1,0 +1,374 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// DefaultCheckInterval is how often, at most, an old backend's depths are checked.
+const DefaultCheckInterval = 5 * time.Second
+
+// Options configures New. Zero fields mean the documented defaults; nil means all defaults.
+type Options struct {
+	// Logger receives the drain events (an old backend drained, failing, reachable again).
+	// Default slog.Default().
+	Logger *slog.Logger
+	// CheckInterval is the shortest time between two depth checks of one old backend. An old
+	// backend is drained after two checks in a row found it empty, so draining is noticed
+	// between one and two intervals after the last batch left. Default 5 s.
+	CheckInterval time.Duration
+	// Names label the old backends in logs, in the order of New's old argument (for example
+	// their redacted URLs). Default "old[0]", "old[1]", ...
+	Names []string
+}
+
+// Backend is the drain wrapper New returns. It implements core.Backend; see the package doc
+// for what each call does.
+type Backend struct {
+	primary  core.Backend
+	olds     []*oldBackend
+	log      *slog.Logger
+	interval time.Duration
+
+	mu     sync.Mutex
+	queues map[string]bool // every queue Fetch was asked for so far
+}
+
+var _ core.Backend = (*Backend)(nil)
+
+// New returns a backend that publishes to primary and consumes from primary and from every
+// old backend until that one is drained. It takes ownership of every backend given: Close
+// closes them, and a drained old backend is closed as soon as it is drained.
+func New(primary core.Backend, old []core.Backend, opts *Options) core.Backend {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.CheckInterval <= 0 {
+		o.CheckInterval = DefaultCheckInterval
+	}
+	d := &Backend{primary: primary, log: o.Logger, interval: o.CheckInterval, queues: map[string]bool{}}
+	for i, b := range old {
+		if b == nil {
+			continue
+		}
+		name := fmt.Sprintf("old[%d]", i)
+		if i < len(o.Names) && o.Names[i] != "" {
+			name = o.Names[i]
+		}
+		d.olds = append(d.olds, &oldBackend{b: b, name: name, clear: map[string]bool{}})
+	}
+	return d
+}
+
+// Draining returns the names of the old backends not drained yet.
+func (d *Backend) Draining() []string {
+	var out []string
+	for _, o := range d.olds {
+		o.mu.Lock()
+		if !o.drained {
+			out = append(out, o.name)
+		}
+		o.mu.Unlock()
+	}
+	return out
+}
+
+// Publish stores the batch in the primary backend.
+func (d *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
+	return d.primary.Publish(ctx, b)
+}
+
+// Fetch asks the old backends first (without waiting), then the primary with the slots left.
+func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	d.remember(req.Queues)
+	left := append([]core.QueueSlots(nil), req.Queues...)
+	var out []*core.Claim
+	for _, o := range d.olds {
+		if len(left) == 0 || !o.acquire() {
+			continue
+		}
+		d.maybeCheck(ctx, o)
+		if o.isDrained() {
+			o.release()
+			continue
+		}
+		sub := req
+		sub.Queues, sub.Wait, sub.Max = left, 0, maxLeft(req.Max, len(out))
+		cs, err := o.b.Fetch(ctx, sub)
+		d.noteFetch(o, err)
+		for _, c := range cs {
+			if c == nil {
+				continue
+			}
+			out = append(out, wrap(o, c))
+			left = take(left, c.Queue)
+		}
+		o.release()
+	}
+	left = d.gateExclusive(ctx, left)
+	if len(left) == 0 || (req.Max > 0 && len(out) >= req.Max && allUnlimited(left)) {
+		return out, nil
+	}
+	sub := req
+	sub.Queues, sub.Max = left, maxLeft(req.Max, len(out))
+	if len(out) > 0 {
+		sub.Wait = 0 // we have work: return it at once
+	}
+	cs, err := d.primary.Fetch(ctx, sub)
+	out = append(out, cs...)
+	if err != nil {
+		if len(out) == 0 {
+			return nil, err
+		}
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			d.log.Warn("txmq drain: primary backend fetch failed; returning the old backends' claims", "error", err)
+		}
+	}
+	return out, nil
+}
+
+// Ack acknowledges the claim on the backend it came from.
+func (d *Backend) Ack(ctx context.Context, c *core.Claim) error {
+	if h, ok := c.Handle.(*handle); ok {
+		return h.settle(c, func(b core.Backend) error { return b.Ack(ctx, h.inner) })
+	}
+	return d.primary.Ack(ctx, c)
+}
+
+// Retry retries the claim on the backend it came from (an old backend keeps its own batches
+// until they finish; see the package doc).
+func (d *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay time.Duration) error {
+	if h, ok := c.Handle.(*handle); ok {
+		return h.settle(c, func(b core.Backend) error { return b.Retry(ctx, h.inner, body, delay) })
+	}
+	return d.primary.Retry(ctx, c, body, delay)
+}
+
+// Drop drops the claim on the backend it came from.
+func (d *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
+	if h, ok := c.Handle.(*handle); ok {
+		return h.settle(c, func(b core.Backend) error { return b.Drop(ctx, h.inner, reason) })
+	}
+	return d.primary.Drop(ctx, c, reason)
+}
+
+// Extend extends the claim's lease on the backend it came from and updates c.LeaseUntil.
+func (d *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
+	h, ok := c.Handle.(*handle)
+	if !ok {
+		return d.primary.Extend(ctx, c, lease)
+	}
+	if !h.o.acquire() {
+		return h.o.drainedErr(c)
+	}
+	defer h.o.release()
+	err := h.o.b.Extend(ctx, h.inner, lease)
+	c.LeaseUntil = h.inner.LeaseUntil
+	return err
+}
+
+// Depths adds up the depths of the primary and of every old backend not drained yet.
+func (d *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
+	sum, err := d.primary.Depths(ctx, queues)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]core.Depth, len(queues))
+	for q, v := range sum {
+		out[q] = v
+	}
+	for _, o := range d.olds {
+		if !o.acquire() {
+			continue
+		}
+		m, err := o.b.Depths(ctx, queues)
+		o.release()
+		if err != nil {
+			return nil, fmt.Errorf("txmq drain: depths of old backend %s: %w", o.name, err)
+		}
+		for q, v := range m {
+			t := out[q]
+			t.Ready += v.Ready
+			t.InFlight += v.InFlight
+			t.Delayed += v.Delayed
+			out[q] = t
+		}
+	}
+	return out, nil
+}
+
+// Close closes the primary and every old backend not closed yet.
+func (d *Backend) Close() error {
+	errs := []error{d.primary.Close()}
+	for _, o := range d.olds {
+		errs = append(errs, o.closeNow())
+	}
+	return errors.Join(errs...)
+}
+
+// remember records the requested queues; the drain check covers every queue seen.
+func (d *Backend) remember(qs []core.QueueSlots) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, q := range qs {
+		d.queues[q.Queue] = true
+	}
+}
+
+func (d *Backend) queueNames() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]string, 0, len(d.queues))
+	for q := range d.queues {
+		out = append(out, q)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maybeCheck runs the drain check of o if CheckInterval has passed since the last one (the
+// first check runs at the first Fetch). o is acquired by the caller.
+func (d *Backend) maybeCheck(ctx context.Context, o *oldBackend) {
+	queues := d.queueNames()
+	now := time.Now()
+	o.mu.Lock()
+	due := len(queues) > 0 && now.Sub(o.lastCheck) >= d.interval
+	if due {
+		o.lastCheck = now
+	}
+	o.mu.Unlock()
+	if !due {
+		return
+	}
+	depths, err := o.b.Depths(ctx, queues)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err != nil || len(queues) != o.checkedQueues || !allZero(depths) {
+		o.zeros = 0
+		o.checkedQueues = len(queues)
+		if err == nil && allZero(depths) {
+			o.zeros = 1 // the queue set grew: this check counts as the first of the new set
+		}
+		return
+	}
+	o.zeros++
+	if o.zeros >= 2 && !o.drained {
+		o.drained = true
+		d.log.Info("txmq drain: old backend drained (empty twice in a row); no longer polled, closing it", "backend", o.name, "queues", len(queues))
+	}
+}
+
+// gateExclusive removes the exclusive queues that an old backend not drained yet still holds
+// batches of (ready, in flight or delayed), so that the primary is not asked for them.
+func (d *Backend) gateExclusive(ctx context.Context, left []core.QueueSlots) []core.QueueSlots {
+	blocked := map[string]bool{}
+	for _, o := range d.olds {
+		var ask []string
+		o.mu.Lock()
+		if !o.drained {
+			for _, qs := range left {
+				if qs.Exclusive && !o.clear[qs.Queue] && !blocked[qs.Queue] {
+					ask = append(ask, qs.Queue)
+				}
+			}
+		}
+		o.mu.Unlock()
+		if len(ask) == 0 || !o.acquire() {
+			continue
+		}
+		depths, err := o.b.Depths(ctx, ask)
+		o.release()
+		o.mu.Lock()
+		for _, q := range ask {
+			if err == nil && isZero(depths[q]) {
+				o.clear[q] = true // nothing publishes to an old backend: it stays clear
+			} else {
+				blocked[q] = true
+			}
+		}
+		o.mu.Unlock()
+	}
+	if len(blocked) == 0 {
+		return left
+	}
+	out := left[:0:0]
+	for _, qs := range left {
+		if !blocked[qs.Queue] {
+			out = append(out, qs)
+		}
+	}
+	return out
+}
+
+// noteFetch logs an old backend's fetch failure once per outage, and its recovery.
+func (d *Backend) noteFetch(o *oldBackend, err error) {
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
+	o.mu.Lock()
+	was := o.failing
+	o.failing = err != nil
+	o.mu.Unlock()
+	switch {
+	case err != nil && !was:
+		d.log.Warn("txmq drain: fetching from an old backend failed; still consuming from the primary, will ask again", "backend", o.name, "error", err)
+	case err == nil && was:
+		d.log.Info("txmq drain: old backend reachable again", "backend", o.name)
+	}
+}
+
+// take uses one slot of queue in left and drops the queue when it has none left.
+func take(left []core.QueueSlots, queue string) []core.QueueSlots {
+	for i := range left {
+		if left[i].Queue != queue {
+			continue
+		}
+		if left[i].Exclusive || left[i].Free == 1 {
+			return append(left[:i:i], left[i+1:]...)
+		}
+		if left[i].Free != core.Unlimited {
+			left[i].Free--
+		}
+		return left
+	}
+	return left
+}
+
+// maxLeft is the Max hint for the next backend after got claims (0: no hint).
+func maxLeft(limit, got int) int {
+	if limit <= 0 {
+		return limit
+	}
+	return max(limit-got, 1)
+}
+
+func allUnlimited(qs []core.QueueSlots) bool {
+	for _, q := range qs {
+		if q.Free != core.Unlimited {
+			return false
+		}
+	}
+	return true
+}
+
+func isZero(d core.Depth) bool { return d.Ready == 0 && d.InFlight == 0 && d.Delayed == 0 }
+
+func allZero(m map[string]core.Depth) bool {
+	for _, d := range m {
+		if !isZero(d) {
+			return false
+		}
+	}
+	return true
+}

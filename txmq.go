@@ -1,0 +1,190 @@
+package txmq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/drain"
+	"github.com/txmq/txmq/outbox"
+)
+
+// App is what Open built: a node ready to publish (register listeners, then Node.Start), the
+// backend it uses, and with a database the outbox Store and its pool.
+type App struct {
+	// Node publishes and, once started, runs listeners. Open does not start it.
+	Node *core.Node
+	// Store is the outbox and dead-letter store; nil without a database. Use Store.RunInTx
+	// (or WithTx) to publish inside the app's transactions.
+	Store *outbox.Store
+	// Backend is the backend the node uses: the one Config.Backend names, wrapped by
+	// drain.New when Config.Drain lists old backends.
+	Backend core.Backend
+	// Pool is the app database pool; nil without a database. The app may use it.
+	Pool *pgxpool.Pool
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open builds an App from cfg (nil: ConfigFromEnv). It opens the backend (and the old ones to
+// drain, wrapped with drain.New), then, with a database, connects, migrates the outbox tables
+// (unless SkipMigrate), creates the outbox Store on the backend and starts its relay and
+// recovery sweep, and finally creates the node with the Store as its Handoff and DeadLetters.
+// On error everything opened so far is closed again. URLs appear in logs and errors with
+// their passwords redacted.
+func Open(ctx context.Context, cfg *Config) (*App, error) {
+	if cfg == nil {
+		var err error
+		if cfg, err = ConfigFromEnv(); err != nil {
+			return nil, err
+		}
+	}
+	c := *cfg
+	if c.Backend == "" {
+		c.Backend = DefaultBackend
+	}
+	if c.Schema == "" {
+		c.Schema = outbox.DefaultSchema
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	app := &App{}
+	fail := func(err error) (*App, error) {
+		_ = app.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	backend, err := openBackend(ctx, &c)
+	if err != nil {
+		return nil, err
+	}
+	app.Backend = backend
+	nodeOpts := c.Node
+	nodeOpts.Backend = backend
+	if nodeOpts.Logger == nil {
+		nodeOpts.Logger = c.Logger
+	}
+	if c.DatabaseURL != "" {
+		if err := app.openStore(ctx, &c); err != nil {
+			return fail(err)
+		}
+		if nodeOpts.Handoff == nil {
+			nodeOpts.Handoff = app.Store
+		}
+		if nodeOpts.DeadLetters == nil {
+			nodeOpts.DeadLetters = app.Store
+		}
+	}
+	if app.Node, err = core.NewNode(&nodeOpts); err != nil {
+		return fail(err)
+	}
+	attrs := []any{"backend", redactURL(c.Backend)}
+	if len(c.Drain) > 0 {
+		attrs = append(attrs, "draining", redactAll(c.Drain))
+	}
+	if c.DatabaseURL != "" {
+		attrs = append(attrs, "database", redactURL(c.DatabaseURL), "schema", c.Schema)
+	}
+	c.Logger.Info("txmq: opened", attrs...)
+	return app, nil
+}
+
+// openBackend opens the primary backend and the ones to drain.
+func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
+	primary, err := core.OpenBackend(ctx, c.Backend)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", EnvBackend, err)
+	}
+	if len(c.Drain) == 0 {
+		return primary, nil
+	}
+	olds := make([]core.Backend, 0, len(c.Drain))
+	for _, u := range c.Drain {
+		b, err := core.OpenBackend(ctx, u)
+		if err != nil {
+			for _, o := range olds {
+				_ = o.Close()
+			}
+			_ = primary.Close()
+			return nil, fmt.Errorf("%s: %w", EnvDrainBackends, err)
+		}
+		olds = append(olds, b)
+	}
+	return drain.New(primary, olds, &drain.Options{Logger: c.Logger, CheckInterval: c.DrainCheckInterval, Names: redactAll(c.Drain)}), nil
+}
+
+// openStore connects to the app database, migrates, and starts the outbox store.
+func (a *App) openStore(ctx context.Context, c *Config) error {
+	pool, err := pgxpool.New(ctx, c.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("%s %s: %s", EnvDatabaseURL, redactURL(c.DatabaseURL), scrub(err.Error(), c.DatabaseURL))
+	}
+	a.Pool = pool
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		return fmt.Errorf("%s %s: cannot connect: %s", EnvDatabaseURL, redactURL(c.DatabaseURL), scrub(err.Error(), c.DatabaseURL))
+	}
+	o := c.Outbox
+	o.Schema, o.Backend = c.Schema, a.Backend
+	if o.Logger == nil {
+		o.Logger = c.Logger
+	}
+	if !c.SkipMigrate {
+		if err := outbox.Migrate(ctx, pool, &o); err != nil {
+			return fmt.Errorf("migrating the outbox tables in schema %q (or set %s=false and run txmq migrate): %w", c.Schema, EnvMigrate, err)
+		}
+	}
+	store, err := outbox.New(pool, &o)
+	if err != nil {
+		return err
+	}
+	a.Store = store
+	if err := store.Start(ctx); err != nil {
+		return fmt.Errorf("starting the outbox relay in schema %q (run txmq migrate, or unset %s=false): %w", c.Schema, EnvMigrate, err)
+	}
+	return nil
+}
+
+// Close stops the app in order: the node (stops fetching, flushes its publish buffer to the
+// backend or the outbox, waits for running listeners until ctx is done), then the outbox
+// store (its relay and sweep), then the backend, then the pool. It returns every error met.
+// Closing twice is safe.
+func (a *App) Close(ctx context.Context) error {
+	a.closeOnce.Do(func() {
+		var errs []error
+		if a.Node != nil {
+			errs = append(errs, a.Node.Close(ctx))
+		}
+		if a.Store != nil {
+			errs = append(errs, a.Store.Close(ctx))
+		}
+		if a.Backend != nil {
+			errs = append(errs, a.Backend.Close())
+		}
+		if a.Pool != nil {
+			a.Pool.Close()
+		}
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
+}
+
+func redactAll(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = redactURL(u)
+	}
+	return out
+}
