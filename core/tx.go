@@ -51,8 +51,19 @@ type Pending struct {
 
 // Batches applies the queue's Dedup to the messages of ps, cuts them into batches of at most
 // MaxBatchMessages and encodes each. All of ps must be of one queue; messages with different
-// NotBefore times go in different batches. The outbox calls it before commit.
+// NotBefore times go in different batches (in order of first appearance), each with the trace
+// context of its first publish. The outbox calls it before commit.
 func Batches(ps []*Pending, now time.Time) ([]OutgoingBatch, error) {
+	return batches(ps, now, true)
+}
+
+// dueKey identifies a due time exactly (time.Time is not a safe map key).
+type dueKey struct {
+	sec  int64
+	nsec int
+}
+
+func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -63,30 +74,52 @@ func Batches(ps []*Pending, now time.Time) ([]OutgoingBatch, error) {
 	type group struct {
 		due   time.Time
 		trace map[string]string
+		count int
 		msgs  []Message
 	}
-	var groups []*group
-	for _, p := range ps {
+	// First pass: find each publish's group (by exact due time) and count the messages, so
+	// that each group's slice is allocated once. Most flushes have a single group.
+	var (
+		groups []group
+		index  map[dueKey]int
+		of     = make([]int, len(ps))
+	)
+	for i, p := range ps {
 		if p.spec != spec {
 			return nil, fmt.Errorf("%w: Batches got queues %q and %q together; call it per queue", ErrInvalidConfig, spec.name, p.Queue)
 		}
-		var g *group
-		for _, cand := range groups {
-			if cand.due.Equal(p.NotBefore) {
-				g = cand
-				break
+		g := len(groups) - 1
+		switch {
+		case g >= 0 && groups[g].due.Equal(p.NotBefore):
+		case g < 0:
+			groups = append(groups, group{due: p.NotBefore, trace: p.Trace})
+			g = 0
+		default:
+			if index == nil { // a second due time: until now there was one group
+				index = map[dueKey]int{{groups[0].due.Unix(), groups[0].due.Nanosecond()}: 0}
+			}
+			k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond()}
+			var ok bool
+			if g, ok = index[k]; !ok {
+				g = len(groups)
+				index[k] = g
+				groups = append(groups, group{due: p.NotBefore, trace: p.Trace})
 			}
 		}
-		if g == nil {
-			g = &group{due: p.NotBefore, trace: p.Trace}
-			groups = append(groups, g)
+		of[i] = g
+		groups[g].count += len(p.Messages)
+	}
+	for i, p := range ps {
+		g := &groups[of[i]]
+		if g.msgs == nil {
+			g.msgs = make([]Message, 0, g.count)
 		}
 		g.msgs = append(g.msgs, p.Messages...)
 	}
 	var out []OutgoingBatch
 	for _, g := range groups {
 		msgs := g.msgs
-		if spec.dedup != nil {
+		if dedup && spec.dedup != nil {
 			var err error
 			if msgs, err = spec.dedup(msgs); err != nil {
 				return nil, err
