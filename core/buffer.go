@@ -2,6 +2,7 @@ package core
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -9,12 +10,21 @@ import (
 // cap measured from the first message, and an early flush once a queue holds MaxBatchMessages.
 // It is pure bookkeeping over an injected time, so its timing is testable without sleeping; the
 // node's flusher drives it.
+//
+// The buffer is unbounded: a publisher never blocks on the backend, so a burst much faster than
+// the backend accepts grows it (watch Stats.Buffered). Once sealed (the node closed) it takes
+// nothing more, so nothing can be left in it after the node's last drain.
 type buffer struct {
 	window, limit time.Duration
+	// start runs once, under mu, at the first add: it starts the node's flusher. Running it
+	// under mu orders it before seal, so Close always waits for a flusher that was started.
+	start func()
 
-	mu     sync.Mutex
-	queues map[*queueSpec]*queueBuffer
-	count  int
+	sealed  atomic.Bool // written under mu; read without it on the publish fast path
+	mu      sync.Mutex
+	queues  map[*queueSpec]*queueBuffer
+	count   int
+	started bool
 }
 
 // queueBuffer holds the pending publishes of one queue.
@@ -25,14 +35,21 @@ type queueBuffer struct {
 	first, last time.Time
 }
 
-func newBuffer(window, limit time.Duration) *buffer {
-	return &buffer{window: window, limit: limit, queues: make(map[*queueSpec]*queueBuffer)}
+func newBuffer(window, limit time.Duration, start func()) *buffer {
+	return &buffer{window: window, limit: limit, start: start, queues: make(map[*queueSpec]*queueBuffer)}
 }
 
-// add appends p at time now.
-func (b *buffer) add(p *Pending, now time.Time) {
+// add appends p at time now. It returns false, taking nothing, once the buffer is sealed.
+func (b *buffer) add(p *Pending, now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.sealed.Load() {
+		return false
+	}
+	if !b.started && b.start != nil {
+		b.started = true
+		b.start()
+	}
 	qb := b.queues[p.spec]
 	if qb == nil {
 		qb = &queueBuffer{spec: p.spec, first: now}
@@ -42,6 +59,14 @@ func (b *buffer) add(p *Pending, now time.Time) {
 	qb.messages += len(p.Messages)
 	qb.last = now
 	b.count += len(p.Messages)
+	return true
+}
+
+// seal makes every later add fail.
+func (b *buffer) seal() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sealed.Store(true)
 }
 
 // take removes and returns the queue buffers that are due at now: full (MaxBatchMessages
@@ -76,10 +101,14 @@ func (b *buffer) size() int {
 	return b.count
 }
 
-// discard forgets everything (a simulated crash).
+// discard seals the buffer and forgets what it holds (a simulated crash). Messages taken by a
+// flush in progress stay counted until that flush calls stored.
 func (b *buffer) discard() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.sealed.Store(true)
+	for _, qb := range b.queues {
+		b.count -= qb.messages
+	}
 	b.queues = make(map[*queueSpec]*queueBuffer)
-	b.count = 0
 }

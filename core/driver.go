@@ -11,33 +11,58 @@ import (
 // once when a slot of a full queue frees up.
 func (n *Node) driveLoop() {
 	defer n.loops.Done()
-	failures := 0
+	failures, fastEmpty := 0, 0
 	for n.stopCtx.Err() == nil {
 		req := n.fetchRequest()
 		if len(req.Queues) == 0 {
-			select {
-			case <-n.wake:
-			case <-n.stopCtx.Done():
-			case <-time.After(n.opts.PollWait):
-				// A cap func may have been raised: look again.
-			}
+			n.pause(n.opts.PollWait) // woken by a freed slot; a cap func may have been raised
 			continue
 		}
+		start := time.Now()
 		claims, err := n.fetch(req)
-		if err != nil && n.stopCtx.Err() == nil {
+		for _, c := range claims {
+			n.dispatch(c)
+		}
+		switch {
+		case err != nil && n.stopCtx.Err() == nil:
 			failures++
 			delay := fetchBackoff(failures)
-			n.log.Warn("txmq: fetch failed; retrying", "error", err, "retry_in", delay, "unavailable", isUnavailable(err))
+			if isUnavailable(err) {
+				n.log.Warn("txmq: backend unavailable; fetching again later", "error", err, "retry_in", delay, "failures", failures)
+			} else {
+				n.log.Error("txmq: fetch failed; fetching again later", "error", err, "retry_in", delay, "failures", failures)
+			}
 			select {
 			case <-time.After(delay):
 			case <-n.stopCtx.Done():
 			}
-		} else if err == nil {
+		case err == nil:
 			failures = 0
+			// An adapter that returns nothing long before Wait (ignoring it, or interrupted)
+			// must not make the loop spin: from the second such fetch in a row, wait a little,
+			// unless a freed slot or a new listener wakes the loop first.
+			if len(claims) == 0 && time.Since(start) < req.Wait/10 {
+				if fastEmpty++; fastEmpty >= 2 {
+					n.pause(min(req.Wait, emptyFetchPause))
+				}
+			} else {
+				fastEmpty = 0
+			}
 		}
-		for _, c := range claims {
-			n.dispatch(c)
-		}
+	}
+}
+
+// emptyFetchPause is the longest pause after fetches that returned nothing at once.
+const emptyFetchPause = 50 * time.Millisecond
+
+// pause waits for d, a wake-up or the stop.
+func (n *Node) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-n.wake:
+	case <-n.stopCtx.Done():
+	case <-t.C:
 	}
 }
 
@@ -47,93 +72,141 @@ func fetchBackoff(failures int) time.Duration {
 }
 
 // fetchRequest computes this node's free slots. Exclusive queues ask for one batch when none
-// runs here; capped queues for the cap minus what runs (a cap func is re-read now); uncapped
-// queues for Unlimited. Full queues are left out and remembered, so a freed slot can interrupt
-// the fetch.
+// runs here; capped queues for the cap minus what runs (a cap func is re-read now, outside the
+// node's lock since it is app code that may call the node); uncapped queues for Unlimited. Full
+// queues are left out and remembered, so a freed slot can interrupt the fetch.
 func (n *Node) fetchRequest() FetchRequest {
 	req := FetchRequest{Node: n.id, Lease: n.opts.Lease, Wait: n.opts.PollWait, Max: n.opts.FetchMax}
 	n.mu.Lock()
+	n.stale = false
+	specs := make([]*queueSpec, 0, len(n.listeners))
+	for _, l := range n.listeners {
+		specs = append(specs, l.spec)
+	}
+	n.mu.Unlock()
+	limits := make([]int, len(specs))
+	for i, s := range specs {
+		limits[i] = Unlimited
+		if !s.exclusive {
+			limits[i] = s.conc.limit()
+		}
+	}
+	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.fetching = make(map[string]bool, len(n.listeners))
-	for name, l := range n.listeners {
-		busy := n.inflight[name]
+	n.fetching = make(map[string]bool, len(specs))
+	for i, s := range specs {
+		busy := n.inflight[s.name]
 		free := Unlimited
-		if l.spec.exclusive {
+		if s.exclusive {
 			free = 1 - busy
-		} else if limit := l.spec.conc.limit(); limit != Unlimited {
-			free = limit - busy
+		} else if limits[i] != Unlimited {
+			free = limits[i] - busy
 		}
 		if free != Unlimited && free <= 0 {
 			continue // at capacity: a cap is reached at >=
 		}
-		req.Queues = append(req.Queues, QueueSlots{Queue: name, Free: free, Exclusive: l.spec.exclusive})
-		n.fetching[name] = true
+		req.Queues = append(req.Queues, QueueSlots{Queue: s.name, Free: free, Exclusive: s.exclusive})
+		n.fetching[s.name] = true
 	}
 	return req
 }
 
-// fetch runs one Fetch on a context detached from shutdown, but interruptible by Close and by a
-// freed slot; a claim made before the interruption is still returned by the adapter.
+// fetch runs one Fetch on a context detached from shutdown, but interruptible by Close, a new
+// listener and a freed slot; a claim made before the interruption is still returned by the
+// adapter. A request that went stale before the Fetch started is not sent. Whatever error an
+// interrupted Fetch returns is not a failure.
 func (n *Node) fetch(req FetchRequest) ([]*Claim, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), req.Wait+n.opts.ClaimTimeout)
+	defer cancel()
 	n.mu.Lock()
+	if n.stale || n.closed {
+		n.mu.Unlock()
+		return nil, nil
+	}
 	n.fetchCancel = cancel
 	n.mu.Unlock()
 	defer func() {
 		n.mu.Lock()
 		n.fetchCancel = nil
 		n.mu.Unlock()
-		cancel()
 	}()
-	if n.stopCtx.Err() != nil {
-		return nil, nil
-	}
-	claims, err := n.backend.Fetch(ctx, req)
-	if err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		err = nil // our own interruption
+	claims, err := n.backendFetch(ctx, req)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		err = nil // our own interruption, whatever the adapter made of it
 	}
 	return claims, err
 }
 
-// dispatch takes the claim's slot and starts its worker. A claim for a queue this node does not
-// listen to (an adapter bug) is released at once, never dropped.
+// backendFetch calls the adapter's Fetch, turning its panic into an error.
+func (n *Node) backendFetch(ctx context.Context, req FetchRequest) (claims []*Claim, err error) {
+	err = safeCall("backend Fetch", func() error {
+		var ferr error
+		claims, ferr = n.backend.Fetch(ctx, req)
+		return ferr
+	})
+	return claims, err
+}
+
+// dispatch takes the claim's slot and starts its worker. A claim that arrives after Close
+// began (from the interrupted fetch) or for a queue this node does not listen to (an adapter
+// bug) is given back at once, unrun; after Halt it is stranded, as in a crash.
 func (n *Node) dispatch(c *Claim) {
 	n.mu.Lock()
 	l := n.listeners[c.Queue]
-	halted := n.halted.Load()
-	if l != nil && !halted {
+	halted, closed := n.halted.Load(), n.closed
+	start := l != nil && !closed
+	if start {
 		n.inflight[c.Queue]++
-		n.workers.Add(1)
+		n.workers.Add(1) // under n.mu, ordered before Close's Wait (closed is set under n.mu)
 	}
 	n.mu.Unlock()
-	if halted {
-		return
-	}
-	if l == nil {
+	switch {
+	case halted:
+	case start:
+		go n.work(l, c)
+	case closed:
+		n.giveBack(c)
+	default:
 		n.log.Error("txmq: backend returned a batch of a queue this node did not ask for; releasing it", "queue", c.Queue, "batch", c.ID)
-		ctx, cancel := n.claimCtx()
-		defer cancel()
-		if err := n.backend.Retry(ctx, c, c.Body, 0); err != nil {
-			n.log.Error("txmq: releasing a foreign batch failed; it returns after its lease", "queue", c.Queue, "batch", c.ID, "error", err)
-		}
-		return
+		n.giveBack(c)
 	}
-	go n.work(l, c)
+}
+
+// giveBack releases a claim this node will not run, without spending a run on it: the body's
+// attempt count absorbs earlier unsettled deliveries but not this one.
+func (n *Node) giveBack(c *Claim) {
+	body := c.Body
+	if c.Deliveries > 1 {
+		if e, err := DecodeEnvelope(body); err == nil {
+			e.Attempt += c.Deliveries - 1
+			body = EncodeEnvelope(e)
+		}
+	}
+	ctx, cancel := n.claimCtx()
+	defer cancel()
+	if err := safeCall("backend Retry", func() error { return n.backend.Retry(ctx, c, body, 0) }); err != nil {
+		n.log.Error("txmq: releasing an unrun batch failed; it returns after its lease", "queue", c.Queue, "batch", c.ID, "error", err)
+	}
 }
 
 // release frees a slot and wakes the driver; if the queue was full (left out of the fetch in
-// progress), the waiting fetch is interrupted so the slot is used at once.
+// progress, or of the one about to start), that fetch is interrupted (or skipped) so the slot
+// is used at once.
 func (n *Node) release(queue string) {
 	n.mu.Lock()
 	n.inflight[queue]--
 	if n.inflight[queue] <= 0 {
 		delete(n.inflight, queue)
 	}
-	interrupt := !n.fetching[queue] && n.fetchCancel != nil
-	cancel := n.fetchCancel
+	var interrupt context.CancelFunc
+	if !n.fetching[queue] {
+		if interrupt = n.fetchCancel; interrupt == nil {
+			n.stale = true
+		}
+	}
 	n.mu.Unlock()
 	n.signal()
-	if interrupt {
-		cancel()
+	if interrupt != nil {
+		interrupt()
 	}
 }

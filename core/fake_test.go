@@ -17,6 +17,11 @@ type fakeBackend struct {
 	retried    []fakeRetry
 	dropped    []string
 	publishErr error
+	extends    int
+
+	// Optional overrides, for driver and lifecycle tests.
+	fetchFn   func(ctx context.Context, req FetchRequest) ([]*Claim, error)
+	publishFn func(ctx context.Context, b OutgoingBatch) error
 }
 
 type fakeRetry struct {
@@ -25,7 +30,12 @@ type fakeRetry struct {
 	delay time.Duration
 }
 
-func (f *fakeBackend) Publish(_ context.Context, b OutgoingBatch) error {
+func (f *fakeBackend) Publish(ctx context.Context, b OutgoingBatch) error {
+	if f.publishFn != nil {
+		if err := f.publishFn(ctx, b); err != nil {
+			return err
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.publishErr != nil {
@@ -36,6 +46,9 @@ func (f *fakeBackend) Publish(_ context.Context, b OutgoingBatch) error {
 }
 
 func (f *fakeBackend) Fetch(ctx context.Context, req FetchRequest) ([]*Claim, error) {
+	if f.fetchFn != nil {
+		return f.fetchFn(ctx, req)
+	}
 	select {
 	case <-ctx.Done():
 	case <-time.After(req.Wait):
@@ -65,12 +78,22 @@ func (f *fakeBackend) Drop(_ context.Context, _ *Claim, reason string) error {
 }
 
 func (f *fakeBackend) Extend(_ context.Context, c *Claim, lease time.Duration) error {
+	f.mu.Lock()
+	f.extends++
+	f.mu.Unlock()
 	c.LeaseUntil = time.Now().Add(lease)
 	return nil
 }
 
 func (f *fakeBackend) Depths(context.Context, []string) (map[string]Depth, error) { return nil, nil }
 func (f *fakeBackend) Close() error                                               { return nil }
+
+// counts returns how many batches were acked, retried and dropped.
+func (f *fakeBackend) counts() (acked, retried, dropped int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.acked), len(f.retried), len(f.dropped)
+}
 
 func (f *fakeBackend) batches() []OutgoingBatch {
 	f.mu.Lock()
@@ -96,13 +119,24 @@ func (s *fakeSink) DeadLetter(_ context.Context, dl *DeadLetter) error {
 	return s.err
 }
 
-// fakeClock is a settable clock.
+// fakeClock is a settable clock. When block is set, the next Now call reports on entered and
+// waits for block to be closed.
 type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu      sync.Mutex
+	now     time.Time
+	block   chan struct{}
+	entered chan struct{}
 }
 
 func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	block, entered := c.block, c.entered
+	c.block, c.entered = nil, nil
+	c.mu.Unlock()
+	if block != nil {
+		close(entered)
+		<-block
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now

@@ -72,23 +72,27 @@ type Node struct {
 	listeners   map[string]*listener
 	inflight    map[string]int
 	running     map[*running]struct{}
-	fetching    map[string]bool
-	fetchCancel context.CancelFunc
+	fetching    map[string]bool    // queues of the last fetch request
+	fetchCancel context.CancelFunc // interrupts the Fetch in progress, if any
+	stale       bool               // the request being prepared misses a freed slot or a new listener
 	started     bool
-	closed      bool
+	closed      bool // no more Start, Listen, fetch or new workers (set by Close and Halt)
 
-	wake     chan struct{}
-	buf      *buffer
-	flushing sync.Once
+	wake chan struct{}
+	buf  *buffer
 
-	runCtx    context.Context // parent of listener contexts
-	runCancel context.CancelFunc
-	stopCtx   context.Context // done when the node stops fetching
-	stop      context.CancelFunc
-	halted    atomic.Bool
-	closing   atomic.Bool
-	loops     sync.WaitGroup
-	workers   sync.WaitGroup
+	runCtx      context.Context // parent of listener contexts
+	runCancel   context.CancelFunc
+	stopCtx     context.Context // done when the node stops fetching
+	stop        context.CancelFunc
+	flushStop   chan struct{} // closed when the buffer is sealed: the flusher ends
+	stopFlusher func()
+	closeDone   chan struct{} // closed when the first Close (or Halt) has finished
+	closeDoneFn func()
+	halted      atomic.Bool
+	closing     atomic.Bool
+	loops       sync.WaitGroup
+	workers     sync.WaitGroup
 }
 
 // NewNode returns a node on opts.Backend. Publishing works at once; call Listen for each queue
@@ -135,8 +139,15 @@ func NewNode(opts *NodeOptions) (*Node, error) {
 		inflight:  make(map[string]int),
 		running:   make(map[*running]struct{}),
 		wake:      make(chan struct{}, 1),
-		buf:       newBuffer(o.FlushWindow, o.FlushCap),
+		flushStop: make(chan struct{}),
+		closeDone: make(chan struct{}),
 	}
+	n.buf = newBuffer(o.FlushWindow, o.FlushCap, func() {
+		n.loops.Add(1)
+		go n.flushLoop()
+	})
+	n.stopFlusher = sync.OnceFunc(func() { close(n.flushStop) })
+	n.closeDoneFn = sync.OnceFunc(func() { close(n.closeDone) })
 	if o.Hooks != nil {
 		n.hooks = *o.Hooks
 	}
@@ -179,6 +190,8 @@ func (n *Node) addListener(l *listener) error {
 	n.signal()
 	if c := n.fetchCancel; c != nil {
 		c() // the fetch in progress does not ask for the new queue
+	} else {
+		n.stale = true // nor does the one about to start
 	}
 	return nil
 }
@@ -187,15 +200,15 @@ func (n *Node) addListener(l *listener) error {
 // also be added after Start. Start returns at once; ctx is not retained (use Close to stop).
 func (n *Node) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return err
+		return fmt.Errorf("txmq: node %s: Start with a context that is already done: %w", n.id, err)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
-		return ErrClosed
+		return fmt.Errorf("%w: node %s: Start after Close or Halt; a closed node cannot restart, create a new node", ErrClosed, n.id)
 	}
 	if n.started {
-		return fmt.Errorf("%w: node %s is already started", ErrInvalidConfig, n.id)
+		return fmt.Errorf("%w: node %s is already started: call Start once per node", ErrInvalidConfig, n.id)
 	}
 	n.started = true
 	n.loops.Add(2)
@@ -206,17 +219,27 @@ func (n *Node) Start(ctx context.Context) error {
 
 // Close stops fetching, flushes the publish buffer (publishing what it holds, or handing it to
 // the outbox), and waits for running listeners until ctx is done; then it cancels their
-// contexts and releases their batches for another run that does not count against the budget.
-// Publishing after Close returns ErrClosed. Close does not close the backend.
+// contexts, waits for them to return and releases their batches for another run that does not
+// count against the budget. A listener that ignores its context therefore delays Close.
+// Listeners may still publish while Close waits for them; what they publish is flushed before
+// Close returns. Batches claimed after the stop began are given back unrun. Publishing after
+// Close returns ErrClosed; an after-commit publish that races Close is published directly.
+// A second Close waits for the first (or for its own ctx). Close does not close the backend.
 func (n *Node) Close(ctx context.Context) error {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		return nil
+		select {
+		case <-n.closeDone:
+			return nil
+		case <-ctx.Done():
+			return fmt.Errorf("txmq: node %s: still closing when this Close gave up: %w", n.id, ctx.Err())
+		}
 	}
 	n.closed = true
 	n.closing.Store(true)
 	n.mu.Unlock()
+	defer n.closeDoneFn()
 	n.stop()
 	n.cancelFetch()
 	n.flushAll(ctx)
@@ -231,9 +254,12 @@ func (n *Node) Close(ctx context.Context) error {
 		<-done
 	}
 	n.runCancel()
+	// No listener runs any more: from here publishing fails, and an after-commit publish
+	// goes straight to the backend.
+	n.buf.seal()
+	n.stopFlusher()
 	n.loops.Wait()
-	// A publish that raced Close (an after-commit callback) may have buffered more.
-	n.flushAll(context.WithoutCancel(ctx))
+	n.flushAll(ctx)
 	return err
 }
 
@@ -249,7 +275,9 @@ func (n *Node) Halt() {
 	n.cancelFetch()
 	n.runCancel()
 	n.buf.discard()
+	n.stopFlusher()
 	n.loops.Wait()
+	n.closeDoneFn()
 }
 
 // Stats returns the node's counters.
@@ -304,6 +332,17 @@ func (n *Node) cancelFetch() {
 	if c != nil {
 		c()
 	}
+}
+
+// safeCall runs one call into adapter or app code (a backend method, the outbox handoff),
+// turning a panic into an error so that it takes the same path as a failure.
+func safeCall(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("txmq: %s panicked: %v", what, r)
+		}
+	}()
+	return fn()
 }
 
 // safeHook runs a metrics hook, recovering its panics.

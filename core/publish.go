@@ -11,13 +11,10 @@ import (
 // table in the package doc).
 func (n *Node) publish(ctx context.Context, p *Pending) error {
 	spec := p.spec
-	if n.reg.lookup(spec.name) != spec {
+	if spec.reg != n.reg { // a registry never replaces a declaration: this is a lookup
 		return fmt.Errorf("%w: queue %q is not declared in this node's registry: declare it on the registry passed in NodeOptions.Registry", ErrNotDeclared, spec.name)
 	}
-	n.mu.Lock()
-	closed := n.closed
-	n.mu.Unlock()
-	if closed {
+	if n.buf.sealed.Load() {
 		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", ErrClosed, spec.name)
 	}
 	if n.opts.InjectTrace != nil {
@@ -43,34 +40,30 @@ func (n *Node) publish(ctx context.Context, p *Pending) error {
 	}
 }
 
-// enqueue puts p in the coalescing buffer and makes sure the flusher runs. On a closed node (an
-// after-commit callback that raced Close) it publishes at once instead.
+// enqueue puts p in the coalescing buffer (the first message starts the flusher). Once the
+// buffer is sealed (an after-commit callback that raced Close) it publishes p at once instead;
+// after Halt, p is lost with the rest of the buffer, as in a crash.
 func (n *Node) enqueue(p *Pending) {
-	n.mu.Lock()
-	closed := n.closed
-	n.mu.Unlock()
-	if closed && !n.halted.Load() {
-		ctx, cancel := n.claimCtx()
-		defer cancel()
-		n.flush(ctx, []*queueBuffer{{spec: p.spec, pending: []*Pending{p}, messages: len(p.Messages)}}, false)
+	if n.buf.add(p, n.clock.Now()) {
 		return
 	}
-	n.buf.add(p, n.clock.Now())
-	n.flushing.Do(func() {
-		n.loops.Add(1)
-		go n.flushLoop()
-	})
+	if n.halted.Load() {
+		return
+	}
+	ctx, cancel := n.claimCtx()
+	defer cancel()
+	n.flush(ctx, []*queueBuffer{{spec: p.spec, pending: []*Pending{p}, messages: len(p.Messages)}}, false)
 }
 
-// flushLoop flushes due buffers every FlushTick until the node stops. It survives its own
-// panics.
+// flushLoop flushes due buffers every FlushTick until the buffer is sealed (Close drains the
+// rest). It survives its own panics.
 func (n *Node) flushLoop() {
 	defer n.loops.Done()
 	t := time.NewTicker(n.opts.FlushTick)
 	defer t.Stop()
 	for {
 		select {
-		case <-n.stopCtx.Done():
+		case <-n.flushStop:
 			return
 		case <-t.C:
 			n.flushDue(false)
@@ -120,23 +113,24 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 		defer n.buf.stored(total)
 	}
 	now := n.clock.Now()
-	var batches []OutgoingBatch
+	var all []OutgoingBatch
 	for _, qb := range qbs {
-		bs, err := Batches(qb.pending, now)
+		bs, err := batches(qb.pending, now, true)
 		if err != nil {
 			// Dedup failed: store the messages as they are rather than lose them.
-			n.log.Error("txmq: Dedup failed; storing the messages without dedup", "queue", qb.spec.name, "error", err)
-			bs = nil
-			for _, p := range qb.pending {
-				bs = appendBatches(bs, qb.spec, p.Messages, p.NotBefore, p.Trace, now)
-			}
+			n.log.Error("txmq: Dedup failed; storing the messages without dedup (fix the queue's Dedup func)", "queue", qb.spec.name, "error", err)
+			bs, _ = batches(qb.pending, now, false)
 		}
-		batches = append(batches, bs...)
+		all = append(all, bs...)
+	}
+	if len(all) == 1 {
+		n.store(ctx, all[0])
+		return
 	}
 	sem := make(chan struct{}, flushConcurrency)
 	var wg sync.WaitGroup
-	for i := range batches {
-		b := batches[i]
+	for i := range all {
+		b := all[i]
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
@@ -150,7 +144,7 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 // store writes one batch to the backend, falling back to the outbox.
 func (n *Node) store(ctx context.Context, b OutgoingBatch) {
 	msgs := b.Messages
-	err := n.backend.Publish(ctx, b)
+	err := safeCall("backend Publish", func() error { return n.backend.Publish(ctx, b) })
 	if err == nil {
 		n.stats.publishedBatches.Add(1)
 		n.stats.publishedMessages.Add(int64(msgs))
@@ -163,7 +157,7 @@ func (n *Node) store(ctx context.Context, b OutgoingBatch) {
 		n.dropped(b.Queue, ReasonNoOutbox, msgs, "txmq: backend refused a batch and no outbox is configured; batch dropped", "batch", b.ID, "error", err)
 		return
 	}
-	if herr := n.opts.Handoff.Handoff(ctx, []OutgoingBatch{b}); herr != nil {
+	if herr := safeCall("outbox Handoff", func() error { return n.opts.Handoff.Handoff(ctx, []OutgoingBatch{b}) }); herr != nil {
 		n.dropped(b.Queue, ReasonOutboxHandoffFailed, msgs, "txmq: backend refused a batch and the outbox insert failed too; batch dropped", "batch", b.ID, "error", err, "outbox_error", herr)
 		return
 	}

@@ -273,7 +273,7 @@ func TestBufferTiming(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := newBuffer(100*time.Millisecond, 5*time.Second)
+			b := newBuffer(100*time.Millisecond, 5*time.Second, nil)
 			for _, off := range tt.adds {
 				b.add(msg(1), t0.Add(off))
 			}
