@@ -25,6 +25,7 @@ type Backend struct {
 	callTimeout  time.Duration
 	log          *slog.Logger
 	wake         *waker
+	settles      *settleBatcher
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -60,7 +61,11 @@ func newBackend(rdb goredis.UniversalClient, own bool, o Options) *Backend {
 		log:          o.Logger,
 		done:         make(chan struct{}),
 	}
+	if o.GoRedisLogs {
+		routeGoRedisLogs(o.Logger)
+	}
 	be.wake = newWaker(rdb, o.Logger)
+	be.settles = newSettleBatcher(be)
 	return be
 }
 

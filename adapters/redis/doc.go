@@ -52,7 +52,10 @@
 // # Waiting for work
 //
 // A Fetch that finds nothing waits on the wake channels of its queues, which the publish and
-// retry scripts (and settles of Exclusive batches) PUBLISH to in the same script. One Pub/Sub
+// retry scripts (and settles of Exclusive batches) PUBLISH to in the same script. A publish
+// sends its wake-up only when the queue had no ready batch: a fetch waits on a queue only
+// after its claim found nothing ready there, so a queue with a backlog costs no PUBLISH (and
+// no wake-up on every subscribed node) per batch. One Pub/Sub
 // connection per Backend serves every waiting Fetch, so an idle node costs one idle connection
 // and picks up new work within milliseconds; the wait also ends at the earliest due time or
 // lease end the claim scripts reported, at Wait, or when ctx is cancelled.
@@ -67,6 +70,14 @@
 // broadcast to every node, so one subscription on any node hears every queue.
 //
 // # Claims and settles
+//
+// Settles and extensions from concurrent workers are group-committed (batch.go): a call
+// queues its settle and waits for its own reply; a few flushers each take every settle queued
+// at that moment and send them in one pipeline, with one settle script call per queue
+// carrying all of that queue's settles (each checked and answered on its own). No timer is
+// involved, so a lone Ack still costs one round trip, while under load one round trip and one
+// script call carry many: with one message per batch this is what keeps Redis from spending
+// its time on per-call overhead.
 //
 // Claim.Deliveries counts handouts since the batch was stored or last rewritten; Retry
 // rewrites (the new body is stored and Deliveries restarts at 0). A settle or extension with a

@@ -74,7 +74,8 @@ func newTestBackend(t testing.TB, prefix string, mod func(o *Options)) *Backend 
 	if prefix == "" {
 		prefix = uniquePrefix(t)
 	}
-	o := &Options{Addr: ro.Addr, Username: ro.Username, Password: ro.Password, DB: ro.DB, TLS: ro.TLSConfig, Prefix: prefix}
+	o := &Options{Addr: ro.Addr, Username: ro.Username, Password: ro.Password, DB: ro.DB, TLS: ro.TLSConfig, Prefix: prefix,
+		GoRedisLogs: true} // go-redis's lines at Debug: none on stderr in the outage tests
 	if mod != nil {
 		mod(o)
 	}

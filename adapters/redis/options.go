@@ -66,6 +66,18 @@ type Options struct {
 	// Logger receives the adapter's own diagnostics (the wake-up subscription losing its
 	// connection), at Debug and Warn level. Default slog.Default().
 	Logger *slog.Logger
+
+	// GoRedisLogs, when true, routes go-redis's own log lines (such as "connection pool:
+	// failed to dial after 1 attempts" while Redis is unreachable, which go-redis otherwise
+	// prints to stderr) to Logger at Debug level; txmq already reports the same failures as
+	// errors wrapping core.ErrBackendUnavailable, which core logs. go-redis has one logger per
+	// process, not one per client, so this calls goredis.SetLogger: it is process-wide. It
+	// takes the lines of every go-redis client in the process (to the Logger of the last
+	// Backend opened with GoRedisLogs) and replaces a logger the app set with
+	// goredis.SetLogger before New (one it sets after New stays). To silence go-redis, set
+	// GoRedisLogs with a Logger that discards Debug. Default false: go-redis's global logger
+	// is left alone. The URL parameter txmq_goredis_logs=true sets it.
+	GoRedisLogs bool
 }
 
 const (

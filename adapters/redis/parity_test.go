@@ -43,7 +43,7 @@ func (e *parityEnv) Backend(t *testing.T) core.Backend {
 		Addr: e.proxy.Addr(), Username: e.username, Password: e.password, DB: e.db,
 		Prefix:      e.prefix,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second, WriteTimeout: time.Second,
-		Logger: txmqtest.DiscardLogger(),
+		Logger: txmqtest.DiscardLogger(), GoRedisLogs: true, // no "failed to dial" lines on stderr in the outage cases
 	})
 	if err != nil {
 		t.Fatalf("New: %v", err)

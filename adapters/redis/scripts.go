@@ -29,12 +29,18 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // publishScript stores a batch. ARGV: id, body, delay ms, wake channel. A batch id that is
 // already stored is left alone (returns 0): a publish retried after a lost reply, or an outbox
 // row published twice, does not reset a batch that may be in flight.
+//
+// The wake-up is sent only when the queue had no ready batch: a fetch waits on a queue only
+// after its claim found nothing ready there (an Exclusive queue with a live lease aside, which
+// the settle wakes), so while ready batches are queued nobody waits for this one, and a
+// backlog being published costs no PUBLISH per batch (nor a wake-up on every subscribed node).
 var publishScript = goredis.NewScript(nowLua + `
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
+local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1]
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
-redis.call('PUBLISH', ARGV[4], '1')
+if not ready then redis.call('PUBLISH', ARGV[4], '1') end
 return 1
 `)
 
@@ -63,6 +69,7 @@ if ARGV[4] == '1' then
   if redis.call('ZCARD', KEYS[3]) > 0 then max = 0 elseif max > 1 then max = 1 end
 end
 local out = {now, 0}
+local orphan = false
 if max > 0 then
   local leaseEnd = now + tonumber(ARGV[2])
   local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
@@ -81,10 +88,15 @@ if max > 0 then
     else
       redis.call('HDEL', KEYS[4], id)
       redis.call('HDEL', KEYS[5], id)
+      orphan = true
     end
   end
 end
 if #out > 2 then return out end
+if orphan then
+  out[2] = 1 -- only entries without a body were due: more may be ready behind them
+  return out
+end
 local nxt = -1
 local function consider(score)
   local d = tonumber(score) - now
@@ -99,53 +111,70 @@ out[2] = nxt
 return out
 `)
 
-// Settle operations, ARGV[3] of settleScript.
+// Settle operations, the op of a settleScript entry.
 const (
 	opAck    = "ack"    // remove the batch (Ack and Drop)
 	opRetry  = "retry"  // release the lease; due again after the delay
 	opExtend = "extend" // push the lease end
 )
 
-// settleScript settles or extends one claim. ARGV: id, token, op, ms (retry delay or lease),
-// has body ('1' to rewrite), body, wake channel, notify ('1' to publish a wake-up).
+// settleArgs is how many ARGV entries one settle takes in settleScript.
+const settleArgs = 7
+
+// settleScript settles or extends one or more claims of one queue (the settle batcher packs
+// the concurrent settles of a queue into one call). ARGV: wake channel, then settleArgs
+// entries per settle: id, token, op, ms (retry delay or lease), has body ('1' to rewrite),
+// body, notify ('1' to publish a wake-up).
 //
-// The claim must hold the batch's current token and its lease must not have ended; otherwise
-// the reply is -1 (lease lost) and nothing changes, except that a lease found expired is
-// reclaimed on the spot so the batch does not wait for the next claim. Reply 1 means done; for
-// extend the reply is the new lease end in ms.
+// Each settle is checked on its own: the claim must hold the batch's current token and its
+// lease must not have ended; otherwise its reply is -1 (lease lost) and nothing changes,
+// except that a lease found expired is reclaimed on the spot so the batch does not wait for
+// the next claim. A reply of 1 means done; for extend the reply is the new lease end in ms.
+// Reply: one integer per settle, in order. At most one wake-up is published per call.
 var settleScript = goredis.NewScript(nowLua + `
-local id = ARGV[1]
-if redis.call('HGET', KEYS[5], id) ~= ARGV[2] then return -1 end
-local leaseEnd = redis.call('ZSCORE', KEYS[3], id)
-if not leaseEnd or tonumber(leaseEnd) <= now then
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[5], id)
-  if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then
-    redis.call('ZADD', KEYS[1], leaseEnd, id)
-    redis.call('PUBLISH', ARGV[7], '1')
+local out = {}
+local wake = false
+for base = 2, #ARGV, 7 do -- settleArgs
+  local id = ARGV[base]
+  local res = 1
+  if redis.call('HGET', KEYS[5], id) ~= ARGV[base + 1] then
+    res = -1
+  else
+    local leaseEnd = redis.call('ZSCORE', KEYS[3], id)
+    if not leaseEnd or tonumber(leaseEnd) <= now then
+      redis.call('ZREM', KEYS[3], id)
+      redis.call('HDEL', KEYS[5], id)
+      if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then
+        redis.call('ZADD', KEYS[1], leaseEnd, id)
+        wake = true
+      end
+      res = -1
+    else
+      local op = ARGV[base + 2]
+      if op == 'extend' then
+        res = now + tonumber(ARGV[base + 3])
+        redis.call('ZADD', KEYS[3], res, id)
+      else
+        redis.call('ZREM', KEYS[3], id)
+        redis.call('HDEL', KEYS[5], id)
+        if op == 'ack' then
+          redis.call('HDEL', KEYS[2], id)
+          redis.call('HDEL', KEYS[4], id)
+        else
+          if ARGV[base + 4] == '1' then
+            redis.call('HSET', KEYS[2], id, ARGV[base + 5])
+            redis.call('HSET', KEYS[4], id, 0)
+          end
+          redis.call('ZADD', KEYS[1], now + tonumber(ARGV[base + 3]), id)
+        end
+        if ARGV[base + 6] == '1' then wake = true end
+      end
+    end
   end
-  return -1
+  out[#out + 1] = res
 end
-local op = ARGV[3]
-if op == 'extend' then
-  local until_ = now + tonumber(ARGV[4])
-  redis.call('ZADD', KEYS[3], until_, id)
-  return until_
-end
-redis.call('ZREM', KEYS[3], id)
-redis.call('HDEL', KEYS[5], id)
-if op == 'ack' then
-  redis.call('HDEL', KEYS[2], id)
-  redis.call('HDEL', KEYS[4], id)
-else
-  if ARGV[5] == '1' then
-    redis.call('HSET', KEYS[2], id, ARGV[6])
-    redis.call('HSET', KEYS[4], id, 0)
-  end
-  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[4]), id)
-end
-if ARGV[8] == '1' then redis.call('PUBLISH', ARGV[7], '1') end
-return 1
+if wake then redis.call('PUBLISH', ARGV[1], '1') end
+return out
 `)
 
 // depthScript counts one queue's batches by state at the server's now, read-only. An expired

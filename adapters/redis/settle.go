@@ -115,7 +115,7 @@ func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h 
 	if op == opRetry || h.exclusive {
 		notify = "1"
 	}
-	res, err := settleScript.Run(ctx, be.rdb, k.script, c.ID, h.token, op, ms, hasBody, body, k.wake, notify).Int64()
+	res, err := be.settles.run(ctx, k, [settleArgs]any{c.ID, h.token, op, ms, hasBody, body, notify})
 	if err != nil {
 		return be.wrap(fmt.Sprintf("%s %s", what, describe(c)), err)
 	}

@@ -18,7 +18,10 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"os"
+	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +39,22 @@ var (
 	msgs    = flag.Int("n", 20000, "messages in the backlog scenarios")
 	workers = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
 	samples = flag.Int("samples", 200, "pickup latency samples")
+	only    = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency); empty: all")
+	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
+	stats   = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
 )
+
+func want(s string) bool {
+	if *only == "" {
+		return true
+	}
+	for _, o := range strings.Split(*only, ",") {
+		if o == s {
+			return true
+		}
+	}
+	return false
+}
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -51,19 +69,37 @@ func main() {
 	defer rdb.Close()
 
 	fmt.Printf("backlog burn-down: %d messages, concurrency %d, Redis %s\n", *msgs, *workers, *addr)
-	tx100 := txmqBacklog(ctx, rdb, *msgs, 100)
-	fmt.Printf("  txmq redis (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
-	raw100 := rawBacklog(ctx, rdb, *msgs, 100)
-	fmt.Printf("  raw go-redis (100 msgs/batch): %7.0f msgs/s\n", raw100)
-	tx1 := txmqBacklog(ctx, rdb, *msgs/4, 1)
-	fmt.Printf("  txmq redis (1 msg/batch):    %9.0f msgs/s\n", tx1)
-	raw1 := rawBacklog(ctx, rdb, *msgs/4, 1)
-	fmt.Printf("  raw go-redis (1 msg/batch):  %9.0f msgs/s\n", raw1)
-	aq := asynqBacklog(ctx, rdb, *msgs/4)
-	fmt.Printf("  asynq (1 task/msg):          %9.0f msgs/s\n", aq)
+	var tx100, raw100, tx1, raw1, aq float64
+	if want("tx100") {
+		tx100 = txmqBacklog(ctx, rdb, *msgs, 100)
+		fmt.Printf("  txmq redis (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
+	}
+	if want("raw100") {
+		raw100 = rawBacklog(ctx, rdb, *msgs, 100)
+		fmt.Printf("  raw go-redis (100 msgs/batch): %7.0f msgs/s\n", raw100)
+	}
+	if want("tx1") {
+		before := commandStats(ctx, rdb)
+		tx1 = txmqBacklog(ctx, rdb, *msgs/4, 1)
+		fmt.Printf("  txmq redis (1 msg/batch):    %9.0f msgs/s\n", tx1)
+		printStats(ctx, rdb, before, *msgs/4)
+	}
+	if want("raw1") {
+		before := commandStats(ctx, rdb)
+		raw1 = rawBacklog(ctx, rdb, *msgs/4, 1)
+		fmt.Printf("  raw go-redis (1 msg/batch):  %9.0f msgs/s\n", raw1)
+		printStats(ctx, rdb, before, *msgs/4)
+	}
+	if want("asynq") {
+		aq = asynqBacklog(ctx, rdb, *msgs/4)
+		fmt.Printf("  asynq (1 task/msg):          %9.0f msgs/s\n", aq)
+	}
 	fmt.Printf("  ratios: txmq(100)/asynq %.1fx, txmq(1)/asynq %.2fx; txmq/raw at 100 msgs/batch %.0f%%, at 1 msg/batch %.0f%%\n",
 		tx100/aq, tx1/aq, 100*tx100/raw100, 100*tx1/raw1)
 
+	if !want("latency") {
+		return
+	}
 	fmt.Printf("pickup latency: %d single messages to an idle consumer\n", *samples)
 	p50, p99 := txmqLatency(ctx, rdb, *samples)
 	fmt.Printf("  txmq redis:     p50 %v  p99 %v  (publish buffer window 1 ms)\n", p50, p99)
@@ -71,6 +107,48 @@ func main() {
 	fmt.Printf("  asynq default:  p50 %v  p99 %v  (TaskCheckInterval 1 s)\n", a50, a99)
 	t50, t99 := asynqLatency(ctx, rdb, *samples, 10*time.Millisecond)
 	fmt.Printf("  asynq tuned:    p50 %v  p99 %v  (TaskCheckInterval 10 ms)\n", t50, t99)
+}
+
+// commandStats reads the server's cumulative calls per command (INFO commandstats).
+func commandStats(ctx context.Context, rdb *goredis.Client) map[string]int64 {
+	out := map[string]int64{}
+	if !*stats {
+		return out
+	}
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		for _, kv := range strings.Split(rest, ",") {
+			if v, ok := strings.CutPrefix(kv, "calls="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				out[strings.TrimPrefix(name, "cmdstat_")] = n
+			}
+		}
+	}
+	return out
+}
+
+// printStats prints the commands the server ran per batch since before (other clients of a
+// shared server are counted too).
+func printStats(ctx context.Context, rdb *goredis.Client, before map[string]int64, batches int) {
+	if !*stats {
+		return
+	}
+	after := commandStats(ctx, rdb)
+	var parts []string
+	for name, n := range after {
+		if d := n - before[name]; d > 0 && name != "info" {
+			parts = append(parts, fmt.Sprintf("%s %.2f", name, float64(d)/float64(batches)))
+		}
+	}
+	sort.Strings(parts)
+	fmt.Printf("    commands per batch (incl. publishing and cleanup): %s\n", strings.Join(parts, ", "))
 }
 
 // deleteKeys removes every key matching pattern (never FLUSHALL: the server is shared).
@@ -150,6 +228,16 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 		return nil
 	}); err != nil {
 		log.Fatal(err)
+	}
+	if perBatch == 1 && *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	start := time.Now()
 	if err := node.Start(ctx); err != nil {
