@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/txmq/txmq/internal/testenv"
 )
 
 func TestCommandLine(t *testing.T) {
@@ -39,25 +43,101 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// buildBinary builds the txmq command once per test process.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "txmq-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "txmq")
+		build := exec.Command("go", "build", "-o", binPath, ".")
+		build.Stderr = os.Stderr
+		binErr = build.Run()
+	})
+	if binErr != nil {
+		t.Fatalf("go build: %v", binErr)
+	}
+	return binPath
+}
+
+// TestMain removes the built binary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// runBinary runs the built command and checks its exit code.
+func runBinary(t *testing.T, wantCode int, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("txmq %s: %v", strings.Join(args, " "), err)
+	}
+	if code != wantCode {
+		t.Fatalf("txmq %s: exit %d, want %d\n%s", strings.Join(args, " "), code, wantCode, out)
+	}
+	return string(out)
+}
+
 // TestDemoBinary builds the command and runs `txmq demo` as a newcomer would.
 func TestDemoBinary(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	bin := filepath.Join(t.TempDir(), "txmq")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
-	}
-	out, err := exec.Command(bin, "demo").CombinedOutput()
-	if err != nil {
-		t.Fatalf("txmq demo: %v\n%s", err, out)
-	}
+	out := runBinary(t, exitOK, nil, "demo")
 	for _, want := range []string{"summary:", "delivered      2000 messages", "reason=delivery_exhausted attempts=3"} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Fatalf("txmq demo output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestBinaryAgainstServices runs the built command against the real Postgres and Redis: the
+// operator's commands, with their output and exit codes, configured by the environment.
+func TestBinaryAgainstServices(t *testing.T) {
+	t.Parallel()
+	pgURL := testenv.PostgresURL(t)
+	redisURL := testenv.RedisURL(t)
+	pool := testenv.PostgresPool(t)
+	schema := testenv.PostgresSchema(t, pool)
+	env := []string{"TXMQ_DATABASE_URL=" + pgURL, "TXMQ_SCHEMA=" + schema, "TXMQ_BACKEND=" + redisURL}
+
+	if out := runBinary(t, exitOK, env, "migrate"); !strings.Contains(out, "sqljobs: schema") {
+		t.Fatalf("migrate: %s", out)
+	}
+	if out := runBinary(t, exitOK, env, "dlq", "ls"); !strings.Contains(out, "no dead letters") {
+		t.Fatalf("dlq ls: %s", out)
+	}
+	runBinary(t, exitError, env, "dlq", "show", "424242")
+	var rows []map[string]any
+	out := runBinary(t, exitOK, env, "status", "--queue", "binary-"+schema, "--json")
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if out := runBinary(t, exitOK, env, "bench", "--messages", "2000"); !strings.Contains(out, "msgs/s") {
+		t.Fatalf("bench on redis: %s", out)
+	}
+	sqlJobs := pgURL + "&txmq_schema=" + schema
+	if out := runBinary(t, exitOK, env, "bench", "--backend", sqlJobs, "--messages", "1000"); !strings.Contains(out, "msgs/s") {
+		t.Fatalf("bench on sqljobs: %s", out)
+	}
+	runBinary(t, exitUsage, nil, "status", "--backend", "", "--database-url", "")
+	if out := runBinary(t, exitError, nil, "bench", "--backend", "redis://:s3cret@127.0.0.1:1/0", "--messages", "5", "--timeout", "3s"); strings.Contains(out, "s3cret") {
+		t.Fatalf("a password leaked into the output: %s", out)
 	}
 }
