@@ -72,20 +72,22 @@ func (n *Node) extendDue() {
 }
 
 func (n *Node) extend(r *running) {
-	r.mu.Lock()
+	if !r.mu.TryLock() {
+		return // a settle is in progress: the claim needs no more lease
+	}
 	defer r.mu.Unlock()
-	if r.settled || r.lost || n.halted.Load() || time.Until(r.claim.LeaseUntil) >= n.opts.Lease/2 {
+	if r.settled || r.lost.Load() || n.halted.Load() || time.Until(r.claim.LeaseUntil) >= n.opts.Lease/2 {
 		return
 	}
 	ctx, cancel := n.claimCtx()
 	defer cancel()
-	err := n.backend.Extend(ctx, r.claim, n.opts.Lease)
+	err := safeCall("backend Extend", func() error { return n.backend.Extend(ctx, r.claim, n.opts.Lease) })
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrLeaseLost):
-		r.lost = true
+		r.lost.Store(true)
 		n.stats.leaseLost.Add(1)
-		n.log.Warn("txmq: lease lost while the listener ran; cancelling it", "queue", r.claim.Queue, "batch", r.claim.ID)
+		n.log.Warn("txmq: lease lost while the batch ran; cancelling its listener", "queue", r.claim.Queue, "batch", r.claim.ID)
 		r.cancel(ErrLeaseLost)
 	default:
 		n.log.Warn("txmq: lease extension failed; will try again", "queue", r.claim.Queue, "batch", r.claim.ID, "error", err)

@@ -6,56 +6,59 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// running is one batch a worker is running, shared with the lease loop.
+// running is one batch a worker holds, from decode to settle, shared with the lease loop.
 type running struct {
 	claim  *Claim
 	cancel context.CancelCauseFunc
+	lost   atomic.Bool // the lease was lost (set by the lease loop)
 
 	mu      sync.Mutex // serialises Extend with the settle of the same claim
 	settled bool
-	lost    bool
 }
 
 // work runs one claimed batch through the policy: decode first, then the run-count check, the
-// listener, and the settle. Every step that is bookkeeping is guarded so that it can never turn
-// into a redelivery.
+// listener, and the settle. The lease is extended the whole time, the terminal path (dead-letter
+// sink, OnError) included. Every step that is bookkeeping or app code is guarded so that it can
+// never turn into a redelivery or a crash.
 func (n *Node) work(l *listener, c *Claim) {
 	defer n.workers.Done()
 	defer n.release(c.Queue)
+	ctx, cancel := context.WithCancelCause(n.runCtx)
+	defer cancel(nil)
+	r := &running{claim: c, cancel: cancel}
+	n.mu.Lock()
+	n.running[r] = struct{}{}
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		delete(n.running, r)
+		n.mu.Unlock()
+	}()
+
 	d, err := safeDecode(l, c.Body)
 	if err != nil {
-		n.terminal(c, l.spec, nil, ReasonUndecodable, err, 0)
+		n.terminal(r, l.spec, nil, ReasonUndecodable, err, 0)
 		return
 	}
 	run := d.attempt + c.Deliveries
 	if run > l.spec.maxAttempts {
 		// The previous runs never settled: their nodes died holding the batch.
-		n.terminal(c, l.spec, d, ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", ErrWorkerLost, c.Queue, d.id, run-1), run-1)
+		n.terminal(r, l.spec, d, ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", ErrWorkerLost, c.Queue, d.id, run-1), run-1)
 		return
 	}
-
-	ctx, cancel := context.WithCancelCause(n.runCtx)
 	if n.opts.ExtractTrace != nil && len(d.trace) > 0 {
-		ctx = n.opts.ExtractTrace(ctx, d.trace)
+		ctx = n.withTrace(ctx, d.trace)
 	}
-	r := &running{claim: c, cancel: cancel}
-	n.mu.Lock()
-	n.running[r] = struct{}{}
-	n.mu.Unlock()
 
 	start := time.Now()
 	n.stats.runs.Add(1)
 	runErr := safeRun(ctx, d.run)
 	took := time.Since(start)
-
-	n.mu.Lock()
-	delete(n.running, r)
-	n.mu.Unlock()
 	cause := context.Cause(ctx)
-	cancel(nil)
 	if n.halted.Load() {
 		return // a simulated crash: no settle
 	}
@@ -63,39 +66,72 @@ func (n *Node) work(l *listener, c *Claim) {
 		n.safeHook("Delivered", func() { n.hooks.Delivered(c.Queue, d.count, run, took, runErr) })
 	}
 
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.settled = true
-	sctx, scancel := n.claimCtx()
-	defer scancel()
 	switch {
 	case runErr == nil:
 		n.stats.succeeded.Add(1)
-		n.settleErr(c, "ack", n.backend.Ack(sctx, c))
-	case r.lost || errors.Is(cause, ErrLeaseLost):
+		n.settleErr(c, "ack", n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) }))
+	case r.lost.Load() || errors.Is(cause, ErrLeaseLost):
 		n.stats.failed.Add(1)
 		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.id, "run", run)
 	case n.closing.Load() && cause != nil:
 		// Cancelled by Close: give the run back without spending the budget.
 		n.stats.failed.Add(1)
-		n.retry(sctx, c, d, run-1, 0, runErr)
+		n.retry(r, d, run-1, 0, runErr)
 	case run < l.spec.maxAttempts:
 		n.stats.failed.Add(1)
-		n.retry(sctx, c, d, run, n.opts.Backoff(run), runErr)
+		n.retry(r, d, run, n.backoff(run), runErr)
 	default:
 		n.stats.failed.Add(1)
-		n.terminalLocked(sctx, c, l.spec, d, ReasonDeliveryExhausted, runErr, run)
+		n.terminal(r, l.spec, d, ReasonDeliveryExhausted, runErr, run)
 	}
 }
 
+// settle runs one settling backend call (Ack, Retry, Drop) on a detached context with its own
+// timeout, after which the lease loop leaves the claim alone.
+func (n *Node) settle(r *running, op string, fn func(ctx context.Context) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settled = true
+	ctx, cancel := n.claimCtx()
+	defer cancel()
+	return safeCall("backend "+op, func() error { return fn(ctx) })
+}
+
+// backoff returns the retry delay after run; a panicking Backoff falls back to DefaultBackoff.
+func (n *Node) backoff(run int) (d time.Duration) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: NodeOptions.Backoff panicked; using DefaultBackoff (fix the Backoff func)", "panic", r)
+			d = DefaultBackoff(run)
+		}
+	}()
+	return max(n.opts.Backoff(run), 0)
+}
+
+// withTrace returns ctx carrying the batch's trace context; if ExtractTrace panics the listener
+// runs without it.
+func (n *Node) withTrace(ctx context.Context, trace map[string]string) (out context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: NodeOptions.ExtractTrace panicked; running the listener without the trace context", "panic", r)
+			out = ctx
+		}
+	}()
+	if out = n.opts.ExtractTrace(ctx, trace); out == nil {
+		out = ctx
+	}
+	return out
+}
+
 // retry re-encodes the batch with attempt runs spent and schedules it after delay.
-func (n *Node) retry(ctx context.Context, c *Claim, d *decoded, attempt int, delay time.Duration, cause error) {
+func (n *Node) retry(r *running, d *decoded, attempt int, delay time.Duration, cause error) {
+	c := r.claim
 	body, err := ReencodeAttempt(c.Body, attempt)
 	if err != nil { // cannot happen: the body decoded a moment ago
 		body = c.Body
 	}
 	n.log.Info("txmq: batch failed; retrying", "queue", c.Queue, "batch", d.id, "run", attempt, "retry_in", delay, "error", cause)
-	if err := n.backend.Retry(ctx, c, body, delay); err != nil {
+	if err := n.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, delay) }); err != nil {
 		n.settleErr(c, "retry", err)
 		return
 	}
@@ -119,14 +155,9 @@ func (n *Node) settleErr(c *Claim, op string, err error) {
 }
 
 // terminal drops a batch: count and log, dead-letter it, call OnError, then remove it from the
-// backend. Each step is guarded; none can cause a redelivery.
-func (n *Node) terminal(c *Claim, spec *queueSpec, d *decoded, reason string, cause error, attempts int) {
-	ctx, cancel := n.claimCtx()
-	defer cancel()
-	n.terminalLocked(ctx, c, spec, d, reason, cause, attempts)
-}
-
-func (n *Node) terminalLocked(ctx context.Context, c *Claim, spec *queueSpec, d *decoded, reason string, cause error, attempts int) {
+// backend. Each step is guarded; none can cause a redelivery. The lease is extended meanwhile.
+func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, cause error, attempts int) {
+	c := r.claim
 	msgs, id := 0, c.ID
 	if d != nil {
 		msgs, id = d.count, d.id
@@ -137,6 +168,8 @@ func (n *Node) terminalLocked(ctx context.Context, c *Claim, spec *queueSpec, d 
 	if sink := n.opts.DeadLetters; sink != nil {
 		var err error
 		if perr := n.guard("dead-letter sink", func() {
+			ctx, cancel := n.claimCtx()
+			defer cancel()
 			err = sink.DeadLetter(ctx, &DeadLetter{Queue: c.Queue, BatchID: id, Body: c.Body, Reason: reason,
 				Error: errText(cause), Attempts: attempts, Messages: msgs, Exclusive: spec.exclusive, At: time.Now()})
 		}); perr != nil {
@@ -155,7 +188,7 @@ func (n *Node) terminalLocked(ctx context.Context, c *Claim, spec *queueSpec, d 
 			}
 		})
 	}
-	n.settleErr(c, "drop", n.backend.Drop(ctx, c, reason))
+	n.settleErr(c, "drop", n.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
 }
 
 // guard runs fn, logging a panic and returning it as an error instead of propagating it.
