@@ -17,6 +17,7 @@ type fakeBackend struct {
 	retried    []fakeRetry
 	dropped    []string
 	publishErr error
+	extendErr  error
 	extends    int
 
 	// Optional overrides, for driver and lifecycle tests.
@@ -80,7 +81,11 @@ func (f *fakeBackend) Drop(_ context.Context, _ *Claim, reason string) error {
 func (f *fakeBackend) Extend(_ context.Context, c *Claim, lease time.Duration) error {
 	f.mu.Lock()
 	f.extends++
+	err := f.extendErr
 	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
 	c.LeaseUntil = time.Now().Add(lease)
 	return nil
 }
