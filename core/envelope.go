@@ -32,7 +32,8 @@ type Envelope struct {
 	Messages []json.RawMessage `json:"m"`
 }
 
-// typedEnvelope decodes the messages straight into T, so a batch is decoded exactly once.
+// typedEnvelope decodes the messages straight into T, so a batch is decoded exactly once. The
+// message ids are only counted (listeners do not see them), which saves one string per message.
 type typedEnvelope[T any] struct {
 	Version    int               `json:"v"`
 	ID         string            `json:"id"`
@@ -40,8 +41,43 @@ type typedEnvelope[T any] struct {
 	Attempt    int               `json:"a"`
 	Created    time.Time         `json:"t"`
 	Trace      map[string]string `json:"tc,omitempty"`
-	MessageIDs []string          `json:"ids"`
+	MessageIDs idCount           `json:"ids"`
 	Messages   []T               `json:"m"`
+}
+
+// idCount decodes a JSON array of strings into the number of its elements, allocating nothing.
+type idCount int
+
+// UnmarshalJSON counts the strings of an array; b is valid JSON (encoding/json checked it).
+func (c *idCount) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*c = 0
+		return nil
+	}
+	if len(b) < 2 || b[0] != '[' {
+		return fmt.Errorf("message ids are %s, not an array of strings", truncate(b, 40))
+	}
+	n, inString, escaped := 0, false, false
+	for _, ch := range b[1 : len(b)-1] {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			if ch == '\\' {
+				escaped = true
+			} else if ch == '"' {
+				inString = false
+			}
+		case ch == '"':
+			inString = true
+			n++
+		case ch == ',', ch == ' ', ch == '\t', ch == '\n', ch == '\r':
+		default:
+			return fmt.Errorf("message ids must be strings, got %s", truncate(b, 40))
+		}
+	}
+	*c = idCount(n)
+	return nil
 }
 
 // Message is one encoded message of a publish call.
@@ -129,13 +165,17 @@ func DecodeEnvelope(body []byte) (*Envelope, error) {
 }
 
 func (e *Envelope) check(n int) error {
+	return checkHeader(e.Version, e.ID, e.Queue, len(e.MessageIDs), n)
+}
+
+func checkHeader(version int, id, queue string, ids, msgs int) error {
 	switch {
-	case e.Version != EnvelopeVersion:
-		return fmt.Errorf("%w: envelope version %d, this build reads %d", ErrUndecodable, e.Version, EnvelopeVersion)
-	case e.ID == "" || e.Queue == "":
+	case version != EnvelopeVersion:
+		return fmt.Errorf("%w: envelope version %d, this build reads %d", ErrUndecodable, version, EnvelopeVersion)
+	case id == "" || queue == "":
 		return fmt.Errorf("%w: envelope without batch id or queue", ErrUndecodable)
-	case len(e.MessageIDs) != n:
-		return fmt.Errorf("%w: %d message ids for %d messages", ErrUndecodable, len(e.MessageIDs), n)
+	case ids != msgs:
+		return fmt.Errorf("%w: %d message ids for %d messages", ErrUndecodable, ids, msgs)
 	}
 	return nil
 }
@@ -146,8 +186,7 @@ func decodeTyped[T any](body []byte) (*typedEnvelope[T], error) {
 	if err := json.Unmarshal(body, &e); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
-	h := Envelope{Version: e.Version, ID: e.ID, Queue: e.Queue, MessageIDs: e.MessageIDs}
-	if err := h.check(len(e.Messages)); err != nil {
+	if err := checkHeader(e.Version, e.ID, e.Queue, int(e.MessageIDs), len(e.Messages)); err != nil {
 		return nil, err
 	}
 	return &e, nil

@@ -1,0 +1,46 @@
+package core
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestIDCount(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in      string
+		want    int
+		wantErr bool
+	}{
+		{`[]`, 0, false},
+		{`null`, 0, false},
+		{`["a"]`, 1, false},
+		{` [ "a" , "b" ] `, 2, false},
+		{`["a,b","c"]`, 2, false},
+		{`["a\"b","c"]`, 2, false},
+		{`["a\\","b"]`, 2, false},
+		{`["a\\\"]", "[", "]"]`, 3, false},
+		{"[\n\t\"x\"\r\n]", 1, false},
+		{`[1]`, 0, true},
+		{`["a",null]`, 0, true},
+		{`[["a"]]`, 0, true},
+		{`{}`, 0, true},
+		{`"a"`, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			t.Parallel()
+			var v struct {
+				IDs idCount `json:"ids"`
+			}
+			err := json.Unmarshal([]byte(`{"ids":`+tt.in+`}`), &v)
+			if (err != nil) != tt.wantErr || (err == nil && int(v.IDs) != tt.want) {
+				t.Fatalf("got %d, %v; want %d, error %v", v.IDs, err, tt.want, tt.wantErr)
+			}
+			var strs []string
+			if err == nil && json.Unmarshal([]byte(tt.in), &strs) == nil && len(strs) != int(v.IDs) {
+				t.Fatalf("counted %d, encoding/json decodes %d strings", v.IDs, len(strs))
+			}
+		})
+	}
+}
