@@ -45,7 +45,9 @@ func (q *Queue[T]) Publish(ctx context.Context, n *Node, msg T, opts ...PublishO
 // transaction in ctx (see ContextWithTx). Every message must survive a JSON round trip; a
 // message that does not is an error wrapping ErrInvalidPayload, and nothing of the call is
 // published. The call never waits for the backend: immediate messages go to the node's
-// coalescing buffer.
+// coalescing buffer. There is no backpressure: the buffer is unbounded, so a publisher that
+// outruns the backend for long (or a backend that is down without an outbox to hand off to)
+// grows memory; watch Stats.Buffered and throttle in the app if that can happen.
 func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...PublishOption) error {
 	if n == nil {
 		return fmt.Errorf("%w: queue %q: publish needs a node (core.NewNode)", ErrInvalidConfig, q.spec.name)
