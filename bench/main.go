@@ -3,10 +3,19 @@
 //
 //	go run . -url postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 //
-// Scenarios: burning down a backlog (txmq with its default 100-message batches, txmq with
-// one message per batch, River with one job per message) and pickup latency of single
-// messages published to idle consumers (p50/p99). It is a module of its own so that River
-// never becomes a dependency of the library.
+// Scenarios (-only picks some, comma-separated):
+//
+//   - backlog: burning down a backlog (txmq with its default 100-message batches, txmq with
+//     one message per batch, River default and River with FetchCooldown 1 ms, one job per
+//     message), messages/s;
+//   - latency: pickup latency of single messages published one at a time to idle consumers;
+//   - steady: publishing at a fixed rate (-rate msgs/s for -steady) to running consumers:
+//     p50/p99 pickup latency and what was delivered;
+//   - idle: the cost of 1,000 declared queues (-queues) with nothing to do, over -idle:
+//     statements sent, Postgres backend CPU of the scenario's connections, and this
+//     process's CPU.
+//
+// It is a module of its own so that River never becomes a dependency of the library.
 package main
 
 import (
@@ -17,8 +26,13 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,10 +46,18 @@ import (
 )
 
 var (
-	dbURL   = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres URL")
-	msgs    = flag.Int("n", 50000, "messages in the backlog scenarios")
-	workers = flag.Int("workers", 50, "concurrency: River MaxWorkers and txmq MaxConcurrentBatches")
-	samples = flag.Int("samples", 200, "pickup latency samples")
+	dbURL      = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "Postgres URL")
+	msgs       = flag.Int("n", 50000, "messages in the 100-msgs/batch backlog; the one-per-batch scenarios use n/5")
+	workers    = flag.Int("workers", 50, "concurrency: River MaxWorkers and txmq MaxConcurrentBatches")
+	samples    = flag.Int("samples", 200, "pickup latency samples")
+	rate       = flag.Int("rate", 1000, "steady scenario: messages/s")
+	steadyFor  = flag.Duration("steady", 10*time.Second, "steady scenario: how long to publish")
+	queues     = flag.Int("queues", 1000, "idle scenario: declared queues")
+	idleFor    = flag.Duration("idle", 30*time.Second, "idle scenario: measuring window")
+	only       = flag.String("only", "backlog,latency,steady,idle", "scenarios to run, comma-separated")
+	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the txmq 1 msg/batch backlog here")
+	verbose    = flag.Bool("v", false, "log txmq's and River's warnings to stderr")
+	stmtStats  = flag.Bool("stats", false, "print the statements the txmq 1 msg/batch backlog ran, by kind, with their mean time")
 )
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -49,31 +71,77 @@ func envOr(k, def string) string {
 
 func main() {
 	flag.Parse()
+	if *verbose {
+		quiet = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, *dbURL)
+	pool := newPool(ctx, "bench")
+	defer pool.Close()
+	run := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		run[strings.TrimSpace(s)] = true
+	}
+
+	if run["backlog"] {
+		fmt.Printf("backlog burn-down: %d messages (one-per-batch scenarios %d), concurrency %d\n", *msgs, *msgs/5, *workers)
+		tx100 := txmqBacklog(ctx, pool, *msgs, 100, "")
+		fmt.Printf("  txmq sqljobs (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
+		tx1 := txmqBacklog(ctx, pool, *msgs/5, 1, *cpuProfile)
+		fmt.Printf("  txmq sqljobs (1 msg/batch):    %9.0f msgs/s\n", tx1)
+		rvDefault := riverBacklog(ctx, pool, *msgs/5, false)
+		fmt.Printf("  river default config:          %9.0f jobs/s\n", rvDefault)
+		rv := riverBacklog(ctx, pool, *msgs/5, true)
+		fmt.Printf("  river FetchCooldown 1ms:       %9.0f jobs/s\n", rv)
+		fmt.Printf("  ratio vs default river: txmq(100 msgs/batch) %.1fx, txmq(1 msg/batch) %.2fx\n", tx100/rvDefault, tx1/rvDefault)
+		fmt.Printf("  ratio vs tuned river:   txmq(100 msgs/batch) %.1fx, txmq(1 msg/batch) %.2fx\n", tx100/rv, tx1/rv)
+	}
+
+	if run["latency"] {
+		fmt.Printf("pickup latency: %d single messages to an idle consumer\n", *samples)
+		p50, p99 := txmqLatency(ctx, pool, *samples)
+		fmt.Printf("  txmq sqljobs: p50 %v  p99 %v  (publish buffer window 1 ms)\n", p50, p99)
+		p50, p99 = riverLatency(ctx, pool, *samples, false)
+		fmt.Printf("  river default: p50 %v  p99 %v\n", p50, p99)
+		p50, p99 = riverLatency(ctx, pool, *samples, true)
+		fmt.Printf("  river tuned:   p50 %v  p99 %v\n", p50, p99)
+	}
+
+	if run["steady"] {
+		fmt.Printf("steady publish: %d msgs/s for %v, concurrency %d, pickup latency (publish call to listener)\n", *rate, *steadyFor, *workers)
+		t := txmqSteady(ctx, pool)
+		fmt.Printf("  txmq sqljobs (buffer window 1 ms): %s\n", t)
+		r := riverSteady(ctx, pool, false)
+		fmt.Printf("  river default:                     %s\n", r)
+		rt := riverSteady(ctx, pool, true)
+		fmt.Printf("  river FetchCooldown 1ms:           %s\n", rt)
+	}
+
+	if run["idle"] {
+		fmt.Printf("idle cost: %d declared queues listened to, nothing published, measured over %v\n", *queues, *idleFor)
+		t := txmqIdle(ctx)
+		fmt.Printf("  txmq sqljobs: %s\n", t)
+		r := riverIdle(ctx)
+		fmt.Printf("  river:        %s\n", r)
+		fmt.Printf("  ratio river/txmq: statements %.0fx, Postgres CPU %s, process CPU %s\n",
+			float64(r.statements)/float64(max(t.statements, 1)), ratio(r.pgCPU, t.pgCPU), ratio(r.procCPU, t.procCPU))
+	}
+}
+
+// newPool opens a pool whose connections carry app as application_name.
+func newPool(ctx context.Context, app string, tracers ...pgx.QueryTracer) *pgxpool.Pool {
+	cfg, err := pgxpool.ParseConfig(*dbURL)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer pool.Close()
-
-	fmt.Printf("backlog burn-down: %d messages, concurrency %d\n", *msgs, *workers)
-	tx100 := txmqBacklog(ctx, pool, *msgs, 100)
-	fmt.Printf("  txmq sqljobs (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
-	tx1 := txmqBacklog(ctx, pool, *msgs/5, 1)
-	fmt.Printf("  txmq sqljobs (1 msg/batch):    %9.0f msgs/s\n", tx1)
-	rvDefault := riverBacklog(ctx, pool, *msgs/5, false)
-	fmt.Printf("  river default config:          %9.0f jobs/s\n", rvDefault)
-	rv := riverBacklog(ctx, pool, *msgs/5, true)
-	fmt.Printf("  river FetchCooldown 1ms:       %9.0f jobs/s\n", rv)
-	fmt.Printf("  ratio vs tuned river: txmq(100 msgs/batch) %.1fx, txmq(1 msg/batch) %.2fx\n", tx100/rv, tx1/rv)
-
-	fmt.Printf("pickup latency: %d single messages to an idle consumer\n", *samples)
-	p50, p99 := txmqLatency(ctx, pool, *samples)
-	fmt.Printf("  txmq sqljobs: p50 %v  p99 %v  (publish buffer window 1 ms)\n", p50, p99)
-	p50, p99 = riverLatency(ctx, pool, *samples, false)
-	fmt.Printf("  river default: p50 %v  p99 %v\n", p50, p99)
-	p50, p99 = riverLatency(ctx, pool, *samples, true)
-	fmt.Printf("  river tuned:   p50 %v  p99 %v\n", p50, p99)
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	if len(tracers) > 0 {
+		cfg.ConnConfig.Tracer = tracers[0]
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		log.Fatal(err)
+	}
+	return pool
 }
 
 type benchMsg struct {
@@ -101,15 +169,23 @@ func txmqBackend(ctx context.Context, pool *pgxpool.Pool, schema string) *sqljob
 
 // txmqBacklog stores n messages (perBatch per batch) before any consumer runs, then times one
 // node with MaxConcurrentBatches=workers draining them; it returns messages/s.
-func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int) float64 {
+func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int, profile string) float64 {
 	schema, drop := freshSchema(ctx, pool, "bench_txmq")
 	defer drop()
+	var st *stmtTracer
+	if *stmtStats && perBatch == 1 {
+		st = &stmtTracer{kinds: map[string]*stmtKind{}}
+		pool = newPool(ctx, "bench", st)
+		defer pool.Close()
+	}
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
 	reg := core.NewRegistry()
 	q := core.MustDeclare(reg, "bench", core.QueueConfig[benchMsg]{Transactional: core.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: core.Cap(*workers)})
 
-	pub, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	// A flush shares one ClaimTimeout across all its batches (core stores them 8 at a time):
+	// give the untimed loading phase room for thousands of one-message batches.
+	pub, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond, ClaimTimeout: 5 * time.Minute})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -130,15 +206,27 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int) float
 		log.Fatal(err)
 	}
 	want := int64((n + perBatch - 1) / perBatch)
-	for {
-		d, err := be.Depths(ctx, []string{"bench"})
+	if st := pub.Stats(); st.PublishedMessages != int64(n) {
+		log.Fatalf("txmq: the publishing node stored %d of %d messages (%d batches); dropped %v, handed off %d",
+			st.PublishedMessages, n, st.PublishedBatches, st.Dropped, st.HandedOff)
+	}
+	d, err := be.Depths(ctx, []string{"bench"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if d["bench"].Ready != want {
+		log.Fatalf("txmq: %d batches ready after publishing, want %d", d["bench"].Ready, want)
+	}
+	if profile != "" {
+		f, err := os.Create(profile)
 		if err != nil {
 			log.Fatal(err)
 		}
-		if d["bench"].Ready >= want {
-			break
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		defer pprof.StopCPUProfile()
 	}
 
 	var got atomic.Int64
@@ -155,6 +243,9 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int) float
 	}); err != nil {
 		log.Fatal(err)
 	}
+	if st != nil {
+		st.reset()
+	}
 	start := time.Now()
 	if err := node.Start(ctx); err != nil {
 		log.Fatal(err)
@@ -165,6 +256,9 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int) float
 		log.Fatalf("txmq: delivered %d of %d", got.Load(), n)
 	}
 	elapsed := time.Since(start)
+	if st != nil {
+		st.print(n)
+	}
 	_ = node.Close(ctx)
 	return float64(n) / elapsed.Seconds()
 }
@@ -225,6 +319,10 @@ func (w *noopWorker) Work(_ context.Context, j *river.Job[noopArgs]) error {
 }
 
 func riverClient(ctx context.Context, pool *pgxpool.Pool, schema string, tuned bool, fn func(*river.Job[noopArgs])) *river.Client[pgx.Tx] {
+	return riverClientQueues(ctx, pool, schema, tuned, []string{river.QueueDefault}, *workers, fn)
+}
+
+func riverClientQueues(ctx context.Context, pool *pgxpool.Pool, schema string, tuned bool, names []string, maxWorkers int, fn func(*river.Job[noopArgs])) *river.Client[pgx.Tx] {
 	driver := riverpgxv5.New(pool)
 	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: quiet})
 	if err != nil {
@@ -238,10 +336,14 @@ func riverClient(ctx context.Context, pool *pgxpool.Pool, schema string, tuned b
 	}
 	ws := river.NewWorkers()
 	river.AddWorker(ws, &noopWorker{fn: fn})
+	queuesConfig := make(map[string]river.QueueConfig, len(names))
+	for _, name := range names {
+		queuesConfig[name] = river.QueueConfig{MaxWorkers: maxWorkers}
+	}
 	cfg := &river.Config{
 		Schema:  schema,
 		Logger:  quiet,
-		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: *workers}},
+		Queues:  queuesConfig,
 		Workers: ws,
 	}
 	if tuned {
@@ -320,4 +422,332 @@ func pct(d []time.Duration) (time.Duration, time.Duration) {
 		return d[min(len(d)-1, int(p*float64(len(d))))].Round(10 * time.Microsecond)
 	}
 	return r(0.50), r(0.99)
+}
+
+// steadyResult is one steady-publish run.
+type steadyResult struct {
+	published, delivered int
+	lat                  []time.Duration
+	batches              int64
+}
+
+func (r steadyResult) String() string {
+	p50, p99 := pct(r.lat)
+	s := fmt.Sprintf("p50 %v  p99 %v  delivered %d/%d", p50, p99, r.delivered, r.published)
+	if r.batches > 0 {
+		s += fmt.Sprintf(" in %d batches", r.batches)
+	}
+	return s
+}
+
+// pace calls send rate times a second for d, passing each message's scheduled time: latency
+// is measured from when a message was due to be published, so a publisher falling behind
+// shows up in the figures instead of hiding them.
+func pace(d time.Duration, send func(due time.Time)) int {
+	n := int(d.Seconds() * float64(*rate))
+	interval := time.Second / time.Duration(*rate)
+	start := time.Now()
+	for i := range n {
+		due := start.Add(time.Duration(i) * interval)
+		if w := time.Until(due); w > 0 {
+			time.Sleep(w)
+		}
+		send(due)
+	}
+	return n
+}
+
+// collect gathers latencies until want arrived or a 30 s grace after publishing ended.
+type collector struct {
+	mu  sync.Mutex
+	lat []time.Duration
+	all chan struct{}
+	n   atomic.Int64
+}
+
+func newCollector() *collector { return &collector{all: make(chan struct{})} }
+
+func (c *collector) add(sent int64) {
+	d := time.Since(time.Unix(0, sent))
+	c.mu.Lock()
+	c.lat = append(c.lat, d)
+	c.mu.Unlock()
+	c.n.Add(1)
+}
+
+func (c *collector) wait(want int) steadyResult {
+	deadline := time.Now().Add(30 * time.Second)
+	for c.n.Load() < int64(want) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return steadyResult{published: want, delivered: len(c.lat), lat: append([]time.Duration(nil), c.lat...)}
+}
+
+func txmqSteady(ctx context.Context, pool *pgxpool.Pool) steadyResult {
+	schema, drop := freshSchema(ctx, pool, "bench_txmq")
+	defer drop()
+	be := txmqBackend(ctx, pool, schema)
+	defer be.Close()
+	reg := core.NewRegistry()
+	q := core.MustDeclare(reg, "steady", core.QueueConfig[int64]{Transactional: core.Try, MaxConcurrentBatches: core.Cap(*workers)})
+	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	col := newCollector()
+	if err := q.Listen(node, func(_ context.Context, ms []int64) error {
+		for _, sent := range ms {
+			col.add(sent)
+		}
+		return nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	if err := node.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer node.Close(ctx)
+	time.Sleep(300 * time.Millisecond)
+	n := pace(*steadyFor, func(due time.Time) {
+		if err := q.Publish(ctx, node, due.UnixNano()); err != nil {
+			log.Fatal(err)
+		}
+	})
+	r := col.wait(n)
+	r.batches = node.Stats().PublishedBatches
+	return r
+}
+
+func riverSteady(ctx context.Context, pool *pgxpool.Pool, tuned bool) steadyResult {
+	schema, drop := freshSchema(ctx, pool, "bench_river")
+	defer drop()
+	col := newCollector()
+	c := riverClient(ctx, pool, schema, tuned, func(j *river.Job[noopArgs]) { col.add(j.Args.Sent) })
+	if err := c.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	time.Sleep(300 * time.Millisecond)
+	// Insert blocks on a round trip: a few inserters keep up with the pace.
+	due := make(chan time.Time, 1024)
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for d := range due {
+				if _, err := c.Insert(ctx, noopArgs{Sent: d.UnixNano()}, nil); err != nil {
+					log.Fatal(err)
+				}
+			}
+		}()
+	}
+	n := pace(*steadyFor, func(d time.Time) { due <- d })
+	close(due)
+	wg.Wait()
+	return col.wait(n)
+}
+
+// idleResult is one idle run's cost over the window.
+type idleResult struct {
+	statements int64
+	pgCPU      time.Duration // -1: not measurable (Postgres is not local)
+	procCPU    time.Duration
+	window     time.Duration
+}
+
+func (r idleResult) String() string {
+	per := r.window.Minutes()
+	pg := "n/a (Postgres not local)"
+	if r.pgCPU >= 0 {
+		pg = r.pgCPU.Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("%6.0f statements/min, Postgres CPU %s, process CPU %v over %v",
+		float64(r.statements)/per, pg, r.procCPU.Round(time.Millisecond), r.window)
+}
+
+func ratio(a, b time.Duration) string {
+	if a < 0 || b <= 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(float64(a)/float64(b), 'f', 1, 64) + "x"
+}
+
+// countingTracer counts the statements sent on a pool.
+type countingTracer struct{ n atomic.Int64 }
+
+func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// meter measures an idle window: statements on the tracer, CPU of the Postgres backends
+// serving application_name app (read from /proc, so only for a local Postgres) and of this
+// process.
+func meter(ctx context.Context, app string, tr *countingTracer) idleResult {
+	admin := newPool(ctx, "bench_admin")
+	defer admin.Close()
+	pgBefore := backendCPU(ctx, admin, app)
+	procBefore := processCPU()
+	stmts := tr.n.Load()
+	time.Sleep(*idleFor)
+	r := idleResult{statements: tr.n.Load() - stmts, procCPU: processCPU() - procBefore, window: *idleFor, pgCPU: -1}
+	pgAfter := backendCPU(ctx, admin, app)
+	if pgBefore != nil && pgAfter != nil {
+		r.pgCPU = 0
+		for pid, t := range pgAfter {
+			r.pgCPU += t - pgBefore[pid] // a backend opened during the window counts whole
+		}
+	}
+	return r
+}
+
+// backendCPU returns the CPU time of each Postgres backend serving app, or nil when /proc
+// does not show them (Postgres on another host or in a container).
+func backendCPU(ctx context.Context, admin *pgxpool.Pool, app string) map[int]time.Duration {
+	rows, err := admin.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+	if err != nil {
+		log.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		log.Fatal(err)
+	}
+	out := map[int]time.Duration{}
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil
+		}
+		// Fields after the command's closing parenthesis: utime is the 12th, stime the 13th.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		out[int(pid)] = time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	}
+	return out
+}
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func queueNames() []string {
+	names := make([]string, *queues)
+	for i := range names {
+		names[i] = fmt.Sprintf("q%04d", i)
+	}
+	return names
+}
+
+func txmqIdle(ctx context.Context) idleResult {
+	const app = "bench_idle_txmq"
+	tr := &countingTracer{}
+	pool := newPool(ctx, app, tr)
+	defer pool.Close()
+	schema, drop := freshSchema(ctx, pool, "bench_txmq")
+	defer drop()
+	be := txmqBackend(ctx, pool, schema)
+	defer be.Close()
+	reg := core.NewRegistry()
+	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range queueNames() {
+		q := core.MustDeclare(reg, name, core.QueueConfig[int]{Transactional: core.Try, MaxConcurrentBatches: core.Cap(1)})
+		if err := q.Listen(node, func(context.Context, []int) error { return nil }); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := node.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer node.Close(ctx)
+	time.Sleep(3 * time.Second) // start-up: migrations, first heartbeats, LISTEN
+	return meter(ctx, app, tr)
+}
+
+func riverIdle(ctx context.Context) idleResult {
+	const app = "bench_idle_river"
+	tr := &countingTracer{}
+	pool := newPool(ctx, app, tr)
+	defer pool.Close()
+	schema, drop := freshSchema(ctx, pool, "bench_river")
+	defer drop()
+	c := riverClientQueues(ctx, pool, schema, false, queueNames(), 1, func(*river.Job[noopArgs]) {})
+	if err := c.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	time.Sleep(3 * time.Second)
+	return meter(ctx, app, tr)
+}
+
+// stmtTracer sorts the statements of a pool by kind (their first distinctive words).
+type stmtTracer struct {
+	mu    sync.Mutex
+	kinds map[string]*stmtKind
+}
+
+type stmtKind struct {
+	n     int
+	total time.Duration
+}
+
+type stmtStart struct {
+	kind string
+	at   time.Time
+}
+
+type stmtKey struct{}
+
+func (t *stmtTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	kind := strings.Join(strings.Fields(d.SQL), " ")
+	for _, k := range []string{"txmq_jobs_exclusive AS x", "DELETE FROM", "UPDATE", "INSERT INTO", "count(j.id)", "txmq_jobs_queues"} {
+		if strings.Contains(kind, k) {
+			kind = k
+			break
+		}
+	}
+	if kind == "txmq_jobs_exclusive AS x" {
+		kind = "claim"
+	}
+	return context.WithValue(ctx, stmtKey{}, stmtStart{kind, time.Now()})
+}
+
+func (t *stmtTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
+	s, _ := ctx.Value(stmtKey{}).(stmtStart)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := t.kinds[s.kind]
+	if k == nil {
+		k = &stmtKind{}
+		t.kinds[s.kind] = k
+	}
+	k.n++
+	k.total += time.Since(s.at)
+}
+
+func (t *stmtTracer) reset() {
+	t.mu.Lock()
+	t.kinds = map[string]*stmtKind{}
+	t.mu.Unlock()
+}
+
+func (t *stmtTracer) print(msgs int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for kind, k := range t.kinds {
+		if len(kind) > 40 {
+			kind = kind[:40]
+		}
+		fmt.Printf("    %-40s %7d statements (%.2f per message), mean %v\n", kind, k.n, float64(k.n)/float64(msgs), (k.total / time.Duration(k.n)).Round(time.Microsecond))
+	}
 }

@@ -31,7 +31,9 @@ type Backend struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the listener and the reaper
 
-	lis *listener
+	lis     *listener
+	deletes *group // Acks and Drops
+	extends *group // Extends
 
 	hbMu sync.Mutex
 	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
@@ -70,6 +72,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 		hb:      map[string]time.Time{},
 	}
 	be.lis = newListener(be)
+	be.deletes = newGroup(be, be.execDeletes)
+	be.extends = newGroup(be, be.execExtends)
 	if o.ReapInterval > 0 {
 		be.wg.Add(1)
 		go be.reapLoop()
@@ -164,16 +168,40 @@ func (be *Backend) usable(op string) error {
 // failure is retryable (nothing reached the server, or a deadlock victim), and classifies
 // the error.
 func (be *Backend) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
+	return be.explain(op, be.attempt(ctx, fn))
+}
+
+// attempt runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
+// failure is retryable, and returns its error as it is.
+func (be *Backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, be.o.QueryTimeout)
 	defer cancel()
 	err := fn(ctx)
 	if err != nil && ctx.Err() == nil && retryable(err) {
 		err = fn(ctx)
 	}
+	return err
+}
+
+// explain names op in err and classifies it (see classify), noting a Close that happened
+// meanwhile.
+func (be *Backend) explain(op string, err error) error {
 	if err != nil && be.closed.Load() && !Unavailable(err) && !errors.Is(err, core.ErrClosed) {
 		return fmt.Errorf("sqljobs: %s: the backend was closed: %w: %w", op, core.ErrClosed, err)
 	}
 	return classify(op, err)
+}
+
+// syncCommit is the synchronous_commit of claim, settle and extend transactions: 'off', or
+// nil (the session's setting) with Options.DurableSettles or when the transaction claims or
+// extends an Exclusive queue's batch: a lock the database forgot in a crash would let a second
+// node run the queue while the first still does.
+func (be *Backend) syncCommit(exclusive bool) *string {
+	if be.o.DurableSettles || exclusive {
+		return nil
+	}
+	off := "off"
+	return &off
 }
 
 // micros converts a duration to whole microseconds for the SQL's interval arithmetic.

@@ -45,6 +45,21 @@
 // claim again is a no-op. Retry with a body rewrites it and restarts Deliveries at 0; with a
 // nil body it is a retry in place.
 //
+// Concurrent Acks and Drops share one DELETE ... USING unnest(ids, tokens) RETURNING id,
+// lease_token statement, and concurrent Extends one UPDATE, the way a database group-commits:
+// a settle that finds no statement of its kind running goes at once; otherwise it waits up
+// to Options.SettleWindow (1 ms) or until Options.SettleBatch (100) are pending. Each call
+// returns its own claim's outcome, read from the returned (id, token) pairs. The statement
+// runs detached from the callers' cancellation; a caller that stops waiting gets its
+// context's error, and the handle still records a delete the statement made.
+//
+// Claims, Acks, Drops and Extends commit with synchronous_commit = off, set for their own
+// transaction only (Options.DurableSettles turns this off); Publish and Retry always wait for
+// their commit to be flushed, and so do claims and extensions of Exclusive queues (a lock
+// forgotten in a crash would let two nodes run the queue). A database crash may forget the last fraction of a second of
+// claims and settles, which at-least-once delivery absorbs: a forgotten claim or extension
+// is a lease that ran out, a forgotten Ack a batch delivered again.
+//
 // # Wake-ups and idle cost
 //
 // Publish and Retry send pg_notify on the channel "txmq_jobs_<schema>" with the queue name

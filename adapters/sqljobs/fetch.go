@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -174,7 +175,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	}
 	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
 		claims, next = claims[:0], -1
-		rows, err := be.pool.Query(ctx, be.sql.claim, p.queues, p.limits, p.excl, p.budget, p.node, p.lease)
+		rows, err := be.pool.Query(ctx, be.sql.claim, p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(slices.Contains(p.excl, true)))
 		if err != nil {
 			return err
 		}
@@ -199,7 +200,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 				Body:       append([]byte(nil), body...),
 				Deliveries: int(*deliveries),
 				LeaseUntil: *until,
-				Handle:     &handle{be: be, id: *id, token: *token},
+				Handle:     &handle{be: be, id: *id, token: *token, excl: p.exclusive(*queue)},
 			})
 			return nil
 		})
@@ -209,6 +210,12 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 		return nil, -1, err
 	}
 	return claims, next, nil
+}
+
+// exclusive reports whether queue was requested as Exclusive.
+func (p claimParams) exclusive(queue string) bool {
+	i, ok := slices.BinarySearch(p.queues, queue) // sorted by claimParams
+	return ok && p.excl[i]
 }
 
 // heartbeat records, at most every heartbeatInterval per queue, that this Backend fetched

@@ -26,6 +26,11 @@ const (
 	DefaultReapInterval = time.Hour
 	// DefaultReapBatch is how many batches one reaper transaction takes.
 	DefaultReapBatch = 100
+	// DefaultSettleWindow is how long a settle waits for others to share its statement while
+	// one is already running.
+	DefaultSettleWindow = time.Millisecond
+	// DefaultSettleBatch is how many settles one statement takes at most.
+	DefaultSettleBatch = 100
 	// maxHeartbeatInterval is the longest a queue's heartbeat goes unwritten while fetched.
 	maxHeartbeatInterval = time.Minute
 )
@@ -52,6 +57,26 @@ type Options struct {
 	// claim could otherwise be stranded (Fetch). An unreachable database therefore fails a call
 	// within about QueryTimeout (sooner when the connection is refused). Default 10 s.
 	QueryTimeout time.Duration
+
+	// SettleWindow groups concurrent Acks and Drops (and, separately, Extends) into one
+	// statement: when a statement of the kind is already running, a new one waits up to
+	// SettleWindow, or until SettleBatch claims are pending, for others to join it; when none
+	// is running it goes at once. Each call still returns only its own claim's outcome.
+	// Default 1 ms; a negative value runs one statement per call.
+	SettleWindow time.Duration
+
+	// SettleBatch is the most claims one grouped statement settles. Default 100; 1 turns
+	// grouping off.
+	SettleBatch int
+
+	// DurableSettles makes claims, Acks, Drops and Extends wait for their commit to be flushed
+	// like any other transaction. By default they commit with synchronous_commit = off
+	// (Publish and Retry never do, nor claims and extensions of Exclusive queues, whose lock
+	// must survive a crash): a database crash may then forget the last fraction of a
+	// second of them, which at-least-once delivery absorbs (a forgotten claim or extension is
+	// a lease that ran out, a forgotten Ack a batch delivered again), and in exchange a settle
+	// does not wait for a WAL flush.
+	DurableSettles bool
 
 	// AbandonedAfter is how long a queue may go without any node fetching it before the
 	// reaper takes batches of it that are older than this too. Default 7 days. Fetch records a
@@ -105,6 +130,9 @@ func (o *Options) withDefaults() (Options, error) {
 			*d.v = d.def
 		}
 	}
+	if c.SettleWindow == 0 {
+		c.SettleWindow = DefaultSettleWindow
+	}
 	if c.ReapInterval == 0 {
 		c.ReapInterval = DefaultReapInterval
 	}
@@ -115,6 +143,7 @@ func (o *Options) withDefaults() (Options, error) {
 	}{
 		{"FetchLimit", &c.FetchLimit, DefaultFetchLimit},
 		{"ReapBatch", &c.ReapBatch, DefaultReapBatch},
+		{"SettleBatch", &c.SettleBatch, DefaultSettleBatch},
 	} {
 		if *n.v < 0 {
 			return c, fmt.Errorf("%w: sqljobs: Options.%s is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, n.name, *n.v, n.def)

@@ -2,9 +2,9 @@ package sqljobs
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,30 +14,29 @@ import (
 
 // handle is the Claim.Handle of every claim: the row and the lease token of this handout.
 // The token is new per claim (a sequence), so an earlier holder's token never matches the
-// row again. settled is set by the first successful Ack, Retry or Drop, which makes a second
-// settle of the same claim a no-op.
+// row again. settled is set by the first successful Ack, Retry or Drop (even one whose caller
+// stopped waiting), which makes a later settle of the same claim a no-op.
 type handle struct {
 	be    *Backend
 	id    int64
 	token int64
+	excl  bool // claimed as an Exclusive queue's batch
 
 	mu      sync.Mutex // serialises settles and extensions of this claim
-	settled bool
+	settled atomic.Bool
 }
 
-// Ack deletes a successfully processed batch and releases its Exclusive lock.
+// Ack deletes a successfully processed batch and releases its Exclusive lock. Concurrent
+// Acks and Drops share one statement (see Options.SettleWindow); each returns its own
+// claim's outcome.
 func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
-	return be.settle(ctx, "ack", c, func(ctx context.Context, h *handle) (bool, error) {
-		return be.deleteLeased(ctx, h)
-	})
+	return be.settle(ctx, "ack", c, be.deleteLeased)
 }
 
 // Drop deletes a batch core has given up on (reason is for logs only) and releases its
-// Exclusive lock.
+// Exclusive lock; it is grouped with Acks.
 func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
-	return be.settle(ctx, "drop ("+reason+")", c, func(ctx context.Context, h *handle) (bool, error) {
-		return be.deleteLeased(ctx, h)
-	})
+	return be.settle(ctx, "drop ("+reason+")", c, be.deleteLeased)
 }
 
 // Retry releases the claim and its Exclusive lock; the batch is claimable again after delay.
@@ -45,43 +44,105 @@ func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error
 // a nil body keeps the stored body and its Deliveries count (a retry in place).
 func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay time.Duration) error {
 	return be.settle(ctx, "retry", c, func(ctx context.Context, h *handle) (bool, error) {
-		rows, err := be.pool.Query(ctx, be.sql.retry, h.id, h.token, body, micros(max(delay, 0)), be.channel)
-		if err != nil {
-			return false, err
-		}
-		n, err := countRows(rows)
+		var n int
+		err := be.attempt(ctx, func(ctx context.Context) error {
+			rows, err := be.pool.Query(ctx, be.sql.retry, h.id, h.token, body, micros(max(delay, 0)), be.channel)
+			if err != nil {
+				return err
+			}
+			n, err = countRows(rows)
+			return err
+		})
 		return n > 0, err
 	})
 }
 
 // Extend pushes the claim's lease (and its Exclusive lock) to now+lease, by the database's
 // clock (Options.DefaultLease when lease <= 0), and updates c.LeaseUntil. Extending a claim
-// its holder already settled is a no-op.
+// its holder already settled is a no-op. Concurrent extensions share one statement.
 func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
 	if lease <= 0 {
 		lease = be.o.DefaultLease
 	}
-	var until time.Time
 	return be.settleOrExtend(ctx, "extend", c, false, func(ctx context.Context, h *handle) (bool, error) {
-		err := be.pool.QueryRow(ctx, be.sql.extend, h.id, h.token, micros(lease)).Scan(&until)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return false, nil
+		req := &groupReq{h: h, lease: micros(lease)}
+		if err := be.extends.do(ctx, req); err != nil {
+			return false, err
 		}
-		if err == nil {
-			c.LeaseUntil = until
+		if req.ok {
+			c.LeaseUntil = req.until
 		}
-		return err == nil, err
+		return req.ok, nil
 	})
 }
 
-// deleteLeased runs the Ack/Drop statement; true means the lease held and the row is gone.
+// deleteLeased deletes h's row in a group of Acks and Drops; true means the lease held and
+// the row is gone.
 func (be *Backend) deleteLeased(ctx context.Context, h *handle) (bool, error) {
-	rows, err := be.pool.Query(ctx, be.sql.ack, h.id, h.token, be.channel)
-	if err != nil {
+	req := &groupReq{h: h}
+	if err := be.deletes.do(ctx, req); err != nil {
 		return false, err
 	}
-	n, err := countRows(rows)
-	return n > 0, err
+	return req.ok, nil
+}
+
+// execDeletes runs the Ack/Drop statement for a group of claims. A claim whose row it
+// deleted is marked settled only once the statement succeeded as a whole.
+func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
+	ids, tokens := make([]int64, len(reqs)), make([]int64, len(reqs))
+	for i, q := range reqs {
+		ids[i], tokens[i] = q.h.id, q.h.token
+	}
+	rows, err := be.pool.Query(ctx, be.sql.ack, ids, tokens, be.channel, be.syncCommit(false))
+	if err != nil {
+		return err
+	}
+	held := make(map[[2]int64]bool, len(reqs))
+	var id, token, notified int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &token, &notified}, func() error {
+		held[[2]int64{id, token}] = true
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, q := range reqs {
+		if held[[2]int64{q.h.id, q.h.token}] {
+			q.ok = true
+			q.h.settled.Store(true)
+		}
+	}
+	return nil
+}
+
+// execExtends runs the Extend statement for a group of claims.
+func (be *Backend) execExtends(ctx context.Context, reqs []*groupReq) error {
+	ids, tokens, leases := make([]int64, len(reqs)), make([]int64, len(reqs)), make([]int64, len(reqs))
+	excl := false
+	for i, q := range reqs {
+		ids[i], tokens[i], leases[i] = q.h.id, q.h.token, q.lease
+		excl = excl || q.h.excl
+	}
+	rows, err := be.pool.Query(ctx, be.sql.extend, ids, tokens, leases, be.syncCommit(excl))
+	if err != nil {
+		return err
+	}
+	until := make(map[[2]int64]time.Time, len(reqs))
+	var (
+		id, token int64
+		at        time.Time
+	)
+	if _, err := pgx.ForEachRow(rows, []any{&id, &token, &at}, func() error {
+		until[[2]int64{id, token}] = at
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, q := range reqs {
+		if at, ok := until[[2]int64{q.h.id, q.h.token}]; ok {
+			q.ok, q.until = true, at
+		}
+	}
+	return nil
 }
 
 // settle runs a settling statement for c once; see settleOrExtend.
@@ -89,9 +150,10 @@ func (be *Backend) settle(ctx context.Context, op string, c *core.Claim, apply f
 	return be.settleOrExtend(ctx, op, c, true, apply)
 }
 
-// settleOrExtend checks c's handle, does nothing for a claim already settled, and runs apply,
-// whose false result (no row matched the id, token and a live lease) becomes an error
-// wrapping core.ErrLeaseLost. A successful settle marks the claim settled.
+// settleOrExtend checks c's handle, does nothing for a claim already settled, and runs apply
+// (which bounds its statement by QueryTimeout), whose false result (no row matched the id,
+// token and a live lease) becomes an error wrapping core.ErrLeaseLost. A successful settle
+// marks the claim settled.
 func (be *Backend) settleOrExtend(ctx context.Context, op string, c *core.Claim, settles bool, apply func(context.Context, *handle) (bool, error)) error {
 	if err := be.usable(op + " " + describe(c)); err != nil {
 		return err
@@ -105,24 +167,19 @@ func (be *Backend) settleOrExtend(ctx context.Context, op string, c *core.Claim,
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.settled {
+	if h.settled.Load() {
 		return nil
 	}
-	var held bool
-	err := be.run(ctx, op+" "+describe(c), func(ctx context.Context) error {
-		var err error
-		held, err = apply(ctx, h)
-		return err
-	})
+	held, err := apply(ctx, h)
 	if err != nil {
-		return err
+		return be.explain(op+" "+describe(c), err)
 	}
 	if !held {
 		return fmt.Errorf("sqljobs: %s %s (delivery %d): the lease ran out or the batch was handed out again, and it may already run elsewhere; do not settle it again: %w",
 			op, describe(c), c.Deliveries, core.ErrLeaseLost)
 	}
 	if settles {
-		h.settled = true
+		h.settled.Store(true)
 	}
 	return nil
 }

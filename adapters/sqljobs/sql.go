@@ -58,10 +58,12 @@ SELECT pg_notify($6, queue) FROM i`
 //   - the last row (id NULL) carries the seconds until the next row of these queues becomes
 //     claimable (a delayed batch or a lease running out), for the waiting Fetch's timer.
 //
-// $1 queues, $2 limits, $3 exclusive flags, $4 Unlimited budget, $5 node, $6 lease in µs.
+// $1 queues, $2 limits, $3 exclusive flags, $4 Unlimited budget, $5 node, $6 lease in µs,
+// $7 the transaction's synchronous_commit ('off', or NULL for the session's; see syncCommit).
 const sqlClaim = `
 WITH req AS (
 	SELECT r.q, r.lim, r.excl FROM unnest($1::text[], $2::int[], $3::bool[]) AS r(q, lim, excl)
+	WHERE set_config('synchronous_commit', COALESCE($7::text, current_setting('synchronous_commit')), true) IS NOT NULL
 ),
 pick AS MATERIALIZED (
 	SELECT c.id, r.q, r.excl, r.lim < 0 AS unl,
@@ -109,34 +111,46 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
 	) n
 )`
 
-// sqlExtend moves a live lease's end, and the exclusive lock's with it.
-// $1 id, $2 token, $3 lease in µs.
+// sqlExtend moves live leases' ends, and their exclusive locks' with them, for a group of
+// claims in one statement (see group). A row comes back for each claim whose lease held.
+// $1 ids, $2 tokens, $3 leases in µs, $4 synchronous_commit (see syncCommit).
 const sqlExtend = `
-WITH j AS (
-	UPDATE {{s}}.txmq_jobs SET run_at = now() + $3::bigint * interval '1 microsecond'
-	WHERE id = $1 AND lease_token = $2 AND run_at > now()
-	RETURNING id, queue, run_at
+WITH r AS (
+	SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) AS r(id, token, lease)
+	WHERE set_config('synchronous_commit', COALESCE($4::text, current_setting('synchronous_commit')), true) IS NOT NULL
+),
+j AS (
+	UPDATE {{s}}.txmq_jobs j SET run_at = now() + r.lease * interval '1 microsecond'
+	FROM r
+	WHERE j.id = r.id AND j.lease_token = r.token AND j.run_at > now()
+	RETURNING j.id, j.lease_token, j.queue, j.run_at
 ),
 l AS (
 	UPDATE {{s}}.txmq_jobs_exclusive x SET lease_until = j.run_at
 	FROM j WHERE x.queue = j.queue AND x.job_id = j.id
 	RETURNING 1
 )
-SELECT run_at FROM j`
+SELECT id, lease_token, run_at FROM j`
 
-// sqlAck deletes a batch under a live lease (Ack and Drop), releases its exclusive lock and,
-// when there was one, wakes nodes waiting for the queue. One row back means it held.
-// $1 id, $2 token, $3 channel.
+// sqlAck deletes batches under live leases (Ack and Drop) for a group of claims in one
+// statement (see group), releases their exclusive locks and, when there were any, wakes nodes
+// waiting for those queues. A row comes back for each claim whose lease held.
+// $1 ids, $2 tokens, $3 channel, $4 synchronous_commit (see syncCommit).
 const sqlAck = `
-WITH j AS (
-	DELETE FROM {{s}}.txmq_jobs WHERE id = $1 AND lease_token = $2 AND run_at > now()
-	RETURNING id, queue
+WITH r AS (
+	SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS r(id, token)
+	WHERE set_config('synchronous_commit', COALESCE($4::text, current_setting('synchronous_commit')), true) IS NOT NULL
+),
+j AS (
+	DELETE FROM {{s}}.txmq_jobs j USING r
+	WHERE j.id = r.id AND j.lease_token = r.token AND j.run_at > now()
+	RETURNING j.id, j.lease_token, j.queue
 ),
 l AS (
 	DELETE FROM {{s}}.txmq_jobs_exclusive x USING j WHERE x.queue = j.queue AND x.job_id = j.id
 	RETURNING x.queue
 )
-SELECT j.id, (SELECT count(*) FROM (SELECT pg_notify($3, l.queue) FROM l) n) FROM j`
+SELECT j.id, j.lease_token, (SELECT count(*) FROM (SELECT pg_notify($3, l.queue) FROM l) n) FROM j`
 
 // sqlRetry releases a live lease: the batch is claimable again after the delay, with the new
 // body and deliveries restarted (a rewrite), or, for a NULL body, as it was (in place).
