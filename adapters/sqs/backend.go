@@ -26,8 +26,9 @@ type Backend struct {
 	client *awssqs.Client
 	log    *slog.Logger
 
-	urlMu sync.Mutex
-	urls  map[string]string // SQS queue name -> URL
+	urlMu      sync.Mutex
+	urls       map[string]string     // SQS queue name -> URL
+	urlFlights map[string]*urlFlight // lookups in progress, by SQS queue name
 
 	mu      sync.Mutex
 	pollers map[pollKey]*poller
@@ -58,15 +59,16 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	return &Backend{
-		opts:     o,
-		client:   client,
-		log:      o.Logger,
-		urls:     map[string]string{},
-		pollers:  map[pollKey]*poller{},
-		stash:    map[string][]*pending{},
-		ev:       make(chan struct{}),
-		bg:       bg,
-		bgCancel: cancel,
+		opts:       o,
+		client:     client,
+		log:        o.Logger,
+		urls:       map[string]string{},
+		urlFlights: map[string]*urlFlight{},
+		pollers:    map[pollKey]*poller{},
+		stash:      map[string][]*pending{},
+		ev:         make(chan struct{}),
+		bg:         bg,
+		bgCancel:   cancel,
 	}, nil
 }
 

@@ -96,13 +96,32 @@ func BenchmarkEndToEnd(b *testing.B) {
 
 // BenchmarkIdle measures what idle queues cost: a node listens to 5 empty queues with the
 // given PollWait for a few waits; it reports ReceiveMessage requests per queue per hour.
+// PollWait=default leaves NodeOptions.PollWait zero, so the node uses PollWaitHint (20 s).
 func BenchmarkIdle(b *testing.B) {
-	for _, wait := range []time.Duration{time.Second, 5 * time.Second} {
-		b.Run(fmt.Sprintf("PollWait=%v", wait), func(b *testing.B) {
+	for _, wait := range []time.Duration{time.Second, 5 * time.Second, 0} {
+		name := fmt.Sprintf("PollWait=%v", wait)
+		if wait == 0 {
+			name = "PollWait=default"
+		}
+		b.Run(name, func(b *testing.B) {
 			s := newSpace(b)
 			be := s.client(b, &Options{MaxNativeDelay: DefaultMaxNativeDelay})
 			reg := core.NewRegistry()
-			n := txmqtest.StartNode(b, &core.NodeOptions{Backend: be, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: wait})
+			var n *core.Node
+			if wait > 0 {
+				n = txmqtest.StartNode(b, &core.NodeOptions{Backend: be, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: wait})
+			} else {
+				// Not txmqtest.StartNode, which sets a short test PollWait.
+				var err error
+				if n, err = core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: txmqtest.DiscardLogger()}); err != nil {
+					b.Fatal(err)
+				}
+				if err := n.Start(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = n.Close(context.Background()) })
+				wait = be.PollWaitHint()
+			}
 			const queues = 5
 			for i := range queues {
 				q := core.MustDeclare(reg, fmt.Sprintf("idle%d", i), core.QueueConfig[benchMsg]{Transactional: core.Try})

@@ -10,7 +10,8 @@
 // queue, created on first use (or up front by EnsureQueues) with 14-day retention. An
 // Exclusive queue is a FIFO queue, Prefix+name+".fifo". Each txmq queue also has a holding
 // queue, Prefix+name+"-Delayed" (standard), for batches not due soon enough for SQS's own
-// delay (see below). Queue URLs are cached per client.
+// delay (see below). Queue URLs are cached per client; concurrent first uses of a queue share
+// one lookup (and creation), and a Fetch looks up its queues concurrently, each in its own poll.
 //
 // # Fetching, and what an idle queue costs
 //

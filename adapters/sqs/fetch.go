@@ -60,12 +60,11 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		if err := be.checkName("fetch", qs.Queue); err != nil {
 			return nil, err
 		}
-		for _, k := range []kind{mainKind(qs.Exclusive), kindHold} {
-			if _, err := be.url(ctx, qs.Queue, k, true); err != nil {
-				return []*core.Claim{}, err
-			}
-		}
 	}
+	// Queues are looked up (and created on first use) by their own polls, concurrently: a
+	// Fetch over many new queues does not wait for one round trip after another before its
+	// first poll starts, and a queue whose lookup fails does not hold up the others (its
+	// error comes back through the poll, like a failed receive).
 	var waitSecs int32
 	var deadline <-chan time.Time
 	if req.Wait > 0 {

@@ -2,6 +2,7 @@ package sqs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -74,21 +75,71 @@ func (be *Backend) checkName(op, queue string) error {
 
 // url returns the URL of queue's SQS queue of kind k, from the cache, else by GetQueueUrl,
 // creating the queue when it does not exist and create is set. With create unset, a missing
-// queue gives "" and a nil error.
+// queue gives "" and a nil error. Concurrent first uses of one SQS queue share a single lookup
+// (and creation): a flush publishing many batches to a new queue, or a Fetch and a Publish
+// meeting on it, make one GetQueueUrl and at most one CreateQueue, not one each.
 func (be *Backend) url(ctx context.Context, queue string, k kind, create bool) (string, error) {
 	name := be.sqsName(queue, k)
-	be.urlMu.Lock()
-	u, ok := be.urls[name]
-	be.urlMu.Unlock()
-	if ok {
-		return u, nil
+	for {
+		be.urlMu.Lock()
+		if u, ok := be.urls[name]; ok {
+			be.urlMu.Unlock()
+			return u, nil
+		}
+		f := be.urlFlights[name]
+		if f == nil {
+			f = &urlFlight{done: make(chan struct{}), create: create}
+			be.urlFlights[name] = f
+			be.urlMu.Unlock()
+			be.resolve(ctx, f, name, queue, k)
+			return f.url, f.err
+		}
+		be.urlMu.Unlock()
+		// Another call is resolving name: wait for it. A lookup without create that found no
+		// queue does not answer a call that must create it, and a flight that failed on its
+		// own caller's context is not this call's failure: look again.
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return "", wrap("look up SQS queue "+name, queue, ctx.Err())
+		}
+		if f.err == nil && (f.url != "" || !create) {
+			return f.url, nil
+		}
+		if f.err != nil && classify(f.err) != classCanceled && !errors.Is(f.err, context.DeadlineExceeded) {
+			return "", f.err
+		}
+		if ctx.Err() != nil {
+			return "", wrap("look up SQS queue "+name, queue, ctx.Err())
+		}
 	}
+}
+
+// urlFlight is one lookup (and creation) of an SQS queue's URL in progress.
+type urlFlight struct {
+	done   chan struct{}
+	create bool
+	url    string
+	err    error
+}
+
+// resolve runs f: GetQueueUrl, then CreateQueue when the queue is missing and f.create is
+// set. It caches a URL found and ends the flight.
+func (be *Backend) resolve(ctx context.Context, f *urlFlight, name, queue string, k kind) {
+	defer func() {
+		be.urlMu.Lock()
+		if f.err == nil && f.url != "" {
+			be.urls[name] = f.url
+		}
+		delete(be.urlFlights, name)
+		be.urlMu.Unlock()
+		close(f.done)
+	}()
 	out, err := be.client.GetQueueUrl(ctx, &awssqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	switch {
 	case err == nil:
-		u = aws.ToString(out.QueueUrl)
-	case isNoQueue(err) && !create:
-		return "", nil
+		f.url = aws.ToString(out.QueueUrl)
+	case isNoQueue(err) && !f.create:
 	case isNoQueue(err):
 		attrs := map[string]string{"MessageRetentionPeriod": strconv.Itoa(retention)}
 		if k == kindFIFO {
@@ -97,16 +148,13 @@ func (be *Backend) url(ctx context.Context, queue string, k kind, create bool) (
 		}
 		cout, cerr := be.client.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 		if cerr != nil {
-			return "", wrap("create SQS queue "+name, queue, cerr)
+			f.err = wrap("create SQS queue "+name, queue, cerr)
+			return
 		}
-		u = aws.ToString(cout.QueueUrl)
+		f.url = aws.ToString(cout.QueueUrl)
 	default:
-		return "", wrap("look up SQS queue "+name, queue, err)
+		f.err = wrap("look up SQS queue "+name, queue, err)
 	}
-	be.urlMu.Lock()
-	be.urls[name] = u
-	be.urlMu.Unlock()
-	return u, nil
 }
 
 // forgetURL drops a cached URL after SQS said the queue does not exist, so the next call
