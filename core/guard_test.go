@@ -85,7 +85,7 @@ func TestSlowOnErrorKeepsTheLease(t *testing.T) {
 	t.Parallel()
 	n, fb := newTestNode(t, &NodeOptions{Lease: 200 * time.Millisecond})
 	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try, MaxAttempts: 1,
-		OnError: func([]int, error, int) error { time.Sleep(400 * time.Millisecond); return nil }})
+		OnError: func([]int, error, int) error { time.Sleep(700 * time.Millisecond); return nil }})
 	_ = q.Listen(n, func(context.Context, []int) error { return errors.New("nope") })
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -99,6 +99,6 @@ func TestSlowOnErrorKeepsTheLease(t *testing.T) {
 	extends := fb.extends
 	fb.mu.Unlock()
 	if _, _, dropped := fb.counts(); dropped != 1 || extends == 0 {
-		t.Fatalf("dropped %d, lease extended %d times during a 400ms OnError on a 200ms lease; want 1 and > 0", dropped, extends)
+		t.Fatalf("dropped %d, lease extended %d times during a 700ms OnError on a 200ms lease; want 1 and > 0", dropped, extends)
 	}
 }

@@ -60,7 +60,7 @@ func TestCloseReleasesListenersPastTheDeadline(t *testing.T) {
 	// attempt 1 in the body and a first delivery: this is run 2.
 	done := startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 1, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(200 * time.Millisecond)})
 	waitFor(t, "the run", func() bool { return n.Stats().Runs == 1 })
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
 	if err := n.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Close: %v, want a deadline error", err)

@@ -27,7 +27,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // batch after stopping: it gives it back at once, before Close returns, without spending a run.
 func TestCloseReleasesClaimsOfTheInterruptedFetch(t *testing.T) {
 	t.Parallel()
-	fetching := make(chan struct{})
+	fetching := make(chan struct{}, 1) // buffered: the first Fetch may start before the test waits
 	fb := &fakeBackend{}
 	fb.fetchFn = func(ctx context.Context, req FetchRequest) ([]*Claim, error) {
 		select {
