@@ -50,7 +50,8 @@ var (
 	msgs       = flag.Int("n", 50000, "messages in the 100-msgs/batch backlog; the one-per-batch scenarios use n/5")
 	workers    = flag.Int("workers", 50, "concurrency: River MaxWorkers and txmq MaxConcurrentBatches")
 	samples    = flag.Int("samples", 200, "pickup latency samples")
-	rate       = flag.Int("rate", 1000, "steady scenario: messages/s")
+	rate       = flag.Int("rate", 200, "steady scenario: messages/s")
+	conns      = flag.Int("conns", 20, "pool size (MaxConns) of the pool txmq and River share")
 	steadyFor  = flag.Duration("steady", 10*time.Second, "steady scenario: how long to publish")
 	queues     = flag.Int("queues", 1000, "idle scenario: declared queues")
 	idleFor    = flag.Duration("idle", 30*time.Second, "idle scenario: measuring window")
@@ -83,7 +84,7 @@ func main() {
 	}
 
 	if run["backlog"] {
-		fmt.Printf("backlog burn-down: %d messages (one-per-batch scenarios %d), concurrency %d\n", *msgs, *msgs/5, *workers)
+		fmt.Printf("backlog burn-down: %d messages (one-per-batch scenarios %d), concurrency %d, pool %d connections\n", *msgs, *msgs/5, *workers, *conns)
 		tx100 := txmqBacklog(ctx, pool, *msgs, 100, "")
 		fmt.Printf("  txmq sqljobs (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
 		tx1 := txmqBacklog(ctx, pool, *msgs/5, 1, *cpuProfile)
@@ -134,6 +135,7 @@ func newPool(ctx context.Context, app string, tracers ...pgx.QueryTracer) *pgxpo
 		log.Fatal(err)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	cfg.MaxConns = int32(*conns)
 	if len(tracers) > 0 {
 		cfg.ConnConfig.Tracer = tracers[0]
 	}

@@ -51,7 +51,8 @@
 // to Options.SettleWindow (1 ms) or until Options.SettleBatch (100) are pending. Each call
 // returns its own claim's outcome, read from the returned (id, token) pairs. The statement
 // runs detached from the callers' cancellation; a caller that stops waiting gets its
-// context's error, and the handle still records a delete the statement made.
+// context's error, and the handle still records a delete the statement made. A call whose
+// context has already ended settles nothing and returns the context's error.
 //
 // Claims, Acks, Drops and Extends commit with synchronous_commit = off, set for their own
 // transaction only (Options.DurableSettles turns this off); Publish and Retry always wait for

@@ -49,6 +49,9 @@ func newGroup(be *Backend, exec func(context.Context, []*groupReq) error) *group
 // do runs req in a round and reports the round's error, unclassified, or ctx's error when
 // ctx ended first; req.ok (and req.until) are set when it is nil.
 func (g *group) do(ctx context.Context, req *groupReq) error {
+	if err := ctx.Err(); err != nil {
+		return err // the caller gave up already: settle nothing
+	}
 	o := &g.be.o
 	if o.SettleWindow < 0 || o.SettleBatch <= 1 {
 		r := &round{reqs: []*groupReq{req}}

@@ -202,3 +202,27 @@ func TestAsyncCommitStaysInItsTransaction(t *testing.T) {
 		}
 	}
 }
+
+// TestSettleWithCancelledContext: a settle whose context has already ended does nothing and
+// says so, as before grouping; the claim can still be settled with a live context.
+func TestSettleWithCancelledContext(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	be := w.backend(nil)
+	publishN(t, be, "q", 1)
+	c := fetch(t, be, 30*time.Second, all("q"))[0]
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := be.Ack(ctx, c); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ack with a cancelled context: %v, want context.Canceled", err)
+	}
+	if err := be.Extend(ctx, c, time.Minute); !errors.Is(err, context.Canceled) {
+		t.Fatalf("extend with a cancelled context: %v, want context.Canceled", err)
+	}
+	if d := depth(t, be, "q"); d != (core.Depth{InFlight: 1}) {
+		t.Fatalf("depth after the refused ack = %+v, want the batch still in flight", d)
+	}
+	if err := be.Ack(ctxT(t), c); err != nil {
+		t.Fatalf("ack: %v", err)
+	}
+}
