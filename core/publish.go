@@ -50,9 +50,7 @@ func (n *Node) enqueue(p *Pending) {
 	if n.halted.Load() {
 		return
 	}
-	ctx, cancel := n.claimCtx()
-	defer cancel()
-	n.flush(ctx, []*queueBuffer{{spec: p.spec, pending: []*Pending{p}, messages: len(p.Messages)}}, false)
+	n.flush(context.Background(), []*queueBuffer{{spec: p.spec, pending: []*Pending{p}, messages: len(p.Messages)}}, false)
 }
 
 // flushLoop flushes due buffers every FlushTick until the buffer is sealed (Close drains the
@@ -82,20 +80,17 @@ func (n *Node) flushDue(all bool) {
 	if len(due) == 0 {
 		return
 	}
-	ctx, cancel := n.claimCtx()
-	defer cancel()
-	n.flush(ctx, due, true)
+	n.flush(context.Background(), due, true)
 }
 
-// flushAll drains the whole buffer within ctx (used by Close).
+// flushAll drains the whole buffer (used by Close): publishes are tried until ctx ends, and what
+// the backend did not take by then goes to the outbox.
 func (n *Node) flushAll(ctx context.Context) {
 	due := n.buf.take(n.clock.Now(), true)
 	if len(due) == 0 {
 		return
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.ClaimTimeout)
-	defer cancel()
-	n.flush(fctx, due, true)
+	n.flush(ctx, due, true)
 }
 
 // flushConcurrency bounds parallel backend writes of one flush.
@@ -103,6 +98,8 @@ const flushConcurrency = 8
 
 // flush encodes the given queue buffers into batches and stores them; a batch the backend
 // refuses goes to the outbox, and only if that fails too is it dropped, logged and counted.
+// Each batch gets its own ClaimTimeout from the moment its write starts (within ctx), so a
+// large flush on a slow backend never times out the batches still waiting for a slot.
 // fromBuffer says the queue buffers were taken from n.buf, whose count is lowered at the end.
 func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 	if fromBuffer {
@@ -141,10 +138,13 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 	wg.Wait()
 }
 
-// store writes one batch to the backend, falling back to the outbox.
+// store writes one batch to the backend within ClaimTimeout (and ctx), falling back to the
+// outbox on a context of its own, so a publish that timed out is still handed off.
 func (n *Node) store(ctx context.Context, b OutgoingBatch) {
 	msgs := b.Messages
-	err := safeCall("backend Publish", func() error { return n.backend.Publish(ctx, b) })
+	pctx, cancel := context.WithTimeout(ctx, n.opts.ClaimTimeout)
+	defer cancel()
+	err := safeCall("backend Publish", func() error { return n.backend.Publish(pctx, b) })
 	if err == nil {
 		n.stats.publishedBatches.Add(1)
 		n.stats.publishedMessages.Add(int64(msgs))
@@ -157,7 +157,9 @@ func (n *Node) store(ctx context.Context, b OutgoingBatch) {
 		n.dropped(b.Queue, ReasonNoOutbox, msgs, "txmq: backend refused a batch and no outbox is configured; batch dropped", "batch", b.ID, "error", err)
 		return
 	}
-	if herr := safeCall("outbox Handoff", func() error { return n.opts.Handoff.Handoff(ctx, []OutgoingBatch{b}) }); herr != nil {
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.ClaimTimeout)
+	defer hcancel()
+	if herr := safeCall("outbox Handoff", func() error { return n.opts.Handoff.Handoff(hctx, []OutgoingBatch{b}) }); herr != nil {
 		n.dropped(b.Queue, ReasonOutboxHandoffFailed, msgs, "txmq: backend refused a batch and the outbox insert failed too; batch dropped", "batch", b.ID, "error", err, "outbox_error", herr)
 		return
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"sync"
@@ -371,4 +372,69 @@ func TestDedupAndSlicing(t *testing.T) {
 	if ids[0] != firstID {
 		t.Fatalf("dedup lost the kept message's id: %s vs %s", ids[0], firstID)
 	}
+}
+
+// slowPublish takes a while for every batch, honouring ctx.
+type slowPublish struct {
+	fakeBackend
+	delay time.Duration
+}
+
+func (s *slowPublish) Publish(ctx context.Context, b OutgoingBatch) error {
+	select {
+	case <-time.After(s.delay):
+		return s.fakeBackend.Publish(ctx, b)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestLargeFlushOnSlowBackend: a flush of many batches on a slow backend gives each batch its
+// own timeout from the moment its write starts; batches waiting for a write slot must not run
+// out of time (they used to share one deadline and were dropped), and a publish that times out
+// is still handed to the outbox on a live context.
+func TestLargeFlushOnSlowBackend(t *testing.T) {
+	t.Parallel()
+	slow := &slowPublish{delay: 40 * time.Millisecond}
+	n, _ := newTestNode(t, &NodeOptions{Backend: slow, FlushWindow: time.Hour, FlushCap: time.Hour, ClaimTimeout: 150 * time.Millisecond})
+	ctx := context.Background()
+	for i := range 40 { // 40 queues, one batch each: 5 rounds of 8 writes, 200 ms in all
+		q := MustDeclare(n.Registry(), fmt.Sprintf("q%d", i), QueueConfig[int]{Transactional: Try})
+		if err := q.Publish(ctx, n, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n.flushDue(true)
+	if got := len(slow.batches()); got != 40 {
+		t.Fatalf("%d of 40 batches stored; dropped: %v", got, n.Stats().Dropped)
+	}
+
+	// A publish that times out goes to the outbox on a context that is still alive.
+	stuck := &slowPublish{delay: time.Hour}
+	h := &ctxHandoff{}
+	n2, _ := newTestNode(t, &NodeOptions{Backend: stuck, Handoff: h, FlushWindow: time.Hour, FlushCap: time.Hour, ClaimTimeout: 50 * time.Millisecond})
+	q := MustDeclare(n2.Registry(), "q", QueueConfig[int]{Transactional: Try})
+	_ = q.Publish(ctx, n2, 1)
+	n2.flushDue(true)
+	if h.got != 1 || h.deadErr != nil {
+		t.Fatalf("handoffs %d, ctx error at handoff %v; want 1 with a live context", h.got, h.deadErr)
+	}
+}
+
+// ctxHandoff records handoffs and whether their context was already done.
+type ctxHandoff struct {
+	mu      sync.Mutex
+	got     int
+	deadErr error
+}
+
+func (h *ctxHandoff) Handoff(ctx context.Context, bs []OutgoingBatch) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.got += len(bs)
+	if err := ctx.Err(); err != nil {
+		h.deadErr = err
+		return err
+	}
+	return nil
 }
