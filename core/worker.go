@@ -26,7 +26,14 @@ type running struct {
 // never turn into a redelivery or a crash.
 func (n *Node) work(l *listener, c *Claim) {
 	defer n.workers.Done()
-	defer n.release(c.Queue)
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			n.release(c.Queue)
+		}
+	}
+	defer release()
 	ctx, cancel := context.WithCancelCause(n.runCtx)
 	defer cancel(nil)
 	r := &running{claim: c, cancel: cancel}
@@ -69,6 +76,10 @@ func (n *Node) work(l *listener, c *Claim) {
 	switch {
 	case runErr == nil:
 		n.stats.succeeded.Add(1)
+		// The listener is done: its slot is free for the next batch while the Ack travels (the
+		// lease is held until the Ack lands, and the backend keeps an Exclusive queue's batch
+		// in flight until then). On a remote backend this overlaps the next claim with the Ack.
+		release()
 		n.settleErr(c, "ack", n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) }))
 	case r.lost.Load() || errors.Is(cause, ErrLeaseLost):
 		n.stats.failed.Add(1)
