@@ -146,24 +146,44 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 	if err := be.usable("depths", ""); err != nil {
 		return nil, err
 	}
-	out := make(map[string]core.Depth, len(queues))
 	for _, q := range queues {
 		if err := be.checkName("depths", q); err != nil {
 			return nil, err
 		}
-		var d core.Depth
-		for _, k := range []kind{kindStandard, kindFIFO, kindHold} {
-			vis, inflight, delayed, err := be.queueCounts(ctx, q, k)
-			if err != nil {
-				return nil, err
-			}
-			if k == kindHold {
-				d.Delayed += vis + inflight + delayed
-				continue
-			}
-			d.Ready += vis
-			d.InFlight += inflight
-			d.Delayed += delayed
+	}
+	// Every queue has up to three SQS queues; ask them all at once, at most 16 requests in
+	// flight, so a status check over many queues takes one round trip or so, not one each.
+	kinds := []kind{kindStandard, kindFIFO, kindHold}
+	type result struct{ vis, inflight, delayed int64 }
+	results := make([]result, len(queues)*len(kinds))
+	errs := make([]error, len(results))
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for i := range results {
+		q, k := queues[i/len(kinds)], kinds[i%len(kinds)]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			var r result
+			r.vis, r.inflight, r.delayed, errs[i] = be.queueCounts(ctx, q, k)
+			results[i] = r
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]core.Depth, len(queues))
+	for i, r := range results {
+		q, k := queues[i/len(kinds)], kinds[i%len(kinds)]
+		d := out[q]
+		if k == kindHold {
+			d.Delayed += r.vis + r.inflight + r.delayed
+		} else {
+			d.Ready += r.vis
+			d.InFlight += r.inflight
+			d.Delayed += r.delayed
 		}
 		out[q] = d
 	}
