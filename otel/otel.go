@@ -1,12 +1,3 @@
-// Package otel carries OpenTelemetry trace context through txmq batches: the publisher's span
-// context is stored in the batch envelope, and the listener's context is its remote child, so
-// spans a listener starts join the publisher's trace.
-//
-//	opts := &core.NodeOptions{Backend: b}
-//	otel.Configure(opts) // uses the global propagator (otelapi.GetTextMapPropagator)
-//
-// A batch coalesces the messages of several publish calls; it carries the trace context of the
-// first call in it.
 package otel
 
 import (

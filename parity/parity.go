@@ -1,31 +1,3 @@
-// Package parity is the conformance suite every txmq adapter passes: the same properties, run
-// the same way, against every backend, so that "swap the backend by setting" holds.
-//
-// An adapter package has exactly one test that calls Run with a Harness:
-//
-//	func TestParity(t *testing.T) { parity.Run(t, harness{}) }
-//
-// The suite makes its own nodes (core.NewNode on Env.Backend, a fresh core.Registry and
-// unique queue names per property, a short lease and a fast backoff), simulates node crashes
-// with core.Node.Halt and backend outages with Env.Break/Env.Restore, and adapts to the
-// backend's Caps; it never skips a property. Each property is a named subtest
-// (group/property, for example "leases/lost_lease_settle_errors"), and the ones where it
-// matters run a second time with every batch stored twice (suffix "_dup", see
-// txmqtest.Duplicate). At the end Run prints one line per adapter:
-//
-//	parity[memory]: 38 properties ran, 38 passed, 0 failed
-//
-// (also appended to the file named by TXMQ_PARITY_SUMMARY, since go test hides a passing
-// package's output without -v). Skipped properties (the Postgres ones, locally, when no
-// database answers) are counted as skipped, never as passed.
-//
-// # Concurrency
-//
-// Properties mostly wait on time (leases, delays, backoff), so they run concurrently, up to
-// Caps.Parallel at once. They are started from goroutines as ordinary subtests rather than
-// with t.Parallel, because t.Parallel is bounded by -parallel (GOMAXPROCS by default, 2 on
-// a small CI machine), which would serialize the suite. Every property uses its own Env
-// (namespace), registry and queue names, so they do not interfere.
 package parity
 
 import (

@@ -1,6 +1,3 @@
-// Package natsenv starts the embedded nats-server (v2.15, JetStream) the NATS adapter's tests use,
-// or points them at an outside server from TXMQ_NATS_URL. It lives apart from testenv so that
-// importing the parity suite does not pull in the NATS server.
 package natsenv
 
 import (
