@@ -122,9 +122,7 @@ func (be *Backend) Close() error {
 		q.stash = nil
 	}
 	be.mu.Unlock()
-	for _, s := range stashed {
-		_ = s.msg.Nak() // hand it back now rather than after its lease
-	}
+	be.giveBack(stashed) // now rather than after its lease, unless the lease is gone
 	if be.ownConn {
 		// Flush pending acks before closing; Drain would wait for subscriptions too.
 		_ = be.nc.FlushTimeout(be.opts.Timeout)

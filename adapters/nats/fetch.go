@@ -47,8 +47,9 @@ type slot struct {
 // Fetch returns as soon as it can hand out at least one claim. A pull that outlives the Fetch
 // that started it (the Fetch returned early with another queue's claims, or ctx was
 // cancelled) keeps filling the stash, and the next Fetch hands those claims out first, so a
-// claim the server made is never stranded. A stashed claim whose lease is half gone is given
-// back to the server (Nak) instead of being handed out.
+// claim the server made is never stranded. A stashed claim whose lease is half gone is not
+// handed out: it is given back to the server (Nak) while its lease holds, and otherwise left
+// to the server's redelivery (a Nak from a stale delivery would be applied to the current one).
 func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 	claims := []*core.Claim{}
 	if len(req.Queues) == 0 {
@@ -116,7 +117,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		}
 		if len(claims) > 0 || pollErr != nil {
 			be.mu.Unlock()
-			nakAll(release)
+			be.giveBack(release)
 			if len(claims) > 0 {
 				return claims, nil
 			}
@@ -147,7 +148,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			go be.poll(s.q, s.cons, s.ackWait, want, expires)
 		}
 		be.mu.Unlock()
-		nakAll(release)
+		be.giveBack(release)
 		if !waiting || ctx.Err() != nil {
 			return claims, nil
 		}
@@ -177,7 +178,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 				release = append(release, rel...)
 			}
 			be.mu.Unlock()
-			nakAll(release)
+			be.giveBack(release)
 			return claims, nil
 		}
 	}
@@ -213,9 +214,15 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 	return claims, budget, release
 }
 
-func nakAll(ss []*stashed) {
+// giveBack hands stashed messages back to the server (Nak) so another claim can take them at
+// once. A message whose lease has run out, or is within the margin of it, is left alone: the
+// server may already have redelivered it, and it would accept this stale delivery's Nak and
+// hand the batch out again while its current holder runs it.
+func (be *Backend) giveBack(ss []*stashed) {
 	for _, s := range ss {
-		_ = s.msg.Nak()
+		if time.Now().Add(be.leaseMargin(s.ackWait)).Before(s.leaseUntil) {
+			_ = s.msg.Nak()
+		}
 	}
 }
 

@@ -1,0 +1,65 @@
+package nats
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv/natsenv"
+)
+
+// stashOne leaves one delivered but unhanded message of queue in be's stash: a Fetch is
+// cancelled while its pull is outstanding, then a batch is published into that pull.
+func stashOne(t *testing.T, be *Backend, queue string, lease time.Duration) {
+	t.Helper()
+	fetchWait(t, be, 0, lease, all(queue)) // create the consumer
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	if cs, err := be.Fetch(ctx, core.FetchRequest{Node: "n", Lease: lease, Wait: lease, Queues: []core.QueueSlots{one(queue)}}); err != nil || len(cs) != 0 {
+		t.Fatalf("cancelled fetch: %d claims, %v", len(cs), err)
+	}
+	publish(t, sibling(t, be), queue, "s1", time.Time{})
+	eventually(t, "the batch reaches the stash", func() bool {
+		be.mu.Lock()
+		defer be.mu.Unlock()
+		return len(be.queues[queue].stash) == 1
+	})
+}
+
+// A stashed message whose lease ran out has been redelivered to another node: giving it back
+// (Nak) from the stale delivery would make the server hand the batch out a third time while
+// the second holder still runs it (JetStream accepts a Nak from a previous holder).
+func TestStaleStashNotGivenBack(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"fetch", "close"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			lease := 800 * time.Millisecond
+			a := openBackend(t, natsenv.NATSURL(t), nil)
+			b, c := sibling(t, a), sibling(t, a)
+			stashOne(t, a, "q", lease)
+			time.Sleep(lease + 200*time.Millisecond)
+			held := fetchN(t, b, 1, lease, one("q"))[0]
+			if held.Deliveries != 2 {
+				t.Fatalf("redelivery to b: deliveries %d", held.Deliveries)
+			}
+			if how == "fetch" {
+				if cs := fetchWait(t, a, 0, lease, one("q")); len(cs) != 0 {
+					t.Fatalf("a handed out its stale stashed claim")
+				}
+			} else {
+				a.Close()
+			}
+			if err := b.Extend(context.Background(), held, lease); err != nil {
+				t.Fatalf("extend: %v", err)
+			}
+			if cs := fetchWait(t, c, lease/4, lease, one("q")); len(cs) != 0 {
+				t.Fatalf("batch handed out again (deliveries %d) while b holds it", cs[0].Deliveries)
+			}
+			if err := b.Ack(context.Background(), held); err != nil {
+				t.Fatalf("ack: %v", err)
+			}
+		})
+	}
+}
