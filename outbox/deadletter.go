@@ -54,7 +54,7 @@ type DeadLetterRow struct {
 	Exclusive bool
 	// Reason is a core.Reason constant.
 	Reason string
-	// LastError is the last error's text.
+	// LastError is the last error's text (invalid UTF-8 and NUL bytes replaced, at most 64 KiB).
 	LastError string
 	// Attempts is the number of runs spent.
 	Attempts int
@@ -91,7 +91,7 @@ func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
 			body = EXCLUDED.body, exclusive = EXCLUDED.exclusive, reason = EXCLUDED.reason,
 			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
 			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL`,
-		dl.Queue, dl.BatchID, dl.Body, exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, at)
+		dl.Queue, dl.BatchID, dl.Body, exclusive, dl.Reason, errorText(dl.Error, maxDeadErrorText), dl.Attempts, dl.Messages, at)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: storing dead letter of queue %q (batch %s, reason %s) in %s: %w; check the app database and that outbox.Migrate ran",
 			dl.Queue, dl.BatchID, dl.Reason, s.dead, err)
@@ -202,7 +202,10 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 				core.ErrUndecodable, id, d.Queue, env.Queue)
 		}
 		b := core.OutgoingBatch{ID: env.ID, Queue: d.Queue, Body: body, Exclusive: d.Exclusive}
-		if err := s.backend.Publish(ctx, b); err != nil {
+		pctx, cancel := context.WithTimeout(ctx, s.o.PublishTimeout)
+		err = s.publishOne(pctx, b)
+		cancel()
+		if err != nil {
 			return fmt.Errorf("txmq outbox: replaying dead letter %d (queue %q, batch %s): the backend refused it, the row stays dead; retry later: %w",
 				id, d.Queue, env.ID, err)
 		}

@@ -30,6 +30,8 @@ type fakeBackend struct {
 	calls   int
 	fail    error
 	delay   time.Duration
+	// fn, when set, runs first in Publish; a non-nil error (or a panic) is the publish's.
+	fn func(ctx context.Context, ob core.OutgoingBatch) error
 }
 
 func (b *fakeBackend) setFail(err error) {
@@ -38,7 +40,15 @@ func (b *fakeBackend) setFail(err error) {
 	b.mu.Unlock()
 }
 
-func (b *fakeBackend) Publish(_ context.Context, ob core.OutgoingBatch) error {
+func (b *fakeBackend) Publish(ctx context.Context, ob core.OutgoingBatch) error {
+	if b.fn != nil {
+		if err := b.fn(ctx, ob); err != nil {
+			b.mu.Lock()
+			b.calls++
+			b.mu.Unlock()
+			return err
+		}
+	}
 	b.mu.Lock()
 	b.calls++
 	fail, delay := b.fail, b.delay

@@ -48,9 +48,12 @@ type Options struct {
 	BackoffBase time.Duration
 	// BackoffMax caps the delay between attempts. Default 10 min.
 	BackoffMax time.Duration
-	// PublishTimeout bounds each claimed page of publishes, detached from the caller's
-	// cancellation so a cancelled context never strands a published-but-undeleted row.
-	// Default 30 s.
+	// PublishTimeout bounds the publishes of each claimed page (and each Replay), detached
+	// from the caller's cancellation so a cancelled context never strands a
+	// published-but-undeleted row. When it runs out (even on a backend that ignores its
+	// context), the publish in flight counts a failed attempt, the rows after it are left
+	// untried, and the rows published so far are deleted and committed within a further 15 s,
+	// so a hung backend never holds row locks for longer. Default 30 s.
 	PublishTimeout time.Duration
 	// Logger receives the store's logs. Default slog.Default().
 	Logger *slog.Logger

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,18 +27,85 @@ const (
 	viaSweep  = "sweep"
 )
 
-// maxErrorText caps the last_error stored per row.
-const maxErrorText = 2000
+// Caps of the error texts stored, in bytes.
+const (
+	maxErrorText     = 2000     // txmq_outbox.last_error
+	maxDeadErrorText = 64 << 10 // txmq_dead_letters.last_error
+)
+
+// dbGrace is how long the database work of a page (recording failures, deleting the published
+// rows, committing) may take after the page's publish budget (Options.PublishTimeout) ran out.
+const dbGrace = 15 * time.Second
+
+// pageContexts returns the contexts of one page: db for its transaction, detached from
+// parent's cancellation and bounded by the publish timeout plus dbGrace; pub, a child of db,
+// for the publishes, bounded by the publish timeout. A publish that uses up the budget
+// therefore still leaves time to record it and to delete the rows published before it.
+func (s *Store) pageContexts(parent context.Context) (db, pub context.Context, cancel func()) {
+	db, cancelDB := context.WithTimeout(context.WithoutCancel(parent), s.o.PublishTimeout+dbGrace)
+	pub, cancelPub := context.WithTimeout(db, s.o.PublishTimeout)
+	return db, pub, func() { cancelPub(); cancelDB() }
+}
+
+// errorText makes a publish or listener error storable in a text column: valid UTF-8 without
+// NUL bytes (PostgreSQL refuses both, and a refused UPDATE would roll a whole page back),
+// at most limit bytes, cut on a rune boundary.
+func errorText(msg string, limit int) string {
+	msg = strings.ToValidUTF8(msg, "\ufffd")
+	msg = strings.ReplaceAll(msg, "\x00", "\\x00")
+	if len(msg) > limit {
+		cut := limit
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut]
+	}
+	return msg
+}
+
+// publishOne publishes b to the backend within ctx, even if the backend ignores ctx (the call
+// is then abandoned, and may still land: at-least-once), turning a panic into an error, so
+// that a misbehaving backend never holds a page's row locks past its budget nor crashes the
+// relay.
+func (s *Store) publishOne(ctx context.Context, b core.OutgoingBatch) error {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("txmq outbox: the backend's Publish panicked: %v", r)
+			}
+		}()
+		done <- s.backend.Publish(ctx, b)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		select {
+		case err := <-done: // it returned at the deadline
+			return err
+		default:
+		}
+		return fmt.Errorf("txmq outbox: the backend's Publish did not return within Options.PublishTimeout (%v); abandoned, the batch may still be published and then be published twice: %w",
+			s.o.PublishTimeout, ctx.Err())
+	}
+}
 
 // publishLocked publishes rows that tx holds locked, deletes the published ones in one
-// statement and records failures, all in tx (the caller commits). It stops at the first error
-// wrapping core.ErrBackendUnavailable, without counting an attempt, and returns that error as
-// stop. err is a database error: the caller rolls back (published rows are then published
-// again later: at-least-once).
-func (s *Store) publishLocked(ctx context.Context, tx pgx.Tx, rows []row, via string) (published int, stop, err error) {
+// statement and records failures, all in tx (the caller commits). Publishes run on pub, the
+// database work on db (see pageContexts). It stops at the first error wrapping
+// core.ErrBackendUnavailable, without counting an attempt, and returns that error as stop.
+// When pub ends, the row in flight counts a failed attempt and the rows after it are left
+// untried. tried is how many rows of rows were tried. err is a database error: the caller
+// rolls back (published rows are then published again later: at-least-once).
+func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, via string) (published, tried int, stop, err error) {
 	ok := make([]int64, 0, len(rows))
 	for _, r := range rows {
-		perr := s.backend.Publish(ctx, r.batch)
+		if pub.Err() != nil {
+			break // the page's budget is spent: leave the rest untried
+		}
+		tried++
+		perr := s.publishOne(pub, r.batch)
 		if perr == nil {
 			ok = append(ok, r.id)
 			s.safeHook(func() {
@@ -59,24 +128,20 @@ func (s *Store) publishLocked(ctx context.Context, tx pgx.Tx, rows []row, via st
 		}
 		attempts := r.attempts + 1
 		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
-		msg := perr.Error()
-		if len(msg) > maxErrorText {
-			msg = msg[:maxErrorText]
-		}
 		s.log.Warn("txmq outbox: publish failed, row scheduled again",
 			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", via, "attempts", attempts, "retry_in", delay, "error", perr)
-		if _, err := tx.Exec(ctx, `UPDATE `+s.outbox+` SET attempts = attempts + 1, last_error = $2,
+		if _, err := tx.Exec(db, `UPDATE `+s.outbox+` SET attempts = attempts + 1, last_error = $2,
 			next_attempt_at = now() + $3 * interval '1 microsecond' WHERE id = $1`,
-			r.id, msg, delay.Microseconds()); err != nil {
-			return 0, stop, fmt.Errorf("txmq outbox: recording the failed publish of row %d (queue %q): %w", r.id, r.batch.Queue, err)
+			r.id, errorText(perr.Error(), maxErrorText), delay.Microseconds()); err != nil {
+			return 0, tried, stop, fmt.Errorf("txmq outbox: recording the failed publish of row %d (queue %q): %w", r.id, r.batch.Queue, err)
 		}
 	}
 	if len(ok) > 0 {
-		if _, err := tx.Exec(ctx, `DELETE FROM `+s.outbox+` WHERE id = ANY($1)`, ok); err != nil {
-			return 0, stop, fmt.Errorf("txmq outbox: deleting %d published row(s): %w; they will be published again (at-least-once)", len(ok), err)
+		if _, err := tx.Exec(db, `DELETE FROM `+s.outbox+` WHERE id = ANY($1)`, ok); err != nil {
+			return 0, tried, stop, fmt.Errorf("txmq outbox: deleting %d published row(s): %w; they will be published again (at-least-once)", len(ok), err)
 		}
 	}
-	return len(ok), stop, nil
+	return len(ok), tried, stop, nil
 }
 
 // publishCommitted publishes the rows a RunInTx transaction just committed. It claims them
@@ -87,7 +152,7 @@ func (s *Store) publishCommitted(parent context.Context, rows []row) {
 	if len(rows) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.o.PublishTimeout)
+	ctx, pub, cancel := s.pageContexts(parent)
 	defer cancel()
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
@@ -112,7 +177,7 @@ func (s *Store) publishCommitted(parent context.Context, rows []row) {
 				claimed = append(claimed, r)
 			}
 		}
-		_, stop, err := s.publishLocked(ctx, tx, claimed, viaCommit)
+		_, _, stop, err := s.publishLocked(ctx, pub, tx, claimed, viaCommit)
 		if stop != nil {
 			s.log.Warn("txmq outbox: backend unavailable after commit; the recovery sweep will publish the rows", "error", stop)
 		}
@@ -154,7 +219,7 @@ func (s *Store) sweep(ctx context.Context, via string) (published int, err error
 // sweepPage claims and publishes one page of due rows with ids above after. full reports a
 // complete page (there may be more).
 func (s *Store) sweepPage(parent context.Context, after int64, via string) (published int, last int64, full bool, err error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), s.o.PublishTimeout)
+	ctx, pub, cancel := s.pageContexts(parent)
 	defer cancel()
 	var stop error
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -185,9 +250,16 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 		if len(page) == 0 {
 			return nil
 		}
-		last = page[len(page)-1].id
-		full = len(page) == s.o.SweepPageSize
-		published, stop, err = s.publishLocked(ctx, tx, page, via)
+		var tried int
+		published, tried, stop, err = s.publishLocked(ctx, pub, tx, page, via)
+		switch {
+		case tried == 0:
+		case tried < len(page) && stop == nil:
+			// The page's budget ran out: the next page starts after the last row tried.
+			last, full = page[tried-1].id, true
+		default:
+			last, full = page[len(page)-1].id, len(page) == s.o.SweepPageSize
+		}
 		return err
 	})
 	if err != nil {
