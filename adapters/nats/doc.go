@@ -26,9 +26,16 @@
 // Each queue has one durable pull consumer, "txmq", shared by every node, so the server
 // load-balances batches between them: explicit acks, AckWait = the lease, MaxDeliver
 // unlimited (core owns the retry budget, and dead-letters a batch whose nodes keep dying),
-// no BackOff. Claim.Deliveries is the message's NumDelivered. AckWait is fixed per consumer:
-// it is set from the first Fetch's lease (or Options.AckWait), and Claim.LeaseUntil and Extend
-// always report the real AckWait, so core extends on the server's schedule.
+// no BackOff. Claim.Deliveries is the message's NumDelivered. AckWait is one per consumer, so
+// nodes with different leases share it: it is the longest lease (or Options.AckWait) any client
+// asked for, raised by a client whose lease is longer and never lowered (a lower AckWait would
+// cut the leases other clients hold and time by the value they saw). Claim.LeaseUntil and
+// Extend report the AckWait this client last saw, which is never more than the server's, so
+// every node's claims hold at least its own lease and core extends them in time. A node with
+// a shorter lease only loses crash-recovery speed: its dead claims come back after the longer
+// AckWait. To lower AckWait, edit or delete the consumer while no node runs. (Two clients
+// raising it to different values at the same moment may leave the lower one; a stale cached
+// value is refreshed only when this client's own lease needs more.)
 //
 // Extend sends +WPI (work in progress) and waits for the server's reply. JetStream accepts an
 // ack for a redelivered message from its previous holder (acks are keyed by stream sequence),

@@ -34,10 +34,11 @@ type Options struct {
 	// Default 0: batches are kept until settled.
 	MaxAge time.Duration
 
-	// AckWait is the lease of every claim (the consumer's AckWait), set when a queue's
-	// consumer is created. Default 0: the Lease of the first FetchRequest that creates the
-	// consumer (core's NodeOptions.Lease), or DefaultLease when that is zero. An existing
-	// consumer keeps its AckWait unless this is set and differs, in which case it is updated.
+	// AckWait is the least lease of every claim: a queue's consumer gets an AckWait of at
+	// least this and at least the request's Lease (core's NodeOptions.Lease, or DefaultLease
+	// when that is zero). An existing consumer with a shorter AckWait is updated; a longer one
+	// is kept, because lowering it would shorten leases other clients hold. Default 0: the
+	// request's Lease alone.
 	AckWait time.Duration
 
 	// DefaultLease is the lease used when neither AckWait nor the request gives one.

@@ -116,25 +116,28 @@ func (be *Backend) streamConfig(q *queueState) jetstream.StreamConfig {
 }
 
 // consumer returns the queue's durable pull consumer, created on first use with AckWait =
-// lease and MaxAckPending 1 for an Exclusive queue. An existing consumer whose MaxAckPending
-// does not match the queue's exclusivity (or whose AckWait differs from an explicit
-// Options.AckWait) is updated.
+// the larger of Options.AckWait and the request's lease, and MaxAckPending 1 for an Exclusive
+// queue. An existing consumer whose MaxAckPending does not match the queue's exclusivity, or
+// whose AckWait is shorter than this client wants, is updated.
+//
+// AckWait is only ever raised, never lowered: every client times its claims with the AckWait
+// it last saw, so a lower value set by one client would let the server redeliver the batches
+// another still holds (and extends on its own schedule). A client whose lease is longer than
+// the AckWait raises it, so that its claims hold at least its lease; one whose lease is
+// shorter keeps the longer AckWait (its node extends more often than it needs to).
 func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, lease time.Duration) (jetstream.Consumer, time.Duration, error) {
 	q.setup.Lock()
 	defer q.setup.Unlock()
-	if q.cons != nil && q.exclusive == exclusive {
+	wantWait := max(be.opts.AckWait, lease)
+	if wantWait <= 0 {
+		wantWait = be.opts.DefaultLease
+	}
+	if q.cons != nil && q.exclusive == exclusive && q.ackWait >= wantWait {
 		return q.cons, q.ackWait, nil
 	}
 	wantPending := be.opts.MaxAckPending
 	if exclusive {
 		wantPending = 1
-	}
-	ackWait := be.opts.AckWait
-	if ackWait == 0 {
-		ackWait = lease
-	}
-	if ackWait <= 0 {
-		ackWait = be.opts.DefaultLease
 	}
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
@@ -144,7 +147,7 @@ func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, 
 		FilterSubject: q.ready,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       ackWait,
+		AckWait:       wantWait,
 		MaxDeliver:    -1, // core owns the retry budget
 		MaxAckPending: wantPending,
 		Replicas:      be.opts.Replicas,
@@ -161,12 +164,10 @@ func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, 
 		return nil, 0, wrap("fetch: consumer of stream "+q.streamName, q.name, err)
 	}
 	have := c.CachedInfo().Config
-	if have.MaxAckPending != wantPending || (be.opts.AckWait != 0 && have.AckWait != be.opts.AckWait) {
+	if have.MaxAckPending != wantPending || have.AckWait < wantWait {
 		upd := have
 		upd.MaxAckPending = wantPending
-		if be.opts.AckWait != 0 {
-			upd.AckWait = be.opts.AckWait
-		}
+		upd.AckWait = max(have.AckWait, wantWait)
 		if c, err = q.stream.UpdateConsumer(cctx, upd); err != nil {
 			return nil, 0, wrap("fetch: updating consumer of stream "+q.streamName, q.name, err)
 		}
