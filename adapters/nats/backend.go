@@ -25,8 +25,10 @@ type Backend struct {
 	mu     sync.Mutex
 	queues map[string]*queueState
 	closed bool
-	done   chan struct{} // closed by Close
-	wake   chan struct{} // closed and replaced whenever a poll delivers or ends
+	done   chan struct{}      // closed by Close
+	stop   context.CancelFunc // cancels pulls (their context), called by Close
+	pulls  context.Context    // the context of every pull; cancelled by Close
+	wake   chan struct{}      // closed and replaced whenever a poll delivers or ends
 }
 
 var _ core.Backend = (*Backend)(nil)
@@ -79,7 +81,10 @@ func newBackend(nc *natsgo.Conn, o Options) (*Backend, error) {
 	if chunk < 1024 {
 		chunk = 1024
 	}
+	pulls, stop := context.WithCancel(context.Background())
 	return &Backend{
+		pulls:     pulls,
+		stop:      stop,
 		opts:      o,
 		nc:        nc,
 		js:        js,
@@ -105,8 +110,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	return be.store(ctx, q, b.ID, b.Body, b.NotBefore)
 }
 
-// Close stops waiting fetches, releases claims fetched but not yet handed out, and closes the
-// connection if the Backend opened it. Stored batches stay on the server. Every later call
+// Close stops waiting fetches and outstanding pulls (their goroutines end at once; a batch
+// the server was sending a pull at that moment comes back after its AckWait), releases claims
+// fetched but not yet handed out, and closes the connection if the Backend opened it. Stored batches stay on the server. Every later call
 // fails with an error wrapping core.ErrClosed. Closing twice is a no-op.
 func (be *Backend) Close() error {
 	be.mu.Lock()
@@ -116,6 +122,7 @@ func (be *Backend) Close() error {
 	}
 	be.closed = true
 	close(be.done)
+	be.stop() // outstanding pulls end now; what the server sent them comes back after AckWait
 	var stashed []*stashed
 	for _, q := range be.queues {
 		stashed = append(stashed, q.stash...)

@@ -252,7 +252,12 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	if expires < minLongPoll {
 		mb, err = cons.FetchNoWait(batch)
 	} else {
-		mb, err = cons.Fetch(batch, jetstream.FetchMaxWait(expires))
+		// The pull ends when the server expires it, or at once when Close cancels be.pulls.
+		// FetchContext asks the server for the ctx's time less min(10%, 1s), so the ctx gets
+		// that much more: the server's own expiry normally comes first.
+		pctx, cancel := context.WithTimeout(be.pulls, pullTimeout(expires))
+		defer cancel()
+		mb, err = cons.Fetch(batch, jetstream.FetchContext(pctx))
 	}
 	if err == nil {
 		for m := range mb.Messages() {
@@ -275,7 +280,8 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	}
 	be.mu.Lock()
 	q.polling = false
-	if err != nil && !be.closed && !errors.Is(err, jetstream.ErrNoMessages) {
+	if err != nil && !be.closed && !errors.Is(err, jetstream.ErrNoMessages) &&
+		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		q.pollErr = wrap("fetch: pull", q.name, err)
 	}
 	be.broadcastLocked()
@@ -316,6 +322,15 @@ func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWa
 		}
 	}
 	return st
+}
+
+// pullTimeout is the context timeout that makes FetchContext ask the server for a pull of
+// expires (it keeps back 10% of the context's time, at most 1s).
+func pullTimeout(expires time.Duration) time.Duration {
+	if expires <= 9*time.Second {
+		return expires * 10 / 9
+	}
+	return expires + time.Second
 }
 
 func (be *Backend) broadcastLocked() {
