@@ -176,7 +176,7 @@ func checkBackendURL(setting, raw string) error {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s %s: unknown scheme %q; registered schemes: %s", core.ErrInvalidConfig, setting, u.Redacted(), u.Scheme, schemeList())
+	return fmt.Errorf("%w: %s %s: unknown scheme %q; registered schemes: %s", core.ErrInvalidConfig, setting, redactURL(raw), u.Scheme, schemeList())
 }
 
 func schemeList() string {
@@ -185,29 +185,6 @@ func schemeList() string {
 		out = append(out, s+"://")
 	}
 	return strings.Join(out, ", ")
-}
-
-// redactURL returns raw with its password replaced, or a placeholder if it does not parse (a
-// URL that does not parse may still hold a password).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	return u.Redacted()
-}
-
-// scrub removes raw's password (and raw's user-info part) from an error text.
-func scrub(msg, raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
-	}
-	if i := strings.Index(raw, "@"); i > 0 {
-		msg = strings.ReplaceAll(msg, raw[:i], "<redacted>")
-	}
-	return msg
 }
 
 func isSetting(k string) bool {

@@ -43,6 +43,11 @@ func TestConfigFromEnviron(t *testing.T) {
 		{name: "unknown drain scheme", env: []string{"TXMQ_DRAIN_BACKENDS=memory://a,amqp://u:hunter2@h"}, wantErr: "TXMQ_DRAIN_BACKENDS (entry 2) amqp://u:xxxxx@h: unknown scheme"},
 		{name: "drain equals backend", env: []string{"TXMQ_BACKEND=redis://h", "TXMQ_DRAIN_BACKENDS=redis://h"}, wantErr: "never the current one"},
 		{name: "bad database url", env: []string{"TXMQ_DATABASE_URL=postgres://u:hunter2@h:notaport/db"}, wantErr: "TXMQ_DATABASE_URL"},
+		{name: "bad database url, password parameter", env: []string{"TXMQ_DATABASE_URL=postgres://u@h:notaport/db?password=hunter2"}, wantErr: "TXMQ_DATABASE_URL"},
+		{name: "bad database keyword/value string", env: []string{"TXMQ_DATABASE_URL=host=h port=notaport password=hunter2"}, wantErr: "TXMQ_DATABASE_URL"},
+		{name: "bad database keyword/value string, quoted", env: []string{"TXMQ_DATABASE_URL=host=h port=notaport password='hunter2 x'"}, wantErr: "TXMQ_DATABASE_URL"},
+		{name: "unknown scheme, password parameter", env: []string{"TXMQ_BACKEND=kafka://h:9092?sasl_password=hunter2"}, wantErr: "unknown scheme"},
+		{name: "drain equals backend, password parameter", env: []string{"TXMQ_BACKEND=postgres://u@h/db?password=hunter2", "TXMQ_DRAIN_BACKENDS=postgres://u@h/db?password=hunter2"}, wantErr: "never the current one"},
 		{name: "bad schema", env: []string{"TXMQ_SCHEMA=1bad-name"}, wantErr: `TXMQ_SCHEMA="1bad-name"`},
 		{name: "bad migrate", env: []string{"TXMQ_MIGRATE=sometimes"}, wantErr: "TXMQ_MIGRATE=\"sometimes\": use true or false"},
 		{name: "bad interval", env: []string{"TXMQ_DRAIN_CHECK_INTERVAL=-1s"}, wantErr: "TXMQ_DRAIN_CHECK_INTERVAL"},
@@ -73,5 +78,24 @@ func TestConfigFromEnviron(t *testing.T) {
 				t.Fatalf("got %+v\nwant %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestRedactURL(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"redis://:hunter2@h:6379/0":                         "redis://:xxxxx@h:6379/0",
+		"postgres://u@h/db?sslmode=disable&password=p%40ss": "postgres://u@h/db?sslmode=disable&password=xxxxx",
+		"sqs://AKID:hunter2@us-east-1?txmq_prefix=a":        "sqs://AKID:xxxxx@us-east-1?txmq_prefix=a",
+		"host=h user=u password='a b' dbname=d":             "host=h user=u password=xxxxx dbname=d",
+		"host=h sslpassword=s3 port=5432":                   "host=h sslpassword=xxxxx port=5432",
+		"memory://":                                         "memory://",
+	} {
+		if got := redactURL(raw); got != want {
+			t.Errorf("redactURL(%q) = %q; want %q", raw, got, want)
+		}
+	}
+	if got := scrub("cannot use p@ss or p%40ss", "postgres://u@h/db?password=p%40ss"); strings.Contains(got, "p@ss") || strings.Contains(got, "p%40ss") {
+		t.Errorf("scrub left the password: %q", got)
 	}
 }

@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 	primary, err := core.OpenBackend(ctx, c.Backend)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvBackend, err)
+		return nil, scrubbed(fmt.Errorf("%s: %w", EnvBackend, err), c.Backend)
 	}
 	if len(c.Drain) == 0 {
 		return primary, nil
@@ -117,7 +117,7 @@ func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 				_ = o.Close()
 			}
 			_ = primary.Close()
-			return nil, fmt.Errorf("%s: %w", EnvDrainBackends, err)
+			return nil, scrubbed(fmt.Errorf("%s: %w", EnvDrainBackends, err), u)
 		}
 		olds = append(olds, b)
 	}

@@ -88,6 +88,8 @@ func TestOpenErrorsRedactPasswords(t *testing.T) {
 		{Backend: "nosuch://u:hunter2@h"},
 		{Backend: "memory://", DatabaseURL: "postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=1"},
 		{Backend: "memory://?bogus=1"},
+		{Backend: "postgres://u@127.0.0.1:1/db?password=hunter2&connect_timeout=1"},
+		{Backend: "memory://", Drain: []string{"postgres://u@127.0.0.1:1/db?sslmode=bogus&sslpassword=hunter2"}},
 	} {
 		cfg.Logger = log
 		_, err := Open(ctx, cfg)
@@ -100,6 +102,43 @@ func TestOpenErrorsRedactPasswords(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "hunter2") {
 		t.Fatalf("logs leak a password: %s", logs.String())
+	}
+}
+
+// A password given as a URL parameter (postgres://...?password=...) or in a keyword/value
+// connection string never reaches the logs of a successful Open, nor its errors.
+func TestOpenRedactsPasswordParameters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dbURL := testenv.PostgresURL(t) // trust authentication: any password is accepted
+	pool := testenv.PostgresPool(t)
+	schema := testenv.PostgresSchema(t, pool)
+	var logs syncBuffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	sep := "?"
+	if strings.Contains(dbURL, "?") {
+		sep = "&"
+	}
+	app, err := Open(ctx, &Config{Backend: "memory://", DatabaseURL: dbURL + sep + "password=hunter2", Schema: schema, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*Config{
+		{Backend: "memory://", DatabaseURL: "postgres://u@127.0.0.1:1/db?connect_timeout=1&password=hunter2"},
+		{Backend: "memory://", DatabaseURL: "host=127.0.0.1 port=1 user=u dbname=db connect_timeout=1 password=hunter2"},
+	} {
+		cfg.Logger = log
+		if _, err := Open(ctx, cfg); err == nil {
+			t.Fatal("Open of an unreachable database succeeded")
+		} else if strings.Contains(err.Error(), "hunter2") {
+			t.Fatalf("error leaks a password: %v", err)
+		}
+	}
+	if strings.Contains(logs.String(), "hunter2") {
+		t.Fatalf("logs leak a password:\n%s", logs.String())
 	}
 }
 
