@@ -68,8 +68,10 @@
 // its Fetch keeps filling a per-queue stash that the next Fetch empties first, so a claim is
 // never stranded by an early return or a cancelled ctx; at most one pull per queue is
 // outstanding per Backend. An idle queue thus costs one pull request (and the server's
-// timeout status) per node per PollWait: about 5 small messages a second at core's default,
-// no server-side state beyond the waiting request, and nothing while a node is at capacity.
+// timeout status) per node per PollWait: about 5 small protocol messages a second at core's
+// default (measured: 3,600 JetStream API requests per idle queue per node per hour at PollWait
+// 1s), no server-side state beyond the waiting request, and nothing while a node is at
+// capacity. Close ends outstanding pulls at once.
 //
 // # Delays, retries, never early
 //
