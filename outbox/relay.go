@@ -44,9 +44,15 @@ func (s *Store) Start(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
+	if s.closed { // Close ran while we connected: it found nothing to stop
+		s.mu.Unlock()
+		cancel()
+		_ = conn.Close(context.Background())
+		return fmt.Errorf("txmq outbox: Start: the store was closed while starting: %w", core.ErrClosed)
+	}
 	s.cancel = cancel
+	s.loops.Add(2) // under s.mu, so never concurrent with Close's Wait
 	s.mu.Unlock()
-	s.loops.Add(2)
 	go s.listenLoop(runCtx, conn)
 	go s.workLoop(runCtx)
 	return nil

@@ -217,3 +217,32 @@ func TestDeadLetterAnyErrorText(t *testing.T) {
 		t.Fatalf("ListDeadLetters = %+v, %v", got, err)
 	}
 }
+
+// Close racing Start (an app shutting down while it starts) must never leave the relay
+// running: Close returns, and no LISTEN connection of the store survives.
+func TestCloseDuringStartLeavesNothingRunning(t *testing.T) {
+	t.Parallel()
+	e := setup(t, func(o *outbox.Options) { o.SweepInterval = time.Hour })
+	ctx := context.Background()
+	listen := "LISTEN " + pgx.Identifier{"txmq_outbox_" + e.schema}.Sanitize()
+	for i := range 30 {
+		s, err := outbox.New(e.pool, &outbox.Options{Schema: e.schema, Backend: e.be, Logger: quiet, SweepInterval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		started := make(chan error, 1)
+		go func() { started <- s.Start(ctx) }()
+		time.Sleep(time.Duration(i%4) * 500 * time.Microsecond)
+		if err := s.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+	}
+	waitFor(t, 3*time.Second, "no LISTEN connection left after Close", func() bool {
+		var n int
+		if err := e.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE query = $1`, listen).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n == 0
+	})
+}
