@@ -43,6 +43,9 @@
 // considered: their batches stay in the old backend (Depths of the old backend shows them
 // until then; run a node listening to them before the old backend is retired).
 //
-// An old backend that fails (unreachable) does not stop work from the primary: its errors are
-// logged (once per outage) and it is asked again at the next Fetch.
+// An old backend that fails (unreachable, or hanging) does not stop work from the primary:
+// the old backends' calls in one Fetch get at most a third of its time (and 5 s), so the
+// primary keeps the rest; a failing old backend's errors are logged once per outage and it is
+// left alone for CheckInterval (within 100 ms and 5 s) before it is asked again. While it is
+// failing, the exclusive queues it may still hold are not fetched from the primary.
 package drain

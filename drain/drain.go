@@ -94,19 +94,25 @@ func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cla
 	d.remember(req.Queues)
 	left := append([]core.QueueSlots(nil), req.Queues...)
 	var out []*core.Claim
+	octx, cancel := oldContext(ctx)
+	defer cancel()
 	for _, o := range d.olds {
 		if len(left) == 0 || !o.acquire() {
 			continue
 		}
-		d.maybeCheck(ctx, o)
-		if o.isDrained() {
+		if o.resting(time.Now()) {
+			o.release()
+			continue
+		}
+		d.maybeCheck(ctx, octx, o)
+		if o.isDrained() || o.resting(time.Now()) {
 			o.release()
 			continue
 		}
 		sub := req
 		sub.Queues, sub.Wait, sub.Max = left, 0, maxLeft(req.Max, len(out))
-		cs, err := o.b.Fetch(ctx, sub)
-		d.noteFetch(o, err)
+		cs, err := o.b.Fetch(octx, sub)
+		d.noteOld(ctx, o, "fetching from", err)
 		for _, c := range cs {
 			if c == nil {
 				continue
@@ -116,7 +122,7 @@ func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cla
 		}
 		o.release()
 	}
-	left = d.gateExclusive(ctx, left)
+	left = d.gateExclusive(ctx, octx, left)
 	if len(left) == 0 || (req.Max > 0 && len(out) >= req.Max && allUnlimited(left)) {
 		return out, nil
 	}
@@ -237,9 +243,10 @@ func (d *Backend) queueNames() []string {
 	return out
 }
 
-// maybeCheck runs the drain check of o if CheckInterval has passed since the last one (the
-// first check runs at the first Fetch). o is acquired by the caller.
-func (d *Backend) maybeCheck(ctx context.Context, o *oldBackend) {
+// maybeCheck runs the drain check of o (on octx, the old backends' share of ctx) if
+// CheckInterval has passed since the last one (the first check runs at the first Fetch). o is
+// acquired by the caller.
+func (d *Backend) maybeCheck(ctx, octx context.Context, o *oldBackend) {
 	queues := d.queueNames()
 	now := time.Now()
 	o.mu.Lock()
@@ -251,7 +258,10 @@ func (d *Backend) maybeCheck(ctx context.Context, o *oldBackend) {
 	if !due {
 		return
 	}
-	depths, err := o.b.Depths(ctx, queues)
+	depths, err := o.b.Depths(octx, queues)
+	if err != nil {
+		d.noteOld(ctx, o, "checking the depths of", err)
+	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if err != nil || len(queues) != o.checkedQueues || !allZero(depths) {
@@ -270,9 +280,12 @@ func (d *Backend) maybeCheck(ctx context.Context, o *oldBackend) {
 }
 
 // gateExclusive removes the exclusive queues that an old backend not drained yet still holds
-// batches of (ready, in flight or delayed), so that the primary is not asked for them.
-func (d *Backend) gateExclusive(ctx context.Context, left []core.QueueSlots) []core.QueueSlots {
+// batches of (ready, in flight or delayed), or may hold (it failed to answer, or is resting
+// after a failure), so that the primary is not asked for them. The old backends are asked on
+// octx, their share of ctx.
+func (d *Backend) gateExclusive(ctx, octx context.Context, left []core.QueueSlots) []core.QueueSlots {
 	blocked := map[string]bool{}
+	now := time.Now()
 	for _, o := range d.olds {
 		var ask []string
 		o.mu.Lock()
@@ -287,7 +300,14 @@ func (d *Backend) gateExclusive(ctx context.Context, left []core.QueueSlots) []c
 		if len(ask) == 0 || !o.acquire() {
 			continue
 		}
-		depths, err := o.b.Depths(ctx, ask)
+		var depths map[string]core.Depth
+		err := errResting
+		if !o.resting(now) {
+			depths, err = o.b.Depths(octx, ask)
+			if err != nil {
+				d.noteOld(ctx, o, "checking the depths of", err)
+			}
+		}
 		o.release()
 		o.mu.Lock()
 		for _, q := range ask {
@@ -311,21 +331,53 @@ func (d *Backend) gateExclusive(ctx context.Context, left []core.QueueSlots) []c
 	return out
 }
 
-// noteFetch logs an old backend's fetch failure once per outage, and its recovery.
-func (d *Backend) noteFetch(o *oldBackend, err error) {
-	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+// noteOld records the outcome of a call to an old backend: a failure (other than ctx's own
+// end: the node interrupted the fetch) is logged once per outage and rests o for
+// restDelay, so that an old backend that hangs costs one bounded call per rest, not every
+// Fetch; a success after failures is logged once.
+func (d *Backend) noteOld(ctx context.Context, o *oldBackend, what string, err error) {
+	if err != nil && ctx.Err() != nil {
 		return
 	}
 	o.mu.Lock()
 	was := o.failing
 	o.failing = err != nil
+	if err != nil {
+		o.restUntil = time.Now().Add(d.restDelay())
+	}
 	o.mu.Unlock()
 	switch {
 	case err != nil && !was:
-		d.log.Warn("txmq drain: fetching from an old backend failed; still consuming from the primary, will ask again", "backend", o.name, "error", err)
+		d.log.Warn("txmq drain: "+what+" an old backend failed; still consuming from the primary, will ask again", "backend", o.name, "retry_in", d.restDelay(), "error", err)
 	case err == nil && was:
 		d.log.Info("txmq drain: old backend reachable again", "backend", o.name)
 	}
+}
+
+// restDelay is how long an old backend that failed is left alone: CheckInterval, within
+// [100 ms, 5 s].
+func (d *Backend) restDelay() time.Duration {
+	return min(max(d.interval, 100*time.Millisecond), 5*time.Second)
+}
+
+// errResting stands for the answer of an old backend left alone after a failure.
+var errResting = errors.New("txmq drain: old backend resting after a failure")
+
+// Old backends get at most this share of a Fetch's time, and at most maxOldWait, so that
+// one that hangs leaves the primary the rest.
+const (
+	oldShare   = 3 // a third
+	maxOldWait = 5 * time.Second
+)
+
+// oldContext returns the context of the old backends' calls in one Fetch: ctx bounded to a
+// third of its remaining time, and to maxOldWait.
+func oldContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	wait := maxOldWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)/oldShare)
+	}
+	return context.WithTimeout(ctx, wait)
 }
 
 // take uses one slot of queue in left and drops the queue when it has none left.

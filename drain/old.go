@@ -22,7 +22,8 @@ type oldBackend struct {
 	checkedQueues int             // size of the queue set of the last check
 	lastCheck     time.Time       // when the last drain check started
 	clear         map[string]bool // exclusive queues seen empty (they stay empty)
-	failing       bool            // the last fetch failed
+	failing       bool            // the last call failed
+	restUntil     time.Time       // after a failure, not asked again before this
 }
 
 // acquire reports whether o may be used and, if so, counts a user until release.
@@ -48,6 +49,13 @@ func (o *oldBackend) release() {
 	if closeIt {
 		_ = o.b.Close()
 	}
+}
+
+// resting reports whether o failed recently and is left alone until its rest ends.
+func (o *oldBackend) resting(now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failing && now.Before(o.restUntil)
 }
 
 func (o *oldBackend) isDrained() bool {
