@@ -246,3 +246,43 @@ func TestCloseDuringStartLeavesNothingRunning(t *testing.T) {
 		return n == 0
 	})
 }
+
+// Two operators replaying one queue at once publish each dead letter once.
+func TestConcurrentReplayQueuePublishesOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	const n = 150 // more than one page of ReplayQueue
+	for range n {
+		if err := e.store.DeadLetter(ctx, deadBatch(t, "orders", 5)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.be.delay = 100 * time.Microsecond
+	results := make(chan int, 2)
+	for range 2 {
+		go func() {
+			got, err := e.store.ReplayQueue(ctx, "orders")
+			if err != nil {
+				t.Errorf("ReplayQueue: %v", err)
+			}
+			results <- got
+		}()
+	}
+	total := <-results + <-results
+	if total != n {
+		t.Errorf("the two ReplayQueue calls replayed %d in total, want %d", total, n)
+	}
+	seen := map[string]int{}
+	for _, b := range e.be.published() {
+		seen[b.ID]++
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("batch %s published %d times", id, c)
+		}
+	}
+	if len(seen) != n {
+		t.Errorf("%d batches published, want %d", len(seen), n)
+	}
+}
