@@ -152,7 +152,8 @@ func (a *App) openStore(ctx context.Context, c *Config) error {
 	}
 	a.Store = store
 	if err := store.Start(ctx); err != nil {
-		return fmt.Errorf("starting the outbox relay in schema %q (run txmq migrate, or unset %s=false): %w", c.Schema, EnvMigrate, err)
+		return scrubbed(fmt.Errorf("%s %s: starting the outbox relay of schema %q (it holds one connection of the pool for LISTEN; check the database and its connection limit): %w",
+			EnvDatabaseURL, redactURL(c.DatabaseURL), c.Schema, err), c.DatabaseURL)
 	}
 	return nil
 }
