@@ -57,13 +57,43 @@ func OpenBackend(ctx context.Context, rawURL string) (Backend, error) {
 	open := openers[strings.ToLower(u.Scheme)]
 	openersMu.RUnlock()
 	if open == nil {
-		return nil, fmt.Errorf("%w: backend URL %s: unknown scheme %q; registered schemes: %s (import the adapter package to register its scheme)", ErrInvalidConfig, u.Redacted(), u.Scheme, strings.Join(Schemes(), ", "))
+		return nil, fmt.Errorf("%w: backend URL %s: unknown scheme %q; registered schemes: %s (import the adapter package to register its scheme)", ErrInvalidConfig, RedactURL(u), u.Scheme, strings.Join(Schemes(), ", "))
 	}
 	b, err := open(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("txmq: opening backend %s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("txmq: opening backend %s: %w", RedactURL(u), err)
 	}
 	return b, nil
+}
+
+// RedactURL returns u as text with its password and the values of password-, secret- and
+// token-like query parameters replaced by "xxxxx", for logs and errors.
+func RedactURL(u *url.URL) string {
+	c := *u
+	if q := c.Query(); len(q) > 0 {
+		changed := false
+		for k := range q {
+			if secretParam(k) {
+				q[k] = []string{"xxxxx"}
+				changed = true
+			}
+		}
+		if changed {
+			c.RawQuery = q.Encode()
+		}
+	}
+	return c.Redacted()
+}
+
+// secretParam reports whether a query parameter's name says it holds a secret.
+func secretParam(name string) bool {
+	n := strings.ToLower(name)
+	for _, s := range []string{"password", "passwd", "secret", "token", "credential", "key"} {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // redactErr keeps a URL parse error from echoing a password.
