@@ -1,5 +1,20 @@
 package main
 
-// Every backend's URL scheme, so --backend and TXMQ_BACKEND accept memory://, postgres://,
-// redis://, sqs:// and nats:// URLs.
-import _ "github.com/txmq/txmq/adapters/all"
+import (
+	"context"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	// Every backend's URL scheme, so --backend and TXMQ_BACKEND accept memory://, postgres://,
+	// redis://, sqs:// and nats:// URLs.
+	_ "github.com/txmq/txmq/adapters/all"
+)
+
+// The command reports errors itself; go-redis's own log lines (one per failed dial while
+// Redis is down) would only repeat them on stderr.
+func init() { goredis.SetLogger(quietLogger{}) }
+
+// quietLogger discards go-redis's log lines.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}

@@ -55,6 +55,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
+	// Listeners and OnError run on the node's goroutines: serialise what they all print.
+	stdout = &lockedWriter{w: stdout}
 
 	logLevel := slog.LevelError + 1
 	if *verbose {
@@ -137,7 +139,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		sink.mu.Lock()
 		dead := len(sink.got)
 		sink.mu.Unlock()
-		if delivered.Load() >= int64(*count) && dead >= 1 && reportsDone.Load() == 2 {
+		if delivered.Load() >= int64(*count) && dead >= 1 && onErrorCalls.Load() >= 1 && reportsDone.Load() == 2 {
 			break
 		}
 		select {
@@ -167,4 +169,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errors.New("unexpected: the poison batch was not dropped exactly once")
 	}
 	return nil
+}
+
+// lockedWriter serialises writes from several goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
