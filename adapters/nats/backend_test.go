@@ -224,13 +224,19 @@ func TestFetchWakesOnPublish(t *testing.T) {
 	be := openBackend(t, natsenv.NATSURL(t), nil)
 	pub := sibling(t, be)
 	fetchWait(t, be, 0, time.Second, all("a"), all("b")) // create the consumers
+	published := make(chan error, 1)
 	go func() {
 		time.Sleep(200 * time.Millisecond)
-		publish(t, pub, "b", "x", time.Time{})
+		published <- pub.Publish(context.Background(), core.OutgoingBatch{ID: "x", Queue: "b", Body: []byte("x")})
 	}()
 	start := time.Now()
 	cs := fetchWait(t, be, 3*time.Second, 10*time.Second, all("a"), all("b"))
 	took := time.Since(start)
+	// The fetch may see the message before the publisher has its acknowledgement: wait for it
+	// before the test's cleanup closes the publisher's connection.
+	if err := <-published; err != nil {
+		t.Fatalf("publish: %v", err)
+	}
 	if len(cs) != 1 || cs[0].Queue != "b" {
 		t.Fatalf("got %d claims", len(cs))
 	}
