@@ -3,10 +3,10 @@ package outbox
 import (
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/pgmigrate"
 )
 
 // Defaults of Options.
@@ -71,8 +71,6 @@ type Hooks struct {
 	PublishFailed func(queue string, via string, unavailable bool)
 }
 
-var schemaRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,49}$`)
-
 // withDefaults returns a copy of o (nil allowed) with defaults filled in, or a config error.
 func (o *Options) withDefaults() (Options, error) {
 	var c Options
@@ -82,7 +80,7 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Schema == "" {
 		c.Schema = DefaultSchema
 	}
-	if !schemaRE.MatchString(c.Schema) {
+	if !pgmigrate.ValidSchema(c.Schema) {
 		return c, fmt.Errorf("%w: outbox: Options.Schema %q: use 1-50 characters of letters, digits and '_', not starting with a digit", core.ErrInvalidConfig, c.Schema)
 	}
 	if c.Logger == nil {

@@ -19,11 +19,7 @@ var migrationFiles embed.FS
 
 // Migrations returns the adapter's migration files (NNNN_name.sql at the root), for tools.
 func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the embedded directory always exists
-	}
-	return sub
+	return pgmigrate.Sub(migrationFiles, "migrations")
 }
 
 // Migrate creates or upgrades the jobs tables in opts.Schema (default "txmq"). It is safe to

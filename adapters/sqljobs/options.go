@@ -3,10 +3,10 @@ package sqljobs
 import (
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/pgmigrate"
 )
 
 // Defaults of Options.
@@ -99,8 +99,6 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-var schemaRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,49}$`)
-
 // withDefaults returns a copy of o (nil allowed) with the defaults filled in, or an error
 // wrapping core.ErrInvalidConfig.
 func (o *Options) withDefaults() (Options, error) {
@@ -111,7 +109,7 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Schema == "" {
 		c.Schema = DefaultSchema
 	}
-	if !schemaRE.MatchString(c.Schema) {
+	if !pgmigrate.ValidSchema(c.Schema) {
 		return c, fmt.Errorf("%w: sqljobs: Options.Schema %q: use 1-50 characters of letters, digits and '_', not starting with a digit", core.ErrInvalidConfig, c.Schema)
 	}
 	for _, d := range []struct {
