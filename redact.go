@@ -4,25 +4,13 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+
+	"github.com/txmq/txmq/core"
 )
-
-// secretWords mark a URL parameter or connection-string keyword whose value is a secret
-// (password, sslpassword, sasl_password, secret_key, token, ...).
-var secretWords = []string{"pass", "pwd", "secret", "token", "credential"}
-
-func secretKey(k string) bool {
-	k = strings.ToLower(k)
-	for _, w := range secretWords {
-		if strings.Contains(k, w) {
-			return true
-		}
-	}
-	return false
-}
 
 // dsnSecretRE finds secret keywords of a PostgreSQL keyword/value connection string
 // ("host=h password='a b'"), with their value (quoted or not) in group 2.
-var dsnSecretRE = regexp.MustCompile(`(?i)(\b[a-z_]*(?:pass|pwd|secret|token|credential)[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]*)`)
+var dsnSecretRE = regexp.MustCompile(`(?i)(\b[a-z_]*(?:` + strings.Join(core.SecretWords(), "|") + `)[a-z_]*\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s]*)`)
 
 // isDSN reports whether raw is a keyword/value connection string rather than a URL.
 func isDSN(raw string) bool { return !strings.Contains(raw, "://") && strings.Contains(raw, "=") }
@@ -47,7 +35,7 @@ func redactURL(raw string) string {
 			if uk, err := url.QueryUnescape(k); err == nil {
 				k = uk
 			}
-			if ok && secretKey(k) {
+			if ok && core.SecretParam(k) {
 				parts[i], changed = url.QueryEscape(k)+"=xxxxx", true
 			}
 		}
@@ -89,7 +77,7 @@ func secrets(raw string) []string {
 		if uk, err := url.QueryUnescape(k); err == nil {
 			k = uk
 		}
-		if !ok || !secretKey(k) {
+		if !ok || !core.SecretParam(k) {
 			continue
 		}
 		add(v)

@@ -73,7 +73,7 @@ func RedactURL(u *url.URL) string {
 	if q := c.Query(); len(q) > 0 {
 		changed := false
 		for k := range q {
-			if secretParam(k) {
+			if SecretParam(k) {
 				q[k] = []string{"xxxxx"}
 				changed = true
 			}
@@ -85,11 +85,20 @@ func RedactURL(u *url.URL) string {
 	return c.Redacted()
 }
 
-// secretParam reports whether a query parameter's name says it holds a secret.
-func secretParam(name string) bool {
+// secretWords mark a URL parameter or connection-string keyword whose value is a secret
+// (password, sslpassword, passwd, pwd, secret_key, token, credentials, ...).
+var secretWords = []string{"pass", "pwd", "secret", "token", "credential", "key"}
+
+// SecretWords returns the words that mark a parameter or keyword as holding a secret: a name
+// containing one of them (case-insensitively) is redacted from logs and errors.
+func SecretWords() []string { return append([]string(nil), secretWords...) }
+
+// SecretParam reports whether a URL query parameter's (or connection-string keyword's) name
+// says its value is a secret; see SecretWords.
+func SecretParam(name string) bool {
 	n := strings.ToLower(name)
-	for _, s := range []string{"password", "passwd", "secret", "token", "credential", "key"} {
-		if strings.Contains(n, s) {
+	for _, w := range secretWords {
+		if strings.Contains(n, w) {
 			return true
 		}
 	}
