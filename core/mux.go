@@ -3,8 +3,9 @@ package core
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -37,12 +38,7 @@ func RegisterBackend(scheme string, open Opener) {
 func Schemes() []string {
 	openersMu.RLock()
 	defer openersMu.RUnlock()
-	out := make([]string, 0, len(openers))
-	for s := range openers {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(openers))
 }
 
 // OpenBackend opens the backend named by rawURL (for example memory://, postgres://...,

@@ -2,9 +2,10 @@ package core
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"runtime"
-	"sort"
+	"slices"
 	"sync"
 )
 
@@ -25,12 +26,7 @@ func NewRegistry() *Registry { return &Registry{queues: make(map[string]*queueSp
 func (r *Registry) Names() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	names := make([]string, 0, len(r.queues))
-	for n := range r.queues {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return slices.Sorted(maps.Keys(r.queues))
 }
 
 // lookup returns the declaration of name, or nil.

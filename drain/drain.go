@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -235,12 +236,7 @@ func (d *Backend) remember(qs []core.QueueSlots) {
 func (d *Backend) queueNames() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	out := make([]string, 0, len(d.queues))
-	for q := range d.queues {
-		out = append(out, q)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(d.queues))
 }
 
 // maybeCheck runs the drain check of o (on octx, the old backends' share of ctx) if

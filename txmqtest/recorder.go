@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -190,12 +192,7 @@ func (r *Recorder[T]) Value(k string) (T, bool) {
 func (r *Recorder[T]) Keys() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.count))
-	for k := range r.count {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.count))
 }
 
 // HasAll reports whether every key in want was delivered.
