@@ -27,7 +27,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +41,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/txmq/txmq/adapters/sqljobs"
+	"github.com/txmq/txmq/bench/internal/txmqbench"
 	"github.com/txmq/txmq/core"
 )
 
@@ -184,10 +184,7 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int, profi
 	defer be.Close()
 	reg := core.NewRegistry()
 	q := core.MustDeclare(reg, "bench", core.QueueConfig[benchMsg]{Transactional: core.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: core.Cap(*workers)})
-
-	// A flush shares one ClaimTimeout across all its batches (core stores them 8 at a time):
-	// give the untimed loading phase room for thousands of one-message batches.
-	pub, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond, ClaimTimeout: 5 * time.Minute})
+	pub, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -272,35 +269,7 @@ func txmqLatency(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration,
 	defer drop()
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "lat", core.QueueConfig[int64]{Transactional: core.Try})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
-	if err != nil {
-		log.Fatal(err)
-	}
-	lat := make(chan time.Duration, n)
-	if err := q.Listen(node, func(_ context.Context, ms []int64) error {
-		for _, sent := range ms {
-			lat <- time.Since(time.Unix(0, sent))
-		}
-		return nil
-	}); err != nil {
-		log.Fatal(err)
-	}
-	if err := node.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	defer node.Close(ctx)
-	time.Sleep(300 * time.Millisecond)
-	var out []time.Duration
-	for range n {
-		if err := q.Publish(ctx, node, time.Now().UnixNano()); err != nil {
-			log.Fatal(err)
-		}
-		out = append(out, <-lat)
-		time.Sleep(10 * time.Millisecond)
-	}
-	return pct(out)
+	return txmqbench.Latency(ctx, be, n, quiet)
 }
 
 type noopArgs struct {
@@ -415,15 +384,7 @@ func riverLatency(ctx context.Context, pool *pgxpool.Pool, n int, tuned bool) (t
 		out = append(out, <-lat)
 		time.Sleep(10 * time.Millisecond)
 	}
-	return pct(out)
-}
-
-func pct(d []time.Duration) (time.Duration, time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	r := func(p float64) time.Duration {
-		return d[min(len(d)-1, int(p*float64(len(d))))].Round(10 * time.Microsecond)
-	}
-	return r(0.50), r(0.99)
+	return txmqbench.Percentiles(out)
 }
 
 // steadyResult is one steady-publish run.
@@ -434,7 +395,7 @@ type steadyResult struct {
 }
 
 func (r steadyResult) String() string {
-	p50, p99 := pct(r.lat)
+	p50, p99 := txmqbench.Percentiles(r.lat)
 	s := fmt.Sprintf("p50 %v  p99 %v  delivered %d/%d", p50, p99, r.delivered, r.published)
 	if r.batches > 0 {
 		s += fmt.Sprintf(" in %d batches", r.batches)

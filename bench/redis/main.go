@@ -31,6 +31,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	txredis "github.com/txmq/txmq/adapters/redis"
+	"github.com/txmq/txmq/bench/internal/txmqbench"
 	"github.com/txmq/txmq/core"
 )
 
@@ -388,35 +389,7 @@ func txmqLatency(ctx context.Context, rdb *goredis.Client, n int) (time.Duration
 	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
 	be := txmqBackend(rdb, prefix)
 	defer be.Close()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "lat", core.QueueConfig[int64]{Transactional: core.Try})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
-	if err != nil {
-		log.Fatal(err)
-	}
-	lat := make(chan time.Duration, n)
-	if err := q.Listen(node, func(_ context.Context, ms []int64) error {
-		for _, sent := range ms {
-			lat <- time.Since(time.Unix(0, sent))
-		}
-		return nil
-	}); err != nil {
-		log.Fatal(err)
-	}
-	if err := node.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	defer node.Close(ctx)
-	time.Sleep(300 * time.Millisecond)
-	var out []time.Duration
-	for range n {
-		if err := q.Publish(ctx, node, time.Now().UnixNano()); err != nil {
-			log.Fatal(err)
-		}
-		out = append(out, <-lat)
-		time.Sleep(10 * time.Millisecond)
-	}
-	return pct(out)
+	return txmqbench.Latency(ctx, be, n, quiet)
 }
 
 // asynqLatency enqueues single tasks to an idle server and returns p50/p99 of the time from
@@ -449,7 +422,7 @@ func asynqLatency(ctx context.Context, rdb *goredis.Client, n int, check time.Du
 		out = append(out, <-lat)
 		time.Sleep(10 * time.Millisecond)
 	}
-	return pct(out)
+	return txmqbench.Percentiles(out)
 }
 
 type nopLogger struct{}
@@ -460,12 +433,4 @@ func (nopLogger) Warn(...any)  {}
 func (nopLogger) Error(...any) {}
 func (nopLogger) Fatal(args ...any) {
 	log.Fatal(strings.TrimSpace(fmt.Sprintln(args...)))
-}
-
-func pct(d []time.Duration) (time.Duration, time.Duration) {
-	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
-	r := func(p float64) time.Duration {
-		return d[min(len(d)-1, int(p*float64(len(d))))].Round(10 * time.Microsecond)
-	}
-	return r(0.50), r(0.99)
 }
