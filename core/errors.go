@@ -10,6 +10,13 @@ var (
 	// it; the outbox sweep stops early when it sees it anywhere in an error chain.
 	ErrBackendUnavailable = errors.New("txmq: backend unavailable")
 
+	// ErrRejected means the backend (or core, before it) refused a batch or a message
+	// permanently: too large, or invalid in a way that waiting does not fix. It never wraps
+	// ErrBackendUnavailable: a refused batch is dead-lettered (reason "rejected"), never retried
+	// forever, and never stops an outbox sweep. Adapters classify such refusals into it in their
+	// one error-classification place; a publish over a size limit fails with it at the call site.
+	ErrRejected = errors.New("txmq: rejected by the backend")
+
 	// ErrLeaseLost means a settle or lease extension came from a node that no longer holds the
 	// batch's lease (it expired and the batch may already run elsewhere).
 	ErrLeaseLost = errors.New("txmq: lease lost")

@@ -54,6 +54,17 @@ type NodeOptions struct {
 	InjectTrace func(ctx context.Context) map[string]string
 	// ExtractTrace, if set, returns the listener's context carrying a batch's trace context.
 	ExtractTrace func(ctx context.Context, trace map[string]string) context.Context
+	// MaxMessageBytes is the largest encoded (JSON) message a publish accepts, unless the
+	// queue's QueueConfig.MaxMessageBytes says otherwise; a larger one fails the publish call
+	// with an error wrapping ErrRejected, and nothing of the call is published. Default
+	// DefaultMaxMessageBytes (1 MiB); NoSizeLimit: no library limit. The backend's own limit
+	// (SizeLimiter) always applies. See the package doc's size limits.
+	MaxMessageBytes int
+	// MaxBatchBytes is the soft size limit of an encoded batch: publishes are cut into batches
+	// that stay under it (a batch always holds at least one message). Default
+	// DefaultMaxBatchBytes (8 MiB), and never below MaxMessageBytes; NoSizeLimit: no library
+	// limit. The backend's own limit always applies.
+	MaxBatchBytes int
 }
 
 // Node is one running core: it publishes through a coalescing buffer and, once started, fetches
@@ -128,6 +139,24 @@ func NewNode(opts *NodeOptions) (*Node, error) {
 	}
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff
+	}
+	for _, s := range []struct {
+		name string
+		v    *int
+		def  int
+	}{{"MaxMessageBytes", &o.MaxMessageBytes, DefaultMaxMessageBytes}, {"MaxBatchBytes", &o.MaxBatchBytes, DefaultMaxBatchBytes}} {
+		if *s.v < 0 && *s.v != NoSizeLimit {
+			return nil, fmt.Errorf("%w: NodeOptions.%s is %d; use a size in bytes > 0, 0 for the default %d, or core.NoSizeLimit", ErrInvalidConfig, s.name, *s.v, s.def)
+		}
+	}
+	if opts.MaxMessageBytes > 0 && opts.MaxBatchBytes > 0 && opts.MaxBatchBytes < opts.MaxMessageBytes {
+		return nil, fmt.Errorf("%w: NodeOptions.MaxBatchBytes %d is below NodeOptions.MaxMessageBytes %d; a batch must hold one message of the largest size", ErrInvalidConfig, opts.MaxBatchBytes, opts.MaxMessageBytes)
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if o.Lease < 100*time.Millisecond {
 		return nil, fmt.Errorf("%w: NodeOptions.Lease is %v; use at least 100ms (default 30s)", ErrInvalidConfig, o.Lease)

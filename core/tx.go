@@ -47,10 +47,13 @@ type Pending struct {
 	Trace map[string]string
 
 	spec *queueSpec
+	// maxBatchBytes is the batch size limit in force when the call was published (0: none).
+	maxBatchBytes int
 }
 
 // Batches applies the queue's Dedup to the messages of ps, cuts them into batches of at most
-// MaxBatchMessages and encodes each. All of ps must be of one queue; messages with different
+// MaxBatchMessages and at most the batch size limit in force at publish (see the package doc's
+// size limits), and encodes each. All of ps must be of one queue; messages with different
 // NotBefore times go in different batches (in order of first appearance), each with the trace
 // context of its first publish. The outbox calls it before commit.
 func Batches(ps []*Pending, now time.Time) ([]OutgoingBatch, error) {
@@ -72,10 +75,11 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 		return nil, fmt.Errorf("%w: Pending for queue %q was not made by core", ErrInvalidConfig, ps[0].Queue)
 	}
 	type group struct {
-		due   time.Time
-		trace map[string]string
-		count int
-		msgs  []Message
+		due      time.Time
+		trace    map[string]string
+		count    int
+		msgs     []Message
+		maxBytes int
 	}
 	// First pass: find each publish's group (by exact due time) and count the messages, so
 	// that each group's slice is allocated once. Most flushes have a single group.
@@ -108,6 +112,9 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 		}
 		of[i] = g
 		groups[g].count += len(p.Messages)
+		if l := p.maxBatchBytes; l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
+			groups[g].maxBytes = l
+		}
 	}
 	for i, p := range ps {
 		g := &groups[of[i]]
@@ -125,15 +132,26 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 				return nil, err
 			}
 		}
-		out = appendBatches(out, spec, msgs, g.due, g.trace, now)
+		out = appendBatches(out, spec, msgs, g.due, g.trace, now, g.maxBytes)
 	}
 	return out, nil
 }
 
-// appendBatches slices msgs by the queue's MaxBatchMessages and encodes each slice.
-func appendBatches(out []OutgoingBatch, spec *queueSpec, msgs []Message, due time.Time, trace map[string]string, now time.Time) []OutgoingBatch {
+// appendBatches slices msgs by the queue's MaxBatchMessages and, when maxBytes > 0, so that each
+// encoded batch stays within maxBytes (at least one message per batch), and encodes each slice.
+func appendBatches(out []OutgoingBatch, spec *queueSpec, msgs []Message, due time.Time, trace map[string]string, now time.Time, maxBytes int) []OutgoingBatch {
 	for len(msgs) > 0 {
 		n := min(len(msgs), spec.maxBatch)
+		if maxBytes > 0 {
+			size := envelopeOverhead(spec.name, trace)
+			for i := range n {
+				size += len(msgs[i].Body) + len(msgs[i].ID) + perMessageOverhead
+				if i > 0 && size > maxBytes {
+					n = i
+					break
+				}
+			}
+		}
 		chunk := msgs[:n]
 		msgs = msgs[n:]
 		env := &Envelope{ID: NewID(), Queue: spec.name, Created: now, Trace: trace,
