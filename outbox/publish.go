@@ -95,6 +95,8 @@ func (s *Store) publishOne(ctx context.Context, b core.OutgoingBatch) error {
 // statement and records failures, all in tx (the caller commits). Publishes run on pub, the
 // database work on db (see pageContexts). It stops at the first error wrapping
 // core.ErrBackendUnavailable, without counting an attempt, and returns that error as stop.
+// A row refused permanently (core.ErrRejected), or failing past Options.MaxAttempts, is
+// moved to the dead-letter table in tx, and the rows after it are tried as usual.
 // When pub ends, the row in flight counts a failed attempt and the rows after it are left
 // untried. tried is how many rows of rows were tried. err is a database error: the caller
 // rolls back (published rows are then published again later: at-least-once).
@@ -127,6 +129,15 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 			break
 		}
 		attempts := r.attempts + 1
+		if reason := poisonReason(perr, attempts, s.o.MaxAttempts); reason != "" {
+			moved, err := s.deadLetterRow(db, tx, r, via, reason, attempts, perr)
+			if err != nil {
+				return 0, tried, stop, err
+			}
+			if moved {
+				continue
+			}
+		}
 		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
 		s.log.Warn("txmq outbox: publish failed, row scheduled again",
 			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", via, "attempts", attempts, "retry_in", delay, "error", perr)
