@@ -26,6 +26,7 @@ type Backend struct {
 	log          *slog.Logger
 	wake         *waker
 	settles      *settleBatcher
+	limit        sizeLimit
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -64,6 +65,7 @@ func newBackend(rdb goredis.UniversalClient, own bool, o Options) *Backend {
 	if o.GoRedisLogs {
 		routeGoRedisLogs(o.Logger)
 	}
+	be.limit.init(o.MaxBatchBytes)
 	be.wake = newWaker(rdb, o.Logger)
 	be.settles = newSettleBatcher(be)
 	return be
@@ -95,9 +97,20 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 			delayMs = int64((d + time.Millisecond - 1) / time.Millisecond)
 		}
 	}
+	what := fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue)
+	if err := be.checkSize(ctx, what, len(b.Body)); err != nil {
+		return err
+	}
 	k := be.keys.keys(b.Queue)
 	err := publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake).Err()
-	return be.wrap(fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue), err)
+	if err != nil && !rejected(err) && unavailable(err) && len(b.Body) > minBulkLimit {
+		// Redis closes the connection of a command over proto-max-bulk-len, which can look
+		// like an outage; if the server answers and its limit is below this body, it is not.
+		if serr := be.recheckSize(ctx, what, len(b.Body)); serr != nil {
+			return serr
+		}
+	}
+	return be.wrap(what, err)
 }
 
 // Depths reports the ready, in-flight and delayed batches of each named queue, at the server's

@@ -63,6 +63,14 @@ type Options struct {
 	// cancellation so that a claim Redis already made is always returned. Default 10s.
 	CallTimeout time.Duration
 
+	// MaxBatchBytes is the largest batch body the server accepts: its proto-max-bulk-len (a
+	// batch travels as one bulk argument). A larger batch is refused with an error wrapping
+	// core.ErrRejected before it is sent, and core's nodes refuse larger messages at the
+	// publish call (the Backend implements core.SizeLimiter). Default 0: read from the server
+	// (CONFIG GET proto-max-bulk-len) at the first publish, and again when a large publish
+	// fails on the network; 512 MB (Redis's default) until then, or when CONFIG is not allowed.
+	MaxBatchBytes int
+
 	// Logger receives the adapter's own diagnostics (the wake-up subscription losing its
 	// connection), at Debug and Warn level. Default slog.Default().
 	Logger *slog.Logger
@@ -116,6 +124,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.MaxBatchBytes < 0 {
+		return c, fmt.Errorf("%w: redis: MaxBatchBytes is %d; use the server's proto-max-bulk-len in bytes, or 0 to read it from the server", core.ErrInvalidConfig, c.MaxBatchBytes)
 	}
 	return c, nil
 }
