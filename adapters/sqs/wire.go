@@ -39,7 +39,8 @@ const (
 
 // errTooLarge means a body does not fit one SQS message, even compressed, and there is no
 // Overflow store; Publish then splits the batch by messages.
-var errTooLarge = fmt.Errorf("%w: batch too large for one SQS message", core.ErrInvalidPayload)
+// It wraps core.ErrRejected: a batch of one message that does not fit can never be sent.
+var errTooLarge = fmt.Errorf("%w: %w: batch too large for one SQS message", core.ErrRejected, core.ErrInvalidPayload)
 
 // wire is a batch as it travels in SQS: the message body as sent and the adapter's
 // attributes. Moving a batch between queues (parking, releasing) resends the wire unchanged,
