@@ -81,6 +81,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	return be, nil
 }
 
+// maxBatchBytes is the largest batch body Publish sends: PostgreSQL's 1 GB limit on a value
+// (and on a protocol message), less room for the statement's other parameters.
+const maxBatchBytes = 1<<30 - 1<<20
+
+var _ core.SizeLimiter = (*Backend)(nil)
+
+// MaxBatchBytes returns the largest batch body the backend stores (just under PostgreSQL's 1 GB
+// value limit). It implements core.SizeLimiter.
+func (be *Backend) MaxBatchBytes() int { return maxBatchBytes }
+
 // Publish stores the batch, claimable from b.NotBefore (zero means now) as measured by the
 // database's clock, and wakes nodes waiting for its queue.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
@@ -98,6 +108,12 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	body := b.Body
 	if body == nil {
 		body = []byte{}
+	}
+	if len(body) > maxBatchBytes {
+		// PostgreSQL ends the connection of a message over 1 GB, which would look like an
+		// outage: refuse it here instead.
+		return fmt.Errorf("sqljobs: %s: the batch is %d bytes, over the %d bytes a bytea value of one statement can carry: %w; lower core's NodeOptions.MaxBatchBytes/MaxMessageBytes",
+			op, len(body), maxBatchBytes, core.ErrRejected)
 	}
 	return be.run(ctx, op, func(ctx context.Context) error {
 		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, notBefore, b.Messages, be.channel)
