@@ -78,7 +78,8 @@ type OutgoingBatch struct {
 	ID string
 	// Queue is the declared queue name.
 	Queue string
-	// Body is the encoded envelope; opaque to adapters.
+	// Body is the encoded envelope; opaque to adapters. Core never modifies it once it is
+	// passed to Publish.
 	Body []byte
 	// NotBefore is the earliest time the batch may be claimed; zero means now.
 	NotBefore time.Time
@@ -120,7 +121,8 @@ type Claim struct {
 	Queue string
 	// ID is the batch id the adapter stored it under.
 	ID string
-	// Body is the encoded envelope as stored.
+	// Body is the encoded envelope as stored. It is read-only: core never modifies it, so an
+	// adapter may hand out the slice it stores without copying it.
 	Body []byte
 	// Deliveries counts how many times the backend handed out this body since it was stored or
 	// last rewritten by Retry, this delivery included (1 on the first).

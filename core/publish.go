@@ -125,6 +125,9 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 			bs, _ = batches(qb.pending, now, false)
 		}
 		all = append(all, bs...)
+		// The envelopes hold copies of the messages: let the encoded messages go now, so a
+		// large message is not held twice while it is stored.
+		qb.pending = nil
 	}
 	if len(all) == 1 {
 		n.store(ctx, all[0])
