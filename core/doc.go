@@ -30,7 +30,29 @@
 // buffer: a 100 ms window reset by each message, at most 5 s from the first message, and an
 // early flush once a queue holds MaxBatchMessages. A publish never waits for the backend. A
 // flush the backend refuses is handed to the outbox; only if that fails too is the batch
-// dropped, logged and counted (reason outbox_handoff_failed).
+// dropped, logged and counted (reason outbox_handoff_failed). A flush the backend refuses
+// permanently (an error wrapping ErrRejected: too large, invalid) is not handed to the outbox,
+// where it would be retried forever: it is written to the dead-letter sink, or, without one,
+// dropped, logged and counted, with reason rejected.
+//
+// # Size limits
+//
+// Each message of a publish call is checked before anything of the call is buffered or staged:
+// one message over the limit fails the whole call with an error wrapping ErrRejected (and
+// ErrInvalidPayload) that names the queue, the size, the limit and the setting to raise.
+// Batches are cut so that their encoded size stays under the batch limit (a batch always holds
+// at least one message). The limits are the lowest of QueueConfig.MaxMessageBytes and
+// MaxBatchBytes (when set; NoSizeLimit turns the library limit off for a queue),
+// NodeOptions.MaxMessageBytes and MaxBatchBytes (default 1 MiB and 8 MiB), and the backend's own
+// limit when its adapter implements SizeLimiter: Redis reports the server's proto-max-bulk-len
+// (512 MB by default), sqljobs PostgreSQL's 1 GB value limit; SQS (which splits a batch by
+// messages, or uses its overflow store) and NATS (which chunks bodies over max_payload) report
+// none, and memory has none. The defaults are a library choice: 1 MiB is far above a typical
+// job payload and well below the size that makes a batch slow to encode, move and decode (one
+// large message published and delivered on one node peaks at about 4 times its size on the
+// heap, half of it encoding/json's transient buffers: BenchmarkLargeMessage in the memory
+// adapter); 8 MiB lets MaxBatchMessages medium-sized messages travel as one batch. Apps that move large documents raise the limits,
+// or better store the document elsewhere and publish its key.
 //
 // # Delivery and the failure policy
 //

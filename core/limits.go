@@ -6,33 +6,6 @@ import (
 	"time"
 )
 
-// Size limits.
-//
-// Every publish call is checked against the queue's message size limit before anything of it is
-// buffered, staged in an outbox or published: one message over the limit fails the whole call
-// with an error wrapping ErrRejected (and ErrInvalidPayload) that names the queue, the size, the
-// limit and the setting to raise. Batches are then cut so that their encoded size stays under
-// the batch size limit (a batch always holds at least one message), which keeps coalesced
-// flushes and outbox rows within what the backend stores.
-//
-// The limits come from three places, the lowest winning:
-//
-//   - QueueConfig.MaxMessageBytes / MaxBatchBytes, when set (NoSizeLimit turns the library limit
-//     off for that queue);
-//   - NodeOptions.MaxMessageBytes / MaxBatchBytes, defaulting to DefaultMaxMessageBytes (1 MiB)
-//     and DefaultMaxBatchBytes (8 MiB);
-//   - the backend's own limit, when its adapter implements SizeLimiter (Redis: the server's
-//     proto-max-bulk-len, 512 MB by default; sqljobs: PostgreSQL's 1 GB bytea). Adapters that
-//     split or chunk what they cannot store whole (SQS without an overflow store splits a batch
-//     by messages; NATS chunks bodies over max_payload) report no limit of their own.
-//
-// The defaults are a library choice, not a backend's: 1 MiB is far above a typical job payload
-// and far below what makes one batch slow to encode, move and decode (a batch is held whole in
-// memory on the publishing and the receiving node, a few times over); 8 MiB lets a batch of
-// MaxBatchMessages medium-sized messages travel as one while keeping each write well under
-// every backend's limit. Apps that move large documents raise them, or better, store the
-// document elsewhere and publish its key.
-
 // NoSizeLimit, as a QueueConfig or NodeOptions size setting, turns the library's size limit off;
 // the backend's own limit (SizeLimiter) still applies.
 const NoSizeLimit = -1
