@@ -54,41 +54,41 @@ func envelopeOverhead(queue string, trace map[string]string) int {
 	return n
 }
 
-// sizeLimits are the effective limits of one publish call, with the settings they come from.
+// sizeLimits are the effective limits of one publish call.
 type sizeLimits struct {
-	message, batch       int // bytes; 0 means none
-	messageFrom, batchOf string
-	messageNative        bool // the message limit is the backend's own
+	message, batch int    // bytes; 0 means none
+	messageFrom    string // the setting that sets the message limit
+	native         int    // the backend's own batch limit, when it sets the message limit
+	backend        Backend
 }
 
 // limits returns the effective size limits of spec on this node for a batch carrying trace.
+// It is on the publish path: it allocates nothing.
 func (n *Node) limits(spec *queueSpec, trace map[string]string) sizeLimits {
-	var l sizeLimits
-	pick := func(queue, node int, queueName, nodeName string) (int, string) {
-		switch {
-		case queue > 0:
-			return queue, queueName
-		case queue < 0:
-			return 0, ""
-		case node > 0:
-			return node, nodeName
-		}
-		return 0, ""
+	l := sizeLimits{backend: n.backend}
+	switch {
+	case spec.maxMessageBytes > 0:
+		l.message, l.messageFrom = spec.maxMessageBytes, "QueueConfig.MaxMessageBytes"
+	case spec.maxMessageBytes == 0 && n.opts.MaxMessageBytes > 0:
+		l.message, l.messageFrom = n.opts.MaxMessageBytes, "NodeOptions.MaxMessageBytes"
 	}
-	l.message, l.messageFrom = pick(spec.maxMessageBytes, n.opts.MaxMessageBytes, "QueueConfig.MaxMessageBytes", "NodeOptions.MaxMessageBytes")
-	l.batch, l.batchOf = pick(spec.maxBatchBytes, n.opts.MaxBatchBytes, "QueueConfig.MaxBatchBytes", "NodeOptions.MaxBatchBytes")
-	if l.batch > 0 && l.message > 0 && l.batch < l.message+envelopeOverhead(spec.name, trace)+perMessageOverhead {
-		// A batch always carries one message of the largest size allowed.
-		l.batch = l.message + envelopeOverhead(spec.name, trace) + perMessageOverhead
+	switch {
+	case spec.maxBatchBytes > 0:
+		l.batch = spec.maxBatchBytes
+	case spec.maxBatchBytes == 0 && n.opts.MaxBatchBytes > 0:
+		l.batch = n.opts.MaxBatchBytes
+	}
+	overhead := envelopeOverhead(spec.name, trace) + perMessageOverhead
+	if l.batch > 0 && l.message > 0 && l.batch < l.message+overhead {
+		l.batch = l.message + overhead // a batch always carries one message of the largest size
 	}
 	if sl, ok := n.backend.(SizeLimiter); ok {
 		if native := sl.MaxBatchBytes(); native > 0 {
-			from := fmt.Sprintf("the backend's own limit of %d bytes per batch (%T)", native, n.backend)
 			if l.batch == 0 || native < l.batch {
-				l.batch, l.batchOf = native, from
+				l.batch = native
 			}
-			if m := native - envelopeOverhead(spec.name, trace) - perMessageOverhead; l.message == 0 || m < l.message {
-				l.message, l.messageFrom, l.messageNative = max(m, 1), from, true
+			if m := native - overhead; l.message == 0 || m < l.message {
+				l.message, l.native = max(m, 1), native
 			}
 		}
 	}
@@ -101,14 +101,15 @@ func (l sizeLimits) checkSizes(p *Pending) error {
 		return nil
 	}
 	for i, m := range p.Messages {
-		if len(m.Body) > l.message {
-			how := "raise " + l.messageFrom + " (NoSizeLimit turns the library limit off)"
-			if l.messageNative {
-				how = "the limit is " + l.messageFrom + "; raise the server's limit"
-			}
-			return fmt.Errorf("%w (%w): queue %q, message %d: %d bytes of JSON over the %d-byte limit; nothing of this call was published: %s, or store the payload elsewhere and publish its key",
-				ErrRejected, ErrInvalidPayload, p.Queue, i, len(m.Body), l.message, how)
+		if len(m.Body) <= l.message {
+			continue
 		}
+		how := "raise " + l.messageFrom + " (core.NoSizeLimit turns the library limit off)"
+		if l.native > 0 {
+			how = fmt.Sprintf("the limit is the backend's own (%T stores batches of at most %d bytes); raise the server's limit", l.backend, l.native)
+		}
+		return fmt.Errorf("%w (%w): queue %q, message %d: %d bytes of JSON over the %d-byte limit; nothing of this call was published: %s, or store the payload elsewhere and publish its key",
+			ErrRejected, ErrInvalidPayload, p.Queue, i, len(m.Body), l.message, how)
 	}
 	return nil
 }
