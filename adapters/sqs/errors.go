@@ -132,6 +132,8 @@ func classify(err error) errorClass {
 	if errors.As(err, &resp) && resp.HTTPStatusCode() != 0 {
 		if s := resp.HTTPStatusCode(); s >= 500 || s == 429 {
 			return classUnavailable
+		} else if s == 413 { // Request Entity Too Large: a proxy or endpoint refusing the size
+			return classRejected
 		}
 		return classOther
 	}

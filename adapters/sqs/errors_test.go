@@ -57,6 +57,7 @@ func TestClassify(t *testing.T) {
 		{"receipt handle invalid", op(&types.ReceiptHandleIsInvalid{}), classStaleHandle},
 		{"not in flight", op(&types.MessageNotInflight{}), classStaleHandle},
 		{"expired handle", op(status(400, api("InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."))), classStaleHandle},
+		{"413 too large", op(status(413, errors.New("request entity too large"))), classRejected},
 		{"other invalid parameter", op(status(400, api("InvalidParameterValue", "DelaySeconds too big"))), classRejected},
 		{"canceled", op(context.Canceled), classCanceled},
 	}
