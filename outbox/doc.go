@@ -41,7 +41,11 @@
 // rows in one statement before committing: two of them never publish the same row. A publish
 // error wrapping core.ErrBackendUnavailable stops the run at once without counting an attempt;
 // any other error counts an attempt, records the error, schedules the row later and goes on.
-// Rows are never dropped. Delivery stays at-least-once: a crash between the backend's publish
+// Rows are never dropped, but poison leaves the outbox: a row the backend refuses permanently
+// (an error wrapping core.ErrRejected: too large, invalid) moves to the dead-letter table at once
+// (reason rejected), and a row that failed Options.MaxAttempts times (default 20) moves there
+// too (reason publish_exhausted), in the transaction of the page that tried it, logged and
+// reported to Hooks.DeadLettered; the rows behind it go on. Replay them once fixed. Delivery stays at-least-once: a crash between the backend's publish
 // and the delete publishes the row again later.
 //
 // # Dead letters

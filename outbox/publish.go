@@ -205,7 +205,8 @@ func (s *Store) publishCommitted(parent context.Context, rows []row) {
 // Options.SweepPageSize rows with FOR UPDATE SKIP LOCKED (so concurrent sweepers, on this node
 // or others, never publish the same row), publishes each page inside the transaction that
 // locked it and deletes the published rows in one statement. A failed row counts an attempt
-// and is scheduled with backoff; a backend reported unavailable (core.ErrBackendUnavailable)
+// and is scheduled with backoff (or moves to the dead-letter table: refused permanently, or
+// past Options.MaxAttempts); a backend reported unavailable (core.ErrBackendUnavailable)
 // stops the sweep at once, and the returned error wraps it. ctx is checked between pages; each
 // page runs detached from ctx, bounded by Options.PublishTimeout.
 func (s *Store) SweepOnce(ctx context.Context) (published int, err error) {
