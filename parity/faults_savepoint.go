@@ -20,9 +20,9 @@ func init() {
 // txSavepoints: inside RunInTx, messages published inside a savepoint that is rolled back are
 // never delivered, however the savepoint was made: pgx's own idiom (tx.Begin on the tx
 // RunInTx hands out, then Rollback), pgx.BeginFunc nested several deep, Store.Savepoint and a
-// nested RunInTx inside a raw savepoint; a released savepoint keeps its messages, and rolling
-// back an outer savepoint discards the inner ones it released. Require, Try and Never queues
-// alike; exactly the kept messages are delivered.
+// nested RunInTx inside a raw savepoint, a SAVEPOINT statement through tx.Exec; a released
+// savepoint keeps its messages, and rolling back an outer savepoint discards the inner ones it
+// released. Require, Try and Never queues alike; exactly the kept messages are delivered.
 func txSavepoints(x *X) {
 	qr := declare(x, core.QueueConfig[Msg]{Transactional: core.Require})
 	qt := declare(x, core.QueueConfig[Msg]{Transactional: core.Try})
@@ -114,6 +114,14 @@ func txSavepoints(x *X) {
 			return err
 		}
 		if err := sp.Rollback(ctx); err != nil {
+			return err
+		}
+		// A SAVEPOINT statement run through Exec, rolled back.
+		if _, err := tx.Exec(ctx, "SAVEPOINT parity_sp"); err != nil {
+			return err
+		}
+		publish(ctx, "sql-rolled-back", false)
+		if _, err := tx.Exec(ctx, "ROLLBACK TO SAVEPOINT parity_sp"); err != nil {
 			return err
 		}
 		publish(ctx, "end", true)
