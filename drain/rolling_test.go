@@ -16,13 +16,16 @@ import (
 // sees the old backend empty and declares it drained; then a node not restarted yet (on the
 // old backend only, publishing, listening to nothing) keeps publishing every 300 ms for a few
 // seconds. Every message, old and new, must be delivered without restarting anything, and
-// the old backend must end drained again.
-func rollingDeploy(t *testing.T, primary, old core.Backend, opts drain.Options) {
+// the old backend must end drained again. The drain wrapper consumes old through oldClient,
+// the node on the old setting publishes through oldPublisher (each process has its own client;
+// they may be the same value for an in-process backend).
+func rollingDeploy(t *testing.T, primary, oldClient, oldPublisher core.Backend, opts drain.Options) {
 	t.Helper()
 	reg := core.NewRegistry()
 	q := core.MustDeclare(reg, testenv.UniqueName("rolling"), core.QueueConfig[string]{Transactional: core.Never})
 	opts.Logger = txmqtest.TestLogger(t)
-	d := drain.New(primary, []core.Backend{old}, &opts)
+	d := drain.New(primary, []core.Backend{oldClient}, &opts)
+	t.Cleanup(func() { _ = d.Close() })
 	db := d.(*drain.Backend)
 	rec := txmqtest.NewRecorder(func(s string) string { return s })
 	node := txmqtest.StartNode(t, &core.NodeOptions{Backend: d, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 50 * time.Millisecond})
@@ -31,7 +34,7 @@ func rollingDeploy(t *testing.T, primary, old core.Backend, opts drain.Options) 
 	}
 	eventually(t, 20*time.Second, func() bool { return len(db.Draining()) == 0 }, "the drain node declares the empty old backend drained")
 
-	oldNode := txmqtest.StartNode(t, &core.NodeOptions{Backend: old, Registry: reg, Logger: txmqtest.DiscardLogger()})
+	oldNode := txmqtest.StartNode(t, &core.NodeOptions{Backend: oldPublisher, Registry: reg, Logger: txmqtest.DiscardLogger()})
 	var want []string
 	for i := range 12 {
 		for _, p := range []struct {
@@ -60,7 +63,7 @@ func rollingDeploy(t *testing.T, primary, old core.Backend, opts drain.Options) 
 func TestRollingDeployOldPublisherAfterDrained(t *testing.T) {
 	t.Parallel()
 	primary, old := newMemory(t), newMemory(t)
-	rollingDeploy(t, &counting{Backend: primary}, &counting{Backend: old}, drain.Options{
+	rollingDeploy(t, &counting{Backend: primary}, &counting{Backend: old}, old, drain.Options{
 		CheckInterval: 50 * time.Millisecond, RecheckInterval: 200 * time.Millisecond,
 	})
 }
