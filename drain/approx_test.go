@@ -151,3 +151,27 @@ func TestExclusiveClearanceRecheckedBeforeFirstPrimaryClaim(t *testing.T) {
 		t.Fatalf("after the old batch finished, want the primary's batch; got %d claims", len(cs))
 	}
 }
+
+// A node whose only queue is an exclusive queue gated by an old backend (a batch of it runs
+// elsewhere) does not spin: its Fetch waits a little instead of asking the old backend again
+// and again.
+func TestGatedExclusiveDoesNotSpin(t *testing.T) {
+	t.Parallel()
+	primary, oldMem := newMemory(t), newMemory(t)
+	old := &counting{Backend: oldMem}
+	reg := core.NewRegistry()
+	q := core.MustDeclare(reg, "x", core.QueueConfig[string]{Transactional: core.Never, Exclusive: true})
+	publish(t, oldMem, rawBatch("x", true, "old"))
+	if cs := fetch(t, oldMem, core.QueueSlots{Queue: "x", Free: 1, Exclusive: true}); len(cs) != 1 {
+		t.Fatalf("old fetch: %d claims", len(cs))
+	}
+	d := drain.New(primary, []core.Backend{old}, &drain.Options{Logger: txmqtest.DiscardLogger()})
+	node := txmqtest.StartNode(t, &core.NodeOptions{Backend: d, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 5 * time.Second})
+	if err := q.Listen(node, func(context.Context, []string) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if calls := old.fetches.Load() + old.depths.Load(); calls > 12 {
+		t.Fatalf("the old backend was asked %d times in 2 s while the exclusive queue was gated; want a few (about two a second)", calls)
+	}
+}

@@ -23,8 +23,10 @@
 //     primary for it (a clearance younger than CheckInterval is trusted), until the primary
 //     has claimed a batch of the queue; an old backend that hands out a batch of the queue
 //     again withdraws it. With approximate depths (see below) the readings must be empty for
-//     the settle window. This holds once every node runs with the drain setting: a node still
-//     on the old setting does not know about the primary.
+//     the settle window. A Fetch whose every queue is gated waits up to a second (within its
+//     Wait) before returning empty, so a gated node asks the old backend about once a second.
+//     This holds once every node runs with the drain setting: a node still on the old
+//     setting does not know about the primary.
 //   - A claim from an old backend is wrapped (its Handle holds the origin and the inner claim),
 //     so Ack, Retry, Drop and Extend go to the backend it came from; claims from the primary
 //     are passed through untouched.

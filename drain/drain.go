@@ -138,7 +138,15 @@ func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cla
 			left = take(left, c.Queue)
 		}
 	}
-	left = d.gateExclusive(ctx, octx, left)
+	gated := d.gateExclusive(ctx, octx, left)
+	if len(out) == 0 && len(left) > 0 && len(gated) == 0 {
+		// Every queue left waits for an old backend to clear it: wait a little (within the
+		// request's Wait) instead of returning at once, so a node does not spin on the old
+		// backends' Fetch and Depths while an exclusive queue is gated.
+		pause(ctx, min(req.Wait, gatedPause, d.interval))
+		return nil, nil
+	}
+	left = gated
 	if len(left) == 0 || (req.Max > 0 && len(out) >= req.Max && allUnlimited(left)) {
 		return out, nil
 	}
@@ -286,6 +294,23 @@ func oldContext(ctx context.Context) (context.Context, context.CancelFunc) {
 		wait = min(wait, time.Until(dl)/oldShare)
 	}
 	return context.WithTimeout(ctx, wait)
+}
+
+// gatedPause is the longest a Fetch waits when every queue it could ask the primary for is
+// gated by an old backend: such queues are read about once a gatedPause per node.
+const gatedPause = time.Second
+
+// pause waits for d or ctx's end.
+func pause(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // take uses one slot of queue in left and drops the queue when it has none left.
