@@ -3,6 +3,7 @@ package drain_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,12 +37,14 @@ func rollingDeploy(t *testing.T, primary, oldClient, oldPublisher core.Backend, 
 
 	oldNode := txmqtest.StartNode(t, &core.NodeOptions{Backend: oldPublisher, Registry: reg, Logger: txmqtest.DiscardLogger()})
 	var want []string
+	sent := map[string]time.Time{}
 	for i := range 12 {
 		for _, p := range []struct {
 			n   *core.Node
 			key string
 		}{{oldNode, fmt.Sprint("old-", i)}, {node, fmt.Sprint("new-", i)}} {
 			want = append(want, p.key)
+			sent[p.key] = time.Now()
 			if err := q.Publish(context.Background(), p.n, p.key); err != nil {
 				t.Fatal(err)
 			}
@@ -52,6 +55,14 @@ func rollingDeploy(t *testing.T, primary, oldClient, oldPublisher core.Backend, 
 		missing, _ := rec.Diff(want)
 		return fmt.Sprintf("every message delivered without a restart; missing %v", missing)
 	})
+	var worst time.Duration
+	for k, at := range sent {
+		if strings.HasPrefix(k, "old-") {
+			worst = max(worst, rec.FirstSeen(k).Sub(at))
+		}
+	}
+	t.Logf("rolling deploy: %d messages from the node on the old setting after the old backend was drained, all delivered; slowest after %v (RecheckInterval %v)",
+		len(sent)/2, worst.Round(time.Millisecond), opts.RecheckInterval)
 	if err := oldNode.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
