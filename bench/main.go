@@ -685,8 +685,29 @@ type stmtStart struct {
 type stmtKey struct{}
 
 func (t *stmtTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	kind := strings.Join(strings.Fields(d.SQL), " ")
-	for _, k := range []string{"txmq_jobs_exclusive AS x", "DELETE FROM", "UPDATE", "INSERT INTO", "count(j.id)", "txmq_jobs_queues"} {
+	return context.WithValue(ctx, stmtKey{}, stmtStart{stmtKindOf(d.SQL), time.Now()})
+}
+
+// TraceBatchStart times a pipelined batch (sqljobs sends its plan guard and the statement
+// together) as one statement of the batch's last query's kind.
+func (t *stmtTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	kind := "batch"
+	if qs := d.Batch.QueuedQueries; len(qs) > 0 {
+		kind = stmtKindOf(qs[len(qs)-1].SQL)
+	}
+	return context.WithValue(ctx, stmtKey{}, stmtStart{kind, time.Now()})
+}
+
+func (t *stmtTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (t *stmtTracer) TraceBatchEnd(ctx context.Context, c *pgx.Conn, _ pgx.TraceBatchEndData) {
+	t.TraceQueryEnd(ctx, c, pgx.TraceQueryEndData{})
+}
+
+// stmtKindOf names a statement by what it does.
+func stmtKindOf(sql string) string {
+	kind := strings.Join(strings.Fields(sql), " ")
+	for _, k := range []string{"txmq_jobs_exclusive AS x", "DELETE FROM", "UPDATE", "INSERT INTO", "count(*) FILTER", "txmq_jobs_queues"} {
 		if strings.Contains(kind, k) {
 			kind = k
 			break
@@ -695,7 +716,7 @@ func (t *stmtTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	if kind == "txmq_jobs_exclusive AS x" {
 		kind = "claim"
 	}
-	return context.WithValue(ctx, stmtKey{}, stmtStart{kind, time.Now()})
+	return kind
 }
 
 func (t *stmtTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {
