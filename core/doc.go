@@ -27,8 +27,11 @@
 //	Never    held until commit, then immediate         immediate
 //
 // Nothing is published if the transaction rolls back. Immediate means the node's coalescing
-// buffer: a 100 ms window reset by each message, at most 5 s from the first message, and an
-// early flush once a queue holds MaxBatchMessages. A publish never waits for the backend. A
+// buffer. A queue's buffer is flushed when the first of these comes: it holds MaxBatchMessages,
+// no message was added for FlushWindow (20 ms), or FlushCap (100 ms) passed since its first
+// message. The cap is measured from the first message, so a steady stream still leaves every
+// 100 ms: a plain publish waits at most about FlushCap plus one FlushTick (10 ms) before its
+// write starts, at any rate. A publish never waits for the backend. A
 // flush the backend refuses is handed to the outbox; only if that fails too is the batch
 // dropped, logged and counted (reason outbox_handoff_failed). A flush the backend refuses
 // permanently (an error wrapping ErrRejected: too large, invalid) is not handed to the outbox,

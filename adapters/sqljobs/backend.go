@@ -63,6 +63,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	if !slices.Contains(versions, 1) {
 		return nil, fmt.Errorf("%w: sqljobs: the jobs tables are missing from schema %q; run sqljobs.Migrate(ctx, pool, opts) first (opening a postgres:// backend URL does it for you)", core.ErrInvalidConfig, o.Schema)
 	}
+	if !slices.Contains(versions, 2) {
+		o.Logger.Warn("sqljobs: the jobs tables lack migration 2 (the state index); run sqljobs.Migrate or `txmq migrate`: until then Depths reads every row of a queue", "schema", o.Schema)
+	}
 	be := &Backend{
 		pool:    pool,
 		o:       o,
@@ -129,7 +132,7 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 	}
 	out := make(map[string]core.Depth, len(queues))
 	err := be.run(ctx, "depths", func(ctx context.Context) error {
-		rows, err := be.pool.Query(ctx, be.sql.depths, queues)
+		rows, err := query(ctx, be.pool, be.sql.depths, queues)
 		if err != nil {
 			return err
 		}
