@@ -5,8 +5,8 @@ import "fmt"
 // SplitEnvelope cuts an encoded batch into two batches of about half its messages each, for an
 // adapter that cannot store the batch whole (a message size limit) and has nowhere else to put
 // it. Each half keeps the attempt count, the trace context and the message ids, and gets a new
-// batch id. A batch of one message cannot be split: that is an error wrapping
-// ErrRejected and ErrInvalidPayload. Splitting is the one sanctioned case of an adapter looking inside a batch.
+// batch id. A batch of one message cannot be split: that is an error wrapping ErrRejected and
+// ErrInvalidPayload. Splitting is the one sanctioned case of an adapter looking inside a batch.
 func SplitEnvelope(body []byte) ([][]byte, error) {
 	e, err := DecodeEnvelope(body)
 	if err != nil {
