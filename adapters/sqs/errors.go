@@ -72,6 +72,7 @@ var rejectedCodes = map[string]bool{
 	"InvalidMessageContents":                        true,
 	"AWS.SimpleQueueService.InvalidMessageContents": true,
 	"InvalidParameterValue":                         true,
+	"AWS.SimpleQueueService.InvalidParameterValue":  true, // fauxqs, and SQS's query protocol
 	"MessageTooLong":                                true,
 	"AWS.SimpleQueueService.MessageTooLong":         true,
 }
@@ -118,7 +119,7 @@ func classify(err error) errorClass {
 			return classNoQueue
 		case staleCodes[code]:
 			return classStaleHandle
-		case code == "InvalidParameterValue" && mentionsReceiptHandle(api.ErrorMessage()):
+		case (code == "InvalidParameterValue" || code == "AWS.SimpleQueueService.InvalidParameterValue") && mentionsReceiptHandle(api.ErrorMessage()):
 			// SQS answers ChangeMessageVisibility on a handle from an earlier receive with
 			// InvalidParameterValue "... receipt handle ... has expired".
 			return classStaleHandle

@@ -57,6 +57,8 @@ func TestClassify(t *testing.T) {
 		{"receipt handle invalid", op(&types.ReceiptHandleIsInvalid{}), classStaleHandle},
 		{"not in flight", op(&types.MessageNotInflight{}), classStaleHandle},
 		{"expired handle", op(status(400, api("InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."))), classStaleHandle},
+		{"message too long, query code", op(status(400, api("AWS.SimpleQueueService.InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes."))), classRejected},
+		{"expired handle, query code", op(status(400, api("AWS.SimpleQueueService.InvalidParameterValue", "The receipt handle has expired."))), classStaleHandle},
 		{"413 too large", op(status(413, errors.New("request entity too large"))), classRejected},
 		{"other invalid parameter", op(status(400, api("InvalidParameterValue", "DelaySeconds too big"))), classRejected},
 		{"canceled", op(context.Canceled), classCanceled},
