@@ -42,8 +42,12 @@ func (s *Store) deadLetterRow(db context.Context, tx pgx.Tx, r row, via, reason 
 	if env, derr := core.DecodeEnvelope(r.batch.Body); derr == nil {
 		msgs = len(env.Messages)
 	}
+	text := cause.Error()
+	if reason == core.ReasonPublishExhausted {
+		text = fmt.Sprintf("the outbox's publish failed %d times (Options.MaxAttempts); last error: %s", attempts, text)
+	}
 	dl := &core.DeadLetter{Queue: r.batch.Queue, BatchID: r.batch.ID, Body: r.batch.Body, Reason: reason,
-		Error: cause.Error(), Messages: msgs, Exclusive: r.batch.Exclusive, At: time.Now()}
+		Error: text, Messages: msgs, Exclusive: r.batch.Exclusive, At: time.Now()}
 	sp, err := tx.Begin(db)
 	if err != nil {
 		return false, fmt.Errorf("txmq outbox: dead-lettering row %d (queue %q): %w", r.id, r.batch.Queue, err)

@@ -125,7 +125,7 @@ func TestRowDeadLetteredAfterBudget(t *testing.T) {
 		t.Fatalf("after the budget: %d dead letters (%v), %d rows; want 2 and 0", len(dls), err, e.outboxRows(t))
 	}
 	for _, dl := range dls {
-		if dl.Reason != core.ReasonPublishExhausted || dl.LastError != errPlain.Error() {
+		if dl.Reason != core.ReasonPublishExhausted || !strings.Contains(dl.LastError, "failed 3 times") || !strings.HasSuffix(dl.LastError, errPlain.Error()) {
 			t.Fatalf("dead letter %+v", dl)
 		}
 	}
