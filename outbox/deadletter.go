@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/txmq/txmq/core"
 )
@@ -84,23 +83,8 @@ func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	if err := s.deadLetterIn(ctx, s.pool, dl, at); err != nil {
-		return fmt.Errorf("txmq outbox: storing dead letter of queue %q (batch %s, reason %s) in %s: %w; check the app database and that outbox.Migrate ran",
-			dl.Queue, dl.BatchID, dl.Reason, s.dead, err)
-	}
-	return nil
-}
-
-// execer runs a statement; pgx.Tx, *pgxpool.Pool and *pgx.Conn satisfy it.
-type execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-// deadLetterIn upserts dl (given up on at at) through q: the pool, or the transaction of an
-// outbox page that moves a row to the dead letters.
-func (s *Store) deadLetterIn(ctx context.Context, q execer, dl *core.DeadLetter, at time.Time) error {
 	exclusive := dl.Exclusive
-	_, err := q.Exec(ctx, `INSERT INTO `+s.dead+` AS d (queue, batch_id, body, exclusive, reason, last_error,
+	_, err := s.pool.Exec(ctx, `INSERT INTO `+s.dead+` AS d (queue, batch_id, body, exclusive, reason, last_error,
 			attempts, messages, first_failed_at, last_failed_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
 		ON CONFLICT (queue, batch_id) WHERE batch_id <> '' DO UPDATE SET
@@ -108,7 +92,11 @@ func (s *Store) deadLetterIn(ctx context.Context, q execer, dl *core.DeadLetter,
 			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
 			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL`,
 		dl.Queue, dl.BatchID, dl.Body, exclusive, dl.Reason, errorText(dl.Error, maxDeadErrorText), dl.Attempts, dl.Messages, at)
-	return err
+	if err != nil {
+		return fmt.Errorf("txmq outbox: storing dead letter of queue %q (batch %s, reason %s) in %s: %w; check the app database and that outbox.Migrate ran",
+			dl.Queue, dl.BatchID, dl.Reason, s.dead, err)
+	}
+	return nil
 }
 
 const deadCols = `id, queue, batch_id, body, exclusive, reason, last_error, attempts, messages,

@@ -33,6 +33,20 @@ func poisonReason(err error, attempts, budget int) string {
 	return ""
 }
 
+// deadLetterRowSQL is the insert of a poison row into the dead-letter table dead: the columns of
+// Store.DeadLetter. A batch already there and still dead keeps its row (first reason, error and
+// attempts); one replayed since becomes dead again with this reason.
+func deadLetterRowSQL(dead string) string {
+	return `INSERT INTO ` + dead + ` AS d (queue, batch_id, body, exclusive, reason, last_error,
+			attempts, messages, first_failed_at, last_failed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+		ON CONFLICT (queue, batch_id) WHERE batch_id <> '' DO UPDATE SET
+			body = EXCLUDED.body, exclusive = EXCLUDED.exclusive, reason = EXCLUDED.reason,
+			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
+			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL
+		WHERE d.replayed_at IS NOT NULL`
+}
+
 // deadLetterRow moves r to the dead-letter table in a savepoint of tx. moved is false when
 // the database refused the move (logged): the caller then records the failed attempt as
 // usual, and the row is tried again later. err is an error that ends the page (the savepoint
@@ -52,7 +66,8 @@ func (s *Store) deadLetterRow(db context.Context, tx pgx.Tx, r row, via, reason 
 	if err != nil {
 		return false, fmt.Errorf("txmq outbox: dead-lettering row %d (queue %q): %w", r.id, r.batch.Queue, err)
 	}
-	merr := s.deadLetterIn(db, sp, dl, dl.At)
+	_, merr := sp.Exec(db, deadLetterRowSQL(s.dead), dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason,
+		errorText(dl.Error, maxDeadErrorText), dl.Attempts, dl.Messages, dl.At)
 	if merr == nil {
 		_, merr = sp.Exec(db, `DELETE FROM `+s.outbox+` WHERE id = $1`, r.id)
 	}
