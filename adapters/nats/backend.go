@@ -29,6 +29,7 @@ type Backend struct {
 	stop   context.CancelFunc // cancels pulls (their context), called by Close
 	pulls  context.Context    // the context of every pull; cancelled by Close
 	wake   chan struct{}      // closed and replaced whenever a poll delivers or ends
+	sclock serverClock        // the server's clock, for message schedules
 }
 
 var _ core.Backend = (*Backend)(nil)
@@ -96,7 +97,8 @@ func newBackend(nc *natsgo.Conn, o Options) (*Backend, error) {
 }
 
 // Publish stores the batch in its queue's stream: on the ready subject when it is due, or as a
-// JetStream message schedule that the server turns into a ready message at b.NotBefore. A body
+// JetStream message schedule that the server turns into a ready message once the batch's
+// delay (b.DelayFrom) has passed on the server's clock. A body
 // larger than the chunk size is stored as chunks plus a small reference message. It returns
 // once the server has acknowledged every part.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
@@ -107,7 +109,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err != nil {
 		return err
 	}
-	return be.store(ctx, q, b.ID, b.Body, b.NotBefore)
+	return be.store(ctx, q, b.ID, b.Body, b.DelayFrom(time.Now()))
 }
 
 // Close stops waiting fetches and outstanding pulls (their goroutines end at once; a batch
