@@ -100,6 +100,9 @@ type Message struct {
 // when they come from a publish call); they are copied verbatim, not re-validated.
 func EncodeEnvelope(e *Envelope) []byte {
 	size := 96 + len(e.ID) + len(e.Queue)
+	if !e.Due.IsZero() {
+		size += 44 // ,"nb":"<RFC 3339 with nanoseconds>"
+	}
 	for i, m := range e.Messages {
 		size += len(m) + 1
 		if i < len(e.MessageIDs) {
