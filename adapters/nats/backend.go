@@ -29,7 +29,6 @@ type Backend struct {
 	stop   context.CancelFunc // cancels pulls (their context), called by Close
 	pulls  context.Context    // the context of every pull; cancelled by Close
 	wake   chan struct{}      // closed and replaced whenever a poll delivers or ends
-	sclock serverClock        // the server's clock, for message schedules
 }
 
 var _ core.Backend = (*Backend)(nil)

@@ -25,14 +25,15 @@ type serverClock struct {
 	sent time.Time // time.Now() just before that request (kept with its monotonic reading)
 }
 
-// serverNow returns a time not before the server's clock now: the server's time in a recent
+// serverNow returns a time not before the clock of the server that runs q's stream (its
+// leader, in a cluster: the one that fires its schedules) now: the server's time in a recent
 // stream info plus the monotonic time elapsed since that request was sent, plus the drift
 // allowance (the server read its clock after the request left, so the estimate is ahead by at
 // most one round trip and 30 ms, which makes a schedule at most that late, never early). A
 // server whose stream info carries no time (before nats-server 2.10, which has no message
 // schedules either) falls back to this process's clock.
 func (be *Backend) serverNow(ctx context.Context, q *queueState) (time.Time, error) {
-	c := &be.sclock
+	c := &q.clock
 	c.mu.Lock()
 	if age := time.Since(c.sent); !c.sent.IsZero() && age < serverClockRefresh {
 		now := c.ts.Add(age + age/driftAllowance)

@@ -38,6 +38,7 @@ type queueState struct {
 	cons      jetstream.Consumer
 	exclusive bool          // as applied to cons
 	ackWait   time.Duration // cons's AckWait
+	clock     serverClock   // the clock of the server that fires the stream's schedules
 
 	// Guarded by Backend.mu.
 	polling bool       // a pull request is outstanding
