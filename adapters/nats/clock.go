@@ -51,8 +51,17 @@ func (be *Backend) serverNow(ctx context.Context, q *queueState) (time.Time, err
 	if info.TimeStamp.IsZero() {
 		return time.Now(), nil
 	}
-	c.mu.Lock()
-	c.ts, c.sent = info.TimeStamp, sent
-	c.mu.Unlock()
+	c.seed(info.TimeStamp, sent)
 	return info.TimeStamp.Add(time.Since(sent)), nil
+}
+
+// seed records a reading of the server's clock, ts, from a response to a request sent at
+// sent (local, with its monotonic reading); a zero ts (an old server) is ignored.
+func (c *serverClock) seed(ts, sent time.Time) {
+	if ts.IsZero() {
+		return
+	}
+	c.mu.Lock()
+	c.ts, c.sent = ts, sent
+	c.mu.Unlock()
 }

@@ -83,10 +83,13 @@ func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, err
 	}
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
+	sent := time.Now()
 	s, err := be.js.Stream(cctx, q.streamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		sent = time.Now()
 		s, err = be.js.CreateStream(cctx, be.streamConfig(q))
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			sent = time.Now()
 			s, err = be.js.Stream(cctx, q.streamName)
 		}
 	}
@@ -94,6 +97,9 @@ func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, err
 		return nil, wrap(op+": stream "+q.streamName, name, err)
 	}
 	q.stream = s
+	if info := s.CachedInfo(); info != nil {
+		q.clock.seed(info.TimeStamp, sent) // the first delayed publish needs no extra round trip
+	}
 	return q, nil
 }
 
