@@ -37,8 +37,8 @@ type SizeLimiter interface {
 }
 
 // envelopeFixed bounds an encoded envelope's size beyond its messages, queue name and trace
-// context: the version, batch id, attempt, created time and the JSON punctuation.
-const envelopeFixed = 160
+// context: the version, batch id, attempt, created and due times and the JSON punctuation.
+const envelopeFixed = 256
 
 // perMessageOverhead bounds the bytes one message adds beyond its JSON: its id (26 characters)
 // in the ids array, quotes and separators.

@@ -321,6 +321,7 @@ func (n *Node) Stats() Stats {
 		Succeeded:         n.stats.succeeded.Load(),
 		Failed:            n.stats.failed.Load(),
 		Retried:           n.stats.retried.Load(),
+		EarlyArrivals:     n.stats.early.Load(),
 		HandedOff:         n.stats.handedOff.Load(),
 		LeaseLost:         n.stats.leaseLost.Load(),
 		Dropped:           map[string]int64{},

@@ -21,3 +21,13 @@ func TestDatabaseRefusalIsRejected(t *testing.T) {
 	}
 	publish(t, be, "q", core.NewID(), time.Time{})
 }
+
+func TestCheckSize(t *testing.T) {
+	t.Parallel()
+	if err := checkSize("publish", maxBatchBytes); err != nil {
+		t.Fatalf("a body at the limit: %v", err)
+	}
+	if err := checkSize("publish", maxBatchBytes+1); !errors.Is(err, core.ErrRejected) || errors.Is(err, core.ErrBackendUnavailable) {
+		t.Fatalf("a body over the limit: %v; want core.ErrRejected", err)
+	}
+}
