@@ -13,7 +13,10 @@ import (
 // Rules every adapter follows (the parity suite checks each):
 //
 //   - Errors caused by the backend being unreachable or overloaded wrap ErrBackendUnavailable;
-//     classify SDK errors in one place per adapter.
+//     classify SDK errors in one place per adapter. A permanent refusal of a batch (too large,
+//     invalid) wraps ErrRejected and never ErrBackendUnavailable, even when the server shows it
+//     by closing the connection: core dead-letters it rather than retrying it forever. A backend
+//     with a size limit it cannot work around (by splitting or chunking) implements SizeLimiter.
 //   - Publish stores the batch durably (as durable as the backend is) before returning, and never
 //     makes it claimable before its delay (OutgoingBatch.DelayFrom) has passed on the backend's
 //     own clock, counted from the publish: the server's now (Postgres now(), Redis TIME, SQS
