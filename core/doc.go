@@ -44,10 +44,10 @@
 // one message over the limit fails the whole call with an error wrapping ErrRejected (and
 // ErrInvalidPayload) that names the queue, the size, the limit and the setting to raise.
 // Batches are cut so that their encoded size stays under the batch limit (a batch always holds
-// at least one message). The limits are the lowest of QueueConfig.MaxMessageBytes and
-// MaxBatchBytes (when set; NoSizeLimit turns the library limit off for a queue),
-// NodeOptions.MaxMessageBytes and MaxBatchBytes (default 1 MiB and 8 MiB), and the backend's own
-// limit when its adapter implements SizeLimiter: Redis reports the server's proto-max-bulk-len
+// at least one message). The limits are QueueConfig.MaxMessageBytes and MaxBatchBytes when set
+// (NoSizeLimit turns the library limit off for a queue), else NodeOptions.MaxMessageBytes and
+// MaxBatchBytes (default 1 MiB and 8 MiB), capped by the backend's own limit when its adapter
+// implements SizeLimiter: Redis reports the server's proto-max-bulk-len
 // (512 MB by default), sqljobs PostgreSQL's 1 GB value limit; SQS (which splits a batch by
 // messages, or uses its overflow store) and NATS (which chunks bodies over max_payload) report
 // none, and memory has none. The defaults are a library choice: 1 MiB is far above a typical
