@@ -27,7 +27,8 @@
 //	TXMQ_DRAIN_BACKENDS        old backend URLs, comma-separated, to drain after a swap.
 //	TXMQ_DRAIN_CHECK_INTERVAL  how often an old backend's depths are checked; default 5s.
 //
-// Passwords in URLs are never logged nor put in errors (url.URL.Redacted).
+// Secrets in URLs and connection strings (passwords, user-info tokens such as nats://TOKEN@host,
+// password-, token- and key-like parameters) are never logged nor put in errors: see core.Redact.
 //
 // # Swapping the backend
 //

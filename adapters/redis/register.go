@@ -81,11 +81,11 @@ func Open(_ context.Context, u *url.URL) (core.Backend, error) {
 		}
 		set, ok := urlParams[key]
 		if !ok {
-			return nil, fmt.Errorf("%w: redis backend URL %s: unknown parameter %q; accepted txmq_ parameters: %s (and the go-redis ones, such as dial_timeout or pool_size)", core.ErrInvalidConfig, u.Redacted(), key, strings.Join(paramNames(), ", "))
+			return nil, fmt.Errorf("%w: redis backend URL %s: unknown parameter %q; accepted txmq_ parameters: %s (and the go-redis ones, such as dial_timeout or pool_size)", core.ErrInvalidConfig, core.RedactURL(u), key, strings.Join(paramNames(), ", "))
 		}
 		v := vals[len(vals)-1]
 		if err := set(&o, v); err != nil {
-			return nil, fmt.Errorf("%w: redis backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, u.Redacted(), key, v, err)
+			return nil, fmt.Errorf("%w: redis backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, core.RedactURL(u), key, v, err)
 		}
 		q.Del(key)
 	}
@@ -93,7 +93,7 @@ func Open(_ context.Context, u *url.URL) (core.Backend, error) {
 	rest.RawQuery = q.Encode()
 	gopts, err := goredis.ParseURL(rest.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis backend URL %s: %s", core.ErrInvalidConfig, u.Redacted(), scrub(err.Error(), u))
+		return nil, fmt.Errorf("%w: redis backend URL %s: %s", core.ErrInvalidConfig, core.RedactURL(u), core.RedactText(err.Error(), u.String()))
 	}
 	o2, err := o.withDefaults()
 	if err != nil {
@@ -118,14 +118,4 @@ func positiveDuration(v string) (time.Duration, error) {
 		err = fmt.Errorf("must be positive")
 	}
 	return d, err
-}
-
-// scrub removes u's password from msg.
-func scrub(msg string, u *url.URL) string {
-	if u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
-	}
-	return msg
 }

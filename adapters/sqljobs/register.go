@@ -55,11 +55,11 @@ func open(ctx context.Context, u *url.URL) (*Backend, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(rest.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: sqljobs: backend URL %s: %v", core.ErrInvalidConfig, rest.Redacted(), err)
+		return nil, fmt.Errorf("%w: sqljobs: backend URL %s: %v", core.ErrInvalidConfig, core.RedactURL(rest), core.RedactError(err, u.String()))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, classify("creating the pool for "+rest.Redacted(), err)
+		return nil, classify("creating the pool for "+core.RedactURL(rest), core.RedactError(err, u.String()))
 	}
 	if migrate {
 		if err := Migrate(ctx, pool, opts); err != nil {
