@@ -54,10 +54,43 @@ func RedactURL(u *url.URL) string {
 // quote-decoded, longest first. Use it where a message may quote raw or a part of it.
 func RedactText(text, raw string) string {
 	_, secrets := redactSecrets(raw)
-	for _, s := range secrets {
-		text = strings.ReplaceAll(text, s, Redacted)
+	if len(secrets) == 0 {
+		return text
 	}
-	return text
+	// Mark every occurrence of every secret (overlapping ones too), then write each marked
+	// run once as Redacted: a replacement is never searched again, and the work is linear in
+	// the text for each secret.
+	cover := make([]int, len(text)+1)
+	found := false
+	for _, sec := range secrets {
+		for i := 0; i+len(sec) <= len(text); {
+			j := strings.Index(text[i:], sec)
+			if j < 0 {
+				break
+			}
+			cover[i+j]++
+			cover[i+j+len(sec)]--
+			found = true
+			i += j + 1
+		}
+	}
+	if !found {
+		return text
+	}
+	var b strings.Builder
+	depth, inRun := 0, false
+	for i := 0; i < len(text); i++ {
+		depth += cover[i]
+		switch {
+		case depth > 0 && !inRun:
+			b.WriteString(Redacted)
+			inRun = true
+		case depth == 0:
+			b.WriteByte(text[i])
+			inRun = false
+		}
+	}
+	return b.String()
 }
 
 // RedactError returns err with RedactText(err.Error(), raw) as its message. The result
@@ -116,6 +149,10 @@ var dsnStartRE = regexp.MustCompile(`^\s*[A-Za-z_][A-Za-z0-9_]*\s*=`)
 // in group 1 and the value (quoted, possibly unterminated, or not) in group 2.
 var dsnSecretRE = regexp.MustCompile(`(?i)(\b[a-z0-9_]*(?:` + strings.Join(secretWords, "|") + `)[a-z0-9_]*\s*=\s*)('(?:[^'\\]|\\.)*(?:'|\\?$)|\S*)`)
 
+// dsnAtRE finds an unquoted connection-string value holding an "@" (user=admin@server, or
+// user-info written where a host was meant): the part before its last "@" is in group 2.
+var dsnAtRE = regexp.MustCompile(`(=\s*)([^\s'@][^\s']*)@`)
+
 // schemeRE is a URL scheme as RFC 3986 defines it.
 var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*$`)
 
@@ -123,8 +160,10 @@ var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.\-]*$`)
 func redactSecrets(raw string) (string, []string) {
 	r := &redactor{}
 	out := r.text(raw, 0)
-	// Longest first, so that a secret containing another is replaced whole.
-	slices.SortFunc(r.secrets, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	// Longest first, each once.
+	slices.SortFunc(r.secrets, func(a, b string) int {
+		return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b))
+	})
 	return out, slices.Compact(r.secrets)
 }
 
@@ -155,16 +194,25 @@ func (r *redactor) text(raw string, depth int) string {
 	if !ok || !schemeRE.MatchString(scheme) {
 		return r.opaque(raw, depth)
 	}
-	if _, err := url.Parse(raw); err != nil && strings.Contains(rest, "@") {
-		return scheme + "://" + r.opaque(rest, depth)
-	}
 	// Split as url.Parse does: fragment, then query, then the authority up to the first "/",
 	// whose user-info ends at its last "@".
-	rest, frag, hasFrag := strings.Cut(rest, "#")
-	rest, query, hasQuery := strings.Cut(rest, "?")
-	authority, path := rest, ""
-	if i := strings.IndexByte(rest, '/'); i >= 0 {
-		authority, path = rest[:i], rest[i:]
+	body, frag, hasFrag := strings.Cut(rest, "#")
+	body, query, hasQuery := strings.Cut(body, "?")
+	authority, path := body, ""
+	if i := strings.IndexByte(body, '/'); i >= 0 {
+		authority, path = body[:i], body[i:]
+	}
+	_, perr := url.Parse(raw)
+	if perr != nil && strings.Contains(rest, "@") || strings.Contains(path, "@") || strings.Contains(frag, "@") || strayAt(query) {
+		// Unparseable, or an "@" after the authority that is not inside a URL-valued
+		// parameter: a password or token with an unescaped "/", "?" or "#". Its structure
+		// cannot be trusted.
+		return scheme + "://" + r.opaque(rest, depth)
+	}
+	if perr != nil && authority != "" {
+		// Unparseable without user-info: the authority may be the start of one (a bad port).
+		r.secret(authority)
+		authority = Redacted
 	}
 	var b strings.Builder
 	b.WriteString(scheme)
@@ -185,17 +233,7 @@ func (r *redactor) text(raw string, depth int) string {
 func (r *redactor) opaque(raw string, depth int) string {
 	var b strings.Builder
 	if i := strings.LastIndexByte(raw, '@'); i >= 0 {
-		info := raw[:i]
-		r.secret(info)
-		if _, pw, ok := strings.Cut(info, ":"); ok {
-			r.secret(pw)
-		}
-		if j := strings.LastIndex(info, "//"); j >= 0 {
-			r.secret(info[j+2:])
-			if _, pw, ok := strings.Cut(info[j+2:], ":"); ok {
-				r.secret(pw)
-			}
-		}
+		r.looseUserInfo(raw[:i])
 		b.WriteString(Redacted)
 		b.WriteByte('@')
 		raw = raw[i+1:]
@@ -205,6 +243,21 @@ func (r *redactor) opaque(raw string, depth int) string {
 	b.WriteString(raw)
 	r.tail(&b, query, hasQuery, frag, hasFrag, depth)
 	return b.String()
+}
+
+// looseUserInfo records the secrets of text that ends where a user-info would: the whole, and
+// what follows its first ":" and its last "//" (a password after a user name or a scheme).
+func (r *redactor) looseUserInfo(info string) {
+	r.secret(info)
+	if _, pw, ok := strings.Cut(info, ":"); ok {
+		r.secret(pw)
+	}
+	if j := strings.LastIndex(info, "//"); j >= 0 {
+		r.secret(info[j+2:])
+		if _, pw, ok := strings.Cut(info[j+2:], ":"); ok {
+			r.secret(pw)
+		}
+	}
 }
 
 // userInfo redacts a URL's user-info: user:password keeps the user, a lone user-info is
@@ -242,6 +295,10 @@ func (r *redactor) query(q string, depth int) string {
 	for i, p := range parts {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok {
+			if strings.Contains(p, "@") { // not a parameter: the end of a password with an unescaped "?"
+				r.secret(p)
+				parts[i] = Redacted
+			}
 			continue
 		}
 		name := k
@@ -268,7 +325,7 @@ func (r *redactor) query(q string, depth int) string {
 			continue
 		}
 		// A value holding URLs with user-info (a server list, an endpoint): redact each.
-		urls := strings.Split(dv, ",")
+		urls := splitURLs(dv)
 		for j, u := range urls {
 			urls[j] = r.text(u, depth+1)
 		}
@@ -279,9 +336,53 @@ func (r *redactor) query(q string, depth int) string {
 	return strings.Join(parts, "&")
 }
 
+// strayAt reports whether a query holds an "@" anywhere but in a parameter value that holds a
+// URL (name=scheme://user@host).
+func strayAt(query string) bool {
+	for _, p := range strings.Split(query, "&") {
+		if !strings.Contains(p, "@") && !strings.Contains(p, "%40") {
+			continue
+		}
+		k, v, ok := strings.Cut(p, "=")
+		if dk, err := url.QueryUnescape(k); ok && err == nil && SecretParam(dk) {
+			continue // redacted whole anyway
+		}
+		if d, err := url.QueryUnescape(v); err == nil {
+			v = d
+		}
+		if !ok || !strings.Contains(v, "://") {
+			return true
+		}
+	}
+	return false
+}
+
+// splitURLs splits a comma-separated list of URLs; a comma not followed by scheme:// is part
+// of the URL before it (a password may hold commas).
+func splitURLs(v string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(v); i++ {
+		if i < len(v) && v[i] != ',' {
+			continue
+		}
+		// v[start:i] is done when the next piece starts with scheme://.
+		next := v[min(i+1, len(v)):]
+		if j := strings.IndexByte(next, ','); j >= 0 {
+			next = next[:j]
+		}
+		scheme, _, ok := strings.Cut(next, "://")
+		if i == len(v) || ok && schemeRE.MatchString(scheme) {
+			out = append(out, v[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
 // dsn redacts a keyword/value connection string.
 func (r *redactor) dsn(raw string) string {
-	return dsnSecretRE.ReplaceAllStringFunc(raw, func(m string) string {
+	out := dsnSecretRE.ReplaceAllStringFunc(raw, func(m string) string {
 		sm := dsnSecretRE.FindStringSubmatch(m)
 		v := sm[2]
 		r.secret(v)
@@ -291,5 +392,10 @@ func (r *redactor) dsn(raw string) string {
 			r.secret(strings.NewReplacer(`\'`, `'`, `\\`, `\`).Replace(u))
 		}
 		return sm[1] + Redacted
+	})
+	return dsnAtRE.ReplaceAllStringFunc(out, func(m string) string {
+		sm := dsnAtRE.FindStringSubmatch(m)
+		r.looseUserInfo(sm[2])
+		return sm[1] + Redacted + "@"
 	})
 }
