@@ -233,7 +233,15 @@ func (r *redactor) text(raw string, depth int) string {
 func (r *redactor) opaque(raw string, depth int) string {
 	var b strings.Builder
 	if i := strings.LastIndexByte(raw, '@'); i >= 0 {
-		r.looseUserInfo(raw[:i])
+		// Which "@" ends the user-info is unknown: each of the first and last few may (a URL
+		// parser would pick the last one before a "/", "?" or "#").
+		ats := atIndexes(raw)
+		if len(ats) > 8 {
+			ats = append(ats[:4], ats[len(ats)-4:]...)
+		}
+		for _, at := range ats {
+			r.looseUserInfo(raw[:at])
+		}
 		b.WriteString(Redacted)
 		b.WriteByte('@')
 		raw = raw[i+1:]
@@ -243,6 +251,17 @@ func (r *redactor) opaque(raw string, depth int) string {
 	b.WriteString(raw)
 	r.tail(&b, query, hasQuery, frag, hasFrag, depth)
 	return b.String()
+}
+
+// atIndexes returns the positions of every "@" in s.
+func atIndexes(s string) []int {
+	var out []int
+	for i := 0; i < len(s); i++ {
+		if s[i] == '@' {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // looseUserInfo records the secrets of text that ends where a user-info would: the whole, and
