@@ -190,6 +190,17 @@ func (r *redactor) text(raw string, depth int) string {
 	if dsnStartRE.MatchString(raw) {
 		return r.dsn(raw)
 	}
+	out := r.url(raw, depth)
+	if strings.ContainsAny(raw, " \t\r\n") {
+		// A URL cannot hold whitespace: this may be a URL with keyword/value settings after
+		// it (postgres://h/db password=x).
+		out = r.dsn(out)
+	}
+	return out
+}
+
+// url redacts text that is not a keyword/value connection string.
+func (r *redactor) url(raw string, depth int) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok || !schemeRE.MatchString(scheme) {
 		return r.opaque(raw, depth)

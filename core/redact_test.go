@@ -45,6 +45,12 @@ func TestRedact(t *testing.T) {
 		{"host=h sslpassword=s3 port=5432", "host=h sslpassword=xxxxx port=5432"},
 		{"host=h password='unterminated dbname=d", "host=h password=xxxxx"},
 		{"host=h PASSWORD=x", "host=h PASSWORD=xxxxx"},
+		{"host=h user=admin@server", "host=h user=xxxxx@server"},
+		{"postgres://u@h/db?sslmode=disable password='hunter2'", "postgres://u@h/db?sslmode=disable password=xxxxx"},
+		{"redis://u:12#hunter2@h", "redis://xxxxx@h"},
+		{"redis://u:12?hunter2@h", "redis://xxxxx@h"},
+		{"redis://u:12/hunter2@h", "redis://xxxxx@h"},
+		{"nats://hunter2#x@h", "nats://xxxxx@h"},
 	}
 	for _, tt := range tests {
 		if got := Redact(tt.in); got != tt.want {
