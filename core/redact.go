@@ -220,8 +220,9 @@ func (r *redactor) url(raw string, depth int) string {
 		// cannot be trusted.
 		return scheme + "://" + r.opaque(rest, depth)
 	}
-	if perr != nil && authority != "" {
-		// Unparseable without user-info: the authority may be the start of one (a bad port).
+	if perr != nil && strings.Contains(authority, ":") {
+		// Unparseable without user-info: the authority may be the start of one, user:password
+		// cut short by an unescaped character (it reads as a bad port).
 		r.secret(authority)
 		authority = Redacted
 	}

@@ -51,6 +51,8 @@ func TestRedact(t *testing.T) {
 		{"redis://u:12?hunter2@h", "redis://xxxxx@h"},
 		{"redis://u:12/hunter2@h", "redis://xxxxx@h"},
 		{"nats://hunter2#x@h", "nats://xxxxx@h"},
+		{"redis://u:hunter2/x", "redis://xxxxx/x"},
+		{"redis://h/%zz", "redis://h/%zz"},
 	}
 	for _, tt := range tests {
 		if got := Redact(tt.in); got != tt.want {
