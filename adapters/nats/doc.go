@@ -77,12 +77,15 @@
 //
 // A batch due later is published as a JetStream message schedule ("Nats-Schedule: @at
 // <time>", nats-server 2.12+) on its own subject, targeting the queue's ready subject: the
-// server stores it and publishes the batch when due, with no cap on the delay. Every
-// scheduled batch also carries its due time (Txmq-Not-Before); one that is delivered before
-// it by this client's clock (clock skew with the server) is given back with the remaining
-// delay, which costs one extra delivery in its count. Retry is a rewrite: the body core
-// re-encoded (with its attempt count) is stored again (scheduled when delayed) and only then
-// is the old message acked, so Deliveries restarts at 1, the Exclusive slot is released
+// server stores it and publishes the batch when due, with no cap on the delay. The time is on
+// the server's clock, the one the schedule fires by: the batch's delay (never the publisher's
+// absolute due time) added to the server's time read from a stream info at most 30 s before
+// and advanced by this process's monotonic clock, so app/server clock skew cannot make a batch
+// early, and the estimate's error (one round trip) can only make it that much late. A
+// delivered batch is not compared with this process's clock again.
+//
+// Retry is a rewrite: the body core re-encoded (with its attempt count) is stored again
+// (scheduled when delayed) and only then is the old message acked, so Deliveries restarts at 1, the Exclusive slot is released
 // during the backoff, and Depths shows the retry as delayed.
 //
 // # Large bodies

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
-	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -288,19 +287,12 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	be.mu.Unlock()
 }
 
-// prepare reads a delivered message: its batch id, deliveries and (reassembled) body. A
-// message that arrives before its due time (the server's clock runs ahead of this one) is
-// given back with the remaining delay; nil means "not a claim".
+// prepare reads a delivered message: its batch id, deliveries and (reassembled) body; nil
+// means "not a claim". Due times are not checked here: the server fires a schedule by its own
+// clock, the one the schedule was computed on (see serverNow), so comparing with this
+// process's clock would only add skew.
 func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
 	hdr := m.Headers()
-	if nb := hdr.Get(hdrNotBefore); nb != "" {
-		if ns, err := strconv.ParseInt(nb, 10, 64); err == nil {
-			if wait := time.Until(time.Unix(0, ns)); wait > 0 {
-				_ = m.NakWithDelay(wait)
-				return nil
-			}
-		}
-	}
 	st := &stashed{msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1}
 	if meta, err := m.Metadata(); err == nil {
 		st.deliveries = int(meta.NumDelivered)

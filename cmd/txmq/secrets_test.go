@@ -15,6 +15,8 @@ func TestCommandsRedactSecrets(t *testing.T) {
 		{"status", "--backend", "nats://hunter2@127.0.0.1:1", "--queue", "q"},
 		{"status", "--backend", "u:hunter2@127.0.0.1:6379", "--queue", "q"},
 		{"status", "--backend", "nats://127.0.0.1:1?txmq_servers=nats://hunter2@127.0.0.1:2", "--queue", "q"},
+		{"status", "--backend", "memory://", "--drain", "nats://hunter2@127.0.0.1:1", "--queue", "q"},
+		{"status", "--backend", "memory://", "--drain", "redis://u:hunter2@127.0.0.1:port", "--queue", "q"},
 		{"dlq", "ls", "--database-url", "postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=1"},
 		{"bench", "--backend", "nats://hunter2@127.0.0.1:1", "--messages", "1", "--timeout", "3s"},
 	} {
