@@ -22,6 +22,7 @@ func envelopeSeeds(f *testing.F) {
 		{ID: "b2", Queue: "q\"<&>é", Attempt: 3, Created: created, Trace: map[string]string{"traceparent": "00-x"},
 			MessageIDs: []string{"m1", "m\\2", "m3"}, Messages: []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`[1,2]`), json.RawMessage(`null`)}},
 		{ID: "b3", Queue: "q", Created: created},
+		{ID: "b4", Queue: "q", Created: created, Due: created.Add(time.Minute), MessageIDs: []string{"m1"}, Messages: []json.RawMessage{json.RawMessage(`1`)}},
 	} {
 		e.Version = EnvelopeVersion
 		f.Add(EncodeEnvelope(e))
@@ -36,6 +37,9 @@ func envelopeSeeds(f *testing.F) {
 		`{"v":1,"id":"b","q":"q","ids":["a"],"m":[1],"ids":["a","b"]}`,
 		`{"v":1,"id":"b","q":"q","t":"not a time","ids":[],"m":[]}`,
 		`{"v":1,"id":"b","q":"q","a":-1,"ids":["x"],"m":["y"]}`,
+		`{"v":1,"id":"b","q":"q","t":"2026-01-02T03:04:05+01:00","nb":"2026-01-02T03:04:06.5-01:00","ids":["x"],"m":["y"]}`,
+		`{"v":1,"id":"b","q":"q","t":"9999-12-31T23:00:00-02:00","ids":["x"],"m":["y"]}`,
+		`{"v":1,"id":"b","q":"q","nb":"0000-01-01T00:30:00+01:00","ids":["x"],"m":["y"]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -164,7 +168,7 @@ func FuzzSplitEnvelope(f *testing.F) {
 
 func sameEnvelope(a, b *Envelope) bool {
 	if a.Version != b.Version || a.ID != b.ID || a.Queue != b.Queue || a.Attempt != b.Attempt ||
-		!a.Created.Equal(b.Created) || !slices.Equal(a.MessageIDs, b.MessageIDs) || len(a.Messages) != len(b.Messages) ||
+		!a.Created.Equal(b.Created) || !a.Due.Equal(b.Due) || !slices.Equal(a.MessageIDs, b.MessageIDs) || len(a.Messages) != len(b.Messages) ||
 		len(a.Trace) != len(b.Trace) {
 		return false
 	}
