@@ -46,7 +46,12 @@ func RedactURL(u *url.URL) string {
 	if u == nil {
 		return ""
 	}
-	return Redact(u.String())
+	s := u.String()
+	if u.Opaque == "" && u.Scheme != "" && !strings.HasPrefix(s, u.Scheme+"://") {
+		// url.URL.String drops the "//" of an empty authority (memory:// gives memory:).
+		s = u.Scheme + "://" + strings.TrimPrefix(s, u.Scheme+":")
+	}
+	return Redact(s)
 }
 
 // RedactText returns text (typically a driver's or parser's error message) with every secret

@@ -70,6 +70,11 @@ func TestRedactURLMatchesRedact(t *testing.T) {
 	if got := RedactURL(u); got != "nats://xxxxx@h:4222?txmq_prefix=p" {
 		t.Errorf("RedactURL = %q", got)
 	}
+	for raw, want := range map[string]string{"memory://": "memory://", "sqs://?txmq_prefix=a": "sqs://?txmq_prefix=a", "memory:name": "memory:name"} {
+		if u, err := url.Parse(raw); err != nil || RedactURL(u) != want {
+			t.Errorf("RedactURL(%s) = %q, want %q", raw, RedactURL(u), want)
+		}
+	}
 	if got := RedactURL(nil); got != "" {
 		t.Errorf("RedactURL(nil) = %q", got)
 	}
