@@ -178,7 +178,10 @@ func DecodeEnvelope(body []byte) (*Envelope, error) {
 }
 
 func (e *Envelope) check(n int) error {
-	return checkHeader(e.Version, e.ID, e.Queue, len(e.MessageIDs), n)
+	if err := checkHeader(e.Version, e.ID, e.Queue, len(e.MessageIDs), n); err != nil {
+		return err
+	}
+	return checkTimes(e.Created, e.Due)
 }
 
 func checkHeader(version int, id, queue string, ids, msgs int) error {
@@ -193,6 +196,18 @@ func checkHeader(version int, id, queue string, ids, msgs int) error {
 	return nil
 }
 
+// checkTimes refuses envelope times that are in UTC (as EncodeEnvelope writes them) outside
+// the years 0-9999 RFC 3339 can write, such as 9999-12-31T23:00:00-02:00: re-encoding them
+// (ReencodeAttempt on a retry) would give a batch that no longer decodes. Found by fuzzing.
+func checkTimes(times ...time.Time) error {
+	for _, t := range times {
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("%w: envelope time %s is outside the years 0-9999 in UTC", ErrUndecodable, t.Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
 // decodeTyped decodes a batch and its messages into T in one pass.
 func decodeTyped[T any](body []byte) (*typedEnvelope[T], error) {
 	var e typedEnvelope[T]
@@ -200,6 +215,9 @@ func decodeTyped[T any](body []byte) (*typedEnvelope[T], error) {
 		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
 	if err := checkHeader(e.Version, e.ID, e.Queue, int(e.MessageIDs), len(e.Messages)); err != nil {
+		return nil, err
+	}
+	if err := checkTimes(e.Created, e.Due); err != nil {
 		return nil, err
 	}
 	return &e, nil

@@ -68,7 +68,7 @@ func Open(_ context.Context, u *url.URL) (core.Backend, error) {
 // parseURL returns the Options and the server list of a nats:// URL.
 func parseURL(u *url.URL) (*Options, string, error) {
 	if u.Host == "" {
-		return nil, "", fmt.Errorf("%w: nats backend URL %s: no host; want nats://host:port", core.ErrInvalidConfig, u.Redacted())
+		return nil, "", fmt.Errorf("%w: nats backend URL %s: no host; want nats://host:port", core.ErrInvalidConfig, core.RedactURL(u))
 	}
 	opts := &Options{}
 	q := u.Query()
@@ -80,14 +80,14 @@ func parseURL(u *url.URL) (*Options, string, error) {
 	for _, k := range keys {
 		set, known := urlParams[k]
 		if !known {
-			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, u.Redacted(), k, acceptedParams())
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, core.RedactURL(u), k, acceptedParams())
 		}
 		if set == nil {
 			continue
 		}
 		v := q.Get(k)
 		if err := set(opts, v); err != nil {
-			return nil, "", fmt.Errorf("%w: nats backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, u.Redacted(), k, v, err)
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, core.RedactURL(u), k, v, err)
 		}
 	}
 	if _, err := opts.withDefaults(); err != nil {
