@@ -30,6 +30,7 @@ const (
 	downFor      = time.Second           // a crashed backend stays down this long
 	cutFor       = 3 * time.Second
 	killEvery    = 2500 * time.Millisecond
+	slowLead     = time.Second      // Exclusive runs turn slow this long before a backend fault
 	deliverAfter = 90 * time.Second // the longest wait for the last deliveries once publishing ended
 )
 
@@ -167,12 +168,20 @@ func runScenario(t *testing.T, backend string, app *appDB, sc scenarioRun) {
 	uniq := testenv.UniqueName("chaos_")
 	proxy := testenv.NewProxy(t, hostPort(t, app.url))
 	dbURL := strings.Replace(app.url, hostPort(t, app.url), proxy.Addr(), 1)
+	dir := t.TempDir()
+	if keep := os.Getenv("TXMQ_CHAOS_KEEP"); keep != "" {
+		// The delivery logs, kept for a closer look: TXMQ_CHAOS_KEEP=/some/dir.
+		dir = filepath.Join(keep, strings.ReplaceAll(name, "/", "-"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := &rig{
-		t: t, dir: t.TempDir(), srv: sc.srv, proxy: proxy,
+		t: t, dir: dir, srv: sc.srv, proxy: proxy,
 		exited: map[string]time.Time{}, procs: map[string]*proc{},
 		env: []string{
 			"CHAOS_BACKEND=" + sc.url(uniq), "CHAOS_DATABASE_URL=" + dbURL, "CHAOS_SCHEMA=" + uniq,
-			"CHAOS_LEASE=" + lease.String(),
+			"CHAOS_LEASE=" + lease.String(), "CHAOS_DIR=" + dir,
 		},
 	}
 	t.Cleanup(func() {
@@ -259,7 +268,17 @@ func runScenario(t *testing.T, backend string, app *appDB, sc scenarioRun) {
 		line += " (lossy by nature, not asserted)"
 	}
 	report(t, line)
-	t.Logf("chaos[%s]: %d listener runs, %d interrupted by a kill", name, len(runs), f.interrupted)
+	perInc := map[string]int{}
+	for _, r := range runs {
+		perInc[r.inc]++
+	}
+	t.Logf("chaos[%s]: %d listener runs (per worker incarnation %v), %d interrupted by a kill", name, len(runs), perInc, f.interrupted)
+	for _, fl := range faults {
+		t.Logf("chaos[%s]: fault %s..%s", name, fl.start.Format("15:04:05.000"), fl.end.Format("15:04:05.000"))
+	}
+	for _, o := range f.overlapping {
+		t.Logf("chaos[%s]: exclusive overlap: %s", name, o)
+	}
 	if f.phantom != 0 {
 		t.Errorf("chaos[%s]: %d messages delivered that were never committed", name, f.phantom)
 	}
@@ -344,8 +363,26 @@ func killWorkers(r *rig) ([]fault, error) {
 	return faults, nil
 }
 
-// pauseBackend freezes the backend (SIGSTOP) for longer than the lease, then thaws it.
+// slowExclusive makes the workers' Exclusive runs long (see slowMarker) from a moment before
+// a backend fault until its end, so that the fault finds one in flight. It returns the
+// function that ends it.
+func (r *rig) slowExclusive() (func(), error) {
+	p := filepath.Join(r.dir, slowMarker)
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		return nil, err
+	}
+	time.Sleep(slowLead)
+	return func() { _ = os.Remove(p) }, nil
+}
+
+// pauseBackend freezes the backend (SIGSTOP to every process of it) for longer than the
+// lease, with an Exclusive run in flight, then thaws it.
 func pauseBackend(r *rig) ([]fault, error) {
+	done, err := r.slowExclusive()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	start := time.Now()
 	r.srv.pause()
 	time.Sleep(pauseFor)
@@ -353,13 +390,18 @@ func pauseBackend(r *rig) ([]fault, error) {
 	return []fault{{start: start, end: time.Now()}}, nil
 }
 
-// restartBackend kills the backend (kill -9 of its whole process group) and starts it again
-// on the same port and data directory.
+// restartBackend kills the backend (kill -9 of every process of it), with an Exclusive run in
+// flight, and starts it again on the same port and data directory.
 func restartBackend(r *rig) ([]fault, error) {
+	done, err := r.slowExclusive()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	start := time.Now()
 	r.srv.crash()
 	time.Sleep(downFor)
-	err := r.srv.restart()
+	err = r.srv.restart()
 	return []fault{{start: start, end: time.Now()}}, err
 }
 

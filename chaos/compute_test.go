@@ -18,7 +18,7 @@ func TestCompute(t *testing.T) {
 		}
 		return r
 	}
-	committed := map[string]time.Time{"a": at(0), "b": at(0), "c": at(500)}
+	committed := map[string]commit{"a": {at(0), "w"}, "b": {at(0), "w"}, "c": {at(500), "w"}}
 	for _, tc := range []struct {
 		name                                   string
 		runs                                   []*runRec

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -46,6 +47,16 @@ var (
 const (
 	workRunTime = 200 * time.Millisecond
 	exclRunTime = 25 * time.Millisecond
+)
+
+// slowMarker is a file in the scenario's directory (CHAOS_DIR): while it exists, runs of the
+// Exclusive queue work for slowRunTime (still honouring their ctx), so that a backend fault
+// catches one in flight for longer than the lease. A node that fences itself cancels such a
+// run before its lease can end; one that does not keeps running while another node claims
+// the batch, and the checker counts an overlap.
+const (
+	slowMarker  = "slow-exclusive"
+	slowRunTime = 12 * time.Second
 )
 
 // event is one line of a worker's delivery log: "s" when a run starts (with its keys), "e"
@@ -163,9 +174,15 @@ func runWorker() error {
 			if err := write(event{Ev: "s", Run: run, Queue: queue, T: time.Now().UnixNano(), Keys: keys}); err != nil {
 				return err
 			}
+			d := work
+			if queue == exclQueue.Name() {
+				if _, err := os.Stat(filepath.Join(os.Getenv("CHAOS_DIR"), slowMarker)); err == nil {
+					d = slowRunTime
+				}
+			}
 			var runErr error
 			select {
-			case <-time.After(work):
+			case <-time.After(d):
 			case <-ctx.Done():
 				runErr = context.Cause(ctx)
 			}
