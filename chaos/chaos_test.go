@@ -31,7 +31,8 @@ const (
 	cutFor       = 3 * time.Second
 	killEvery    = 2500 * time.Millisecond
 	slowLead     = time.Second      // Exclusive runs turn slow this long before a backend fault
-	deliverAfter = 90 * time.Second // the longest wait for the last deliveries once publishing ended
+	deliverAfter = 45 * time.Second // the longest wait for the last deliveries once publishing ended
+	lossyAfter   = 15 * time.Second // the same for a scenario that loses data by nature
 )
 
 // scenario is one fault kind on one backend.
@@ -236,7 +237,11 @@ func runScenario(t *testing.T, backend string, app *appDB, sc scenarioRun) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(deliverAfter)
+	wait := deliverAfter
+	if sc.lossy != "" {
+		wait = lossyAfter
+	}
+	deadline := time.Now().Add(wait)
 	for {
 		runs, err := readRuns(r.dir)
 		if err != nil {
