@@ -40,7 +40,7 @@ type figures struct {
 	overlapping []string
 }
 
-// run is one listener run read from the delivery logs.
+// runRec is one listener run read from the delivery logs.
 type runRec struct {
 	queue      string
 	keys       []string
