@@ -19,20 +19,21 @@ func TestWireDelayOnSQSClock(t *testing.T) {
 	ms := func(v int64) string { return strconv.FormatInt(v, 10) }
 	tests := []struct {
 		name      string
-		delayMs   string // txmq-delay-ms; "" = absent
-		notBefore string // legacy txmq-not-before; "" = absent
-		sent      int64  // SentTimestamp; 0 = absent
-		first     int64  // ApproximateFirstReceiveTimestamp; 0 = absent
+		delayMs   string        // txmq-delay-ms; "" = absent
+		legacy    bool          // write a legacy txmq-not-before attribute ...
+		legacyIn  time.Duration // ... this far from now, read when the subtest runs
+		sent      int64         // SentTimestamp; 0 = absent
+		first     int64         // ApproximateFirstReceiveTimestamp; 0 = absent
 		want      time.Duration
 		tolerance time.Duration
 	}{
-		{"no delay", "", "", sqsNow - 10, sqsNow, 0, 0},
-		{"received before due", "5000", "", sqsNow - 2000, sqsNow, 3 * time.Second, 0},
-		{"received when due", "5000", "", sqsNow - 5000, sqsNow, 0, 0},
-		{"received after due", "5000", "", sqsNow - 9000, sqsNow, 0, 0},
-		{"no SQS timestamps: due", "5000", "", 0, 0, 0, 0},
-		{"legacy absolute due time", "", ms(time.Now().Add(4 * time.Second).UnixMilli()), 0, 0, 4 * time.Second, 100 * time.Millisecond},
-		{"legacy, past", "", ms(time.Now().Add(-4 * time.Second).UnixMilli()), 0, 0, 0, 0},
+		{"no delay", "", false, 0, sqsNow - 10, sqsNow, 0, 0},
+		{"received before due", "5000", false, 0, sqsNow - 2000, sqsNow, 3 * time.Second, 0},
+		{"received when due", "5000", false, 0, sqsNow - 5000, sqsNow, 0, 0},
+		{"received after due", "5000", false, 0, sqsNow - 9000, sqsNow, 0, 0},
+		{"no SQS timestamps: due", "5000", false, 0, 0, 0, 0, 0},
+		{"legacy absolute due time", "", true, 4 * time.Second, 0, 0, 4 * time.Second, 100 * time.Millisecond},
+		{"legacy, past", "", true, -4 * time.Second, 0, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,8 +46,10 @@ func TestWireDelayOnSQSClock(t *testing.T) {
 			if tt.delayMs != "" {
 				m.MessageAttributes[attrDelay] = num(tt.delayMs)
 			}
-			if tt.notBefore != "" {
-				m.MessageAttributes[attrNotBefore] = num(tt.notBefore)
+			if tt.legacy {
+				// Read the clock here, not when the table was built: parallel subtests may
+				// start seconds later on a loaded machine.
+				m.MessageAttributes[attrNotBefore] = num(ms(time.Now().Add(tt.legacyIn).UnixMilli()))
 			}
 			if tt.sent != 0 {
 				m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] = ms(tt.sent)
