@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 	"time"
 
@@ -118,7 +119,8 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 // nil (a Fetch that does not wait) claims every queue.
 //
 // A queue whose claim made no claim rests until the earliest due time or lease end its script
-// reported, or for Options.IdleRecheck when nothing is pending; until then, while its wake
+// reported, or for Options.IdleRecheck (less up to a quarter, at random) when nothing is
+// pending; until then, while its wake
 // channel stays confirmed subscribed, no script runs for it. A wake-up on its channel (a
 // publish to an empty queue, a retry, a freed exclusive lease, an expired lease found by a
 // settle) ends the rest at once, and so does any break of the subscription, which also stops
@@ -159,7 +161,8 @@ func (be *Backend) claimDue(ctx context.Context, req core.FetchRequest, lease ti
 				be.wake.busy(ch)
 				continue
 			}
-			quiet := be.idleRecheck
+			// Jittered, so the rechecks of queues that went idle together spread out.
+			quiet := be.idleRecheck - mrand.N(be.idleRecheck/4+1)
 			if lk.next >= 0 {
 				quiet = min(quiet, lk.next)
 			}
