@@ -8,6 +8,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // TestIdlePullsOutliveThePollWait: a node polling idle queues every 200 ms does not send a
@@ -61,4 +62,28 @@ func TestIdlePullsOutliveThePollWait(t *testing.T) {
 	if lat := time.Since(sent); lat > time.Second {
 		t.Fatalf("an idle queue took %v to pick up a publish", lat)
 	}
+}
+
+// BenchmarkIdle reports the pull requests one node (PollWait 1 s, the default 30 s lease)
+// sends per idle queue per hour: go test -run '^$' -bench Idle -benchtime 1x ./adapters/nats.
+func BenchmarkIdle(b *testing.B) {
+	be := openBackend(b, natsenv.NATSURL(b), nil)
+	reg := core.NewRegistry()
+	n := txmqtest.StartNode(b, &core.NodeOptions{Backend: be, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: time.Second, Lease: 30 * time.Second})
+	const queues = 5
+	for i := range queues {
+		q := core.MustDeclare(reg, fmt.Sprintf("idle%d", i), core.QueueConfig[int]{Transactional: core.Try})
+		if err := q.Listen(n, func(context.Context, []int) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(3 * time.Second) // consumers and first pulls
+	start, before := time.Now(), be.nc.Stats().OutMsgs
+	b.ResetTimer()
+	for range b.N {
+		time.Sleep(30 * time.Second)
+	}
+	b.StopTimer()
+	pulls := be.nc.Stats().OutMsgs - before
+	b.ReportMetric(float64(pulls)/queues/time.Since(start).Hours(), "pulls/queue/hour")
 }
