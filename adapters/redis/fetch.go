@@ -120,11 +120,11 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 //
 // A queue whose claim made no claim rests until the earliest due time or lease end its script
 // reported, or for Options.IdleRecheck (less up to a quarter, at random) when nothing is
-// pending; until then, while its wake
-// channel stays confirmed subscribed, no script runs for it. A wake-up on its channel (a
-// publish to an empty queue, a retry, a freed exclusive lease, an expired lease found by a
-// settle) ends the rest at once, and so does any break of the subscription, which also stops
-// the skipping until the server confirms the channel again. Wake-ups are not durable, so the
+// pending; until then, while its wake channel stays confirmed subscribed, no script runs for
+// it. A wake-up on its channel (a publish to an empty queue, a retry, a freed exclusive
+// lease, an expired lease found by a settle) ends the rest at once, and so does any break of
+// the subscription, which also stops the skipping until the server confirms the channel
+// again. Wake-ups are not durable, so the
 // recheck bounds what a lost one can cost: the batch waits at most IdleRecheck, never forever.
 //
 // The rest is this process's knowledge, not a key on the server: no cross-slot index to keep
