@@ -75,8 +75,8 @@
 //
 // A queue whose claim script found nothing rests: the Backend's waiting fetches run no
 // script for it until a wake-up on its channel, the earliest due time or lease end its
-// script reported, or Options.IdleRecheck (30 s by default, jittered down by up to a
-// quarter) has passed. An idle node therefore sends no command per queue per poll wait:
+// script reported, or Options.IdleRecheck (30 s by default; from three quarters of it on, a
+// recheck rides along with any other claim round trip) has passed. An idle node therefore sends no command per queue per poll wait:
 // 1,000 idle queues cost about 1,000 claim scripts (six commands each) per IdleRecheck,
 // about 200 commands/s, instead of two scripts per queue per poll wait (12,000 commands/s at
 // the 1 s default). The rest is each Backend's own knowledge, not a shared index key: a key

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	mrand "math/rand/v2"
 	"strconv"
 	"time"
 
@@ -119,8 +118,8 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 // nil (a Fetch that does not wait) claims every queue.
 //
 // A queue whose claim made no claim rests until the earliest due time or lease end its script
-// reported, or for Options.IdleRecheck (less up to a quarter, at random) when nothing is
-// pending; until then, while its wake channel stays confirmed subscribed, no script runs for
+// reported, or for Options.IdleRecheck when nothing is pending (from three quarters of it on,
+// the recheck rides along with any other queue's claim, so rechecks share round trips); until then, while its wake channel stays confirmed subscribed, no script runs for
 // it. A wake-up on its channel (a publish to an empty queue, a retry, a freed exclusive
 // lease, an expired lease found by a settle) ends the rest at once, and so does any break of
 // the subscription, which also stops the skipping until the server confirms the channel
@@ -161,13 +160,13 @@ func (be *Backend) claimDue(ctx context.Context, req core.FetchRequest, lease ti
 				be.wake.busy(ch)
 				continue
 			}
-			// Jittered, so the rechecks of queues that went idle together spread out.
-			quiet := be.idleRecheck - mrand.N(be.idleRecheck/4+1)
-			if lk.next >= 0 {
-				quiet = min(quiet, lk.next)
-			}
 			// now is before the script's server time: the rest ends early rather than late.
-			be.wake.rest(ch, gens[idx[j]], now.Add(quiet))
+			r := rest{from: now.Add(be.idleRecheck * 3 / 4), until: now.Add(be.idleRecheck)}
+			if lk.next >= 0 && lk.next < be.idleRecheck {
+				r.until = now.Add(lk.next)
+				r.from = r.until
+			}
+			be.wake.rest(ch, gens[idx[j]], r)
 		}
 	}
 	if len(claims) > 0 || err != nil {

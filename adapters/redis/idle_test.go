@@ -153,7 +153,7 @@ func TestWakerRestRacesWakeUp(t *testing.T) {
 	if skip[0] {
 		t.Fatal("a queue never looked at was skipped")
 	}
-	w.rest(ch, gens[0], until)
+	w.rest(ch, gens[0], rest{from: until, until: until})
 	if skip, _ = w.plan([]string{ch}, now); !skip[0] {
 		t.Fatal("a resting queue was not skipped")
 	}
@@ -163,20 +163,47 @@ func TestWakerRestRacesWakeUp(t *testing.T) {
 
 	_, gens = w.plan([]string{ch}, now)
 	w.wakeChannel(ch) // arrives while the claim is in flight
-	w.rest(ch, gens[0], until)
+	w.rest(ch, gens[0], rest{from: until, until: until})
 	if skip, _ = w.plan([]string{ch}, now); skip[0] {
 		t.Fatal("a wake-up racing the claim was lost: the queue rests")
 	}
 
 	_, gens = w.plan([]string{ch}, now)
-	w.rest(ch, gens[0], until)
+	w.rest(ch, gens[0], rest{from: until, until: until})
 	w.wakeAll() // the subscription broke
 	if skip, _ = w.plan([]string{ch}, now); skip[0] {
 		t.Fatal("a queue was skipped after its subscription broke")
 	}
 	_, gens = w.plan([]string{ch}, now)
-	w.rest(ch, gens[0], until)
+	w.rest(ch, gens[0], rest{from: until, until: until})
 	if skip, _ = w.plan([]string{ch}, now); skip[0] {
 		t.Fatal("a queue was skipped before the server confirmed its channel again")
+	}
+}
+
+// TestWakerRechecksRideAlong: a queue whose recheck may come early is claimed with another
+// queue that is claimed anyway, and not on its own before its rest ends.
+func TestWakerRechecksRideAlong(t *testing.T) {
+	t.Parallel()
+	w := newWaker(nil, slog.New(slog.DiscardHandler))
+	now := time.Now()
+	chs := []string{"due", "early", "late"}
+	for _, ch := range chs {
+		w.subs[ch] = make(chan struct{})
+		w.live[ch] = true
+	}
+	w.quiet["due"] = rest{from: now.Add(-time.Second), until: now.Add(-time.Millisecond)}
+	w.quiet["early"] = rest{from: now.Add(-time.Second), until: now.Add(time.Second)}
+	w.quiet["late"] = rest{from: now.Add(time.Second), until: now.Add(2 * time.Second)}
+	skip, _ := w.plan(chs, now)
+	if skip[0] || skip[1] || !skip[2] {
+		t.Fatalf("skip = %v, want [false false true]: the early recheck rides along, the late one waits", skip)
+	}
+	skip, _ = w.plan(chs[1:], now)
+	if !skip[0] || !skip[1] {
+		t.Fatalf("skip = %v, want [true true]: nothing is claimed, so no recheck comes early", skip)
+	}
+	if d := w.nextLook(chs[1:], now); d != time.Second {
+		t.Fatalf("nextLook = %v, want 1s", d)
 	}
 }

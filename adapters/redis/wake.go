@@ -31,9 +31,9 @@ type waker struct {
 	closed  bool
 
 	// The idle state of each channel's queue (see plan and rest), under mu.
-	live  map[string]bool      // channel -> confirmed subscribed, with no receive error since
-	gens  map[string]uint64    // channel -> wake-ups seen (any message, confirmation or error)
-	quiet map[string]time.Time // channel -> its queue needs no claim before this time unless woken
+	live  map[string]bool   // channel -> confirmed subscribed, with no receive error since
+	gens  map[string]uint64 // channel -> wake-ups seen (any message, confirmation or error)
+	quiet map[string]rest   // channel -> when its queue needs its next claim unless woken
 
 	stop    context.CancelFunc
 	loopCtx context.Context
@@ -55,7 +55,7 @@ func newWaker(rdb goredis.UniversalClient, log *slog.Logger) *waker {
 		waiters: make(map[string]map[*waiter]struct{}),
 		live:    make(map[string]bool),
 		gens:    make(map[string]uint64),
-		quiet:   make(map[string]time.Time),
+		quiet:   make(map[string]rest),
 		stop:    cancel,
 		loopCtx: ctx,
 	}
@@ -273,33 +273,49 @@ func (w *waker) close() {
 	}
 }
 
+// rest is when a resting queue needs its next claim: at until at the latest, and from from
+// on when claims of other queues run anyway (rechecks of idle queues ride along with each
+// other's, instead of one round trip each).
+type rest struct{ from, until time.Time }
+
 // plan tells a Fetch which of its queues' claim scripts to run at now: skip[i] is true when
-// channels[i] is confirmed subscribed and its queue is quiet past now, so nothing can become
-// claimable there without a wake-up; gens[i] is the channel's wake-up count, to hand back to
-// rest. The skipped queues cost no command: this is what makes an idle node cheap.
+// channels[i] is confirmed subscribed and its queue rests past now (nothing can become
+// claimable there without a wake-up), unless other queues are claimed now and its rest may
+// end early (see rest). gens[i] is the channel's wake-up count, to hand back to rest. The
+// skipped queues cost no command: this is what makes an idle node cheap.
 func (w *waker) plan(channels []string, now time.Time) (skip []bool, gens []uint64) {
 	skip = make([]bool, len(channels))
 	gens = make([]uint64, len(channels))
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	claiming := false
 	for i, ch := range channels {
 		gens[i] = w.gens[ch]
-		skip[i] = w.live[ch] && w.quiet[ch].After(now)
+		r, ok := w.quiet[ch]
+		skip[i] = w.live[ch] && ok && r.until.After(now)
+		claiming = claiming || !skip[i]
+	}
+	if claiming {
+		for i, ch := range channels {
+			if skip[i] && !w.quiet[ch].from.After(now) {
+				skip[i] = false
+			}
+		}
 	}
 	return skip, gens
 }
 
-// rest records that the queue of ch needs no claim before until (an empty claim found
-// nothing that becomes claimable earlier without a wake-up), unless a wake-up arrived since
-// plan returned gen: then the queue stays due, so a wake-up racing the claim is never lost.
-func (w *waker) rest(ch string, gen uint64, until time.Time) {
+// rest records that the queue of ch needs no claim before r (an empty claim found nothing
+// that becomes claimable earlier without a wake-up), unless a wake-up arrived since plan
+// returned gen: then the queue stays due, so a wake-up racing the claim is never lost.
+func (w *waker) rest(ch string, gen uint64, r rest) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.gens[ch] != gen {
 		delete(w.quiet, ch)
 		return
 	}
-	w.quiet[ch] = until
+	w.quiet[ch] = r
 }
 
 // busy ends the quiet of the queue of ch: its claim made claims or failed, so it is claimed
@@ -317,7 +333,7 @@ func (w *waker) nextLook(channels []string, now time.Time) time.Duration {
 	defer w.mu.Unlock()
 	next := time.Duration(-1)
 	for _, ch := range channels {
-		d := max(w.quiet[ch].Sub(now), 0)
+		d := max(w.quiet[ch].until.Sub(now), 0)
 		if next < 0 || d < next {
 			next = d
 		}
