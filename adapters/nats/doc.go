@@ -67,11 +67,14 @@
 // wakes at once; it returns when it can hand out at least one claim. A pull that outlives
 // its Fetch keeps filling a per-queue stash that the next Fetch empties first, so a claim is
 // never stranded by an early return or a cancelled ctx; at most one pull per queue is
-// outstanding per Backend. An idle queue thus costs one pull request (and the server's
-// timeout status) per node per PollWait: about 5 small protocol messages a second at core's
-// default (measured: 3,600 JetStream API requests per idle queue per node per hour at PollWait
-// 1s), no server-side state beyond the waiting request, and nothing while a node is at
-// capacity. Close ends outstanding pulls at once.
+// outstanding per Backend. A queue whose last pull delivered nothing is idle: its next pull
+// waits Options.IdlePull (30 s by default; never less than req.Wait, never more than a
+// quarter of the AckWait), outliving the Fetch calls that join it, and a publish still reaches
+// it at once. An idle queue thus costs one pull request (and the server's timeout status) per
+// node per min(IdlePull, AckWait/4): 480 an hour at the default 30 s lease (measured; 3,600
+// at PollWait 1 s when pulls ended with each Fetch), no server-side state beyond the waiting
+// request, and nothing while a node is at capacity. A pull whose client went away is not
+// delivered to: the server checks the reply subject's interest first. Close ends outstanding pulls at once.
 //
 // # Delays, retries, never early
 //

@@ -42,7 +42,9 @@ type slot struct {
 //
 // Each queue has at most one outstanding pull request per Backend. A pull asks for the
 // queue's free slots and waits up to req.Wait (capped at a quarter of the lease, so that a
-// late message still has most of its lease); messages stream into a per-queue stash and the
+// late message still has most of its lease), or Options.IdlePull with the same cap when the
+// queue's last pull delivered nothing, so an idle queue costs one pull per IdlePull, not one
+// per Fetch; messages stream into a per-queue stash and the
 // Fetch returns as soon as it can hand out at least one claim. A pull that outlives the Fetch
 // that started it (the Fetch returned early with another queue's claims, or ctx was
 // cancelled) keeps filling the stash, and the next Fetch hands those claims out first, so a
@@ -144,6 +146,10 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			}
 			s.q.polling, s.polled, waiting = true, true, true
 			expires := min(remaining, s.ackWait/4)
+			if s.q.idle && remaining >= minLongPoll {
+				// An idle queue's pull outlives this Fetch; the next Fetch calls join it.
+				expires = min(max(remaining, be.opts.IdlePull), s.ackWait/4)
+			}
 			go be.poll(s.q, s.cons, s.ackWait, want, expires)
 		}
 		be.mu.Unlock()
@@ -258,8 +264,15 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 		defer cancel()
 		mb, err = cons.Fetch(batch, jetstream.FetchContext(pctx))
 	}
+	delivered := false
 	if err == nil {
 		for m := range mb.Messages() {
+			if !delivered {
+				delivered = true
+				be.mu.Lock()
+				q.idle = false
+				be.mu.Unlock()
+			}
 			st := be.prepare(q, m, sent, ackWait)
 			if st == nil {
 				continue
@@ -279,9 +292,12 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	}
 	be.mu.Lock()
 	q.polling = false
+	q.idle = false
 	if err != nil && !be.closed && !errors.Is(err, jetstream.ErrNoMessages) &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		q.pollErr = wrap("fetch: pull", q.name, err)
+	} else if !delivered && expires >= minLongPoll {
+		q.idle = true // a long pull found nothing: the next one may wait longer
 	}
 	be.broadcastLocked()
 	be.mu.Unlock()

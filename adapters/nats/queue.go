@@ -42,6 +42,7 @@ type queueState struct {
 
 	// Guarded by Backend.mu.
 	polling bool       // a pull request is outstanding
+	idle    bool       // the last pull ended having delivered nothing (see Options.IdlePull)
 	stash   []*stashed // claims pulled but not yet handed out
 	pollErr error      // the last poll's error, for the next Fetch
 }

@@ -35,6 +35,7 @@ var urlParams = map[string]func(o *Options, v string) error{
 	"txmq_max_age":         func(o *Options, v string) error { return duration(v, &o.MaxAge) },
 	"txmq_ack_wait":        func(o *Options, v string) error { return duration(v, &o.AckWait) },
 	"txmq_timeout":         func(o *Options, v string) error { return duration(v, &o.Timeout) },
+	"txmq_idle_pull":       func(o *Options, v string) error { return duration(v, &o.IdlePull) },
 	"txmq_max_ack_pending": func(o *Options, v string) error { return atoi(v, &o.MaxAckPending) },
 	"txmq_fetch_limit":     func(o *Options, v string) error { return atoi(v, &o.FetchLimit) },
 	"txmq_name":            func(o *Options, v string) error { o.Name = v; return nil },
@@ -53,7 +54,7 @@ var urlParams = map[string]func(o *Options, v string) error{
 // The host (and user info, passed to the server as credentials and never logged) names the
 // server to dial; txmq_servers adds more, comma separated (nats://b:4222,nats://c:4222).
 // Query parameters set Options: txmq_prefix, txmq_replicas, txmq_storage (file|memory),
-// txmq_max_age, txmq_ack_wait, txmq_timeout (Go durations), txmq_max_ack_pending,
+// txmq_max_age, txmq_ack_wait, txmq_timeout, txmq_idle_pull (Go durations), txmq_max_ack_pending,
 // txmq_fetch_limit, txmq_name, txmq_creds (a .creds file), txmq_nkey (an NKey seed file),
 // txmq_tls_ca, txmq_tls_cert, txmq_tls_key (PEM files). Any other parameter is an error
 // wrapping core.ErrInvalidConfig that lists the accepted ones.

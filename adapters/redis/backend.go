@@ -23,6 +23,7 @@ type Backend struct {
 	defaultLease time.Duration
 	fetchLimit   int
 	callTimeout  time.Duration
+	idleRecheck  time.Duration
 	log          *slog.Logger
 	wake         *waker
 	settles      *settleBatcher
@@ -59,6 +60,7 @@ func newBackend(rdb goredis.UniversalClient, own bool, o Options) *Backend {
 		defaultLease: o.DefaultLease,
 		fetchLimit:   o.FetchLimit,
 		callTimeout:  o.CallTimeout,
+		idleRecheck:  o.IdleRecheck,
 		log:          o.Logger,
 		done:         make(chan struct{}),
 	}

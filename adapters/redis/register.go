@@ -57,6 +57,11 @@ var urlParams = map[string]func(o *Options, v string) error{
 		o.CallTimeout = d
 		return err
 	},
+	"txmq_idle_recheck": func(o *Options, v string) error {
+		d, err := positiveDuration(v)
+		o.IdleRecheck = d
+		return err
+	},
 }
 
 // Open opens a Backend from a redis:// or rediss:// URL, as core.OpenBackend does for
@@ -68,8 +73,8 @@ var urlParams = map[string]func(o *Options, v string) error{
 // The connection part and the go-redis query parameters (dial_timeout, read_timeout,
 // pool_size, max_retries, skip_verify, ...) are read by goredis.ParseURL. Parameters starting
 // with txmq_ set Options: txmq_prefix (Prefix), txmq_lease (DefaultLease, a Go duration),
-// txmq_fetch_limit (FetchLimit), txmq_call_timeout (CallTimeout) and txmq_goredis_logs
-// (GoRedisLogs, a Go bool); any other txmq_
+// txmq_fetch_limit (FetchLimit), txmq_call_timeout (CallTimeout), txmq_idle_recheck
+// (IdleRecheck, a Go duration) and txmq_goredis_logs (GoRedisLogs, a Go bool); any other txmq_
 // parameter is an error wrapping core.ErrInvalidConfig that lists the accepted ones. Errors
 // never contain the password. Open does no I/O.
 func Open(_ context.Context, u *url.URL) (core.Backend, error) {

@@ -17,8 +17,9 @@
 //
 // Fetch keeps at most one ReceiveMessage outstanding per SQS queue per client, however many
 // queues it serves: all requested queues are polled concurrently, a queue that had work last
-// time with a short poll (no waiting), an idle one with a long poll of the node's PollWait
-// rounded up to whole seconds (1 to 20, SQS's maximum). Fetch returns as soon as any queue
+// time with a short poll (no waiting), an idle one with a long poll of Options.IdleWait (20 s,
+// SQS's maximum, by default) or the node's PollWait rounded up to whole seconds, whichever is
+// longer. Fetch returns as soon as any queue
 // yields claims; the other polls keep running, and what they receive waits in the client for
 // the next Fetch (Fetch is called again at once by the node), so a poll is never cut short in
 // the middle of a response and no message is hidden without being handed out. Batches that
@@ -27,13 +28,14 @@
 // free slots (at most 10); VisibilityTimeout is the lease.
 //
 // An idle standard queue therefore costs 3600/W ReceiveMessage requests per hour per node,
-// W being the long-poll wait in seconds: 180 with PollWait 20 s (the Backend's PollWaitHint,
-// which a node uses unless NodeOptions.PollWait is set; a node still reacts at once to work,
-// since a long poll returns as soon as a message arrives), 3600 with a PollWait of 1 s. Its holding queue adds a short poll every third of
+// W being the long-poll wait in seconds: 180 at the default IdleWait, whatever the node's
+// PollWait (measured: 180 at PollWait 1 s, 3,600 before the receive outlived a short Fetch;
+// a node still reacts at once to work, since a long poll returns as soon as a message
+// arrives). Its holding queue adds a short poll every third of
 // MaxNativeDelay (12 an hour with the 15-minute default). An idle Exclusive queue costs twice
 // the main figure, because its holding queue (which carries every delayed batch, see below)
-// is long-polled too. With 1,000,000 requests costing about $0.40, a queue idling with a 20 s
-// PollWait costs under $0.0001 an hour per node.
+// is long-polled too. With 1,000,000 requests costing about $0.40, a queue idling with 20 s
+// long polls costs under $0.0001 an hour per node.
 //
 // Cancelling a Fetch's ctx returns at once with the claims already received. Close cancels
 // the outstanding polls; a poll cut by Close may have made SQS hide messages it never

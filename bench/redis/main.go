@@ -6,7 +6,9 @@
 //
 // Scenarios: burning down a backlog (txmq with 100-message batches, txmq with one message per
 // batch, Asynq with one task per message, the raw loop) and pickup latency of single messages
-// published to idle consumers (p50/p99). Every scenario uses its own key prefix or queue name
+// published to idle consumers (p50/p99), and the idle cost of a node listening on 1,000
+// empty queues (process and server CPU, server commands/s, then pickup latency on those
+// queues; run it on a Redis of its own: -only idle). Every scenario uses its own key prefix or queue name
 // and deletes its keys afterwards: the server may be shared, so it never flushes.
 package main
 
@@ -40,7 +42,9 @@ var (
 	msgs    = flag.Int("n", 20000, "messages in the backlog scenarios")
 	workers = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
 	samples = flag.Int("samples", 200, "pickup latency samples")
-	only    = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency); empty: all")
+	only    = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,idle); empty: all")
+	idleQs  = flag.Int("idle-queues", 1000, "empty queues of the idle scenario")
+	idleFor = flag.Duration("idle-for", 20*time.Second, "how long the idle scenario measures")
 	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
 	stats   = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
 )
@@ -69,6 +73,12 @@ func main() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: *addr})
 	defer rdb.Close()
 
+	if want("idle") {
+		idleCost(ctx, rdb, *idleQs, *idleFor, *samples)
+		if *only == "idle" {
+			return
+		}
+	}
 	fmt.Printf("backlog burn-down: %d messages, concurrency %d, Redis %s\n", *msgs, *workers, *addr)
 	var tx100, raw100, tx1, raw1, aq float64
 	if want("tx100") {
