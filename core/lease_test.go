@@ -36,7 +36,7 @@ func TestLeaseLostCancelsTheListener(t *testing.T) {
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	<-startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(50 * time.Millisecond)})
+	<-startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(200 * time.Millisecond)})
 	if c := <-causes; !errors.Is(c, ErrLeaseLost) {
 		t.Fatalf("listener context cause %v, want ErrLeaseLost", c)
 	}
