@@ -28,11 +28,12 @@
 //
 // A row's next_attempt_at says who owns it:
 //
-//   - NULL: rows inserted by RunInTx (published by the committing process right after commit),
-//     and rows handed off by core's publish buffer when the backend refused a flush
-//     (Store.Handoff). The recovery sweep takes them over once they are older than
-//     Options.RecoveryAge, which also recovers rows left by a process that died after commit.
-//   - a time: the row is due at that time. Rows from app-managed transactions are due at once;
+//   - NULL: rows inserted by RunInTx (published by the committing process right after commit).
+//     The recovery sweep takes them over once they are older than Options.RecoveryAge, which
+//     recovers rows left by a process that died after commit.
+//   - a time: the row is due at that time. Rows from app-managed transactions, and rows handed
+//     off by core's publish buffer when the backend refused a flush or a closing node ran out
+//     of time (Store.Handoff), are due at once, for the relay and the very next sweep;
 //     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
 //     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.
 //
