@@ -69,14 +69,15 @@
 // calls succeeding: the other node can claim the batch only after LeaseUntil, and by then this
 // node stopped its listener and its settles.
 //
-// The margin is max(Lease/10, 1s), at most Lease/3 (30 s lease: 3 s; 1 s lease: 333 ms;
-// the 100 ms minimum lease: 33 ms). It covers the drift between the node's and the backend's
+// The margin is max(Lease/10, 1s), at most Lease/4 (30 s lease: 3 s; 2 s lease: 500 ms;
+// the 100 ms minimum lease: 25 ms). It covers the drift between the node's and the backend's
 // clocks over one lease (adapters report LeaseUntil on the node's clock, measured from before
 // the request, so only the rate differs, far below 10%), the time for the listener to see its
 // cancelled context, and the round trip of a settle that must land before the backend's lease
-// ends. The node extends a claim when less than two thirds of its lease is left (ticking every
-// tenth of the lease, each failed extension tried again at the next tick), so extensions have
-// about a third of the lease minus the margin to get through before the fence.
+// ends. The node extends a claim when less than three quarters of its lease is left (at once
+// for a claim that arrives with less, then ticking every tenth of the lease, each failed
+// extension tried again at the next tick), so extensions have at least half a lease to get
+// through before the fence.
 //
 // A listener sees its fence with LeaseDeadline(ctx); it moves forward with each confirmed
 // extension. A listener must return when ctx is done: its work may already be running

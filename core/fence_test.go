@@ -12,9 +12,10 @@ import (
 func TestLeaseMargin(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ lease, want time.Duration }{
-		{100 * time.Millisecond, 33333333}, // lease/3: the fence stays 67 ms after the claim
-		{time.Second, 333333333},
-		{3 * time.Second, time.Second},
+		{100 * time.Millisecond, 25 * time.Millisecond}, // lease/4: the fence stays 75 ms after the claim
+		{time.Second, 250 * time.Millisecond},
+		{2 * time.Second, 500 * time.Millisecond},
+		{4 * time.Second, time.Second},
 		{30 * time.Second, 3 * time.Second},
 		{5 * time.Minute, 30 * time.Second},
 	} {
@@ -244,4 +245,39 @@ func TestCloseWithDoneContextStillFlushes(t *testing.T) {
 			t.Fatalf("handed off %d, dropped %v; want the batch in the outbox", st.HandedOff, st.Dropped)
 		}
 	})
+}
+
+// TestClaimArrivingPastItsFence: a claim handed over with less than the margin left runs only
+// if an extension confirms it first.
+func TestClaimArrivingPastItsFence(t *testing.T) {
+	t.Parallel()
+	const lease = 400 * time.Millisecond
+	for _, tc := range []struct {
+		name    string
+		extend  error
+		wantRun bool
+	}{
+		{"extended", nil, true},
+		{"extension fails", fmt.Errorf("fake: %w", ErrBackendUnavailable), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n, fb := newTestNode(t, &NodeOptions{Lease: lease})
+			fb.opFn = func(_ context.Context, op string) error {
+				if op == "Extend" {
+					return tc.extend
+				}
+				return nil
+			}
+			q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try})
+			var ran atomic.Bool
+			_ = q.Listen(n, func(context.Context, []int) error { ran.Store(true); return nil })
+			until := time.Now().Add(LeaseMargin(lease) / 2)
+			<-startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: until})
+			acked, _, _ := fb.counts()
+			if ran.Load() != tc.wantRun || (acked == 1) != tc.wantRun {
+				t.Fatalf("ran %v acked %d; want run and ack %v", ran.Load(), acked, tc.wantRun)
+			}
+		})
+	}
 }

@@ -7,12 +7,12 @@ import (
 	"time"
 )
 
-// LeaseMargin returns the fencing margin for a lease: max(lease/10, 1s), at most lease/3 (so a
-// 100 ms lease keeps a positive 67 ms before its fence). A node treats a claim as lost once it
+// LeaseMargin returns the fencing margin for a lease: max(lease/10, 1s), at most lease/4 (so a
+// 100 ms lease keeps a positive 75 ms before its fence). A node treats a claim as lost once it
 // has not confirmed an extension by LeaseUntil - LeaseMargin on its own clock; see the package
 // doc ("Leases and self-fencing").
 func LeaseMargin(lease time.Duration) time.Duration {
-	return min(max(lease/10, time.Second), lease/3)
+	return min(max(lease/10, time.Second), lease/4)
 }
 
 // leaseKey is the context key under which a listener's ctx carries its *running.
@@ -39,12 +39,32 @@ func LeaseDeadline(ctx context.Context) (time.Time, bool) {
 var errFenced = fmt.Errorf("%w: not settled: the lease was not confirmed extended before its fence (LeaseUntil - LeaseMargin)", ErrLeaseLost)
 
 // startFence arms r's fence timer at LeaseUntil - margin (the claim's lease as the adapter
-// reported it, on this node's clock).
-func (n *Node) startFence(r *running) {
+// reported it, on this node's clock). A claim that arrives past its fence (it waited in an
+// adapter's stash, or a slow fetch) but before LeaseUntil gets one extension, bounded by
+// LeaseUntil, to confirm it; startFence reports false if that fails: the claim is not held.
+func (n *Node) startFence(r *running) bool {
+	c := r.claim
+	fenceAt := c.LeaseUntil.Add(-n.margin)
+	if !time.Now().Before(fenceAt) {
+		if !time.Now().Before(c.LeaseUntil) {
+			return false
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), earliest(c.LeaseUntil, time.Now().Add(n.opts.ClaimTimeout)))
+		defer cancel()
+		start := time.Now()
+		if err := safeCall("backend Extend", func() error { return n.backend.Extend(ctx, c, n.opts.Lease) }); err != nil {
+			return false
+		}
+		fenceAt = earliest(c.LeaseUntil, start.Add(n.opts.Lease)).Add(-n.margin)
+		if !time.Now().Before(fenceAt) {
+			return false
+		}
+	}
 	r.fmu.Lock()
 	defer r.fmu.Unlock()
-	r.fenceAt = r.claim.LeaseUntil.Add(-n.margin)
-	r.fence = time.AfterFunc(time.Until(r.fenceAt), func() { n.fenceFired(r) })
+	r.fenceAt = fenceAt
+	r.fence = time.AfterFunc(time.Until(fenceAt), func() { n.fenceFired(r) })
+	return true
 }
 
 // stopFence disarms r's fence once its worker is done with the claim.
@@ -102,10 +122,20 @@ func (n *Node) confirmLease(r *running, until time.Time) {
 	r.fence.Reset(time.Until(r.fenceAt))
 }
 
+// extendBelow is the share of the lease below which a claim's remaining lease is extended.
+const extendBelow = 0.75
+
+// dueForExtension reports whether r's claim has less than extendBelow of its lease left. The
+// caller holds r.mu (the adapter's Extend writes LeaseUntil).
+func (n *Node) dueForExtension(r *running) bool {
+	return time.Until(r.claim.LeaseUntil) < time.Duration(float64(n.opts.Lease)*extendBelow)
+}
+
 // leaseLoop extends the leases of running batches. It ticks every tenth of the lease (first
-// tick at once, then periodically) and extends every claim with less than two thirds of its
-// lease left, so a claim is extended about every third of a lease, and an extension that fails
-// is tried again at each tick until the claim's fence. Each extension runs on its own (one at a
+// tick at once, then periodically) and extends every claim with less than three quarters of
+// its lease left, so a claim is extended about every quarter to third of a lease, and an
+// extension that fails is tried again at each tick until the claim's fence (half a lease
+// later at least). Each extension runs on its own (one at a
 // time per claim), bounded by the claim's fence, so a hung Extend delays neither the others nor
 // the fence. A claim whose lease is lost, or not confirmed before its fence, has its listener's
 // context cancelled with ErrLeaseLost.
@@ -161,16 +191,21 @@ func (n *Node) extendDue() {
 	}
 	n.mu.Unlock()
 	for _, r := range due {
-		if !r.extending.CompareAndSwap(false, true) {
-			continue // the previous extension is still in flight (bounded by the fence)
-		}
-		n.extending.Go(func() {
-			defer r.extending.Store(false)
-			n.extendSem <- struct{}{}
-			defer func() { <-n.extendSem }()
-			n.extend(r)
-		})
+		n.extendAsync(r)
 	}
+}
+
+// extendAsync starts an extension of r unless one is in flight (bounded by the fence).
+func (n *Node) extendAsync(r *running) {
+	if !r.extending.CompareAndSwap(false, true) {
+		return
+	}
+	n.extending.Go(func() {
+		defer r.extending.Store(false)
+		n.extendSem <- struct{}{}
+		defer func() { <-n.extendSem }()
+		n.extend(r)
+	})
 }
 
 func (n *Node) extend(r *running) {
@@ -178,7 +213,7 @@ func (n *Node) extend(r *running) {
 		return // a settle is in progress: the claim needs no more lease
 	}
 	defer r.mu.Unlock()
-	if r.settled || r.lost.Load() || n.halted.Load() || n.frozen.Load() || time.Until(r.claim.LeaseUntil) >= n.opts.Lease*2/3 {
+	if r.settled || r.lost.Load() || n.halted.Load() || n.frozen.Load() || !n.dueForExtension(r) {
 		return
 	}
 	fenceAt, ok := n.holds(r)

@@ -44,12 +44,22 @@ func (n *Node) work(l *listener, c *Claim) {
 	ctx, cancel := context.WithCancelCause(n.runCtx)
 	defer cancel(nil)
 	r := &running{claim: c, cancel: cancel}
-	n.startFence(r)
+	if !n.startFence(r) {
+		n.stats.leaseLost.Add(1)
+		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
+		return
+	}
 	defer n.stopFence(r)
 	ctx = context.WithValue(ctx, leaseKey{}, r)
+	due := n.dueForExtension(r) // before the lease loop can see r and extend it
 	n.mu.Lock()
 	n.running[r] = struct{}{}
 	n.mu.Unlock()
+	if due {
+		// A claim that waited (in an adapter's stash, a slow dispatch) is extended at once
+		// rather than at the lease loop's next tick, to leave its extension the most time.
+		n.extendAsync(r)
+	}
 	defer func() {
 		n.mu.Lock()
 		delete(n.running, r)
@@ -65,10 +75,6 @@ func (n *Node) work(l *listener, c *Claim) {
 	if run > l.spec.maxAttempts {
 		// The previous runs never settled: their nodes died holding the batch.
 		n.terminal(r, l.spec, d, ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", ErrWorkerLost, c.Queue, d.id, run-1), run-1)
-		return
-	}
-	if _, ok := n.holds(r); !ok {
-		n.log.Warn("txmq: batch arrived with its lease already past its fence; not running it here", "queue", c.Queue, "batch", d.id)
 		return
 	}
 	if n.opts.ExtractTrace != nil && len(d.trace) > 0 {
