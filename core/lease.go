@@ -141,7 +141,12 @@ func (n *Node) dueForExtension(r *running) bool {
 // context cancelled with ErrLeaseLost.
 func (n *Node) leaseLoop() {
 	defer n.loops.Done()
-	defer n.extending.Wait()
+	defer func() {
+		n.mu.Lock()
+		n.extendsDone = true // no extension starts after this: Wait below is not racing Add
+		n.mu.Unlock()
+		n.extending.Wait()
+	}()
 	period := n.opts.Lease / 10
 	t := time.NewTicker(period)
 	defer t.Stop()
@@ -157,15 +162,18 @@ func (n *Node) leaseLoop() {
 	}
 }
 
-// waitWorkersExtending keeps extending leases after stop until no batch runs (Close waiting
-// for listeners) or the node halts.
+// waitWorkersExtending keeps extending leases after stop until no batch runs or holds a slot
+// (Close waiting for listeners) or the node halts.
 func (n *Node) waitWorkersExtending(t *time.Ticker) {
 	for !n.halted.Load() {
 		n.mu.Lock()
-		left := len(n.running)
+		left := len(n.running) // batches between dispatch and registration hold a slot:
+		for _, v := range n.inflight {
+			left += v
+		}
 		n.mu.Unlock()
 		if left == 0 {
-			return
+			return // no worker can start an extension any more: extending.Wait is safe
 		}
 		select {
 		case <-t.C:
@@ -200,12 +208,21 @@ func (n *Node) extendAsync(r *running) {
 	if !r.extending.CompareAndSwap(false, true) {
 		return
 	}
-	n.extending.Go(func() {
+	n.mu.Lock()
+	if n.extendsDone {
+		n.mu.Unlock()
+		r.extending.Store(false)
+		return
+	}
+	n.extending.Add(1)
+	n.mu.Unlock()
+	go func() {
+		defer n.extending.Done()
 		defer r.extending.Store(false)
 		n.extendSem <- struct{}{}
 		defer func() { <-n.extendSem }()
 		n.extend(r)
-	})
+	}()
 }
 
 func (n *Node) extend(r *running) {

@@ -99,6 +99,7 @@ type Node struct {
 	loops       sync.WaitGroup
 	workers     sync.WaitGroup
 	extending   sync.WaitGroup // lease extensions in flight
+	extendsDone bool           // the lease loop ended: no more extensions (under mu)
 	extendSem   chan struct{}  // bounds them
 	margin      time.Duration  // LeaseMargin(opts.Lease)
 	terminals   terminalMemory // batch ids this node dead-lettered
