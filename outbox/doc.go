@@ -49,6 +49,8 @@
 //
 // Store implements core.DeadLetterSink. A dead letter stays in txmq_dead_letters until purged;
 // Store.Replay republishes it with its attempt count reset to 0 and marks it replayed
-// (replay_count, replayed_at). If the same batch is dead-lettered again, its row is updated
-// (last_failed_at, reason, error) and counts as dead again.
+// (replay_count, replayed_at). A batch dead-lettered again while its row is dead keeps the
+// first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (core
+// then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
+// error) and it counts as dead again.
 package outbox
