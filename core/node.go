@@ -258,9 +258,7 @@ func (n *Node) Close(ctx context.Context) error {
 	n.stop()
 	n.cancelFetch()
 	// The buffer drains on its own bounded context: ctx bounds only the wait for listeners.
-	fctx, fcancel := context.WithTimeout(context.Background(), n.opts.CloseFlushTimeout)
-	defer fcancel()
-	n.flushAll(fctx)
+	n.closeFlush()
 	done := make(chan struct{})
 	go func() { n.workers.Wait(); close(done) }()
 	var err error
@@ -281,8 +279,16 @@ func (n *Node) Close(ctx context.Context) error {
 	n.buf.seal()
 	n.stopFlusher()
 	n.loops.Wait()
-	n.flushAll(fctx)
+	n.closeFlush() // what listeners published while Close waited for them
 	return err
+}
+
+// closeFlush drains the publish buffer for Close on a context of its own, bounded by
+// CloseFlushTimeout and detached from Close's ctx.
+func (n *Node) closeFlush() {
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.CloseFlushTimeout)
+	defer cancel()
+	n.flushAll(ctx)
 }
 
 // Halt stops the node at once as if its process died: no settle, no lease extension, no drain;
