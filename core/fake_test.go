@@ -27,6 +27,8 @@ type fakeBackend struct {
 	// non-nil error fails the call. calls counts every such call by op.
 	opFn  func(ctx context.Context, op string) error
 	calls map[string]int
+	// granted, if set, is the lease Extend grants whatever is asked (a JetStream AckWait).
+	granted time.Duration
 }
 
 // op records a call of op and returns opFn's verdict.
@@ -120,6 +122,9 @@ func (f *fakeBackend) Extend(ctx context.Context, c *Claim, lease time.Duration)
 	f.mu.Lock()
 	f.extends++
 	err := f.extendErr
+	if f.granted > 0 {
+		lease = f.granted
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return err

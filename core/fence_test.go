@@ -281,3 +281,30 @@ func TestClaimArrivingPastItsFence(t *testing.T) {
 		})
 	}
 }
+
+// TestFenceWithALongerBackendLease: a backend that grants more than the node's lease (a
+// JetStream AckWait set by another client) still gets extended on the node's own schedule: the
+// fence follows what the node can vouch for (start of the call + its lease), and the listener
+// keeps running.
+func TestFenceWithALongerBackendLease(t *testing.T) {
+	t.Parallel()
+	const lease = time.Second
+	n, fb := newTestNode(t, &NodeOptions{Lease: lease})
+	fb.granted = 10 * lease
+	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try})
+	_ = q.Listen(n, func(ctx context.Context, _ []int) error {
+		select {
+		case <-time.After(5 * lease / 2):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	})
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(lease)})
+	if acked, _, _ := fb.counts(); acked != 1 || n.Stats().LeaseLost != 0 {
+		t.Fatalf("acked %d, lease lost %d; want the batch acked with no lease lost", acked, n.Stats().LeaseLost)
+	}
+}

@@ -125,10 +125,14 @@ func (n *Node) confirmLease(r *running, until time.Time) {
 // extendBelow is the share of the lease below which a claim's remaining lease is extended.
 const extendBelow = 0.75
 
-// dueForExtension reports whether r's claim has less than extendBelow of its lease left. The
-// caller holds r.mu (the adapter's Extend writes LeaseUntil).
+// dueForExtension reports whether r's claim has less than extendBelow of its lease left, as
+// last confirmed (its fence plus the margin: the adapter's LeaseUntil may be later, as with a
+// JetStream AckWait longer than this node's lease, but the fence is what counts here).
 func (n *Node) dueForExtension(r *running) bool {
-	return time.Until(r.claim.LeaseUntil) < time.Duration(float64(n.opts.Lease)*extendBelow)
+	r.fmu.Lock()
+	confirmed := r.fenceAt.Add(n.margin)
+	r.fmu.Unlock()
+	return time.Until(confirmed) < time.Duration(float64(n.opts.Lease)*extendBelow)
 }
 
 // leaseLoop extends the leases of running batches. It ticks every tenth of the lease (first

@@ -51,11 +51,10 @@ func (n *Node) work(l *listener, c *Claim) {
 	}
 	defer n.stopFence(r)
 	ctx = context.WithValue(ctx, leaseKey{}, r)
-	due := n.dueForExtension(r) // before the lease loop can see r and extend it
 	n.mu.Lock()
 	n.running[r] = struct{}{}
 	n.mu.Unlock()
-	if due {
+	if n.dueForExtension(r) {
 		// A claim that waited (in an adapter's stash, a slow dispatch) is extended at once
 		// rather than at the lease loop's next tick, to leave its extension the most time.
 		n.extendAsync(r)
