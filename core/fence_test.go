@@ -96,7 +96,8 @@ func TestFenceWhenExtendHangs(t *testing.T) {
 // listener running several leases long is acked.
 func TestFenceMovesWithConfirmedExtensions(t *testing.T) {
 	t.Parallel()
-	const lease = time.Second
+	// Two seconds: a loaded CI machine still confirms each extension within the second it has.
+	const lease = 2 * time.Second
 	n, fb := newTestNode(t, &NodeOptions{Lease: lease})
 	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try})
 	var first, last time.Time
@@ -288,7 +289,8 @@ func TestClaimArrivingPastItsFence(t *testing.T) {
 // keeps running.
 func TestFenceWithALongerBackendLease(t *testing.T) {
 	t.Parallel()
-	const lease = time.Second
+	// Two seconds: a loaded CI machine still confirms each extension within the second it has.
+	const lease = 2 * time.Second
 	n, fb := newTestNode(t, &NodeOptions{Lease: lease})
 	fb.granted = 10 * lease
 	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try})
