@@ -32,7 +32,8 @@ type NodeOptions struct {
 	// ID names the node as lease owner. Default a new random id.
 	ID string
 	// Lease is how long a claim stays valid without extension; the node extends it while the
-	// listener runs. Default 30 s.
+	// listener runs, and fences a claim not confirmed extended by LeaseUntil -
+	// LeaseMargin(Lease) (see the package doc). Default 30 s, at least 100 ms.
 	Lease time.Duration
 	// PollWait is how long one Fetch may wait for work. Default: the backend's PollWaitHint if
 	// it has one (SQS: 20 s), else 1 s. A new listener or a freed slot interrupts the wait.
