@@ -73,6 +73,14 @@
 // Panics in listeners are failures; panics and errors in OnError, the sink and metrics hooks
 // are logged and swallowed and never cause a redelivery.
 //
+// A batch takes the terminal path (dead letter, OnError) once per batch id. Settles (Ack, Retry,
+// Drop) that fail with ErrBackendUnavailable are tried three times with a short backoff within
+// the claim's fence; a batch whose Drop still failed comes back after its lease expires and is
+// then recognised by its id: by the node's bounded memory of the batches it dead-lettered, and
+// across nodes by a DeadLetterSink that answers ErrAlreadyDeadLettered (the outbox's store does,
+// keeping the first reason, error and attempts). Such a batch is dropped again without a second
+// dead letter, drop count or OnError. Without a sink the guarantee holds per node only.
+//
 // # Delays and clocks
 //
 // After(d) and At(t) are never delivered early, and a delay is judged on one clock at a time.
@@ -94,6 +102,41 @@
 // Stats.EarlyArrivals counts it. With an adapter that retries in place (keeps the old body
 // and its delivery count) the give-back would count as a delivery; every adapter in this
 // module rewrites.
+//
+// # Leases and self-fencing
+//
+// A claim's lease ends at Claim.LeaseUntil on the backend unless the node extends it. The node
+// does not trust an extension it cannot confirm: a claim whose lease has not been confirmed
+// extended by LeaseUntil - LeaseMargin(Lease), on the node's own clock, is lost, whatever
+// Extend did (failed with ErrBackendUnavailable, timed out, hung, or the node was paused). A
+// timer per claim then cancels the listener's context at once with cause ErrLeaseLost (a hung
+// Extend cannot delay it: each Extend is bounded by the fence), and the node attempts no
+// settle for that claim; the batch runs again elsewhere after the backend's lease expires.
+// Every settle is itself bounded by the fence. Exclusive rests on this rule, not on Extend
+// calls succeeding: the other node can claim the batch only after LeaseUntil, and by then this
+// node stopped its listener and its settles.
+//
+// The margin is max(Lease/10, 1s), at most Lease/4 (30 s lease: 3 s; 2 s lease: 500 ms;
+// the 100 ms minimum lease: 25 ms). It covers the drift between the node's and the backend's
+// clocks over one lease (adapters report LeaseUntil on the node's clock, measured from before
+// the request, so only the rate differs, far below 10%), the time for the listener to see its
+// cancelled context, and the round trip of a settle that must land before the backend's lease
+// ends. The node extends a claim when less than three quarters of its lease is left (at once
+// for a claim that arrives with less, then ticking every tenth of the lease, each failed
+// extension tried again at the next tick), so extensions have at least half a lease to get
+// through before the fence.
+//
+// A listener sees its fence with LeaseDeadline(ctx); it moves forward with each confirmed
+// extension. A listener must return when ctx is done: its work may already be running
+// elsewhere, and its result is not settled.
+//
+// # Shutdown
+//
+// Close never loses accepted messages: the publish buffer is flushed on a context of its own,
+// bounded by NodeOptions.CloseFlushTimeout (default 15 s), whatever the ctx given to Close (an
+// already cancelled one included), and what the backend did not take goes to the outbox
+// (Handoff), whose rows are due for the very next sweep. Close's ctx bounds only the wait for
+// running listeners.
 //
 // # Writing an adapter
 //

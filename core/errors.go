@@ -41,6 +41,12 @@ var (
 	// at once and never retried.
 	ErrUndecodable = errors.New("txmq: undecodable batch")
 
+	// ErrAlreadyDeadLettered is what a DeadLetterSink returns (wrapped or as is) for a batch
+	// it already holds as a dead letter (same queue and batch id, not replayed since): it keeps
+	// the first reason, error and attempts, and core then drops the batch without calling
+	// OnError again, so the terminal path runs once per batch id across nodes.
+	ErrAlreadyDeadLettered = errors.New("txmq: batch already dead-lettered")
+
 	// ErrWorkerLost is the error given to OnError and the dead-letter sink for a batch whose
 	// runs kept ending without a settle (the node holding it died each time) until the retry
 	// budget was spent.

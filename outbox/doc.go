@@ -34,11 +34,12 @@
 //
 // A row's next_attempt_at says who owns it:
 //
-//   - NULL: rows inserted by RunInTx (published by the committing process right after commit),
-//     and rows handed off by core's publish buffer when the backend refused a flush
-//     (Store.Handoff). The recovery sweep takes them over once they are older than
-//     Options.RecoveryAge, which also recovers rows left by a process that died after commit.
-//   - a time: the row is due at that time. Rows from app-managed transactions are due at once;
+//   - NULL: rows inserted by RunInTx (published by the committing process right after commit).
+//     The recovery sweep takes them over once they are older than Options.RecoveryAge, which
+//     recovers rows left by a process that died after commit.
+//   - a time: the row is due at that time. Rows from app-managed transactions, and rows handed
+//     off by core's publish buffer when the backend refused a flush or a closing node ran out
+//     of time (Store.Handoff), are due at once, for the relay and the very next sweep;
 //     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
 //     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.
 //
@@ -58,6 +59,8 @@
 //
 // Store implements core.DeadLetterSink. A dead letter stays in txmq_dead_letters until purged;
 // Store.Replay republishes it with its attempt count reset to 0 and marks it replayed
-// (replay_count, replayed_at). If the same batch is dead-lettered again, its row is updated
-// (last_failed_at, reason, error) and counts as dead again.
+// (replay_count, replayed_at). A batch dead-lettered again while its row is dead keeps the
+// first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (core
+// then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
+// error) and it counts as dead again.
 package outbox

@@ -70,14 +70,16 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 // Schema returns the schema the store's tables live in.
 func (s *Store) Schema() string { return s.o.Schema }
 
-// Handoff stores batches the backend refused at flush time as rows without a next-attempt
-// time: the recovery sweep publishes them once they are older than Options.RecoveryAge, not
-// at once (the backend just refused them). It implements core.Handoff.
+// Handoff stores batches the backend refused at flush time (or that a closing node could not
+// publish in time) as rows due now: the very next recovery sweep publishes them, without
+// waiting for Options.RecoveryAge (no other process is about to publish them; the sweep stops
+// at once while the backend is still unavailable, and a failed row backs off as any other).
+// It implements core.Handoff.
 func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error {
 	if len(batches) == 0 {
 		return nil
 	}
-	_, err := insertRows(ctx, s.pool, s.outbox, batches, false)
+	_, err := insertRows(ctx, s.pool, s.outbox, batches, true)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: handing off %d batch(es) of queue(s) %s to the outbox table %s: %w; check the app database and that outbox.Migrate ran",
 			len(batches), queueList(batches), s.outbox, err)
