@@ -26,7 +26,8 @@
 // Each queue has one durable pull consumer, "txmq", shared by every node, so the server
 // load-balances batches between them: explicit acks, AckWait = the lease, MaxDeliver
 // unlimited (core owns the retry budget, and dead-letters a batch whose nodes keep dying),
-// no BackOff. Claim.Deliveries is the message's NumDelivered. AckWait is one per consumer, so
+// no BackOff. Claim.Deliveries is the message's NumDelivered plus its Txmq-Base header (see
+// "Deliveries that are not runs" below). AckWait is one per consumer, so
 // nodes with different leases share it: it is the longest lease (or Options.AckWait) any client
 // asked for, raised by a client whose lease is longer and never lowered (a lower AckWait would
 // cut the leases other clients hold and time by the value they saw). Claim.LeaseUntil and
@@ -48,6 +49,27 @@
 // That is a duplicate run, as at-least-once allows, never a loss. Settles are requests the
 // server answers ("double acks"), so a nil error means the server applied them; settling a
 // settled claim again is a no-op.
+//
+// # Deliveries that are not runs
+//
+// Core counts a run as the envelope's attempt plus Claim.Deliveries, and a run is counted only
+// when a listener ran. The server counts every delivery, including those this client received
+// and never handed to a node: a pulled message waiting in the stash while the queue's slots
+// are full, one left when the Backend closes, and one delivered before its due time (clock
+// skew). NumDelivered cannot be lowered, so such a message is given back as a copy: the same
+// headers and data (the batch id, a large body's chunk references; the body is not decoded)
+// are stored again with Txmq-Base = the deliveries so far minus this one, and only then is the
+// delivered message acknowledged; the copy's Deliveries is Txmq-Base plus its own
+// NumDelivered. The count lives in the stored message, so it holds across nodes and process
+// restarts. A stashed message is given back when half its lease is gone if no Fetch took it
+// (a timer, not the next Fetch, since a node at capacity does not fetch the queue), by Close,
+// or at once when it arrived early (the copy is then a message schedule at its due time).
+// Close waits for outstanding pulls to end on their own rather than cutting them (the client
+// would drop what the server already sent), which bounds Close by a pull's wait (the Fetch's
+// Wait, at most a quarter of AckWait). Still counted: a delivery whose lease is within the
+// margin of its end (it may already run elsewhere), one held by a process that died, and one
+// whose copy cannot be stored (an outage; it is then given back with a Nak, logged). If the
+// acknowledgement fails after the copy was stored, the batch runs twice, never zero times.
 //
 // # Exclusive queues
 //
@@ -71,7 +93,7 @@
 // timeout status) per node per PollWait: about 5 small protocol messages a second at core's
 // default (measured: 3,600 JetStream API requests per idle queue per node per hour at PollWait
 // 1s), no server-side state beyond the waiting request, and nothing while a node is at
-// capacity. Close ends outstanding pulls at once.
+// capacity. Close waits for outstanding pulls (see above).
 //
 // # Delays, retries, never early
 //
@@ -79,8 +101,8 @@
 // <time>", nats-server 2.12+) on its own subject, targeting the queue's ready subject: the
 // server stores it and publishes the batch when due, with no cap on the delay. Every
 // scheduled batch also carries its due time (Txmq-Not-Before); one that is delivered before
-// it by this client's clock (clock skew with the server) is given back with the remaining
-// delay, which costs one extra delivery in its count. Retry is a rewrite: the body core
+// it by this client's clock (clock skew with the server) is given back as a copy scheduled at
+// its due time, without counting the delivery (see above). Retry is a rewrite: the body core
 // re-encoded (with its attempt count) is stored again (scheduled when delayed) and only then
 // is the old message acked, so Deliveries restarts at 1, the Exclusive slot is released
 // during the backoff, and Depths shows the retry as delayed.

@@ -20,6 +20,7 @@ const (
 	hdrChunks    = "Txmq-Chunks"     // number of chunks of a chunked body
 	hdrChunkID   = "Txmq-Chunk-Id"   // the chunks' subject token
 	hdrSize      = "Txmq-Size"       // total body size of a chunked body
+	hdrBase      = "Txmq-Base"       // deliveries of the batch before this message existed
 
 	hdrSchedule       = "Nats-Schedule"
 	hdrScheduleTarget = "Nats-Schedule-Target"
@@ -200,13 +201,7 @@ func (be *Backend) store(ctx context.Context, q *queueState, id string, body []b
 		hdr.Set(hdrSize, strconv.Itoa(len(body)))
 		data = nil
 	}
-	msg := &natsgo.Msg{Subject: q.ready, Header: hdr, Data: data}
-	if !notBefore.IsZero() && notBefore.After(time.Now()) {
-		msg.Subject = q.schedSubject()
-		hdr.Set(hdrSchedule, "@at "+notBefore.UTC().Format(time.RFC3339Nano))
-		hdr.Set(hdrScheduleTarget, q.ready)
-		hdr.Set(hdrNotBefore, strconv.FormatInt(notBefore.UnixNano(), 10))
-	}
+	msg := q.readyMsg(hdr, data, notBefore)
 	if err := be.publish(ctx, q, msg); err != nil {
 		if chunkID != "" {
 			be.purgeChunks(q, chunkID)
@@ -214,6 +209,19 @@ func (be *Backend) store(ctx context.Context, q *queueState, id string, body []b
 		return wrap("publish batch "+id, q.name, err)
 	}
 	return nil
+}
+
+// readyMsg is a batch message with hdr and data: on the ready subject, or a message schedule
+// targeting it when notBefore is in the future.
+func (q *queueState) readyMsg(hdr natsgo.Header, data []byte, notBefore time.Time) *natsgo.Msg {
+	msg := &natsgo.Msg{Subject: q.ready, Header: hdr, Data: data}
+	if !notBefore.IsZero() && notBefore.After(time.Now()) {
+		msg.Subject = q.schedSubject()
+		hdr.Set(hdrSchedule, "@at "+notBefore.UTC().Format(time.RFC3339Nano))
+		hdr.Set(hdrScheduleTarget, q.ready)
+		hdr.Set(hdrNotBefore, strconv.FormatInt(notBefore.UnixNano(), 10))
+	}
+	return msg
 }
 
 func (be *Backend) publish(ctx context.Context, q *queueState, msg *natsgo.Msg) error {
