@@ -478,3 +478,26 @@ func TestClosed(t *testing.T) {
 		t.Fatalf("Fetch after Close: %v", err)
 	}
 }
+
+// TestHeldReceiveReleased: a batch received by a poll that outlived its Fetch, which no
+// Fetch takes afterwards (the node's slots for the queue stay full), is given back when half
+// its lease is gone, without counting the receive, instead of staying hidden until its
+// visibility timeout and coming back with a receive count one higher.
+func TestHeldReceiveReleased(t *testing.T) {
+	t.Parallel()
+	s := newSpace(t)
+	a, b := s.client(t, nil), s.client(t, nil)
+	lease := 2 * time.Second
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(300 * time.Millisecond); cancel() }()
+	r := core.FetchRequest{Node: "a", Lease: lease, Wait: 5 * time.Second, Queues: []core.QueueSlots{{Queue: "held", Free: 1}}}
+	if cs, err := a.Fetch(ctx, r); err != nil || len(cs) != 0 {
+		t.Fatalf("Fetch: %v %v", cs, err)
+	}
+	mustPublish(t, b, batch("held", false, "h")) // the long poll still outstanding gets it
+	time.Sleep(lease + time.Second)              // a never fetches the queue again
+	cs := fetchAll(t, b, req("held", 1, 5*time.Second), 1, 10*time.Second)
+	if len(cs) != 1 || cs[0].Deliveries != 1 {
+		t.Fatalf("after a held it: %+v; want one claim with Deliveries 1", cs)
+	}
+}
