@@ -13,10 +13,12 @@ func init() {
 	register("budget",
 		property{name: "exact_while_receives_are_held", run: budgetWhileHeld},
 		property{name: "exact_across_closes_mid_poll", run: budgetAcrossCloses},
+		property{name: "exact_while_exclusive_receive_is_held", run: budgetWhileHeldExclusive},
 	)
 }
 
-// budgetBatches is how many always-failing batches the budget properties publish.
+// budgetBatches is how many always-failing batches the budget properties publish (half as
+// many on an Exclusive queue, which runs them one at a time).
 const budgetBatches = 6
 
 // budgetWhileHeld: a client whose node is at capacity for the queue asks for a few batches
@@ -25,8 +27,14 @@ const budgetBatches = 6
 // full by long-running batches does not. Whatever the adapter does with the receives it holds
 // and cannot hand out, they are not runs: another node's always-failing listener runs every
 // batch exactly MaxAttempts times, then each is dead-lettered once, delivery_exhausted.
-func budgetWhileHeld(x *X) {
-	runBudget(x, func(q string, published <-chan struct{}, stop <-chan struct{}) {
+func budgetWhileHeld(x *X) { holdWhileRunning(x, false) }
+
+// budgetWhileHeldExclusive is budgetWhileHeld on an Exclusive queue: the held receive is the
+// queue's one batch in flight, which blocks the queue until the adapter gives it back.
+func budgetWhileHeldExclusive(x *X) { holdWhileRunning(x, true) }
+
+func holdWhileRunning(x *X, exclusive bool) {
+	runBudget(x, exclusive, func(q core.QueueSlots, published <-chan struct{}, stop <-chan struct{}) {
 		h := x.rawClient()
 		warmUp(x, h, q)
 		<-published
@@ -53,7 +61,7 @@ func budgetWhileHeld(x *X) {
 // backend whose Env hands out one shared client (memory) is not closed here.
 func budgetAcrossCloses(x *X) {
 	shared := x.rawClient() == x.rawClient()
-	runBudget(x, func(q string, published <-chan struct{}, stop <-chan struct{}) {
+	runBudget(x, false, func(q core.QueueSlots, published <-chan struct{}, stop <-chan struct{}) {
 		<-published
 		for i := 0; ; i++ {
 			h := x.rawClient()
@@ -74,18 +82,27 @@ func budgetAcrossCloses(x *X) {
 }
 
 // runBudget publishes budgetBatches one-message batches to a queue with MaxAttempts 3 whose
-// listener always fails, runs disturb(queue, published, stop) in the background meanwhile
-// (the listening node starts a poll wait after published is closed), and checks
-// that every message ran exactly MaxAttempts times and that every batch has one dead letter
-// with reason delivery_exhausted and MaxAttempts attempts.
-func runBudget(x *X, disturb func(queue string, published, stop <-chan struct{})) {
+// listener always fails (an Exclusive queue when exclusive, with half as many batches), runs
+// disturb(slots, published, stop) in the background meanwhile (the listening node starts a
+// poll wait after published is closed), and checks that every message ran exactly
+// MaxAttempts times and that every batch has one dead letter with reason delivery_exhausted
+// and MaxAttempts attempts.
+func runBudget(x *X, exclusive bool, disturb func(slots core.QueueSlots, published, stop <-chan struct{})) {
 	const budget = 3
-	q := declare(x, core.QueueConfig[Msg]{MaxAttempts: budget, MaxBatchMessages: 1})
+	q := declare(x, core.QueueConfig[Msg]{MaxAttempts: budget, MaxBatchMessages: 1, Exclusive: exclusive})
+	batches := budgetBatches
+	if exclusive {
+		batches /= 2
+	}
 	rec := newRecorder()
 	stop, done, published := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		disturb(q.Name(), published, stop)
+		slots := core.QueueSlots{Queue: q.Name(), Free: 3}
+		if exclusive {
+			slots = core.QueueSlots{Queue: q.Name(), Free: 1, Exclusive: true}
+		}
+		disturb(slots, published, stop)
 	}()
 	defer func() {
 		select {
@@ -98,7 +115,7 @@ func runBudget(x *X, disturb func(queue string, published, stop <-chan struct{})
 	b := x.node(core.NodeOptions{Backoff: func(int) time.Duration { return 200 * time.Millisecond }})
 	// The batches are stored, then the disturbing clients receive some of them before the
 	// listening node asks.
-	keys := publishKeys(x, q, b, "budget", budgetBatches, 1)
+	keys := publishKeys(x, q, b, "budget", batches, 1)
 	x.eventually(func() bool { return b.Stats().PublishedMessages >= int64(len(keys)) }, "the batches stored")
 	close(published)
 	sleep(x.Caps.PollWait)
@@ -147,23 +164,23 @@ func runBudget(x *X, disturb func(queue string, published, stop <-chan struct{})
 	}
 }
 
-// warmUp makes h ready to fetch queue (adapters look up or create their queues on first use)
+// warmUp makes h ready to fetch slots.Queue (adapters look up or create their queues on first use)
 // with a Fetch that does not wait; what it claims is given back.
-func warmUp(x *X, h core.Backend, queue string) {
+func warmUp(x *X, h core.Backend, slots core.QueueSlots) {
 	claims, _ := h.Fetch(context.Background(), core.FetchRequest{Node: "holder", Lease: x.Caps.Lease,
-		Queues: []core.QueueSlots{{Queue: queue, Free: 3}}})
+		Queues: []core.QueueSlots{slots}})
 	giveBack(x, h, claims)
 }
 
-// holdOnce asks h for up to 3 batches of queue with a long wait and a ctx that is already
+// holdOnce asks h for slots (up to 3 batches, one of an Exclusive queue) with a long wait and a ctx that is already
 // cancelled: the Fetch returns at once, and an adapter that receives in the background is left
 // with its receive outstanding (what it gets is held for a later Fetch). Claims it did return
 // are given back.
-func holdOnce(x *X, h core.Backend, queue string) {
+func holdOnce(x *X, h core.Backend, slots core.QueueSlots) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	claims, _ := h.Fetch(ctx, core.FetchRequest{Node: "holder", Lease: x.Caps.Lease, Wait: 2 * x.Caps.Lease,
-		Queues: []core.QueueSlots{{Queue: queue, Free: 3}}})
+		Queues: []core.QueueSlots{slots}})
 	giveBack(x, h, claims)
 }
 
