@@ -233,22 +233,26 @@ func (be *Backend) Close() error {
 	}
 	be.closed = true
 	be.signalLocked()
-	be.mu.Unlock()
-	be.polls.Wait()
-	be.bgCancel()
-	be.mu.Lock()
-	var left []*pending
-	for q, ps := range be.stash {
-		left = append(left, ps...)
-		delete(be.stash, q)
-	}
+	left := be.takeStashLocked()
 	be.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
 	defer cancel()
 	for _, p := range left {
-		be.release(ctx, p)
+		be.release(ctx, p) // now, while their leases hold; receives ending later release their own
 	}
+	be.polls.Wait()
+	be.bgCancel()
 	return nil
+}
+
+// takeStashLocked empties the stash and returns what it held.
+func (be *Backend) takeStashLocked() []*pending {
+	var out []*pending
+	for q, ps := range be.stash {
+		out = append(out, ps...)
+		delete(be.stash, q)
+	}
+	return out
 }
 
 // usable returns the error for a call made after Close.

@@ -49,8 +49,8 @@ func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis 
 		if err != nil && be.bg.Err() == nil {
 			p.err = err
 		}
-		if len(got) > 0 {
-			// Stashed even after Close: Close waits for this receive and releases the stash.
+		closed := be.closed
+		if len(got) > 0 && !closed {
 			be.stash[k.queue] = append(be.stash[k.queue], got...)
 			for _, g := range got {
 				be.sweepLaterLocked(g)
@@ -59,6 +59,14 @@ func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis 
 		close(done)
 		be.signalLocked()
 		be.mu.Unlock()
+		if closed && len(got) > 0 {
+			// Close is waiting for this receive: give back what it got now.
+			rctx, rcancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
+			defer rcancel()
+			for _, g := range got {
+				be.release(rctx, g)
+			}
+		}
 	}()
 	return done
 }
