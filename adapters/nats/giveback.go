@@ -69,9 +69,11 @@ func (be *Backend) sweepLaterLocked(q *queueState, st *stashed) {
 	time.AfterFunc(time.Until(st.leaseUntil.Add(-st.ackWait/2)), func() {
 		be.mu.Lock()
 		i := slices.Index(q.stash, st)
-		if i < 0 {
+		if be.closed || i < 0 {
+			// Handed out, given back by a Fetch, or left to Close (which gives back what
+			// its pulls stash before it closes the connection, well within the lease).
 			be.mu.Unlock()
-			return // handed out, or given back by a Fetch or Close
+			return
 		}
 		q.stash = slices.Delete(q.stash, i, i+1)
 		be.mu.Unlock()
