@@ -34,10 +34,13 @@ const (
 	// EnvDrainCheckInterval is how often an old backend's depths are checked (a Go duration).
 	// Default 5s.
 	EnvDrainCheckInterval = "TXMQ_DRAIN_CHECK_INTERVAL"
+	// EnvDrainRecheckInterval is how often a drained old backend is checked again for batches
+	// that nodes still on the old setting published there (a Go duration). Default 30s.
+	EnvDrainRecheckInterval = "TXMQ_DRAIN_RECHECK_INTERVAL"
 )
 
 // settings are the accepted variables, in the order error messages list them.
-var settings = []string{EnvBackend, EnvDatabaseURL, EnvDrainBackends, EnvSchema, EnvMigrate, EnvDrainCheckInterval}
+var settings = []string{EnvBackend, EnvDatabaseURL, EnvDrainBackends, EnvSchema, EnvMigrate, EnvDrainCheckInterval, EnvDrainRecheckInterval}
 
 // DefaultBackend is the backend URL used when none is set: the in-process memory backend.
 const DefaultBackend = "memory://"
@@ -63,6 +66,8 @@ type Config struct {
 	SkipMigrate bool
 	// DrainCheckInterval is drain.Options.CheckInterval. Default 5 s.
 	DrainCheckInterval time.Duration
+	// DrainRecheckInterval is drain.Options.RecheckInterval. Default 30 s.
+	DrainRecheckInterval time.Duration
 	// Logger receives the logs of everything Open creates (unless Node.Logger or
 	// Outbox.Logger is set). Default slog.Default().
 	Logger *slog.Logger
@@ -75,7 +80,7 @@ type Config struct {
 
 // ConfigFromEnv returns the Config the environment describes (TXMQ_BACKEND,
 // TXMQ_DATABASE_URL, TXMQ_DRAIN_BACKENDS, TXMQ_SCHEMA, TXMQ_MIGRATE,
-// TXMQ_DRAIN_CHECK_INTERVAL), with every value checked: a URL that does not parse, a scheme no
+// TXMQ_DRAIN_CHECK_INTERVAL, TXMQ_DRAIN_RECHECK_INTERVAL), with every value checked: a URL that does not parse, a scheme no
 // imported adapter registered, a bad schema name or boolean is an error naming the variable
 // and what to do. Other TXMQ_ variables are left alone (tools and tests have their own), except
 // ones that look like a misspelt setting (TXMQ_DRAIN_BACKEND, TXMQ_DATABASE): those are errors
@@ -117,12 +122,17 @@ func configFromEnviron(environ []string) (*Config, error) {
 		}
 		cfg.SkipMigrate = !m
 	}
-	if v := strings.TrimSpace(env[EnvDrainCheckInterval]); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("%w: %s=%q: use a positive Go duration such as 5s", core.ErrInvalidConfig, EnvDrainCheckInterval, v)
+	for _, s := range []struct {
+		name string
+		to   *time.Duration
+	}{{EnvDrainCheckInterval, &cfg.DrainCheckInterval}, {EnvDrainRecheckInterval, &cfg.DrainRecheckInterval}} {
+		if v := strings.TrimSpace(env[s.name]); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("%w: %s=%q: use a positive Go duration such as 5s", core.ErrInvalidConfig, s.name, v)
+			}
+			*s.to = d
 		}
-		cfg.DrainCheckInterval = d
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -26,6 +26,8 @@
 //	TXMQ_MIGRATE               false: do not create or upgrade the tables at Open.
 //	TXMQ_DRAIN_BACKENDS        old backend URLs, comma-separated, to drain after a swap.
 //	TXMQ_DRAIN_CHECK_INTERVAL  how often an old backend's depths are checked; default 5s.
+//	TXMQ_DRAIN_RECHECK_INTERVAL how often a drained old backend is checked again for batches
+//	                           nodes on the old setting published since; default 30s.
 //
 // Passwords in URLs are never logged nor put in errors (url.URL.Redacted).
 //
@@ -35,6 +37,10 @@
 // and TXMQ_DRAIN_BACKENDS to the old postgres:// URL, and restart the nodes. They publish to
 // Redis at once (outbox rows written before the switch included: the outbox relays them to
 // the current backend), and keep running the batches left in SQL jobs until it is empty, then
-// stop polling it (logged once per node). Remove TXMQ_DRAIN_BACKENDS at the next deploy. See
-// package drain for the details (exclusive queues, retries of old batches).
+// stop polling it (logged per node). During a rolling deploy, nodes not restarted yet still
+// publish to SQL jobs: the new nodes re-check it every TXMQ_DRAIN_RECHECK_INTERVAL and poll it
+// again when it holds batches. When no node runs the old setting any more and
+// `txmq status --drain` shows the old backend empty, remove TXMQ_DRAIN_BACKENDS at the next
+// deploy. See package drain for the details (exclusive queues, retries of old batches,
+// backends with approximate counts).
 package txmq

@@ -121,7 +121,7 @@ func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 		}
 		olds = append(olds, b)
 	}
-	return drain.New(primary, olds, &drain.Options{Logger: c.Logger, CheckInterval: c.DrainCheckInterval, Names: redactAll(c.Drain)}), nil
+	return drain.New(primary, olds, &drain.Options{Logger: c.Logger, CheckInterval: c.DrainCheckInterval, RecheckInterval: c.DrainRecheckInterval, Names: redactAll(c.Drain)}), nil
 }
 
 // openStore connects to the app database, migrates, and starts the outbox store.

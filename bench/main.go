@@ -58,6 +58,7 @@ var (
 	only       = flag.String("only", "backlog,latency,steady,idle", "scenarios to run, comma-separated")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the txmq 1 msg/batch backlog here")
 	verbose    = flag.Bool("v", false, "log txmq's and River's warnings to stderr")
+	analyze    = flag.Bool("analyze", false, "ANALYZE the jobs table (txmq) and river_job (River) once the backlog is stored, before consuming: the statistics autovacuum gathers on its own during a fill")
 	stmtStats  = flag.Bool("stats", false, "print the statements the txmq 1 msg/batch backlog ran, by kind, with their mean time")
 )
 
@@ -84,7 +85,7 @@ func main() {
 	}
 
 	if run["backlog"] {
-		fmt.Printf("backlog burn-down: %d messages (one-per-batch scenarios %d), concurrency %d, pool %d connections\n", *msgs, *msgs/5, *workers, *conns)
+		fmt.Printf("backlog burn-down: %d messages (one-per-batch scenarios %d), concurrency %d, pool %d connections, ANALYZE before consuming %v\n", *msgs, *msgs/5, *workers, *conns, *analyze)
 		tx100 := txmqBacklog(ctx, pool, *msgs, 100, "")
 		fmt.Printf("  txmq sqljobs (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
 		tx1 := txmqBacklog(ctx, pool, *msgs/5, 1, *cpuProfile)
@@ -125,6 +126,16 @@ func main() {
 		fmt.Printf("  river:        %s\n", r)
 		fmt.Printf("  ratio river/txmq: statements %.0fx, Postgres CPU %s, process CPU %s\n",
 			float64(r.statements)/float64(max(t.statements, 1)), ratio(r.pgCPU, t.pgCPU), ratio(r.procCPU, t.procCPU))
+	}
+}
+
+// analyzeTable runs ANALYZE on schema.table when -analyze is set.
+func analyzeTable(ctx context.Context, pool *pgxpool.Pool, schema, table string) {
+	if !*analyze {
+		return
+	}
+	if _, err := pool.Exec(ctx, "ANALYZE "+pgx.Identifier{schema, table}.Sanitize()); err != nil {
+		log.Fatalf("ANALYZE %s.%s: %v", schema, table, err)
 	}
 }
 
@@ -216,6 +227,7 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int, profi
 	if d["bench"].Ready != want {
 		log.Fatalf("txmq: %d batches ready after publishing, want %d", d["bench"].Ready, want)
 	}
+	analyzeTable(ctx, pool, schema, "txmq_jobs")
 	if profile != "" {
 		f, err := os.Create(profile)
 		if err != nil {
@@ -350,6 +362,7 @@ func riverBacklog(ctx context.Context, pool *pgxpool.Pool, n int, tuned bool) fl
 			params = params[:0]
 		}
 	}
+	analyzeTable(ctx, pool, schema, "river_job")
 	start := time.Now()
 	if err := c.Start(ctx); err != nil {
 		log.Fatal(err)
@@ -672,8 +685,29 @@ type stmtStart struct {
 type stmtKey struct{}
 
 func (t *stmtTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	kind := strings.Join(strings.Fields(d.SQL), " ")
-	for _, k := range []string{"txmq_jobs_exclusive AS x", "DELETE FROM", "UPDATE", "INSERT INTO", "count(j.id)", "txmq_jobs_queues"} {
+	return context.WithValue(ctx, stmtKey{}, stmtStart{stmtKindOf(d.SQL), time.Now()})
+}
+
+// TraceBatchStart times a pipelined batch (sqljobs sends its plan guard and the statement
+// together) as one statement of the batch's last query's kind.
+func (t *stmtTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceBatchStartData) context.Context {
+	kind := "batch"
+	if qs := d.Batch.QueuedQueries; len(qs) > 0 {
+		kind = stmtKindOf(qs[len(qs)-1].SQL)
+	}
+	return context.WithValue(ctx, stmtKey{}, stmtStart{kind, time.Now()})
+}
+
+func (t *stmtTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (t *stmtTracer) TraceBatchEnd(ctx context.Context, c *pgx.Conn, _ pgx.TraceBatchEndData) {
+	t.TraceQueryEnd(ctx, c, pgx.TraceQueryEndData{})
+}
+
+// stmtKindOf names a statement by what it does.
+func stmtKindOf(sql string) string {
+	kind := strings.Join(strings.Fields(sql), " ")
+	for _, k := range []string{"txmq_jobs_exclusive AS x", "DELETE FROM", "UPDATE", "INSERT INTO", "count(*) FILTER", "txmq_jobs_queues"} {
 		if strings.Contains(kind, k) {
 			kind = k
 			break
@@ -682,7 +716,7 @@ func (t *stmtTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 	if kind == "txmq_jobs_exclusive AS x" {
 		kind = "claim"
 	}
-	return context.WithValue(ctx, stmtKey{}, stmtStart{kind, time.Now()})
+	return kind
 }
 
 func (t *stmtTracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEndData) {

@@ -27,8 +27,11 @@
 //	Never    held until commit, then immediate         immediate
 //
 // Nothing is published if the transaction rolls back. Immediate means the node's coalescing
-// buffer: a 100 ms window reset by each message, at most 5 s from the first message, and an
-// early flush once a queue holds MaxBatchMessages. A publish never waits for the backend. A
+// buffer. A queue's buffer is flushed when the first of these comes: it holds MaxBatchMessages,
+// no message was added for FlushWindow (20 ms), or FlushCap (100 ms) passed since its first
+// message. The cap is measured from the first message, so a steady stream still leaves every
+// 100 ms: a plain publish waits at most about FlushCap plus one FlushTick (10 ms) before its
+// write starts, at any rate. A publish never waits for the backend. A
 // flush the backend refuses is handed to the outbox; only if that fails too is the batch
 // dropped, logged and counted (reason outbox_handoff_failed).
 //
@@ -47,6 +50,28 @@
 // running again. A batch that cannot be decoded is dropped at once (reason undecodable).
 // Panics in listeners are failures; panics and errors in OnError, the sink and metrics hooks
 // are logged and swallowed and never cause a redelivery.
+//
+// # Delays and clocks
+//
+// After(d) and At(t) are never delivered early, and a delay is judged on one clock at a time.
+// The publishing node turns the due time into a delay with its own clock (NodeOptions.Clock)
+// when it flushes (At(t) means t by that clock); the batch carries it as OutgoingBatch.Delay,
+// and the backend adds it to its own clock (Postgres clock_timestamp(), Redis TIME, SQS
+// DelaySeconds and message timestamps, the NATS server's clock for schedules). Outbox rows
+// store their due time on the app database's clock (its clock at the insert plus the delay)
+// and the relay and sweep pass on what is left. No absolute time crosses from one clock to
+// another, so clock skew between the app, its database and the backend cannot make a delay
+// early or late; txmq documents and tests a skew of up to MaxClockSkew (1 minute).
+//
+// Core also guards against an adapter that breaks this: the envelope records the due time on
+// the publisher's clock (Envelope.Due), and a batch that arrives more than twice MaxClockSkew
+// before it by the consuming node's clock (the two nodes' clocks may be that far apart, so
+// closer than that the guard cannot tell early from skew and stays silent) is given back
+// with Retry for what is left plus that allowance (late rather than early), with its attempt
+// count unchanged: it is not a run, no listener, OnError or dead letter is involved, and
+// Stats.EarlyArrivals counts it. With an adapter that retries in place (keeps the old body
+// and its delivery count) the give-back would count as a delivery; every adapter in this
+// module rewrites.
 //
 // # Writing an adapter
 //

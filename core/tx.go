@@ -46,13 +46,15 @@ type Pending struct {
 	// Trace is the publisher's trace context, if any.
 	Trace map[string]string
 
-	spec *queueSpec
+	spec  *queueSpec
+	clock Clock // the publishing node's clock, on which NotBefore was computed
 }
 
 // Batches applies the queue's Dedup to the messages of ps, cuts them into batches of at most
 // MaxBatchMessages and encodes each. All of ps must be of one queue; messages with different
 // NotBefore times go in different batches (in order of first appearance), each with the trace
-// context of its first publish. The outbox calls it before commit.
+// context of its first publish. Each batch's Delay is its due time minus the publishing node's
+// clock now (now when the Pending was not made by a node). The outbox calls it before commit.
 func Batches(ps []*Pending, now time.Time) ([]OutgoingBatch, error) {
 	return batches(ps, now, true)
 }
@@ -73,6 +75,7 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 	}
 	type group struct {
 		due   time.Time
+		clock Clock
 		trace map[string]string
 		count int
 		msgs  []Message
@@ -92,7 +95,7 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 		switch {
 		case g >= 0 && groups[g].due.Equal(p.NotBefore):
 		case g < 0:
-			groups = append(groups, group{due: p.NotBefore, trace: p.Trace})
+			groups = append(groups, group{due: p.NotBefore, clock: p.clock, trace: p.Trace})
 			g = 0
 		default:
 			if index == nil { // a second due time: until now there was one group
@@ -103,7 +106,7 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 			if g, ok = index[k]; !ok {
 				g = len(groups)
 				index[k] = g
-				groups = append(groups, group{due: p.NotBefore, trace: p.Trace})
+				groups = append(groups, group{due: p.NotBefore, clock: p.clock, trace: p.Trace})
 			}
 		}
 		of[i] = g
@@ -125,24 +128,37 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 				return nil, err
 			}
 		}
-		out = appendBatches(out, spec, msgs, g.due, g.trace, now)
+		var delay time.Duration
+		if !g.due.IsZero() {
+			pubNow := now
+			if g.clock != nil {
+				pubNow = g.clock.Now()
+			}
+			delay = g.due.Sub(pubNow)
+		}
+		out = appendBatches(out, spec, msgs, g.due, delay, g.trace, now)
 	}
 	return out, nil
 }
 
-// appendBatches slices msgs by the queue's MaxBatchMessages and encodes each slice.
-func appendBatches(out []OutgoingBatch, spec *queueSpec, msgs []Message, due time.Time, trace map[string]string, now time.Time) []OutgoingBatch {
+// appendBatches slices msgs by the queue's MaxBatchMessages and encodes each slice. due is the
+// publisher's due time and delay what is left of it by the publisher's clock; a batch whose
+// delay is not positive is due now (zero NotBefore and Delay, no due time in the envelope).
+func appendBatches(out []OutgoingBatch, spec *queueSpec, msgs []Message, due time.Time, delay time.Duration, trace map[string]string, now time.Time) []OutgoingBatch {
+	if delay <= 0 {
+		due, delay = time.Time{}, 0
+	}
 	for len(msgs) > 0 {
 		n := min(len(msgs), spec.maxBatch)
 		chunk := msgs[:n]
 		msgs = msgs[n:]
-		env := &Envelope{ID: NewID(), Queue: spec.name, Created: now, Trace: trace,
+		env := &Envelope{ID: NewID(), Queue: spec.name, Created: now, Due: due, Trace: trace,
 			MessageIDs: make([]string, n), Messages: make([]json.RawMessage, 0, n)}
 		for i, m := range chunk {
 			env.MessageIDs[i] = m.ID
 			env.Messages = append(env.Messages, m.Body)
 		}
-		out = append(out, OutgoingBatch{ID: env.ID, Queue: spec.name, Body: EncodeEnvelope(env), NotBefore: due, Exclusive: spec.exclusive, Messages: n})
+		out = append(out, OutgoingBatch{ID: env.ID, Queue: spec.name, Body: EncodeEnvelope(env), Delay: delay, NotBefore: due, Exclusive: spec.exclusive, Messages: n})
 	}
 	return out
 }

@@ -51,6 +51,9 @@ func (n *Node) work(l *listener, c *Claim) {
 		n.terminal(r, l.spec, nil, ReasonUndecodable, err, 0)
 		return
 	}
+	if n.notYetDue(r, d) {
+		return
+	}
 	run := d.attempt + c.Deliveries
 	if run > l.spec.maxAttempts {
 		// The previous runs never settled: their nodes died holding the batch.

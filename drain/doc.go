@@ -12,15 +12,21 @@
 //
 //   - Publish goes to the primary backend only, so new work (and outbox rows written before
 //     the switch, republished by the outbox relay or sweep) lands in the new backend.
-//   - Fetch asks every old backend that is not drained yet first, without waiting, with the
+//   - Fetch asks every old backend that is not drained first, without waiting, with the
 //     node's free slots; then the primary with the slots that are left, waiting up to the
 //     request's Wait. A node is never handed more than its free slots in total. Old work is
 //     preferred, so the old backends empty as fast as the nodes can run their batches.
 //   - Exclusive queues are drained old-first: the primary is not asked for an exclusive queue
-//     while an old backend still holds any batch of it (ready, in flight or delayed), so at
-//     most one batch of the queue runs across old and primary together. This holds once every
-//     node runs with the drain setting: a node still on the old setting does not know about
-//     the primary.
+//     while an old backend not drained may still hold any batch of it (ready, in flight or
+//     delayed), so at most one batch of the queue runs across old and primary together. The
+//     old backend's clearance of the queue is read again before each Fetch that asks the
+//     primary for it (a clearance younger than CheckInterval is trusted), until the primary
+//     has claimed a batch of the queue; an old backend that hands out a batch of the queue
+//     again withdraws it. With approximate depths (see below) the readings must be empty for
+//     the settle window. A Fetch whose every queue is gated waits up to a second (within its
+//     Wait) before returning empty, so a gated node asks the old backend about once a second.
+//     This holds once every node runs with the drain setting: a node still on the old
+//     setting does not know about the primary.
 //   - A claim from an old backend is wrapped (its Handle holds the origin and the inner claim),
 //     so Ack, Retry, Drop and Extend go to the backend it came from; claims from the primary
 //     are passed through untouched.
@@ -29,19 +35,39 @@
 //     visible in its depths, so the old backend is not declared drained while a batch still
 //     waits for its next run. Draining therefore takes at least as long as the longest retry
 //     chain in progress (with core's default backoff and budget, about 15 s).
-//   - Depths adds up the primary and the old backends not drained yet.
-//   - Close closes the primary and every old backend not closed yet.
+//   - Depths adds up the primary and every old backend, drained ones included.
+//   - Close closes the primary and every old backend. Old backends stay open until then, a
+//     drained one included, for its re-checks (one idle client or pool each).
 //
-// # When an old backend is drained
+// # When an old backend is drained, and why that is not final
 //
 // Every Options.CheckInterval at most (checked during Fetch), the wrapper asks each old
-// backend for the Depths of every queue it was asked to fetch so far. When they are all zero
-// (nothing ready, in flight or delayed) twice in a row, the old backend is drained: it is no
-// longer polled, the event is logged once at Info, and it is closed. A settle of a claim from
-// a drained backend returns an error wrapping core.ErrLeaseLost (the backend holds nothing, so
-// the lease was lost and the batch ran elsewhere). Queues no node listens to are not
-// considered: their batches stay in the old backend (Depths of the old backend shows them
-// until then; run a node listening to them before the old backend is retired).
+// backend it polls for the Depths of every queue it was asked to fetch so far. An old backend
+// is drained when at least two checks in a row found every queue empty (nothing ready, in
+// flight or delayed). Draining is logged at Info ("old backend drained"), and the old backend
+// is no longer polled by Fetch.
+//
+// A backend whose counts are approximate and lag (it implements core.ApproximateDepths, as the
+// SQS adapter does: a minute) is drained only when its checks read empty continuously for its
+// settle window and for at least the longest lease the node asked for (its visibility timeout:
+// a batch in flight that the counts missed has then finished or become visible again).
+//
+// "Drained" is never final while a node on the old setting may still publish to the old
+// backend, as it does during a rolling deploy until every node has restarted. A drained old
+// backend is checked again every Options.RecheckInterval (default 30 s; one Depths call per
+// old backend per node); a re-check that finds any batch (ready, in flight or delayed) logs it
+// at Info and polls the old backend again, until it is drained again. Batches published there
+// by nodes not restarted yet are therefore delivered within about RecheckInterval, without
+// restarting anything. Re-checks go on as long as the wrapper runs; they end when the
+// configuration no longer names the old backend. The operator ends the swap: once no node runs
+// the old setting any more and `txmq status --drain OLD_URL` (TXMQ_DRAIN_BACKENDS) shows the
+// old backend empty, remove it from TXMQ_DRAIN_BACKENDS at the next deploy. Status reports
+// what this wrapper sees of each old backend.
+//
+// A settle of a claim from an old backend goes to that backend, drained or not (its own lease
+// rules apply); after Close it returns an error wrapping core.ErrLeaseLost. Queues no node
+// listens to are not considered: their batches stay in the old backend (Depths and txmq status
+// show them; run a node listening to them before the old backend is retired).
 //
 // An old backend that fails (unreachable, or hanging) does not stop work from the primary:
 // the old backends' calls in one Fetch get at most a third of its time (and 5 s), so the

@@ -5,26 +5,39 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/txmq/txmq/core"
 )
 
-// DefaultCheckInterval is how often, at most, an old backend's depths are checked.
-const DefaultCheckInterval = 5 * time.Second
+// Defaults of Options.
+const (
+	// DefaultCheckInterval is how often, at most, the depths of an old backend still polled
+	// are checked.
+	DefaultCheckInterval = 5 * time.Second
+	// DefaultRecheckInterval is how often, at most, a drained old backend is checked again.
+	DefaultRecheckInterval = 30 * time.Second
+)
 
 // Options configures New. Zero fields mean the documented defaults; nil means all defaults.
 type Options struct {
 	// Logger receives the drain events (an old backend drained, failing, reachable again).
 	// Default slog.Default().
 	Logger *slog.Logger
-	// CheckInterval is the shortest time between two depth checks of one old backend. An old
-	// backend is drained after two checks in a row found it empty, so draining is noticed
-	// between one and two intervals after the last batch left. Default 5 s.
+	// CheckInterval is the shortest time between two depth checks of one old backend that is
+	// still polled. An old backend with exact depths is drained after two checks in a row
+	// found it empty, so draining is noticed between one and two intervals after the last
+	// batch left; one with approximate depths (core.ApproximateDepths) only after its checks
+	// found it empty for its settle window and a lease. Default 5 s.
 	CheckInterval time.Duration
+	// RecheckInterval is the shortest time between two depth checks of a drained old
+	// backend. A node not restarted yet may still publish to the old backend, so "drained"
+	// is never final: a check that finds a batch there (ready, in flight or delayed) makes
+	// the wrapper poll the old backend again. Re-checks go on as long as the wrapper runs;
+	// see the package doc for when to remove the old backend from the configuration.
+	// Default 30 s.
+	RecheckInterval time.Duration
 	// Names label the old backends in logs, in the order of New's old argument (for example
 	// their redacted URLs). Default "old[0]", "old[1]", ...
 	Names []string
@@ -37,16 +50,18 @@ type Backend struct {
 	olds     []*oldBackend
 	log      *slog.Logger
 	interval time.Duration
+	recheck  time.Duration
 
-	mu     sync.Mutex
-	queues map[string]bool // every queue Fetch was asked for so far
+	mu       sync.Mutex
+	queues   map[string]bool // every queue Fetch was asked for so far
+	maxLease time.Duration   // the longest lease Fetch was asked for so far
 }
 
 var _ core.Backend = (*Backend)(nil)
 
 // New returns a backend that publishes to primary and consumes from primary and from every
-// old backend until that one is drained. It takes ownership of every backend given: Close
-// closes them, and a drained old backend is closed as soon as it is drained.
+// old backend until that one is drained, re-checking drained ones (see Options). It takes
+// ownership of every backend given: Close closes them all.
 func New(primary core.Backend, old []core.Backend, opts *Options) core.Backend {
 	var o Options
 	if opts != nil {
@@ -58,7 +73,10 @@ func New(primary core.Backend, old []core.Backend, opts *Options) core.Backend {
 	if o.CheckInterval <= 0 {
 		o.CheckInterval = DefaultCheckInterval
 	}
-	d := &Backend{primary: primary, log: o.Logger, interval: o.CheckInterval, queues: map[string]bool{}}
+	if o.RecheckInterval <= 0 {
+		o.RecheckInterval = DefaultRecheckInterval
+	}
+	d := &Backend{primary: primary, log: o.Logger, interval: o.CheckInterval, recheck: o.RecheckInterval, queues: map[string]bool{}}
 	for i, b := range old {
 		if b == nil {
 			continue
@@ -67,12 +85,12 @@ func New(primary core.Backend, old []core.Backend, opts *Options) core.Backend {
 		if i < len(o.Names) && o.Names[i] != "" {
 			name = o.Names[i]
 		}
-		d.olds = append(d.olds, &oldBackend{b: b, name: name, clear: map[string]bool{}})
+		d.olds = append(d.olds, &oldBackend{b: b, name: name, settle: core.DepthsSettle(b), gates: map[string]*exclusive{}})
 	}
 	return d
 }
 
-// Draining returns the names of the old backends not drained yet.
+// Draining returns the names of the old backends not drained (polled by Fetch) at the moment.
 func (d *Backend) Draining() []string {
 	var out []string
 	for _, o := range d.olds {
@@ -92,22 +110,17 @@ func (d *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 
 // Fetch asks the old backends first (without waiting), then the primary with the slots left.
 func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
-	d.remember(req.Queues)
+	d.remember(req)
 	left := append([]core.QueueSlots(nil), req.Queues...)
 	var out []*core.Claim
 	octx, cancel := oldContext(ctx)
 	defer cancel()
 	for _, o := range d.olds {
-		if len(left) == 0 || !o.acquire() {
-			continue
-		}
-		if o.resting(time.Now()) {
-			o.release()
+		if len(left) == 0 || !o.acquire() || o.resting(time.Now()) {
 			continue
 		}
 		d.maybeCheck(ctx, octx, o)
 		if o.isDrained() || o.resting(time.Now()) {
-			o.release()
 			continue
 		}
 		sub := req
@@ -119,11 +132,21 @@ func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cla
 				continue
 			}
 			out = append(out, wrap(o, c))
+			if exclusiveIn(left, c.Queue) {
+				o.revoke(c.Queue) // the old backend runs the queue again: the primary waits
+			}
 			left = take(left, c.Queue)
 		}
-		o.release()
 	}
-	left = d.gateExclusive(ctx, octx, left)
+	gated := d.gateExclusive(ctx, octx, left)
+	if len(out) == 0 && len(left) > 0 && len(gated) == 0 {
+		// Every queue left waits for an old backend to clear it: wait a little (within the
+		// request's Wait) instead of returning at once, so a node does not spin on the old
+		// backends' Fetch and Depths while an exclusive queue is gated.
+		pause(ctx, min(req.Wait, gatedPause, d.interval))
+		return nil, nil
+	}
+	left = gated
 	if len(left) == 0 || (req.Max > 0 && len(out) >= req.Max && allUnlimited(left)) {
 		return out, nil
 	}
@@ -133,6 +156,7 @@ func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cla
 		sub.Wait = 0 // we have work: return it at once
 	}
 	cs, err := d.primary.Fetch(ctx, sub)
+	d.confirm(sub.Queues, cs)
 	out = append(out, cs...)
 	if err != nil {
 		if len(out) == 0 {
@@ -177,15 +201,15 @@ func (d *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration
 		return d.primary.Extend(ctx, c, lease)
 	}
 	if !h.o.acquire() {
-		return h.o.drainedErr(c)
+		return h.o.closedErr(c)
 	}
-	defer h.o.release()
 	err := h.o.b.Extend(ctx, h.inner, lease)
 	c.LeaseUntil = h.inner.LeaseUntil
 	return err
 }
 
-// Depths adds up the depths of the primary and of every old backend not drained yet.
+// Depths adds up the depths of the primary and of every old backend, drained ones included
+// (a node still on the old setting may have published there since).
 func (d *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
 	sum, err := d.primary.Depths(ctx, queues)
 	if err != nil {
@@ -200,7 +224,6 @@ func (d *Backend) Depths(ctx context.Context, queues []string) (map[string]core.
 			continue
 		}
 		m, err := o.b.Depths(ctx, queues)
-		o.release()
 		if err != nil {
 			return nil, fmt.Errorf("txmq drain: depths of old backend %s: %w", o.name, err)
 		}
@@ -222,109 +245,6 @@ func (d *Backend) Close() error {
 		errs = append(errs, o.closeNow())
 	}
 	return errors.Join(errs...)
-}
-
-// remember records the requested queues; the drain check covers every queue seen.
-func (d *Backend) remember(qs []core.QueueSlots) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, q := range qs {
-		d.queues[q.Queue] = true
-	}
-}
-
-func (d *Backend) queueNames() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Sorted(maps.Keys(d.queues))
-}
-
-// maybeCheck runs the drain check of o (on octx, the old backends' share of ctx) if
-// CheckInterval has passed since the last one (the first check runs at the first Fetch). o is
-// acquired by the caller.
-func (d *Backend) maybeCheck(ctx, octx context.Context, o *oldBackend) {
-	queues := d.queueNames()
-	now := time.Now()
-	o.mu.Lock()
-	due := len(queues) > 0 && now.Sub(o.lastCheck) >= d.interval
-	if due {
-		o.lastCheck = now
-	}
-	o.mu.Unlock()
-	if !due {
-		return
-	}
-	depths, err := o.b.Depths(octx, queues)
-	if err != nil {
-		d.noteOld(ctx, o, "checking the depths of", err)
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if err != nil || len(queues) != o.checkedQueues || !allZero(depths) {
-		o.zeros = 0
-		o.checkedQueues = len(queues)
-		if err == nil && allZero(depths) {
-			o.zeros = 1 // the queue set grew: this check counts as the first of the new set
-		}
-		return
-	}
-	o.zeros++
-	if o.zeros >= 2 && !o.drained {
-		o.drained = true
-		d.log.Info("txmq drain: old backend drained (empty twice in a row); no longer polled, closing it", "backend", o.name, "queues", len(queues))
-	}
-}
-
-// gateExclusive removes the exclusive queues that an old backend not drained yet still holds
-// batches of (ready, in flight or delayed), or may hold (it failed to answer, or is resting
-// after a failure), so that the primary is not asked for them. The old backends are asked on
-// octx, their share of ctx.
-func (d *Backend) gateExclusive(ctx, octx context.Context, left []core.QueueSlots) []core.QueueSlots {
-	blocked := map[string]bool{}
-	now := time.Now()
-	for _, o := range d.olds {
-		var ask []string
-		o.mu.Lock()
-		if !o.drained {
-			for _, qs := range left {
-				if qs.Exclusive && !o.clear[qs.Queue] && !blocked[qs.Queue] {
-					ask = append(ask, qs.Queue)
-				}
-			}
-		}
-		o.mu.Unlock()
-		if len(ask) == 0 || !o.acquire() {
-			continue
-		}
-		var depths map[string]core.Depth
-		err := errResting
-		if !o.resting(now) {
-			depths, err = o.b.Depths(octx, ask)
-			if err != nil {
-				d.noteOld(ctx, o, "checking the depths of", err)
-			}
-		}
-		o.release()
-		o.mu.Lock()
-		for _, q := range ask {
-			if err == nil && isZero(depths[q]) {
-				o.clear[q] = true // nothing publishes to an old backend: it stays clear
-			} else {
-				blocked[q] = true
-			}
-		}
-		o.mu.Unlock()
-	}
-	if len(blocked) == 0 {
-		return left
-	}
-	out := left[:0:0]
-	for _, qs := range left {
-		if !blocked[qs.Queue] {
-			out = append(out, qs)
-		}
-	}
-	return out
 }
 
 // noteOld records the outcome of a call to an old backend: a failure (other than ctx's own
@@ -374,6 +294,23 @@ func oldContext(ctx context.Context) (context.Context, context.CancelFunc) {
 		wait = min(wait, time.Until(dl)/oldShare)
 	}
 	return context.WithTimeout(ctx, wait)
+}
+
+// gatedPause is the longest a Fetch waits when every queue it could ask the primary for is
+// gated by an old backend: such queues are read about once a gatedPause per node.
+const gatedPause = time.Second
+
+// pause waits for d or ctx's end.
+func pause(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // take uses one slot of queue in left and drops the queue when it has none left.

@@ -118,7 +118,7 @@ func TestExclusiveWaitsForOld(t *testing.T) {
 
 // TestDrainRunsOldWorkThenStopsPolling: batches left in two old backends are all delivered by
 // nodes on the drain backend; new publishes land in the primary; each old backend ends empty,
-// is declared drained, closed, and no longer polled.
+// is declared drained and no longer polled, and stays open (for re-checks) until Close.
 func TestDrainRunsOldWorkThenStopsPolling(t *testing.T) {
 	t.Parallel()
 	primary, old1, old2 := newMemory(t), newMemory(t), newMemory(t)
@@ -165,8 +165,8 @@ func TestDrainRunsOldWorkThenStopsPolling(t *testing.T) {
 	db := d.(*drain.Backend)
 	eventually(t, 10*time.Second, func() bool { return len(db.Draining()) == 0 }, "both old backends drained")
 	for i, o := range []*counting{o1, o2} {
-		if o.closes.Load() != 1 {
-			t.Fatalf("old backend %d closed %d times after draining; want 1", i, o.closes.Load())
+		if o.closes.Load() != 0 {
+			t.Fatalf("old backend %d closed %d times after draining; want it kept open for re-checks", i, o.closes.Load())
 		}
 	}
 	if got := depth(t, old1, "jobs"); got != (core.Depth{}) {
@@ -178,6 +178,17 @@ func TestDrainRunsOldWorkThenStopsPolling(t *testing.T) {
 		t.Fatalf("a drained old backend is still polled: %d -> %d, %d -> %d", f1, o1.fetches.Load(), f2, o2.fetches.Load())
 	}
 	txmqtest.WaitIdle(t, node)
+	if err := node.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i, o := range []*counting{o1, o2} {
+		if o.closes.Load() != 1 {
+			t.Fatalf("old backend %d closed %d times by the wrapper's Close; want 1", i, o.closes.Load())
+		}
+	}
 }
 
 // TestExclusivePeakOneAcrossOldAndPrimary: three nodes on drain backends sharing one old and

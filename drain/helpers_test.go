@@ -12,12 +12,17 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
-// counting wraps a backend, counts Fetch, Publish and Close calls, and does not close the
+// counting wraps a backend, counts Fetch, Publish, Depths and Close calls, and does not close the
 // wrapped backend (several drain wrappers share one memory backend, as processes share a
 // server); the test closes it.
 type counting struct {
 	core.Backend
-	fetches, publishes, closes atomic.Int64
+	fetches, publishes, closes, depths atomic.Int64
+}
+
+func (c *counting) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
+	c.depths.Add(1)
+	return c.Backend.Depths(ctx, queues)
 }
 
 func (c *counting) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {

@@ -8,47 +8,39 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
-// oldBackend is one backend being drained. users counts calls in progress, so that a drained
-// backend is closed only once nothing uses it.
+// oldBackend is one backend being drained. It stays open until the wrapper is closed: a
+// drained one is re-checked every RecheckInterval.
 type oldBackend struct {
-	b    core.Backend
-	name string
+	b      core.Backend
+	name   string
+	settle time.Duration // core.DepthsSettle(b): 0 when its Depths are exact
 
 	mu            sync.Mutex
-	drained       bool
+	drained       bool // found empty: not polled, only re-checked
+	drainedAt     time.Time
 	closed        bool
-	users         int
-	zeros         int             // consecutive empty checks
-	checkedQueues int             // size of the queue set of the last check
-	lastCheck     time.Time       // when the last drain check started
-	clear         map[string]bool // exclusive queues seen empty (they stay empty)
-	failing       bool            // the last call failed
-	restUntil     time.Time       // after a failure, not asked again before this
+	zeros         int       // consecutive empty checks
+	zeroSince     time.Time // when the first of those checks started
+	checkedQueues int       // size of the queue set of the last check
+	lastCheck     time.Time // when the last drain check started
+	lastDepth     core.Depth
+	gates         map[string]*exclusive // per exclusive queue: may the primary run it?
+	failing       bool                  // the last call failed
+	restUntil     time.Time             // after a failure, not asked again before this
 }
 
-// acquire reports whether o may be used and, if so, counts a user until release.
+// exclusive is the old-first clearance of one exclusive queue on one old backend.
+type exclusive struct {
+	zeroSince time.Time // first of the current run of empty readings; zero: the last was not
+	granted   time.Time // when the primary was last allowed to run the queue
+	confirmed bool      // the primary has claimed a batch of the queue since it was granted
+}
+
+// acquire reports whether o may be used (it is not closed).
 func (o *oldBackend) acquire() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.drained || o.closed {
-		return false
-	}
-	o.users++
-	return true
-}
-
-// release ends a use; the last user of a drained backend closes it.
-func (o *oldBackend) release() {
-	o.mu.Lock()
-	o.users--
-	closeIt := o.drained && o.users == 0 && !o.closed
-	if closeIt {
-		o.closed = true
-	}
-	o.mu.Unlock()
-	if closeIt {
-		_ = o.b.Close()
-	}
+	return !o.closed
 }
 
 // resting reports whether o failed recently and is left alone until its rest ends.
@@ -64,6 +56,16 @@ func (o *oldBackend) isDrained() bool {
 	return o.drained
 }
 
+// gate returns the clearance of queue q; o.mu is held.
+func (o *oldBackend) gate(q string) *exclusive {
+	g := o.gates[q]
+	if g == nil {
+		g = &exclusive{}
+		o.gates[q] = g
+	}
+	return g
+}
+
 // closeNow closes o unless it is closed already.
 func (o *oldBackend) closeNow() error {
 	o.mu.Lock()
@@ -71,15 +73,15 @@ func (o *oldBackend) closeNow() error {
 		o.mu.Unlock()
 		return nil
 	}
-	o.closed, o.drained = true, true
+	o.closed = true
 	o.mu.Unlock()
 	return o.b.Close()
 }
 
-// drainedErr is the error of a settle on a drained (or closed) old backend: the backend holds
-// no batch any more, so the claim's lease was lost.
-func (o *oldBackend) drainedErr(c *core.Claim) error {
-	return fmt.Errorf("%w: batch %s of queue %q came from old backend %s, which is drained or closed; it ran elsewhere", core.ErrLeaseLost, c.ID, c.Queue, o.name)
+// closedErr is the error of a settle on a closed old backend: the wrapper was closed, so the
+// claim can no longer be settled and its lease will run out.
+func (o *oldBackend) closedErr(c *core.Claim) error {
+	return fmt.Errorf("%w: batch %s of queue %q came from old backend %s, which is closed; its lease runs out and it runs again", core.ErrLeaseLost, c.ID, c.Queue, o.name)
 }
 
 // handle is the Handle of a claim that came from an old backend.
@@ -100,7 +102,7 @@ func wrap(o *oldBackend, c *core.Claim) *core.Claim {
 }
 
 // settle runs one Ack, Retry or Drop on the origin backend. Settling a settled claim again is
-// a no-op, as the contract requires, even after the origin was drained and closed.
+// a no-op, as the contract requires, even after the origin was closed.
 func (h *handle) settle(c *core.Claim, fn func(core.Backend) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -108,10 +110,9 @@ func (h *handle) settle(c *core.Claim, fn func(core.Backend) error) error {
 		return nil
 	}
 	if !h.o.acquire() {
-		return h.o.drainedErr(c)
+		return h.o.closedErr(c)
 	}
 	err := fn(h.o.b)
-	h.o.release()
 	if err == nil {
 		h.settled = true
 	}

@@ -23,8 +23,11 @@ type appTx struct {
 // into tx at once (an error fails the publish call; the app decides whether to roll back), and
 // send a NOTIFY: after COMMIT, the relay of any started Store on this schema publishes them
 // within milliseconds, and the sweep does within Options.SweepInterval if no relay listens.
-// Rolling back tx (or a savepoint of it) discards them. Never queues are refused inside tx: it
-// cannot report its commit.
+// Rolling back tx discards them, and so does rolling back any savepoint of tx they were
+// written in, however it was made (tx.Begin, pgx.BeginFunc, a SAVEPOINT statement): they are
+// ordinary rows of the transaction. Publish with a context from WithTx while the savepoint is
+// open; tx itself, not the savepoint's pgx.Tx, is enough, since both run on one connection.
+// Never queues are refused inside tx: it cannot report its commit.
 func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
 	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.Exec(ctx, sql, args...)
@@ -34,6 +37,11 @@ func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
 
 // WithSQLTx is WithTx for a database/sql transaction on PostgreSQL (for example through
 // github.com/jackc/pgx/v5/stdlib). Rows are written with tx.ExecContext and $n placeholders.
+// database/sql has no nested transactions; savepoints are SQL statements run on tx
+// (tx.ExecContext(ctx, "SAVEPOINT a"), then "ROLLBACK TO SAVEPOINT a" or "RELEASE SAVEPOINT
+// a"). Because each publish writes its rows into tx at once, rolling back to a savepoint
+// discards the rows published after it, and releasing it keeps them, as for any row; nothing
+// is staged in memory that a savepoint could miss. Never queues are refused, as with WithTx.
 func (s *Store) WithSQLTx(ctx context.Context, tx *sql.Tx) context.Context {
 	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.ExecContext(ctx, sql, args...)

@@ -16,13 +16,19 @@
 //     statement, so an insert error rolls the business transaction back. After COMMIT the
 //     committing process publishes its rows to the backend and deletes them in one statement,
 //     then runs the after-commit callbacks (Never queues). A row whose publish fails stays for
-//     the recovery sweep; RunInTx does not report it (the transaction committed). Nested
-//     RunInTx calls, and Store.Savepoint, run in a SAVEPOINT: rolling it back discards the
-//     messages and callbacks staged inside it only; releasing it merges them into the parent.
+//     the recovery sweep; RunInTx does not report it (the transaction committed). Staged
+//     messages and callbacks follow savepoints: rolling one back discards those staged inside
+//     it (and inside the savepoints nested in it); releasing it merges them into the parent.
+//     Savepoints made with tx.Begin on the tx given to fn (pgx.BeginFunc, any depth), nested
+//     RunInTx calls, Store.Savepoint and SAVEPOINT statements run alone through tx.Exec are
+//     all followed; see RunInTx for the savepoints that are not.
 //   - Store.WithTx (pgx.Tx) and Store.WithSQLTx (*sql.Tx) join a transaction the app manages.
 //     Each publish writes its rows at once inside that transaction, marked due now, and sends a
 //     NOTIFY; the relay started by Store.Start publishes them within milliseconds of COMMIT.
 //     Such a transaction cannot report its commit, so Never queues are refused inside it.
+//     The rows are in the transaction at once, so every savepoint of it, made with pgx's
+//     tx.Begin or with SQL text (the only way with database/sql), discards them when it is
+//     rolled back, as the database does any row.
 //
 // # Row life cycle
 //

@@ -159,21 +159,24 @@ func (s *Store) publishCommitted(parent context.Context, rows []row) {
 		ids[i] = r.id
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		locked, err := tx.Query(ctx, `SELECT id FROM `+s.outbox+` WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`, ids)
+		// The delay each row still has is read from its due time on the database's clock.
+		locked, err := tx.Query(ctx, `SELECT id, `+remainingSQL+` FROM `+s.outbox+` WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`, ids)
 		if err != nil {
 			return err
 		}
-		got, err := pgx.CollectRows(locked, pgx.RowTo[int64])
-		if err != nil {
+		mine := make(map[int64]*int64, len(rows))
+		var id int64
+		var left *int64
+		if _, err := pgx.ForEachRow(locked, []any{&id, &left}, func() error {
+			mine[id] = left
+			return nil
+		}); err != nil {
 			return err
-		}
-		mine := make(map[int64]bool, len(got))
-		for _, id := range got {
-			mine[id] = true
 		}
 		claimed := rows[:0:0]
 		for _, r := range rows {
-			if mine[r.id] {
+			if left, ok := mine[r.id]; ok {
+				withRemaining(&r.batch, left)
 				claimed = append(claimed, r)
 			}
 		}
@@ -223,7 +226,7 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 	defer cancel()
 	var stop error
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rs, err := tx.Query(ctx, `SELECT id, queue, batch_id, body, not_before, exclusive, attempts FROM `+s.outbox+`
+		rs, err := tx.Query(ctx, `SELECT id, queue, batch_id, body, `+remainingSQL+`, exclusive, attempts FROM `+s.outbox+`
 			WHERE id > $1 AND (next_attempt_at <= now()
 				OR (next_attempt_at IS NULL AND created_at <= now() - $2 * interval '1 microsecond'))
 			ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`,
@@ -234,14 +237,12 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 		var page []row
 		for rs.Next() {
 			var r row
-			var nb *time.Time
-			if err := rs.Scan(&r.id, &r.batch.Queue, &r.batch.ID, &r.batch.Body, &nb, &r.batch.Exclusive, &r.attempts); err != nil {
+			var left *int64
+			if err := rs.Scan(&r.id, &r.batch.Queue, &r.batch.ID, &r.batch.Body, &left, &r.batch.Exclusive, &r.attempts); err != nil {
 				rs.Close()
 				return err
 			}
-			if nb != nil {
-				r.batch.NotBefore = *nb
-			}
+			withRemaining(&r.batch, left)
 			page = append(page, r)
 		}
 		if err := rs.Err(); err != nil {

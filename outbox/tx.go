@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,71 +11,8 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
-// scopeKey finds the RunInTx scope of one store in a context.
+// scopeKey finds the RunInTx transaction or savepoint (*scopedTx) of one store in a context.
 type scopeKey struct{ s *Store }
-
-// txScope is a RunInTx transaction or one of its savepoints, as the core.Tx that publishes
-// stage into. Messages and after-commit callbacks are kept per scope: a rolled-back savepoint
-// drops its own, a released one hands them to its parent, and the root writes them at commit.
-type txScope struct {
-	s      *Store
-	tx     pgx.Tx
-	parent *txScope
-
-	mu     sync.Mutex
-	staged []*core.Pending
-	after  []func()
-	ended  bool
-}
-
-// Stage keeps p for the before-commit insert. It implements core.Tx.
-func (sc *txScope) Stage(_ context.Context, p *core.Pending) error {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.ended {
-		return fmt.Errorf("txmq outbox: queue %q: the transaction or savepoint of this context has already ended; publish inside the function given to RunInTx/Savepoint, with its context", p.Queue)
-	}
-	sc.staged = append(sc.staged, p)
-	return nil
-}
-
-// AfterCommit registers fn to run after the root transaction commits. It implements core.Tx.
-// It returns false once the scope has ended.
-func (sc *txScope) AfterCommit(fn func()) bool {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.ended {
-		return false
-	}
-	sc.after = append(sc.after, fn)
-	return true
-}
-
-// end closes the scope to new work and returns what it holds.
-func (sc *txScope) end() ([]*core.Pending, []func()) {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	sc.ended = true
-	staged, after := sc.staged, sc.after
-	sc.staged, sc.after = nil, nil
-	return staged, after
-}
-
-// merge takes over a released savepoint's work.
-func (sc *txScope) merge(staged []*core.Pending, after []func()) error {
-	sc.mu.Lock()
-	defer sc.mu.Unlock()
-	if sc.ended {
-		return errors.New("txmq outbox: a savepoint was released after its parent transaction ended; keep savepoints inside their parent's function")
-	}
-	sc.staged = append(sc.staged, staged...)
-	sc.after = append(sc.after, after...)
-	return nil
-}
-
-func (sc *txScope) context(ctx context.Context) context.Context {
-	return context.WithValue(core.ContextWithTx(ctx, sc), scopeKey{sc.s}, sc)
-}
 
 // RunInTx runs fn in a new transaction of the store's pool. Publishes on Require and Try
 // queues made with fn's context become outbox rows of that transaction; Never queues wait for
@@ -91,23 +27,42 @@ func (sc *txScope) context(ctx context.Context) context.Context {
 //
 // Called with a context that already carries a RunInTx transaction of this store, RunInTx runs
 // fn in a savepoint of it instead (see Savepoint).
+//
+// Savepoints: the messages published (Require and Try queues) and the Never messages waiting
+// for the commit follow the business rows. A savepoint that is rolled back discards those
+// published inside it, and inside every savepoint nested in it, released or not; one that is
+// released keeps them (they commit with the transaction); one still open at commit is kept.
+// "Inside" means while the savepoint is the innermost open one, whichever context the publish
+// used. This holds however the savepoint was made: tx.Begin on the tx given to fn (pgx's
+// idiom, so also pgx.BeginFunc(ctx, tx, ...)) at any depth, Store.Savepoint, a nested RunInTx,
+// or a SAVEPOINT / ROLLBACK TO SAVEPOINT / RELEASE SAVEPOINT statement run alone through
+// tx.Exec. Savepoint statements run on tx.Conn(), through Query or SendBatch, or in a string
+// of several statements are not seen: messages staged after them are kept when they are
+// rolled back. The tx given to fn is a wrapper of the pgx transaction that works wherever a
+// pgx.Tx does; its Commit is refused (return nil from fn instead), and its Rollback rolls the
+// whole transaction back, after which RunInTx returns an error even if fn returns nil.
 func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
-	if parent, ok := ctx.Value(scopeKey{s}).(*txScope); ok {
+	if parent, ok := ctx.Value(scopeKey{s}).(*scopedTx); ok {
 		return s.savepoint(ctx, parent, fn)
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: beginning a transaction: %w", err)
 	}
-	sc := &txScope{s: s, tx: tx}
+	st := newTxState(s)
+	root := &scopedTx{Tx: tx, st: st, fr: st.frames[0], root: true}
 	rollback := func() {
-		sc.end()
+		st.end()
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 	}
-	if err := callFn(sc.context(ctx), tx, fn, rollback); err != nil {
+	if err := callFn(root.context(ctx), root, fn, rollback); err != nil {
 		return err
 	}
-	staged, after := sc.end()
+	staged, after, rolledBack := st.end()
+	if rolledBack {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return errRolledBackByFn
+	}
 	rows, err := s.insertStaged(ctx, tx, staged)
 	if err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
@@ -123,37 +78,37 @@ func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx pgx
 	return nil
 }
 
+// errRolledBackByFn reports a RunInTx whose fn rolled the transaction back itself.
+var errRolledBackByFn = errors.New("txmq outbox: the RunInTx transaction was rolled back by fn (Rollback on the tx it was given), which then returned nil: nothing was committed or published; return an error from fn to roll back")
+
 // Savepoint runs fn in a SAVEPOINT of the RunInTx transaction carried by ctx. If fn fails (or
 // panics), the savepoint is rolled back and so are the messages staged and the after-commit
 // callbacks registered inside it, and fn's error is returned; the parent transaction goes on.
 // If fn returns nil, the savepoint is released and its messages and callbacks join the parent.
-// ctx must come from RunInTx (or Savepoint) of this store.
+// ctx must come from RunInTx (or Savepoint) of this store. It is the same as pgx.BeginFunc on
+// the tx that RunInTx or Savepoint gave, with a context to publish with.
 func (s *Store) Savepoint(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	parent, ok := ctx.Value(scopeKey{s}).(*txScope)
+	parent, ok := ctx.Value(scopeKey{s}).(*scopedTx)
 	if !ok {
 		return fmt.Errorf("%w: txmq outbox: Savepoint needs the context given by Store.RunInTx (of the same store)", core.ErrNoTransaction)
 	}
 	return s.savepoint(ctx, parent, fn)
 }
 
-func (s *Store) savepoint(ctx context.Context, parent *txScope, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	sp, err := parent.tx.Begin(ctx)
+func (s *Store) savepoint(ctx context.Context, parent *scopedTx, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	h, err := parent.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: creating a savepoint: %w", err)
 	}
-	sc := &txScope{s: s, tx: sp, parent: parent}
-	rollback := func() {
-		sc.end()
-		_ = sp.Rollback(context.WithoutCancel(ctx))
-	}
-	if err := callFn(sc.context(ctx), sp, fn, rollback); err != nil {
+	sp := h.(*scopedTx)
+	rollback := func() { _ = sp.Rollback(context.WithoutCancel(ctx)) }
+	if err := callFn(sp.context(ctx), sp, fn, rollback); err != nil {
 		return err
 	}
-	staged, after := sc.end()
 	if err := sp.Commit(ctx); err != nil {
-		return fmt.Errorf("txmq outbox: releasing a savepoint (its %d staged publish(es) are discarded): %w", len(staged), err)
+		return fmt.Errorf("txmq outbox: releasing a savepoint (the publishes staged inside it are discarded): %w", err)
 	}
-	return parent.merge(staged, after)
+	return nil
 }
 
 // callFn runs fn, calling rollback when it fails or panics (the panic goes on).

@@ -81,7 +81,8 @@ func New(opts *Options) *Backend {
 	}
 }
 
-// Publish stores a copy of the batch, claimable from b.NotBefore (zero means now).
+// Publish stores a copy of the batch, claimable once its delay (b.DelayFrom) has passed on
+// the backend's clock.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: publish batch %s to queue %q: %w", b.ID, b.Queue, err)
@@ -98,8 +99,8 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	q := be.queueLocked(b.Queue)
 	q.advance(now)
 	rec := &record{id: b.ID, q: q, body: clone(b.Body)}
-	if b.NotBefore.After(now) {
-		q.pushDelayed(rec, b.NotBefore)
+	if d := b.DelayFrom(now); d > 0 {
+		q.pushDelayed(rec, now.Add(d))
 	} else {
 		q.pushReady(rec)
 	}

@@ -96,7 +96,8 @@ func newBackend(nc *natsgo.Conn, o Options) (*Backend, error) {
 }
 
 // Publish stores the batch in its queue's stream: on the ready subject when it is due, or as a
-// JetStream message schedule that the server turns into a ready message at b.NotBefore. A body
+// JetStream message schedule that the server turns into a ready message once the batch's
+// delay (b.DelayFrom) has passed on the server's clock. A body
 // larger than the chunk size is stored as chunks plus a small reference message. It returns
 // once the server has acknowledged every part.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
@@ -107,7 +108,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err != nil {
 		return err
 	}
-	return be.store(ctx, q, b.ID, b.Body, b.NotBefore)
+	return be.store(ctx, q, b.ID, b.Body, b.DelayFrom(time.Now()))
 }
 
 // Close stops waiting fetches at once, waits for outstanding pulls to end on their own (at

@@ -55,15 +55,16 @@
 // Core counts a run as the envelope's attempt plus Claim.Deliveries, and a run is counted only
 // when a listener ran. The server counts every delivery, including those this client received
 // and never handed to a node: a pulled message waiting in the stash while the queue's slots
-// are full, one left when the Backend closes, and one delivered before its due time (clock
-// skew). NumDelivered cannot be lowered, so such a message is given back as a copy: the same
+// are full, and one left when the Backend closes. (A batch core itself receives too early
+// is given back by core, see core.NodeOptions.MaxClockSkew.) NumDelivered cannot be lowered,
+// so such a message is given back as a copy: the same
 // headers and data (the batch id, a large body's chunk references; the body is not decoded)
 // are stored again with Txmq-Base = the deliveries so far minus this one, and only then is the
 // delivered message acknowledged; the copy's Deliveries is Txmq-Base plus its own
 // NumDelivered. The count lives in the stored message, so it holds across nodes and process
 // restarts. A stashed message is given back when half its lease is gone if no Fetch took it
-// (a timer, not the next Fetch, since a node at capacity does not fetch the queue), by Close,
-// or at once when it arrived early (the copy is then a message schedule at its due time).
+// (a timer, not the next Fetch, since a node at capacity does not fetch the queue), or by
+// Close.
 // Close waits for outstanding pulls to end on their own rather than cutting them (the client
 // would drop what the server already sent), which bounds Close by a pull's wait (the Fetch's
 // Wait, at most a quarter of AckWait). Still counted: a delivery whose lease is within the
@@ -99,12 +100,16 @@
 //
 // A batch due later is published as a JetStream message schedule ("Nats-Schedule: @at
 // <time>", nats-server 2.12+) on its own subject, targeting the queue's ready subject: the
-// server stores it and publishes the batch when due, with no cap on the delay. Every
-// scheduled batch also carries its due time (Txmq-Not-Before); one that is delivered before
-// it by this client's clock (clock skew with the server) is given back as a copy scheduled at
-// its due time, without counting the delivery (see above). Retry is a rewrite: the body core
-// re-encoded (with its attempt count) is stored again (scheduled when delayed) and only then
-// is the old message acked, so Deliveries restarts at 1, the Exclusive slot is released
+// server stores it and publishes the batch when due, with no cap on the delay. The time is on
+// the server's clock, the one the schedule fires by: the batch's delay (never the publisher's
+// absolute due time) added to the server's time read from a stream info at most 30 s before
+// and advanced by this process's monotonic clock, so app/server clock skew cannot make a batch
+// early, and the estimate's error (one round trip) can only make it that much late. A
+// delivered batch is not compared with this process's clock again.
+//
+// Retry is a rewrite: the body core re-encoded (with its attempt count) is stored again
+// (scheduled when delayed) and only then is the old message acked, so Deliveries restarts at
+// 1, the Exclusive slot is released
 // during the backoff, and Depths shows the retry as delayed.
 //
 // # Large bodies

@@ -276,10 +276,11 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	be.mu.Unlock()
 }
 
-// prepare reads a delivered message: its batch id, deliveries (the Txmq-Base header plus the
-// message's NumDelivered) and (reassembled) body. A message that arrives before its due time
-// (the server's clock runs ahead of this one) is given back, due at that time, without
-// counting this delivery (see requeue); nil means "not a claim".
+// prepare reads a delivered message: its batch id, deliveries (the message's NumDelivered
+// plus its Txmq-Base header, see requeue) and (reassembled) body; nil
+// means "not a claim". Due times are not checked here: the server fires a schedule by its own
+// clock, the one the schedule was computed on (see serverNow), so comparing with this
+// process's clock would only add skew.
 func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
 	hdr := m.Headers()
 	st := &stashed{q: q, msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1}
@@ -288,14 +289,6 @@ func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWa
 	}
 	if base, err := strconv.Atoi(hdr.Get(hdrBase)); err == nil && base > 0 {
 		st.deliveries += base
-	}
-	if nb := hdr.Get(hdrNotBefore); nb != "" {
-		if ns, err := strconv.ParseInt(nb, 10, 64); err == nil {
-			if due := time.Unix(0, ns); time.Until(due) > 0 {
-				be.requeue(q, st, due)
-				return nil
-			}
-		}
 	}
 	if hdr.Get(hdrChunks) != "" {
 		st.chunkID = hdr.Get(hdrChunkID)

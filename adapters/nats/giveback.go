@@ -16,7 +16,7 @@ import (
 func (be *Backend) giveBack(ss []*stashed) {
 	for _, st := range ss {
 		if time.Now().Add(be.leaseMargin(st.ackWait)).Before(st.leaseUntil) {
-			be.requeue(st.q, st, time.Time{})
+			be.requeue(st.q, st)
 		}
 	}
 }
@@ -26,11 +26,10 @@ func (be *Backend) giveBack(ss []*stashed) {
 // batch id, the chunk references of a large body) plus Txmq-Base, the deliveries before it
 // (this one excluded), and only then is the delivered message acknowledged. Claim.Deliveries
 // of the copy is Txmq-Base + its own NumDelivered, so the count carries over to any node and
-// survives crashes: it lives in the stored message. due in the future stores the copy as a
-// message schedule (an early arrival). If the copy cannot be stored, the message is given
-// back with a Nak (its delivery then counts) and the failure is logged; if the ack fails
-// after the copy was stored, the batch may run twice (at-least-once), never be lost.
-func (be *Backend) requeue(q *queueState, st *stashed, due time.Time) {
+// survives crashes: it lives in the stored message. If the copy cannot be stored, the message
+// is given back with a Nak (its delivery then counts) and the failure is logged; if the ack
+// fails after the copy was stored, the batch may run twice (at-least-once), never be lost.
+func (be *Backend) requeue(q *queueState, st *stashed) {
 	ctx, cancel := context.WithTimeout(context.Background(), be.opts.Timeout)
 	defer cancel()
 	src := st.msg.Headers()
@@ -43,14 +42,10 @@ func (be *Backend) requeue(q *queueState, st *stashed, due time.Time) {
 	if base := st.deliveries - 1; base > 0 {
 		hdr.Set(hdrBase, strconv.Itoa(base))
 	}
-	if err := be.publish(ctx, q, q.readyMsg(hdr, st.msg.Data(), due)); err != nil {
+	if err := be.publish(ctx, q, &natsgo.Msg{Subject: q.ready, Header: hdr, Data: st.msg.Data()}); err != nil {
 		be.opts.Logger.Warn("txmq/nats: could not store a batch given back without a run; giving it back with a Nak, which counts its delivery",
 			"queue", q.name, "batch", st.id, "error", err)
-		if wait := time.Until(due); wait > 0 {
-			_ = st.msg.NakWithDelay(wait)
-		} else {
-			_ = st.msg.Nak()
-		}
+		_ = st.msg.Nak()
 		return
 	}
 	if _, err := be.nc.RequestWithContext(ctx, st.msg.Reply(), ackAck); err != nil {

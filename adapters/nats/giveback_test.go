@@ -3,11 +3,8 @@ package nats
 import (
 	"bytes"
 	"context"
-	"strconv"
 	"testing"
 	"time"
-
-	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv/natsenv"
@@ -49,30 +46,5 @@ func TestStashGivenBackWithoutCount(t *testing.T) {
 		if err := b.Ack(context.Background(), c); err != nil {
 			t.Errorf("ack %s: %v", c.ID, err)
 		}
-	}
-}
-
-// A message delivered before its due time (the server's clock ahead of this client's) is not
-// handed out early, and its early delivery is not counted.
-func TestEarlyArrivalNotCounted(t *testing.T) {
-	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
-	q, err := be.queue(context.Background(), "publish", "q")
-	if err != nil {
-		t.Fatal(err)
-	}
-	due := time.Now().Add(700 * time.Millisecond)
-	hdr := natsgo.Header{}
-	hdr.Set(hdrBatch, "early")
-	hdr.Set(hdrNotBefore, strconv.FormatInt(due.UnixNano(), 10))
-	if err := be.publish(context.Background(), q, &natsgo.Msg{Subject: q.ready, Header: hdr, Data: []byte("body")}); err != nil {
-		t.Fatal(err)
-	}
-	c := fetchN(t, be, 1, time.Second, one("q"))[0]
-	if now := time.Now(); now.Before(due) {
-		t.Fatalf("claimed %v before its due time", due.Sub(now))
-	}
-	if c.ID != "early" || string(c.Body) != "body" || c.Deliveries != 1 {
-		t.Fatalf("claim %s %q with Deliveries %d; want early \"body\" 1", c.ID, c.Body, c.Deliveries)
 	}
 }

@@ -65,11 +65,7 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 		body = c.Body
 	}
 	return be.settle(ctx, "retry", c, func(ctx context.Context, h *handle) error {
-		var due time.Time
-		if delay > 0 {
-			due = time.Now().Add(delay)
-		}
-		if err := be.store(ctx, h.q, c.ID, body, due); err != nil {
+		if err := be.store(ctx, h.q, c.ID, body, delay); err != nil {
 			return err
 		}
 		return h.request(ctx, ackAck)

@@ -75,9 +75,9 @@ func (be *Backend) Prefix() string { return be.keys.prefix }
 // Client returns the go-redis client the Backend uses, for inspection and tests.
 func (be *Backend) Client() goredis.UniversalClient { return be.rdb }
 
-// Publish stores the batch, claimable from b.NotBefore (zero means now). The due time is the
-// server's now plus the delay measured on this machine, rounded up to the millisecond, so a
-// skewed client clock cannot make a batch due early. Publishing an id that is already stored
+// Publish stores the batch, claimable once its delay (b.DelayFrom) has passed. The due time is
+// the server's TIME plus the delay, rounded up to the millisecond, so a skewed client clock
+// cannot make a batch due early or late. Publishing an id that is already stored
 // is a no-op.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := be.usable("publish", b.Queue); err != nil {
@@ -90,10 +90,8 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return fmt.Errorf("%w: redis: publish to queue %q: the batch id is empty; use core.NewID", core.ErrInvalidConfig, b.Queue)
 	}
 	var delayMs int64
-	if !b.NotBefore.IsZero() {
-		if d := time.Until(b.NotBefore); d > 0 {
-			delayMs = int64((d + time.Millisecond - 1) / time.Millisecond)
-		}
+	if d := b.DelayFrom(time.Now()); d > 0 {
+		delayMs = int64((d + time.Millisecond - 1) / time.Millisecond)
 	}
 	k := be.keys.keys(b.Queue)
 	err := publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake).Err()

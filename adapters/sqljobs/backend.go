@@ -63,6 +63,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	if !slices.Contains(versions, 1) {
 		return nil, fmt.Errorf("%w: sqljobs: the jobs tables are missing from schema %q; run sqljobs.Migrate(ctx, pool, opts) first (opening a postgres:// backend URL does it for you)", core.ErrInvalidConfig, o.Schema)
 	}
+	if !slices.Contains(versions, 2) {
+		o.Logger.Warn("sqljobs: the jobs tables lack migration 2 (the state index); run sqljobs.Migrate or `txmq migrate`: until then Depths reads every row of a queue", "schema", o.Schema)
+	}
 	be := &Backend{
 		pool:    pool,
 		o:       o,
@@ -81,8 +84,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	return be, nil
 }
 
-// Publish stores the batch, claimable from b.NotBefore (zero means now) as measured by the
-// database's clock, and wakes nodes waiting for its queue.
+// Publish stores the batch, claimable once its delay (b.DelayFrom) has passed on the
+// database's clock (its now plus the delay: the app's clock is never compared with the
+// database's), and wakes nodes waiting for its queue.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	op := fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue)
 	if err := be.usable(op); err != nil {
@@ -91,16 +95,14 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if b.Queue == "" {
 		return fmt.Errorf("%w: sqljobs: publish batch %s: the queue name is empty; pass the declared queue name", core.ErrInvalidConfig, b.ID)
 	}
-	var notBefore *time.Time
-	if !b.NotBefore.IsZero() {
-		notBefore = &b.NotBefore
-	}
+	delay := b.DelayFrom(time.Now())
+	delayUs := int64((delay + time.Microsecond - 1) / time.Microsecond) // rounded up: never early
 	body := b.Body
 	if body == nil {
 		body = []byte{}
 	}
 	return be.run(ctx, op, func(ctx context.Context) error {
-		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, notBefore, b.Messages, be.channel)
+		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel)
 		return err
 	})
 }
@@ -113,7 +115,7 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 	}
 	out := make(map[string]core.Depth, len(queues))
 	err := be.run(ctx, "depths", func(ctx context.Context) error {
-		rows, err := be.pool.Query(ctx, be.sql.depths, queues)
+		rows, err := query(ctx, be.pool, be.sql.depths, queues)
 		if err != nil {
 			return err
 		}

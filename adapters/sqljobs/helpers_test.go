@@ -134,8 +134,18 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// countingTracer counts the statements run on a pool.
+// countingTracer counts the round trips run on a pool: each plain statement, and each
+// pipelined batch once (a guarded statement is one batch: the plan guard and the statement).
 type countingTracer struct{ n atomic.Int64 }
+
+func (c *countingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *countingTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (c *countingTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)

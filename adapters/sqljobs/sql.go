@@ -34,11 +34,13 @@ func render(schema string) statements {
 
 // sqlPublish stores one batch and wakes listening nodes (NOTIFY is sent at commit). A delayed
 // batch notifies too, so a waiting Fetch re-arms its timer for the new due time.
-// $1 queue, $2 batch id, $3 body, $4 run_at or NULL for now, $5 messages, $6 channel.
+// $1 queue, $2 batch id, $3 body, $4 delay in microseconds (0 for now), $5 messages, $6 channel.
+// The delay is added to the database's own clock (clock_timestamp(), which is never before the
+// now() that claims compare with), never to the publisher's: one clock for both sides.
 const sqlPublish = `
 WITH i AS (
 	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages)
-	VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5)
+	VALUES ($1, $2, $3, CASE WHEN $4::bigint > 0 THEN clock_timestamp() + $4::bigint * interval '1 microsecond' ELSE now() END, $5)
 	RETURNING queue
 )
 SELECT pg_notify($6, queue) FROM i`
@@ -54,7 +56,9 @@ SELECT pg_notify($6, queue) FROM i`
 //     round-robin (every queue's first pick, then every second, ...);
 //   - lk: for an Exclusive queue, the lock row is inserted, or taken over when its lease ran
 //     out; ON CONFLICT serialises concurrent claimers on the queue's row, so one wins;
-//   - claimed: the rows are leased: a new token, deliveries+1, run_at = the lease's end;
+//   - claimed: the rows are leased: a new token, deliveries+1, run_at = the lease's end; the
+//     rows are found by primary key (id = ANY(ARRAY(...))), never by a join the planner could
+//     turn into a scan of the whole table;
 //   - the last row (id NULL) carries the seconds until the next row of these queues becomes
 //     claimable (a delayed batch or a lease running out), for the waiting Fetch's timer.
 //
@@ -95,8 +99,7 @@ claimed AS (
 		lease_token = nextval({{seq}}),
 		lease_owner = $5,
 		run_at = now() + $6::bigint * interval '1 microsecond'
-	FROM cand c
-	WHERE j.id = c.id AND (NOT c.excl OR c.id IN (SELECT job_id FROM lk))
+	WHERE j.id = ANY(ARRAY(SELECT id FROM cand WHERE NOT excl UNION ALL SELECT job_id FROM lk))
 	RETURNING j.id, j.queue, j.batch_id, j.body, j.deliveries, j.lease_token, j.run_at
 )
 SELECT id, queue, batch_id, body, deliveries, lease_token, run_at, NULL::float8 FROM claimed
@@ -122,7 +125,7 @@ WITH r AS (
 j AS (
 	UPDATE {{s}}.txmq_jobs j SET run_at = now() + r.lease * interval '1 microsecond'
 	FROM r
-	WHERE j.id = r.id AND j.lease_token = r.token AND j.run_at > now()
+	WHERE j.id = ANY($1::bigint[]) AND j.id = r.id AND j.lease_token = r.token AND j.run_at > now()
 	RETURNING j.id, j.lease_token, j.queue, j.run_at
 ),
 l AS (
@@ -143,7 +146,7 @@ WITH r AS (
 ),
 j AS (
 	DELETE FROM {{s}}.txmq_jobs j USING r
-	WHERE j.id = r.id AND j.lease_token = r.token AND j.run_at > now()
+	WHERE j.id = ANY($1::bigint[]) AND j.id = r.id AND j.lease_token = r.token AND j.run_at > now()
 	RETURNING j.id, j.lease_token, j.queue
 ),
 l AS (
@@ -171,15 +174,18 @@ l AS (
 )
 SELECT j.id, pg_notify($5, j.queue) FROM j`
 
-// sqlDepths counts each named queue's rows by derived state. $1 queues.
+// sqlDepths counts each named queue's rows by derived state, one index-only range scan of
+// (queue, run_at) INCLUDE (lease_token) per queue: its cost grows with the queue's batches,
+// not the table's. $1 queues.
 const sqlDepths = `
-SELECT r.q,
-	count(j.id) FILTER (WHERE j.run_at <= now()),
-	count(j.id) FILTER (WHERE j.lease_token IS NOT NULL AND j.run_at > now()),
-	count(j.id) FILTER (WHERE j.lease_token IS NULL AND j.run_at > now())
+SELECT r.q, c.ready, c.inflight, c.delayed
 FROM unnest($1::text[]) AS r(q)
-LEFT JOIN {{s}}.txmq_jobs j ON j.queue = r.q
-GROUP BY r.q`
+CROSS JOIN LATERAL (
+	SELECT count(*) FILTER (WHERE j.run_at <= now()) AS ready,
+		count(*) FILTER (WHERE j.lease_token IS NOT NULL AND j.run_at > now()) AS inflight,
+		count(*) FILTER (WHERE j.lease_token IS NULL AND j.run_at > now()) AS delayed
+	FROM {{s}}.txmq_jobs j WHERE j.queue = r.q
+) c`
 
 // sqlHeartbeat records that the queues were fetched now. $1 queues.
 const sqlHeartbeat = `
@@ -201,12 +207,13 @@ LEFT JOIN {{s}}.txmq_jobs_queues h ON h.queue = qs.queue
 WHERE qs.queue IS NOT NULL
 	AND (h.last_fetch_at IS NULL OR h.last_fetch_at < now() - $1::bigint * interval '1 microsecond')`
 
-// sqlReapPick locks up to $3 batches of queue $1 older than $2 µs that are not in flight.
+// sqlReapPick locks up to $3 batches of queue $1 older than $2 µs that are not in flight, in
+// (queue, run_at) index order.
 const sqlReapPick = `
 SELECT id, batch_id, body, deliveries, messages FROM {{s}}.txmq_jobs
 WHERE queue = $1 AND created_at < now() - $2::bigint * interval '1 microsecond'
 	AND (lease_token IS NULL OR run_at <= now())
-ORDER BY id LIMIT $3
+ORDER BY run_at LIMIT $3
 FOR UPDATE SKIP LOCKED`
 
 // sqlReapDelete deletes reaped batches. $1 ids.

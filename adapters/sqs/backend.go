@@ -119,7 +119,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if dedup == "" {
 		dedup = core.NewID()
 	}
-	if err := be.route(ctx, b.Queue, b.Exclusive, w, b.NotBefore, dedup); err != nil {
+	if err := be.route(ctx, b.Queue, b.Exclusive, w, b.DelayFrom(time.Now()), dedup); err != nil {
 		be.forgetOverflow(w)
 		return err
 	}

@@ -90,17 +90,22 @@
 //
 // # Delays
 //
-// A batch due within MaxNativeDelay (15 min, SQS's DelaySeconds cap) goes to the main queue
-// with DelaySeconds rounded up: never early. A batch due later goes to the holding queue with
-// its due time in a txmq-not-before attribute and a delay that makes it visible about half
-// the cap before it is due; fetching nodes poll the holding queue every third of the cap and
-// move each batch to the main queue with DelaySeconds for the rest (or back into the holding
-// queue, for another round, when it is still far off), so it is never early and not late by
-// more than a second's rounding; each round costs a receive, a send and a delete (12 requests
-// per hour of delay per batch) and restarts SQS's 14-day retention clock. FIFO queues have no
-// per-message delay, so every delayed batch of an Exclusive queue waits in the holding queue
-// (long-polled) and is moved into the FIFO queue when due. A main-queue message whose
-// txmq-not-before is still ahead (a clock-skewed mover) is moved back, not handed out. Depths
+// Delays are judged on SQS's clock alone: a batch travels with its delay as a duration
+// (core.OutgoingBatch.Delay), never with the publisher's absolute due time, so app/SQS clock
+// skew cannot make it early or late. A batch due within MaxNativeDelay (15 min, SQS's
+// DelaySeconds cap) goes to the main queue with DelaySeconds rounded up: never early. A batch
+// due later goes to the holding queue with its delay in a txmq-delay-ms attribute (counted
+// from that message's SentTimestamp) and a DelaySeconds that makes it visible about half the
+// cap before it is due; fetching nodes poll the holding queue every third of the cap, compute
+// what is left from SQS's own SentTimestamp and ApproximateFirstReceiveTimestamp, and move each
+// batch to the main queue with DelaySeconds for the rest (or back into the holding queue, for
+// another round, when it is still far off), so it is never early and not late by more than a
+// second's rounding; each round costs a receive, a send and a delete (12 requests per hour of
+// delay per batch) and restarts SQS's 14-day retention clock. FIFO queues have no per-message
+// delay, so every delayed batch of an Exclusive queue waits in the holding queue (long-polled)
+// and is moved into the FIFO queue when due. A main-queue message with delay left is moved
+// back, not handed out. Messages written by older versions carry txmq-not-before (the sender's
+// clock) and are still honoured. Depths
 // counts the holding queue as delayed.
 //
 // # Large batches

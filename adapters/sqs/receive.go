@@ -72,7 +72,7 @@ func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis 
 }
 
 // receive polls a main queue once and turns what it gets into pending claims. A message not
-// yet due (its txmq-not-before is in the future: a clock-skewed node moved it early) is parked
+// yet due (what is left of its delay, judged on SQS's clock by wireOf, is positive) is parked
 // again, not handed out. It returns the claims and how many messages SQS returned.
 func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vis int32, lease time.Duration, wait int32) ([]*pending, int, error) {
 	u, err := be.url(ctx, k.queue, k.k, true)
@@ -87,8 +87,8 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 		VisibilityTimeout:   vis,
 		WaitTimeSeconds:     wait,
 		//lint:ignore SA1019 older SQS endpoints and emulators read only AttributeNames
-		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeName(types.MessageSystemAttributeNameApproximateReceiveCount)},
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		AttributeNames:              legacyAttributeNames(),
+		MessageSystemAttributeNames: receiveAttributes,
 		MessageAttributeNames:       []string{"All"},
 	})
 	if err != nil {
@@ -103,7 +103,7 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 	for _, m := range out.Messages {
 		w, count := wireOf(m)
 		receipt := aws.ToString(m.ReceiptHandle)
-		if w.notBefore.After(time.Now()) {
+		if w.delay > 0 {
 			be.park(ctx, k.queue, exclusive, u, receipt, w)
 			continue
 		}
@@ -124,7 +124,7 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 // and deletes it here. Its receive was not a run: the moved copy keeps the same base, and
 // this SQS message's own receive count is dropped with it.
 func (be *Backend) park(ctx context.Context, queue string, exclusive bool, url, receipt string, w wire) {
-	if err := be.route(ctx, queue, exclusive, w, w.notBefore, ""); err != nil {
+	if err := be.route(ctx, queue, exclusive, w, w.delay, ""); err != nil {
 		be.log.Warn("sqs: parking a batch that is not due failed; it comes back after its visibility timeout", "queue", queue, "batch", w.id, "error", err)
 		return
 	}
@@ -143,11 +143,14 @@ func (be *Backend) moveHeld(ctx context.Context, queue string, exclusive bool, w
 	}
 	be.count(opReceive)
 	out, err := be.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-		QueueUrl:              aws.String(u),
-		MaxNumberOfMessages:   maxReceive,
-		VisibilityTimeout:     holdVisibility,
-		WaitTimeSeconds:       wait,
-		MessageAttributeNames: []string{"All"},
+		QueueUrl:            aws.String(u),
+		MaxNumberOfMessages: maxReceive,
+		VisibilityTimeout:   holdVisibility,
+		WaitTimeSeconds:     wait,
+		//lint:ignore SA1019 older SQS endpoints and emulators read only AttributeNames
+		AttributeNames:              legacyAttributeNames(),
+		MessageSystemAttributeNames: receiveAttributes,
+		MessageAttributeNames:       []string{"All"},
 	})
 	if err != nil {
 		if isNoQueue(err) {
@@ -186,7 +189,7 @@ func (be *Backend) release(ctx context.Context, p *pending) {
 	h := p.h
 	w := h.w
 	w.base += h.count - 1
-	if err := be.route(ctx, h.queue, h.exclusive, w, time.Time{}, ""); err == nil {
+	if err := be.route(ctx, h.queue, h.exclusive, w, 0, ""); err == nil {
 		if err := be.deleteMsg(ctx, h.url, h.receipt); err != nil {
 			be.log.Warn("sqs: deleting a released batch's old message failed; it may be delivered twice", "queue", h.queue, "batch", w.id, "error", err)
 		}
@@ -228,4 +231,14 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// legacyAttributeNames is receiveAttributes in the deprecated AttributeNames form, which older
+// SQS endpoints and emulators read instead.
+func legacyAttributeNames() []types.QueueAttributeName {
+	out := make([]types.QueueAttributeName, len(receiveAttributes))
+	for i, a := range receiveAttributes {
+		out[i] = types.QueueAttributeName(a)
+	}
+	return out
 }

@@ -43,22 +43,29 @@ type queueStatus struct {
 	OutboxRows    *int64   `json:"outbox_rows"`
 	OutboxFailing *int64   `json:"outbox_failing"`
 	OldestAgeSec  *float64 `json:"outbox_oldest_age_seconds"`
+	// Old holds the depths of the old backends being drained (--drain), in the order given.
+	Old []oldDepth `json:"old_backends,omitempty"`
 }
 
-const statusSynopsis = `status [--backend URL] [--database-url URL] [--schema S] [--queue Q ...] [--json]
+const statusSynopsis = `status [--backend URL] [--drain URL ...] [--database-url URL] [--schema S] [--queue Q ...] [--json]
 
 Prints one row per queue: ready, in flight and delayed batches (from the backend), dead letters
 not replayed, and outbox rows waiting to be published with the oldest one's age (from the app
 database). The queues are those found in the outbox and dead-letter tables plus every --queue:
 a backend can only be asked about queues it is given by name, so name the queues to see with
 --queue when there is no database (or when they have no outbox rows or dead letters). Works with
-only a backend, only a database, or both. During a backend swap, run it once per backend (the
-new one, then each old one) to watch the old ones empty.`
+only a backend, only a database, or both. During a backend swap, --drain (default
+$TXMQ_DRAIN_BACKENDS) adds each old backend's depths and whether it is empty: nodes with the
+drain setting stop polling an empty old backend but re-check it, so remove it from
+TXMQ_DRAIN_BACKENDS once no node runs the old setting and it shows empty here.`
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", statusSynopsis, stderr)
 	f := addDBFlags(fs, false)
 	backendURL := fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL to ask for depths (default $TXMQ_BACKEND)")
+	var drains stringList
+	_ = drains.Set(os.Getenv("TXMQ_DRAIN_BACKENDS"))
+	fs.Var(&drains, "drain", "an old backend URL being drained (repeatable, or comma-separated; default $TXMQ_DRAIN_BACKENDS)")
 	var queues stringList
 	fs.Var(&queues, "queue", "a queue to include (repeatable, or comma-separated)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -69,7 +76,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() > 0 {
 		return &usageError{msg: fmt.Sprintf("unexpected argument %q (queues are given with --queue)", fs.Arg(0))}
 	}
-	if *backendURL == "" && *f.url == "" {
+	if *backendURL == "" && *f.url == "" && len(drains) == 0 {
 		return &usageError{msg: "nothing to report on: set --backend (or TXMQ_BACKEND) and/or --database-url (or TXMQ_DATABASE_URL)"}
 	}
 	if *f.url == "" && len(queues) == 0 {
@@ -98,6 +105,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return err
 		}
 	}
+	olds, err := statusFromOldBackends(ctx, drains, rows)
+	if err != nil {
+		return err
+	}
 	names := make([]string, 0, len(rows))
 	for q := range rows {
 		names = append(names, q)
@@ -123,7 +134,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Queue, num(r.Ready), num(r.InFlight), num(r.Delayed), num(r.DeadLetters), num(r.OutboxRows), age)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printOldBackends(stdout, olds)
 }
 
 // statusFromDB adds every queue found in the outbox and dead-letter tables and fills the
