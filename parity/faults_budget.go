@@ -17,6 +17,11 @@ func init() {
 	)
 }
 
+// budgetLease is the lease of the budget properties' nodes and clients: the suite's, but at
+// least 2 s, so that a loaded machine's stalls do not lose the leases of the batches the
+// property itself gives back (which would be counted, rightly, as runs of a node that died).
+func budgetLease(x *X) time.Duration { return max(x.Caps.Lease, 2*time.Second) }
+
 // budgetBatches is how many always-failing batches the budget properties publish (half as
 // many on an Exclusive queue, which runs them one at a time).
 const budgetBatches = 6
@@ -42,9 +47,9 @@ func holdWhileRunning(x *X, exclusive bool) {
 			holdOnce(x, h, q)
 			// Back after more than a lease (the held receives' leases ran out), then after
 			// most of one (half gone), and so on.
-			period := x.Caps.Lease * 3 / 2
+			period := budgetLease(x) * 3 / 2
 			if i%2 == 1 {
-				period = x.Caps.Lease * 3 / 4
+				period = budgetLease(x) * 3 / 4
 			}
 			select {
 			case <-stop:
@@ -112,7 +117,7 @@ func runBudget(x *X, exclusive bool, disturb func(slots core.QueueSlots, publish
 		}
 		<-done
 	}()
-	b := x.node(core.NodeOptions{Backoff: func(int) time.Duration { return 200 * time.Millisecond }})
+	b := x.node(core.NodeOptions{Lease: budgetLease(x), Backoff: func(int) time.Duration { return 200 * time.Millisecond }})
 	// The batches are stored, then the disturbing clients receive some of them before the
 	// listening node asks.
 	keys := publishKeys(x, q, b, "budget", batches, 1)
@@ -133,7 +138,7 @@ func runBudget(x *X, exclusive bool, disturb func(slots core.QueueSlots, publish
 	close(stop)
 	<-done
 	x.idle(b)
-	sleep(2 * x.Caps.Lease) // a run counted wrongly, or a wrong redelivery, would show now
+	sleep(2 * budgetLease(x)) // a run counted wrongly, or a wrong redelivery, would show now
 	var bad []string
 	for _, k := range keys {
 		if n := rec.Count(k); n != budget {
@@ -167,7 +172,7 @@ func runBudget(x *X, exclusive bool, disturb func(slots core.QueueSlots, publish
 // warmUp makes h ready to fetch slots.Queue (adapters look up or create their queues on first use)
 // with a Fetch that does not wait; what it claims is given back.
 func warmUp(x *X, h core.Backend, slots core.QueueSlots) {
-	claims, _ := h.Fetch(context.Background(), core.FetchRequest{Node: "holder", Lease: x.Caps.Lease,
+	claims, _ := h.Fetch(context.Background(), core.FetchRequest{Node: "holder", Lease: budgetLease(x),
 		Queues: []core.QueueSlots{slots}})
 	giveBack(x, h, claims)
 }
@@ -179,7 +184,7 @@ func warmUp(x *X, h core.Backend, slots core.QueueSlots) {
 func holdOnce(x *X, h core.Backend, slots core.QueueSlots) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	claims, _ := h.Fetch(ctx, core.FetchRequest{Node: "holder", Lease: x.Caps.Lease, Wait: 2 * x.Caps.Lease,
+	claims, _ := h.Fetch(ctx, core.FetchRequest{Node: "holder", Lease: budgetLease(x), Wait: 2 * budgetLease(x),
 		Queues: []core.QueueSlots{slots}})
 	giveBack(x, h, claims)
 }
