@@ -19,20 +19,20 @@ func TestWireDelayOnSQSClock(t *testing.T) {
 	ms := func(v int64) string { return strconv.FormatInt(v, 10) }
 	tests := []struct {
 		name      string
-		delayMs   string // txmq-delay-ms; "" = absent
-		notBefore string // legacy txmq-not-before; "" = absent
-		sent      int64  // SentTimestamp; 0 = absent
-		first     int64  // ApproximateFirstReceiveTimestamp; 0 = absent
+		delayMs   string        // txmq-delay-ms; "" = absent
+		notBefore time.Duration // legacy txmq-not-before, from when the subtest runs; 0 = absent
+		sent      int64         // SentTimestamp; 0 = absent
+		first     int64         // ApproximateFirstReceiveTimestamp; 0 = absent
 		want      time.Duration
 		tolerance time.Duration
 	}{
-		{"no delay", "", "", sqsNow - 10, sqsNow, 0, 0},
-		{"received before due", "5000", "", sqsNow - 2000, sqsNow, 3 * time.Second, 0},
-		{"received when due", "5000", "", sqsNow - 5000, sqsNow, 0, 0},
-		{"received after due", "5000", "", sqsNow - 9000, sqsNow, 0, 0},
-		{"no SQS timestamps: due", "5000", "", 0, 0, 0, 0},
-		{"legacy absolute due time", "", ms(time.Now().Add(4 * time.Second).UnixMilli()), 0, 0, 4 * time.Second, 100 * time.Millisecond},
-		{"legacy, past", "", ms(time.Now().Add(-4 * time.Second).UnixMilli()), 0, 0, 0, 0},
+		{"no delay", "", 0, sqsNow - 10, sqsNow, 0, 0},
+		{"received before due", "5000", 0, sqsNow - 2000, sqsNow, 3 * time.Second, 0},
+		{"received when due", "5000", 0, sqsNow - 5000, sqsNow, 0, 0},
+		{"received after due", "5000", 0, sqsNow - 9000, sqsNow, 0, 0},
+		{"no SQS timestamps: due", "5000", 0, 0, 0, 0, 0},
+		{"legacy absolute due time", "", 4 * time.Second, 0, 0, 4 * time.Second, 100 * time.Millisecond},
+		{"legacy, past", "", -4 * time.Second, 0, 0, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,8 +45,10 @@ func TestWireDelayOnSQSClock(t *testing.T) {
 			if tt.delayMs != "" {
 				m.MessageAttributes[attrDelay] = num(tt.delayMs)
 			}
-			if tt.notBefore != "" {
-				m.MessageAttributes[attrNotBefore] = num(tt.notBefore)
+			if tt.notBefore != 0 {
+				// From now, not from when the table was built: a parallel subtest may start
+				// seconds later on a loaded machine.
+				m.MessageAttributes[attrNotBefore] = num(ms(time.Now().Add(tt.notBefore).UnixMilli()))
 			}
 			if tt.sent != 0 {
 				m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)] = ms(tt.sent)
