@@ -153,7 +153,9 @@ type Claim struct {
 	// adapter may hand out the slice it stores without copying it.
 	Body []byte
 	// Deliveries counts how many times the backend handed out this body since it was stored or
-	// last rewritten by Retry, this delivery included (1 on the first).
+	// last rewritten by Retry, this delivery included (1 on the first). Only hand-outs count:
+	// a receive the adapter held and gave back, or lost to its own Close, without handing it
+	// to a Fetch caller is not a run and must not raise it (the parity group "budget").
 	Deliveries int
 	// LeaseUntil is when the lease ends unless extended.
 	LeaseUntil time.Time

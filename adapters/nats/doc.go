@@ -26,7 +26,8 @@
 // Each queue has one durable pull consumer, "txmq", shared by every node, so the server
 // load-balances batches between them: explicit acks, AckWait = the lease, MaxDeliver
 // unlimited (core owns the retry budget, and dead-letters a batch whose nodes keep dying),
-// no BackOff. Claim.Deliveries is the message's NumDelivered. AckWait is one per consumer, so
+// no BackOff. Claim.Deliveries is the message's NumDelivered plus its Txmq-Base header (see
+// "Deliveries that are not runs" below). AckWait is one per consumer, so
 // nodes with different leases share it: it is the longest lease (or Options.AckWait) any client
 // asked for, raised by a client whose lease is longer and never lowered (a lower AckWait would
 // cut the leases other clients hold and time by the value they saw). Claim.LeaseUntil and
@@ -48,6 +49,28 @@
 // That is a duplicate run, as at-least-once allows, never a loss. Settles are requests the
 // server answers ("double acks"), so a nil error means the server applied them; settling a
 // settled claim again is a no-op.
+//
+// # Deliveries that are not runs
+//
+// Core counts a run as the envelope's attempt plus Claim.Deliveries, and a run is counted only
+// when a listener ran. The server counts every delivery, including those this client received
+// and never handed to a node: a pulled message waiting in the stash while the queue's slots
+// are full, and one left when the Backend closes. (A batch core itself receives too early
+// is given back by core, see core.NodeOptions.MaxClockSkew.) NumDelivered cannot be lowered,
+// so such a message is given back as a copy: the same
+// headers and data (the batch id, a large body's chunk references; the body is not decoded)
+// are stored again with Txmq-Base = the deliveries so far minus this one, and only then is the
+// delivered message acknowledged; the copy's Deliveries is Txmq-Base plus its own
+// NumDelivered. The count lives in the stored message, so it holds across nodes and process
+// restarts. A stashed message is given back when half its lease is gone if no Fetch took it
+// (a timer, not the next Fetch, since a node at capacity does not fetch the queue), or by
+// Close.
+// Close waits for outstanding pulls to end on their own rather than cutting them (the client
+// would drop what the server already sent), which bounds Close by a pull's wait (the Fetch's
+// Wait, at most a quarter of AckWait). Still counted: a delivery whose lease is within the
+// margin of its end (it may already run elsewhere), one held by a process that died, and one
+// whose copy cannot be stored (an outage; it is then given back with a Nak, logged). If the
+// acknowledgement fails after the copy was stored, the batch runs twice, never zero times.
 //
 // # Exclusive queues
 //
@@ -74,7 +97,8 @@
 // node per min(IdlePull, AckWait/4): 480 an hour at the default 30 s lease (measured; 3,600
 // at PollWait 1 s when pulls ended with each Fetch), no server-side state beyond the waiting
 // request, and nothing while a node is at capacity. A pull whose client went away is not
-// delivered to: the server checks the reply subject's interest first. Close ends outstanding pulls at once.
+// delivered to: the server checks the reply subject's interest first. Close waits for
+// outstanding pulls (see above), so it can take up to a quarter of the AckWait.
 //
 // # Delays, retries, never early
 //
@@ -88,7 +112,8 @@
 // delivered batch is not compared with this process's clock again.
 //
 // Retry is a rewrite: the body core re-encoded (with its attempt count) is stored again
-// (scheduled when delayed) and only then is the old message acked, so Deliveries restarts at 1, the Exclusive slot is released
+// (scheduled when delayed) and only then is the old message acked, so Deliveries restarts at
+// 1, the Exclusive slot is released
 // during the backoff, and Depths shows the retry as delayed.
 //
 // # Large bodies

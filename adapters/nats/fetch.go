@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -18,11 +19,12 @@ const minLongPoll = 10 * time.Millisecond
 // stashed is a message the server delivered to this Backend (its lease is running) that no
 // Fetch has handed out yet.
 type stashed struct {
+	q          *queueState
 	msg        jetstream.Msg
 	id         string
 	body       []byte
 	chunkID    string
-	deliveries int
+	deliveries int // Txmq-Base + NumDelivered: this delivery included
 	ackWait    time.Duration
 	leaseUntil time.Time
 }
@@ -49,8 +51,10 @@ type slot struct {
 // that started it (the Fetch returned early with another queue's claims, or ctx was
 // cancelled) keeps filling the stash, and the next Fetch hands those claims out first, so a
 // claim the server made is never stranded. A stashed claim whose lease is half gone is not
-// handed out: it is given back to the server (Nak) while its lease holds, and otherwise left
-// to the server's redelivery (a Nak from a stale delivery would be applied to the current one).
+// handed out: it is given back (see requeue: its delivery is not counted) while its lease
+// holds, by the next Fetch or by a timer if no Fetch takes the queue by then, and otherwise
+// left to the server's redelivery (an ack from a stale delivery would be applied to the
+// current one).
 func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 	claims := []*core.Claim{}
 	if len(req.Queues) == 0 {
@@ -150,6 +154,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 				// An idle queue's pull outlives this Fetch; the next Fetch calls join it.
 				expires = min(max(remaining, be.opts.IdlePull), s.ackWait/4)
 			}
+			be.polls.Add(1)
 			go be.poll(s.q, s.cons, s.ackWait, want, expires)
 		}
 		be.mu.Unlock()
@@ -219,18 +224,6 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 	return claims, budget, release
 }
 
-// giveBack hands stashed messages back to the server (Nak) so another claim can take them at
-// once. A message whose lease has run out, or is within the margin of it, is left alone: the
-// server may already have redelivered it, and it would accept this stale delivery's Nak and
-// hand the batch out again while its current holder runs it.
-func (be *Backend) giveBack(ss []*stashed) {
-	for _, s := range ss {
-		if time.Now().Add(be.leaseMargin(s.ackWait)).Before(s.leaseUntil) {
-			_ = s.msg.Nak()
-		}
-	}
-}
-
 // claim turns a stashed message into a claim holding a lease.
 func (be *Backend) claim(q *queueState, st *stashed) *core.Claim {
 	h := &handle{be: be, q: q, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil}
@@ -247,6 +240,7 @@ func (be *Backend) claim(q *queueState, st *stashed) *core.Claim {
 // poll runs one pull request for the queue (no_wait when expires is below minLongPoll) and
 // stashes what it delivers.
 func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Duration, batch int, expires time.Duration) {
+	defer be.polls.Done()
 	// The server starts a message's AckWait when it delivers it, after it received this
 	// request: timing the lease from here is conservative.
 	sent := time.Now()
@@ -257,12 +251,11 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	if expires < minLongPoll {
 		mb, err = cons.FetchNoWait(batch)
 	} else {
-		// The pull ends when the server expires it, or at once when Close cancels be.pulls.
-		// FetchContext asks the server for the ctx's time less min(10%, 1s), so the ctx gets
-		// that much more: the server's own expiry normally comes first.
-		pctx, cancel := context.WithTimeout(be.pulls, pullTimeout(expires))
-		defer cancel()
-		mb, err = cons.Fetch(batch, jetstream.FetchContext(pctx))
+		// The pull ends when the server expires it, and Close waits for that: a pull cut
+		// short client-side (FetchContext) drops what the server already sent it, and each
+		// such message would come back after AckWait with a delivery counted that never ran.
+		// FetchMaxWait waits for the server's expiry plus 1s.
+		mb, err = cons.Fetch(batch, jetstream.FetchMaxWait(expires))
 	}
 	delivered := false
 	if err == nil {
@@ -277,16 +270,12 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 			if st == nil {
 				continue
 			}
+			// Stashed even after Close: Close waits for this pull and gives back the stash.
 			be.mu.Lock()
-			closed := be.closed
-			if !closed {
-				q.stash = append(q.stash, st)
-				be.broadcastLocked()
-			}
+			q.stash = append(q.stash, st)
+			be.sweepLaterLocked(q, st)
+			be.broadcastLocked()
 			be.mu.Unlock()
-			if closed {
-				_ = m.Nak()
-			}
 		}
 		err = mb.Error()
 	}
@@ -303,15 +292,19 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	be.mu.Unlock()
 }
 
-// prepare reads a delivered message: its batch id, deliveries and (reassembled) body; nil
+// prepare reads a delivered message: its batch id, deliveries (the message's NumDelivered
+// plus its Txmq-Base header, see requeue) and (reassembled) body; nil
 // means "not a claim". Due times are not checked here: the server fires a schedule by its own
 // clock, the one the schedule was computed on (see serverNow), so comparing with this
 // process's clock would only add skew.
 func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
 	hdr := m.Headers()
-	st := &stashed{msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1}
+	st := &stashed{q: q, msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1}
 	if meta, err := m.Metadata(); err == nil {
 		st.deliveries = int(meta.NumDelivered)
+	}
+	if base, err := strconv.Atoi(hdr.Get(hdrBase)); err == nil && base > 0 {
+		st.deliveries += base
 	}
 	if hdr.Get(hdrChunks) != "" {
 		st.chunkID = hdr.Get(hdrChunkID)
@@ -330,15 +323,6 @@ func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWa
 		}
 	}
 	return st
-}
-
-// pullTimeout is the context timeout that makes FetchContext ask the server for a pull of
-// expires (it keeps back 10% of the context's time, at most 1s).
-func pullTimeout(expires time.Duration) time.Duration {
-	if expires <= 9*time.Second {
-		return expires * 10 / 9
-	}
-	return expires + time.Second
 }
 
 func (be *Backend) broadcastLocked() {

@@ -19,6 +19,7 @@ const (
 	hdrChunks  = "Txmq-Chunks"   // number of chunks of a chunked body
 	hdrChunkID = "Txmq-Chunk-Id" // the chunks' subject token
 	hdrSize    = "Txmq-Size"     // total body size of a chunked body
+	hdrBase    = "Txmq-Base"     // deliveries of the batch before this message existed
 
 	hdrSchedule       = "Nats-Schedule"
 	hdrScheduleTarget = "Nats-Schedule-Target"

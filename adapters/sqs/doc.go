@@ -23,8 +23,9 @@
 // yields claims; the other polls keep running, and what they receive waits in the client for
 // the next Fetch (Fetch is called again at once by the node), so a poll is never cut short in
 // the middle of a response and no message is hidden without being handed out. Batches that
-// wait there longer than half a lease (their queue's slots stayed full) are given back by
-// re-sending them, so the receive is not counted as a run. MaxNumberOfMessages is the queue's
+// wait there half a lease (their queue's slots stayed full, so no Fetch asked for them) are
+// given back then, by a timer rather than by the next Fetch, by re-sending them, so the
+// receive is not counted as a run. MaxNumberOfMessages is the queue's
 // free slots (at most 10); VisibilityTimeout is the lease.
 //
 // An idle standard queue therefore costs 3600/W ReceiveMessage requests per hour per node,
@@ -37,9 +38,12 @@
 // is long-polled too. With 1,000,000 requests costing about $0.40, a queue idling with 20 s
 // long polls costs under $0.0001 an hour per node.
 //
-// Cancelling a Fetch's ctx returns at once with the claims already received. Close cancels
-// the outstanding polls; a poll cut by Close may have made SQS hide messages it never
-// delivered, which come back after the visibility timeout with a receive count one higher.
+// Cancelling a Fetch's ctx returns at once with the claims already received. Close does not
+// cut the outstanding polls: a receive cut short may have made SQS hide messages it never
+// delivered, which would come back after the visibility timeout with a receive count one
+// higher (a run spent that never ran). Close waits for them instead (at most the long-poll
+// wait: up to 20 s with the PollWaitHint, PollWait with a shorter NodeOptions.PollWait), then
+// gives back everything received and not handed out, re-sent as below.
 //
 // # Leases and settles
 //
@@ -61,9 +65,13 @@
 // envelope's attempt plus Deliveries, so a batch whose nodes keep dying is dead-lettered as
 // worker_lost once the budget is spent. Receives that are not runs are kept out of the count:
 // a not-yet-due batch received early is re-sent (the new message starts at 0, with the same
-// base), and a batch received but never handed out is re-sent with base raised by its
-// receives minus that one. The count resets whenever a message is re-sent, which is why the
-// base travels with it.
+// base), and a batch received but never handed out (by half its lease, or at Close) is
+// re-sent with base raised by its receives minus that one. The count resets whenever a
+// message is re-sent, which is why the base travels with it: it lives in the stored message,
+// so it holds across clients and process restarts. A receive is still counted when the client
+// holding it dies before giving it back (a crash, or a kill during Close), like a run whose
+// node died; and when the re-send fails (an outage), the message is made visible again and
+// that receive counts (logged).
 //
 // Retry with 0 < delay <= 12 h on a standard queue is in place: ChangeMessageVisibility(delay)
 // keeps the old body and the receive count goes on (core's next run = old attempt + the

@@ -2,6 +2,7 @@ package sqs
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,9 +22,10 @@ const (
 )
 
 // startPollLocked starts one background receive on the queue k and returns its done channel.
-// The receive runs on the Backend's own context (cancelled only by Close), never on a
-// Fetch's, so a Fetch that returns early does not cut a request in which SQS may already have
-// hidden messages: they reach the stash and the next Fetch.
+// The receive runs on the Backend's own context, never on a Fetch's, and Close waits for it
+// rather than cutting it, so neither a Fetch that returns early nor Close cuts a request in
+// which SQS may already have hidden messages: they reach the stash, then the next Fetch or
+// Close's release.
 func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis int32, lease time.Duration, wait int32) chan struct{} {
 	p.busy, p.done, p.last, p.err = true, make(chan struct{}), time.Now(), nil
 	done := p.done
@@ -47,12 +49,24 @@ func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis 
 		if err != nil && be.bg.Err() == nil {
 			p.err = err
 		}
-		if len(got) > 0 {
+		closed := be.closed
+		if len(got) > 0 && !closed {
 			be.stash[k.queue] = append(be.stash[k.queue], got...)
+			for _, g := range got {
+				be.sweepLaterLocked(g)
+			}
 		}
 		close(done)
 		be.signalLocked()
 		be.mu.Unlock()
+		if closed && len(got) > 0 {
+			// Close is waiting for this receive: give back what it got now.
+			rctx, rcancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
+			defer rcancel()
+			for _, g := range got {
+				be.release(rctx, g)
+			}
+		}
 	}()
 	return done
 }
@@ -184,6 +198,32 @@ func (be *Backend) release(ctx context.Context, p *pending) {
 	if err := be.changeVisibility(ctx, h.url, h.receipt, 0); err != nil {
 		be.log.Warn("sqs: releasing a batch this client received but did not hand out failed; it comes back after its visibility timeout", "queue", h.queue, "batch", w.id, "error", err)
 	}
+}
+
+// sweepLaterLocked releases p when half its lease is gone if no Fetch has taken it by then (a
+// node at capacity does not fetch the queue), rather than letting its visibility timeout run
+// out, which SQS would count as a receive.
+func (be *Backend) sweepLaterLocked(p *pending) {
+	time.AfterFunc(time.Until(p.got.Add(p.h.lease/2)), func() {
+		be.mu.Lock()
+		list := be.stash[p.h.queue]
+		i := slices.Index(list, p)
+		if be.closed || i < 0 {
+			be.mu.Unlock()
+			return // handed out, released by a Fetch, or left to Close
+		}
+		if list = slices.Delete(list, i, i+1); len(list) == 0 {
+			delete(be.stash, p.h.queue)
+		} else {
+			be.stash[p.h.queue] = list
+		}
+		be.polls.Add(1) // under mu: Close, once it has set closed, waits for this release
+		be.mu.Unlock()
+		defer be.polls.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
+		defer cancel()
+		be.release(ctx, p)
+	})
 }
 
 func maxTime(a, b time.Time) time.Time {
