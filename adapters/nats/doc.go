@@ -50,6 +50,12 @@
 // server answers ("double acks"), so a nil error means the server applied them; settling a
 // settled claim again is a no-op.
 //
+// A claim pulled before the connection was re-established is lost too: a server restarted
+// from its store (or a failover) may hand out again what it had delivered, while accepting
+// the old holder's +WPI. So after a reconnect, every claim pulled earlier answers Extend and
+// settles with core.ErrLeaseLost (core then stops its listener), and messages stashed before
+// it are not handed out. The price: a network blip re-runs what was in flight then.
+//
 // # Deliveries that are not runs
 //
 // Core counts a run as the envelope's attempt plus Claim.Deliveries, and a run is counted only

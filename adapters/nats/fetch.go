@@ -27,6 +27,7 @@ type stashed struct {
 	deliveries int // Txmq-Base + NumDelivered: this delivery included
 	ackWait    time.Duration
 	leaseUntil time.Time
+	conn       uint64 // the connection's reconnect count when the pull was sent (see connEpoch)
 }
 
 // slot is one requested queue in a Fetch.
@@ -199,6 +200,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*core.Claim, int, []*stashed) {
 	var release []*stashed
 	now := time.Now()
+	epoch := be.connEpoch()
 	for len(s.q.stash) > 0 {
 		want := s.want
 		if s.unlimited {
@@ -210,6 +212,12 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 		st := s.q.stash[0]
 		s.q.stash[0] = nil
 		s.q.stash = s.q.stash[1:]
+		if st.conn != epoch {
+			// Delivered before the connection was re-established: the server may have
+			// restarted and handed it out again (see connEpoch). Neither run nor acked: it
+			// comes back after its AckWait.
+			continue
+		}
 		if st.leaseUntil.Sub(now) < st.ackWait/2 {
 			release = append(release, st)
 			continue
@@ -226,7 +234,7 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 
 // claim turns a stashed message into a claim holding a lease.
 func (be *Backend) claim(q *queueState, st *stashed) *core.Claim {
-	h := &handle{be: be, q: q, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil}
+	h := &handle{be: be, q: q, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil, conn: st.conn}
 	return &core.Claim{
 		Queue:      q.name,
 		ID:         st.id,
@@ -243,7 +251,7 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	defer be.polls.Done()
 	// The server starts a message's AckWait when it delivers it, after it received this
 	// request: timing the lease from here is conservative.
-	sent := time.Now()
+	sent, conn := time.Now(), be.connEpoch()
 	var (
 		mb  jetstream.MessageBatch
 		err error
@@ -270,6 +278,7 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 			if st == nil {
 				continue
 			}
+			st.conn = conn
 			// Stashed even after Close: Close waits for this pull and gives back the stash.
 			be.mu.Lock()
 			q.stash = append(q.stash, st)
