@@ -52,7 +52,7 @@ func TestMetricsAfterRun(t *testing.T) {
 	_ = n.Close(ctx)
 
 	want := `
-# HELP txmq_batches_dropped_total Dropped batches by reason (delivery_exhausted, worker_lost, undecodable, outbox_handoff_failed, ...).
+# HELP txmq_batches_dropped_total Dropped batches by reason (delivery_exhausted, worker_lost, undecodable, outbox_handoff_failed, rejected, ...).
 # TYPE txmq_batches_dropped_total counter
 txmq_batches_dropped_total{queue="bad",reason="delivery_exhausted"} 1
 # HELP txmq_messages_published_total Messages stored in the backend.
