@@ -98,7 +98,14 @@ func (n *Node) fetchRequest() FetchRequest {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.fetching = make(map[string]bool, len(specs))
+	now := time.Now()
 	for i, s := range specs {
+		if until, ok := n.steppedBack[s.name]; ok {
+			if now.Before(until) {
+				continue // this node lost a lease of the queue a moment ago: see stepBack
+			}
+			delete(n.steppedBack, s.name)
+		}
 		busy := n.inflight[s.name]
 		free := Unlimited
 		if s.exclusive {

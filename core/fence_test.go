@@ -310,3 +310,34 @@ func TestFenceWithALongerBackendLease(t *testing.T) {
 		t.Fatalf("acked %d, lease lost %d; want the batch acked with no lease lost", acked, n.Stats().LeaseLost)
 	}
 }
+
+// TestStepBackAfterLostLease: a node that lost a lease of a queue leaves the queue out of its
+// fetches for one lease, so that a node which cannot keep its leases does not keep claiming
+// the batch back from healthy ones; then it asks for the queue again.
+func TestStepBackAfterLostLease(t *testing.T) {
+	t.Parallel()
+	n, _ := newTestNode(t, &NodeOptions{Lease: 200 * time.Millisecond})
+	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try, Exclusive: true})
+	if err := q.Listen(n, func(context.Context, []int) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	asks := func() bool {
+		for _, s := range n.fetchRequest().Queues {
+			if s.Queue == "q" {
+				return true
+			}
+		}
+		return false
+	}
+	if !asks() {
+		t.Fatal("the queue is not fetched at first")
+	}
+	n.stepBack("q")
+	if asks() {
+		t.Fatal("the queue is fetched right after a lost lease")
+	}
+	time.Sleep(250 * time.Millisecond)
+	if !asks() {
+		t.Fatal("the queue is still left out one lease after the lost lease")
+	}
+}

@@ -93,6 +93,7 @@ func (n *Node) fenceFired(r *running) {
 	r.lost.Store(true)
 	r.fmu.Unlock()
 	n.stats.leaseLost.Add(1)
+	n.stepBack(r.claim.Queue)
 	n.log.Warn("txmq: lease not confirmed extended before its fence; cancelling the listener, the batch runs again elsewhere",
 		"queue", r.claim.Queue, "batch", r.claim.ID, "fence", r.fenceAt, "margin", n.margin)
 	r.cancel(ErrLeaseLost)
@@ -257,6 +258,7 @@ func (n *Node) extend(r *running) {
 			return
 		}
 		n.stats.leaseLost.Add(1)
+		n.stepBack(r.claim.Queue)
 		n.log.Warn("txmq: lease lost while the batch ran; cancelling its listener", "queue", r.claim.Queue, "batch", r.claim.ID)
 		r.cancel(ErrLeaseLost)
 	default:
@@ -271,4 +273,16 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// stepBack keeps queue out of this node's fetches for one lease after the node lost a lease
+// of it. A node that cannot keep its leases (its Extend calls fail or hang, it was paused)
+// would otherwise claim the batch again as soon as the backend releases it, lose it again,
+// and keep a healthy node from ever getting it: on an Exclusive queue that stalls the whole
+// queue. One lease costs nothing when this node is alone: the lost batch is not claimable
+// before its lease ends anyway.
+func (n *Node) stepBack(queue string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.steppedBack[queue] = time.Now().Add(n.opts.Lease)
 }

@@ -90,6 +90,7 @@ type Node struct {
 	mu          sync.Mutex
 	listeners   map[string]*listener
 	inflight    map[string]int
+	steppedBack map[string]time.Time // queue -> until when it is left out of fetches (stepBack)
 	running     map[*running]struct{}
 	fetching    map[string]bool    // queues of the last fetch request
 	fetchCancel context.CancelFunc // interrupts the Fetch in progress, if any
@@ -178,15 +179,16 @@ func NewNode(opts *NodeOptions) (*Node, error) {
 	}
 	n := &Node{
 		id: o.ID, opts: o, backend: o.Backend, reg: o.Registry, clock: o.Clock,
-		log:       o.Logger.With("txmq_node", o.ID),
-		listeners: make(map[string]*listener),
-		inflight:  make(map[string]int),
-		running:   make(map[*running]struct{}),
-		wake:      make(chan struct{}, 1),
-		flushStop: make(chan struct{}),
-		closeDone: make(chan struct{}),
-		extendSem: make(chan struct{}, extendConcurrency),
-		margin:    LeaseMargin(o.Lease),
+		log:         o.Logger.With("txmq_node", o.ID),
+		listeners:   make(map[string]*listener),
+		inflight:    make(map[string]int),
+		steppedBack: make(map[string]time.Time),
+		running:     make(map[*running]struct{}),
+		wake:        make(chan struct{}, 1),
+		flushStop:   make(chan struct{}),
+		closeDone:   make(chan struct{}),
+		extendSem:   make(chan struct{}, extendConcurrency),
+		margin:      LeaseMargin(o.Lease),
 	}
 	n.buf = newBuffer(o.FlushWindow, o.FlushCap, func() {
 		n.loops.Add(1)
