@@ -133,10 +133,12 @@
 // # Shutdown
 //
 // Close never loses accepted messages: the publish buffer is flushed on a context of its own,
-// bounded by NodeOptions.CloseFlushTimeout (default 15 s), whatever the ctx given to Close (an
-// already cancelled one included), and what the backend did not take goes to the outbox
-// (Handoff), whose rows are due for the very next sweep. Close's ctx bounds only the wait for
-// running listeners.
+// whatever the ctx given to Close (an already cancelled one included). Every batch is written
+// while the backend accepts them, each write bounded by NodeOptions.CloseFlushTimeout (default
+// 15 s), so a healthy backend loses nothing however large the buffer; once a write fails, what
+// is not written yet goes straight to the outbox (Handoff), whose rows are due for the very
+// next sweep, so a backend that is down delays Close by about one CloseFlushTimeout. Close's
+// ctx bounds only the wait for running listeners.
 //
 // # Writing an adapter
 //

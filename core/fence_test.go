@@ -341,3 +341,68 @@ func TestStepBackAfterLostLease(t *testing.T) {
 		t.Fatal("the queue is still left out one lease after the lost lease")
 	}
 }
+
+// TestCloseFlushOutlastsItsTimeoutWhileTheBackendAccepts: Close's final flush writes every
+// buffered batch while the backend accepts them, even when the whole flush takes longer than
+// CloseFlushTimeout (which bounds each write): a large buffer on a healthy, slow backend loses
+// nothing (no outbox here, so anything not written would be dropped).
+func TestCloseFlushOutlastsItsTimeoutWhileTheBackendAccepts(t *testing.T) {
+	t.Parallel()
+	n, fb := newTestNode(t, &NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour, CloseFlushTimeout: 100 * time.Millisecond})
+	fb.publishFn = func(ctx context.Context, _ OutgoingBatch) error {
+		select {
+		case <-time.After(20 * time.Millisecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try, MaxBatchMessages: 1})
+	const total = 80 // 80 writes of 20 ms, 8 at a time: about 200 ms, twice the timeout
+	for i := range total {
+		if err := q.Publish(context.Background(), n, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = n.Close(ctx)
+	if got := len(fb.batches()); got != total {
+		t.Fatalf("%d of %d batches stored; dropped %v", got, total, n.Stats().Dropped)
+	}
+}
+
+// TestCloseFlushHandsOffTheRestOnceAWriteFails: once a write of Close's final flush fails, the
+// batches not written yet go to the outbox at once instead of each waiting for the backend.
+func TestCloseFlushHandsOffTheRestOnceAWriteFails(t *testing.T) {
+	t.Parallel()
+	h := &handoffRecorder{}
+	n, fb := newTestNode(t, &NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour, CloseFlushTimeout: 200 * time.Millisecond, Handoff: h})
+	var writes atomic.Int64
+	fb.publishFn = func(ctx context.Context, _ OutgoingBatch) error {
+		writes.Add(1)
+		<-ctx.Done() // the backend hangs
+		return ctx.Err()
+	}
+	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try, MaxBatchMessages: 1})
+	const total = 100
+	for i := range total {
+		if err := q.Publish(context.Background(), n, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	_ = n.Close(context.Background())
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("Close took %v with a hung backend; want about one CloseFlushTimeout", took)
+	}
+	h.mu.Lock()
+	got := len(h.got)
+	h.mu.Unlock()
+	if got != total || len(n.Stats().Dropped) != 0 {
+		t.Fatalf("%d of %d batches handed off, dropped %v", got, total, n.Stats().Dropped)
+	}
+	if w := writes.Load(); w > 2*flushConcurrency {
+		t.Fatalf("%d writes tried on a hung backend; want the rest handed off without trying", w)
+	}
+}

@@ -54,9 +54,11 @@ type NodeOptions struct {
 	// ClaimTimeout bounds each claim, settle and lease call; these run detached from shutdown
 	// so stopping never strands claimed work. Default 10 s.
 	ClaimTimeout time.Duration
-	// CloseFlushTimeout bounds Close's final flush of the publish buffer, which runs on a
-	// context of its own whatever the ctx given to Close (even one already done): what the
-	// backend has not taken by then is handed to the outbox (Handoff). Default 15 s.
+	// CloseFlushTimeout bounds each write of Close's final flush of the publish buffer, which
+	// runs on a context of its own whatever the ctx given to Close (even one already done).
+	// Every buffered batch is written while the backend accepts them; once a write fails or
+	// times out, the batches not yet written are handed to the outbox (Handoff) at once.
+	// Default 15 s.
 	CloseFlushTimeout time.Duration
 	// InjectTrace, if set, returns the trace context to store in published batches.
 	InjectTrace func(ctx context.Context) map[string]string
@@ -266,8 +268,8 @@ func (n *Node) Start(ctx context.Context) error {
 }
 
 // Close stops fetching, flushes the publish buffer (publishing what it holds, or handing it to
-// the outbox) on a context of its own bounded by NodeOptions.CloseFlushTimeout, whatever ctx
-// is (the usual `<-ctx.Done(); node.Close(ctx)` loses nothing), and waits for running
+// the outbox) on a context of its own, each write bounded by NodeOptions.CloseFlushTimeout,
+// whatever ctx is (the usual `<-ctx.Done(); node.Close(ctx)` loses nothing), and waits for running
 // listeners until ctx is done: ctx bounds only that wait. Then it cancels their
 // contexts, waits for them to return and releases their batches for another run that does not
 // count against the budget. A listener that ignores its context therefore delays Close.
@@ -318,12 +320,14 @@ func (n *Node) Close(ctx context.Context) error {
 	return err
 }
 
-// closeFlush drains the publish buffer for Close on a context of its own, bounded by
-// CloseFlushTimeout and detached from Close's ctx.
+// closeFlush drains the publish buffer for Close on a context of its own, detached from
+// Close's ctx. Every batch is written while the backend accepts them, each write bounded by
+// CloseFlushTimeout, so a healthy backend loses nothing however large the buffer; once one
+// write fails, the batches not yet written go straight to the outbox (or are dropped and
+// counted without one), so a backend that is down delays Close by about one CloseFlushTimeout
+// plus the outbox inserts.
 func (n *Node) closeFlush() {
-	ctx, cancel := context.WithTimeout(context.Background(), n.opts.CloseFlushTimeout)
-	defer cancel()
-	n.flushAll(ctx)
+	n.flushAll(context.WithValue(context.Background(), closingKey{}, &closeFailed{}))
 }
 
 // Halt stops the node at once as if its process died: no settle, no lease extension, no drain;

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -99,6 +100,20 @@ func (n *Node) flushAll(ctx context.Context) {
 	n.flush(ctx, due, true)
 }
 
+// closing marks the contexts of Close's final flush: each write is bounded by
+// CloseFlushTimeout instead of ClaimTimeout, and once one write failed, the batches not yet
+// written go straight to the outbox (see closeFlush).
+type closingKey struct{}
+
+// closeFailed is the state of one final flush, shared by its writes.
+type closeFailed struct{ failed atomic.Bool }
+
+// closeState returns the final flush's state when ctx is Close's final flush, else nil.
+func closeState(ctx context.Context) *closeFailed {
+	cf, _ := ctx.Value(closingKey{}).(*closeFailed)
+	return cf
+}
+
 // flushConcurrency bounds parallel backend writes of one flush.
 const flushConcurrency = 8
 
@@ -151,9 +166,21 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 // outbox on a context of its own, so a publish that timed out is still handed off.
 func (n *Node) store(ctx context.Context, b OutgoingBatch) {
 	msgs := b.Messages
-	pctx, cancel := context.WithTimeout(ctx, n.opts.ClaimTimeout)
-	defer cancel()
-	err := safeCall("backend Publish", func() error { return n.backend.Publish(pctx, b) })
+	timeout, cf := n.opts.ClaimTimeout, closeState(ctx)
+	if cf != nil {
+		timeout = n.opts.CloseFlushTimeout
+	}
+	var err error
+	if cf != nil && cf.failed.Load() {
+		err = fmt.Errorf("%w: not written: an earlier write of the node's final flush failed, so the rest of the buffer goes to the outbox without waiting for the backend", ErrBackendUnavailable)
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, timeout)
+		err = safeCall("backend Publish", func() error { return n.backend.Publish(pctx, b) })
+		cancel()
+		if err != nil && cf != nil && !(errors.Is(err, ErrRejected) && !isUnavailable(err)) {
+			cf.failed.Store(true)
+		}
+	}
 	if err == nil {
 		n.stats.publishedBatches.Add(1)
 		n.stats.publishedMessages.Add(int64(msgs))
