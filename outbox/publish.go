@@ -144,51 +144,6 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 	return len(ok), tried, stop, nil
 }
 
-// publishCommitted publishes the rows a RunInTx transaction just committed. It claims them
-// with SKIP LOCKED so that a sweep running at the same moment never publishes them twice.
-// Failures stay in the table for the sweep; they are logged, never returned (the app's
-// transaction committed).
-func (s *Store) publishCommitted(parent context.Context, rows []row) {
-	if len(rows) == 0 {
-		return
-	}
-	ctx, pub, cancel := s.pageContexts(parent)
-	defer cancel()
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.id
-	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		locked, err := tx.Query(ctx, `SELECT id FROM `+s.outbox+` WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`, ids)
-		if err != nil {
-			return err
-		}
-		got, err := pgx.CollectRows(locked, pgx.RowTo[int64])
-		if err != nil {
-			return err
-		}
-		mine := make(map[int64]bool, len(got))
-		for _, id := range got {
-			mine[id] = true
-		}
-		claimed := rows[:0:0]
-		for _, r := range rows {
-			if mine[r.id] {
-				claimed = append(claimed, r)
-			}
-		}
-		_, _, stop, err := s.publishLocked(ctx, pub, tx, claimed, viaCommit)
-		if stop != nil {
-			s.log.Warn("txmq outbox: backend unavailable after commit; the recovery sweep will publish the rows", "error", stop)
-		}
-		return err
-	})
-	if err != nil {
-		s.log.Error("txmq outbox: publishing rows after commit failed; they stay in the outbox for the recovery sweep",
-			"rows", len(rows), "error", err)
-	}
-}
-
 // SweepOnce publishes every row that is due now: rows with a next-attempt time in the past,
 // and rows without one that are older than Options.RecoveryAge. It claims keyset pages of
 // Options.SweepPageSize rows with FOR UPDATE SKIP LOCKED (so concurrent sweepers, on this node
