@@ -5,8 +5,10 @@
 //	go run ./redis -addr 127.0.0.1:6379
 //
 // Scenarios: burning down a backlog (txmq with 100-message batches, txmq with one message per
-// batch, Asynq with one task per message, the raw loop) and pickup latency of single messages
-// published to idle consumers (p50/p99). Every scenario uses its own key prefix or queue name
+// batch, Asynq with one task per message, the raw loop), pickup latency of single messages
+// published to idle consumers (p50/p99), and the outbox cost (a business transaction alone vs
+// inside Store.RunInTx or with Store.WithTx, interleaved, on the Postgres at -url, with the
+// transactional pickup latency). Every scenario uses its own key prefix or queue name
 // and deletes its keys afterwards: the server may be shared, so it never flushes.
 package main
 
@@ -28,6 +30,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
 	txredis "github.com/txmq/txmq/adapters/redis"
@@ -40,7 +43,9 @@ var (
 	msgs    = flag.Int("n", 20000, "messages in the backlog scenarios")
 	workers = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
 	samples = flag.Int("samples", 200, "pickup latency samples")
-	only    = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency); empty: all")
+	only    = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,outbox); empty: all")
+	dbURL   = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "outbox scenario: the app's Postgres URL")
+	rounds  = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
 	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
 	stats   = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
 )
@@ -69,6 +74,12 @@ func main() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: *addr})
 	defer rdb.Close()
 
+	if want("outbox") {
+		outboxScenario(ctx, rdb)
+		if *only == "outbox" {
+			return
+		}
+	}
 	fmt.Printf("backlog burn-down: %d messages, concurrency %d, Redis %s\n", *msgs, *workers, *addr)
 	var tx100, raw100, tx1, raw1, aq float64
 	if want("tx100") {
@@ -390,6 +401,35 @@ func txmqLatency(ctx context.Context, rdb *goredis.Client, n int) (time.Duration
 	be := txmqBackend(rdb, prefix)
 	defer be.Close()
 	return txmqbench.Latency(ctx, be, n, quiet)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// outboxScenario prints the outbox cost and the transactional pickup latency with the Redis
+// backend, the app database being the Postgres at -url.
+func outboxScenario(ctx context.Context, rdb *goredis.Client) {
+	pool, err := pgxpool.New(ctx, *dbURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	fmt.Printf("outbox cost (redis backend, app database %s):\n", pool.Config().ConnConfig.Host)
+	prefix := uniq("benchtxo")
+	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
+	be := txmqBackend(rdb, prefix)
+	fmt.Printf("  %s\n", txmqbench.OutboxCost(ctx, pool, be, *rounds, quiet))
+	_ = be.Close()
+	prefix2 := uniq("benchtxo")
+	defer deleteKeys(ctx, rdb, "{"+prefix2+":*")
+	be2 := txmqBackend(rdb, prefix2)
+	defer be2.Close()
+	p50, p99 := txmqbench.TxLatency(ctx, pool, be2, *samples, quiet)
+	fmt.Printf("  transactional pickup (RunInTx, publish to listener): p50 %v  p99 %v\n", p50, p99)
 }
 
 // asynqLatency enqueues single tasks to an idle server and returns p50/p99 of the time from
