@@ -61,6 +61,7 @@ var (
 	idleFor    = flag.Duration("idle", 30*time.Second, "idle scenario: measuring window")
 	only       = flag.String("only", "backlog,latency,outbox,steady,idle", "scenarios to run, comma-separated")
 	rounds     = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
+	outboxPace = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the txmq 1 msg/batch backlog here")
 	verbose    = flag.Bool("v", false, "log txmq's and River's warnings to stderr")
 	analyze    = flag.Bool("analyze", false, "ANALYZE the jobs table (txmq) and river_job (River) once the backlog is stored, before consuming: the statistics autovacuum gathers on its own during a fill")
@@ -115,8 +116,9 @@ func main() {
 
 	if run["outbox"] {
 		fmt.Printf("outbox cost (sqljobs backend, app database on the same Postgres):\n")
-		r := txmqOutbox(ctx, pool)
-		fmt.Printf("  %s\n", r)
+		for _, pace := range []time.Duration{0, *outboxPace} {
+			fmt.Printf("  %s\n", txmqOutbox(ctx, pool, pace))
+		}
 		p50, p99 := txmqTxLatency(ctx, pool, *samples)
 		fmt.Printf("  transactional pickup (RunInTx, publish to listener): p50 %v  p99 %v\n", p50, p99)
 	}
@@ -298,12 +300,12 @@ func txmqLatency(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration,
 }
 
 // txmqOutbox runs the outbox cost scenario on a fresh sqljobs schema.
-func txmqOutbox(ctx context.Context, pool *pgxpool.Pool) txmqbench.CostResult {
+func txmqOutbox(ctx context.Context, pool *pgxpool.Pool, pace time.Duration) txmqbench.CostResult {
 	schema, drop := freshSchema(ctx, pool, "bench_txmq")
 	defer drop()
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
-	return txmqbench.OutboxCost(ctx, pool, be, *rounds, quiet)
+	return txmqbench.OutboxCost(ctx, pool, be, *rounds, pace, quiet)
 }
 
 // txmqTxLatency measures the transactional pickup latency on a fresh sqljobs schema.

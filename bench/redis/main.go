@@ -39,15 +39,16 @@ import (
 )
 
 var (
-	addr    = flag.String("addr", "127.0.0.1:6379", "Redis host:port")
-	msgs    = flag.Int("n", 20000, "messages in the backlog scenarios")
-	workers = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
-	samples = flag.Int("samples", 200, "pickup latency samples")
-	only    = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,outbox); empty: all")
-	dbURL   = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "outbox scenario: the app's Postgres URL")
-	rounds  = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
-	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
-	stats   = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
+	addr       = flag.String("addr", "127.0.0.1:6379", "Redis host:port")
+	msgs       = flag.Int("n", 20000, "messages in the backlog scenarios")
+	workers    = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
+	samples    = flag.Int("samples", 200, "pickup latency samples")
+	only       = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,outbox); empty: all")
+	dbURL      = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "outbox scenario: the app's Postgres URL")
+	rounds     = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
+	outboxPace = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
+	cpuprof    = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
+	stats      = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
 )
 
 func want(s string) bool {
@@ -422,7 +423,9 @@ func outboxScenario(ctx context.Context, rdb *goredis.Client) {
 	prefix := uniq("benchtxo")
 	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
 	be := txmqBackend(rdb, prefix)
-	fmt.Printf("  %s\n", txmqbench.OutboxCost(ctx, pool, be, *rounds, quiet))
+	for _, pace := range []time.Duration{0, *outboxPace} {
+		fmt.Printf("  %s\n", txmqbench.OutboxCost(ctx, pool, be, *rounds, pace, quiet))
+	}
 	_ = be.Close()
 	prefix2 := uniq("benchtxo")
 	defer deleteKeys(ctx, rdb, "{"+prefix2+":*")

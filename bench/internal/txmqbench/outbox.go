@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 // CostResult is the outbox cost scenario's outcome: the time of each kind of call, as the
 // caller sees it, and its ratio to the business transaction alone measured in the same run.
 type CostResult struct {
+	Pace                            time.Duration
 	Rounds                          int
 	Biz, Floor, RunInTx, WithTx     time.Duration // p50 of each kind of call
 	BizM, FloorM, RunInTxM, WithTxM time.Duration // means
@@ -25,11 +27,15 @@ type CostResult struct {
 
 func (r CostResult) String() string {
 	ratio := func(a, b time.Duration) float64 { return float64(a) / float64(b) }
-	return fmt.Sprintf("%d interleaved rounds; p50 (mean) per call: business tx alone %v (%v)\n"+
+	mode := "back to back"
+	if r.Pace > 0 {
+		mode = fmt.Sprintf("paced, %v between calls", r.Pace)
+	}
+	return fmt.Sprintf("%d interleaved rounds (order shuffled per round), %s; p50 (mean) per call: business tx alone %v (%v)\n"+
 		"    + a raw 2nd row insert (floor) %v (%v): %.2fx (%.2fx)\n"+
 		"    RunInTx + 1 publish            %v (%v): %.2fx (%.2fx)\n"+
 		"    WithTx + 1 publish             %v (%v): %.2fx (%.2fx)",
-		r.Rounds, r.Biz, r.BizM,
+		r.Rounds, mode, r.Biz, r.BizM,
 		r.Floor, r.FloorM, ratio(r.Floor, r.Biz), ratio(r.FloorM, r.BizM),
 		r.RunInTx, r.RunInTxM, ratio(r.RunInTx, r.Biz), ratio(r.RunInTxM, r.BizM),
 		r.WithTx, r.WithTxM, ratio(r.WithTx, r.Biz), ratio(r.WithTxM, r.BizM))
@@ -68,9 +74,13 @@ const bizBody = "an order of a few hundred bytes, like a business row: 012345678
 // OutboxCost times, as its caller sees it, a business transaction (one INSERT, COMMIT) alone,
 // with a second raw row insert (the floor of any transactional outbox), inside
 // Store.RunInTx with one publish on a Try queue, and inside an app transaction with
-// Store.WithTx and one publish. The four kinds run interleaved, rotating their order every
-// round, rounds times each, on a node listening to the queue (messages are consumed).
-func OutboxCost(ctx context.Context, pool *pgxpool.Pool, be core.Backend, rounds int, logger *slog.Logger) CostResult {
+// Store.WithTx and one publish. The four kinds run interleaved, in a shuffled order every
+// round (the background work a call leaves, such as RunInTx's after-commit publish or the
+// relay woken by WithTx, falls on every kind alike), rounds times each, on a node listening to
+// the queue (messages are consumed). pace > 0 sleeps that long before each call, so that
+// calls are timed with the background work of the previous one done: the caller's cost in
+// isolation; pace 0 runs them back to back.
+func OutboxCost(ctx context.Context, pool *pgxpool.Pool, be core.Backend, rounds int, pace time.Duration, logger *slog.Logger) CostResult {
 	s, biz, cleanup := setupStore(ctx, pool, be, logger)
 	defer cleanup()
 	floor := biz[:len(biz)-len(`"biz"`)] + `"floor"`
@@ -122,9 +132,12 @@ func OutboxCost(ctx context.Context, pool *pgxpool.Pool, be core.Backend, rounds
 		},
 	}
 	times := make([][]time.Duration, len(kinds))
+	rng := rand.New(rand.NewPCG(1, 2))
 	for r := range rounds + rounds/10 { // the first tenth warms up
-		for i := range kinds {
-			k := (i + r) % len(kinds)
+		for _, k := range rng.Perm(len(kinds)) {
+			if pace > 0 {
+				time.Sleep(pace)
+			}
 			start := time.Now()
 			if err := kinds[k](); err != nil {
 				log.Fatalf("outbox cost, kind %d: %v", k, err)
@@ -146,7 +159,7 @@ func OutboxCost(ctx context.Context, pool *pgxpool.Pool, be core.Backend, rounds
 		}
 		return sum / time.Duration(len(d))
 	}
-	return CostResult{Rounds: rounds,
+	return CostResult{Pace: pace, Rounds: rounds,
 		Biz: p50(times[0]), Floor: p50(times[1]), RunInTx: p50(times[2]), WithTx: p50(times[3]),
 		BizM: mean(times[0]), FloorM: mean(times[1]), RunInTxM: mean(times[2]), WithTxM: mean(times[3])}
 }
