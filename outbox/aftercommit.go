@@ -45,6 +45,7 @@ type afterCommit struct {
 	idle    chan struct{} // closed when the publishers are done; nil while there is nothing to do
 	closed  bool          // Close ran: no more hand-offs
 	abandon bool          // Close's ctx ended: publishers leave the pending rows to the sweep
+	max     int           // afterCommitMaxPending; tests lower it
 
 	skipped int       // rows left to the sweep since the last log
 	logged  time.Time // when that log was last written
@@ -59,7 +60,11 @@ func (s *Store) handOff(rows []row) {
 	}
 	a := &s.ac
 	a.mu.Lock()
-	if a.closed || (len(a.pending) > 0 && len(a.pending)+len(rows) > afterCommitMaxPending) {
+	limit := afterCommitMaxPending
+	if a.max > 0 {
+		limit = a.max
+	}
+	if a.closed || (len(a.pending) > 0 && len(a.pending)+len(rows) > limit) {
 		a.skipped += len(rows)
 		var skipped int
 		now := time.Now()
@@ -69,7 +74,7 @@ func (s *Store) handOff(rows []row) {
 		closed := a.closed
 		a.mu.Unlock()
 		if skipped > 0 {
-			reason := fmt.Sprintf("%d rows are already waiting for the after-commit publishers (a slow or hung backend?)", afterCommitMaxPending)
+			reason := fmt.Sprintf("%d rows are already waiting for the after-commit publishers (a slow or hung backend?)", limit)
 			if closed {
 				reason = "the store is closed"
 			}

@@ -1,7 +1,9 @@
 package outbox_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -170,4 +172,68 @@ func TestWaitIdleAfterRunInTx(t *testing.T) {
 	if n := len(e.be.messages(t, "orders")); n != 20 {
 		t.Fatalf("%d messages published, want 20", n)
 	}
+}
+
+// A full hand-off queue never blocks RunInTx: the rows that do not fit stay in the outbox and
+// the sweep publishes them once they are older than the recovery age.
+func TestFullHandOffQueueLeavesRowsForTheSweep(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	e := setup(t, func(o *outbox.Options) {
+		o.PublishTimeout = 5 * time.Second
+		o.RecoveryAge = 50 * time.Millisecond
+		o.BackoffBase = time.Millisecond
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	outbox.SetMaxPending(e.store, 1)
+	release := e.hang(t)
+	ctx := context.Background()
+	// Each publisher holds one row; the rows after them fill the queue (1 row), then overflow.
+	const calls = 8
+	for i := range calls {
+		start := time.Now()
+		if err := e.store.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+			return e.orders.Publish(ctx, e.node, msg{i})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("RunInTx %d took %v with a full hand-off queue; it must not wait", i, took)
+		}
+	}
+	if !strings.Contains(logs.String(), "left in the outbox for the relay and the recovery sweep") {
+		t.Fatalf("no log of the rows left to the sweep by the full hand-off queue; logs:\n%s", logs.String())
+	}
+	release() // the hung publishes fail (an attempt each); the later ones go through
+	e.settle(t)
+	time.Sleep(60 * time.Millisecond) // past the recovery age
+	waitFor(t, 10*time.Second, "the sweep to publish the rows left in the outbox", func() bool {
+		if _, err := e.store.SweepOnce(ctx); err != nil {
+			t.Logf("SweepOnce: %v", err)
+		}
+		return e.outboxRows(t) == 0
+	})
+	got := e.be.messages(t, "orders")
+	slices.Sort(got)
+	if len(slices.Compact(got)) != calls {
+		t.Fatalf("published %v, want each of 0..%d", got, calls-1)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers (a test logger's output).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

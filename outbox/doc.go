@@ -13,10 +13,12 @@
 //   - Store.RunInTx begins a pgx transaction and calls fn with a context carrying it. Publishes
 //     on Require/Try queues made with that context are staged in memory; just before COMMIT they
 //     are deduplicated and cut into batches (core.Batches) and inserted as outbox rows in one
-//     statement, so an insert error rolls the business transaction back. After COMMIT the
-//     committing process publishes its rows to the backend and deletes them in one statement,
-//     then runs the after-commit callbacks (Never queues). A row whose publish fails stays for
-//     the recovery sweep; RunInTx does not report it (the transaction committed). Staged
+//     statement, so an insert error rolls the business transaction back. After COMMIT RunInTx
+//     hands its rows to the store's after-commit publishers, runs the after-commit callbacks
+//     (Never queues) and returns, without waiting for the backend: the publishers publish the
+//     rows within milliseconds and delete them. A row whose publish fails (or that they could
+//     not take: queue full, store closed, crash) stays for the recovery sweep; RunInTx does not
+//     report it (the transaction committed). Store.WaitIdle waits for the publishers. Staged
 //     messages and callbacks follow savepoints: rolling one back discards those staged inside
 //     it (and inside the savepoints nested in it); releasing it merges them into the parent.
 //     Savepoints made with tx.Begin on the tx given to fn (pgx.BeginFunc, any depth), nested
@@ -34,7 +36,8 @@
 //
 // A row's next_attempt_at says who owns it:
 //
-//   - NULL: rows inserted by RunInTx (published by the committing process right after commit),
+//   - NULL: rows inserted by RunInTx (published by the committing process right after commit,
+//     which leases them for the time of the publish by giving them a next-attempt time),
 //     and rows handed off by core's publish buffer when the backend refused a flush
 //     (Store.Handoff). The recovery sweep takes them over once they are older than
 //     Options.RecoveryAge, which also recovers rows left by a process that died after commit.
@@ -42,9 +45,12 @@
 //     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
 //     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.
 //
-// Every publisher (after commit, relay, sweep) claims rows with SELECT ... FOR UPDATE SKIP
-// LOCKED, publishes them inside the transaction that holds the locks, and deletes the published
-// rows in one statement before committing: two of them never publish the same row. A publish
+// The relay and the sweep claim rows with SELECT ... FOR UPDATE SKIP LOCKED, publish them
+// inside the transaction that holds the locks, and delete the published rows in one statement
+// before committing. The after-commit publishers instead lease their rows (an UPDATE ... SKIP
+// LOCKED of the rows still without a next-attempt time, to a time past the publish budget),
+// publish them without holding a connection, and delete them (synchronous_commit off: a lost
+// delete publishes again). Either way two of them never publish the same row. A publish
 // error wrapping core.ErrBackendUnavailable stops the run at once without counting an attempt;
 // any other error counts an attempt, records the error, schedules the row later and goes on.
 // Rows are never dropped. Delivery stays at-least-once: a crash between the backend's publish
