@@ -8,7 +8,8 @@
 // batch, Asynq with one task per message, the raw loop), pickup latency of single messages
 // published to idle consumers (p50/p99), and the outbox cost (a business transaction alone vs
 // inside Store.RunInTx or with Store.WithTx, interleaved, on the Postgres at -url, with the
-// transactional pickup latency). Every scenario uses its own key prefix or queue name
+// transactional pickup latency). -only freeze runs apart: RunInTx calls with a 2 s deadline while
+// a Redis server of its own is frozen with SIGSTOP. Every scenario uses its own key prefix or queue name
 // and deletes its keys afterwards: the server may be shared, so it never flushes.
 package main
 
@@ -39,16 +40,18 @@ import (
 )
 
 var (
-	addr       = flag.String("addr", "127.0.0.1:6379", "Redis host:port")
-	msgs       = flag.Int("n", 20000, "messages in the backlog scenarios")
-	workers    = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
-	samples    = flag.Int("samples", 200, "pickup latency samples")
-	only       = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,outbox); empty: all")
-	dbURL      = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "outbox scenario: the app's Postgres URL")
-	rounds     = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
-	outboxPace = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
-	cpuprof    = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
-	stats      = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
+	addr        = flag.String("addr", "127.0.0.1:6379", "Redis host:port")
+	msgs        = flag.Int("n", 20000, "messages in the backlog scenarios")
+	workers     = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
+	samples     = flag.Int("samples", 200, "pickup latency samples")
+	only        = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,outbox); empty: all of those; \"freeze\" alone runs the frozen-backend scenario on a Redis server of its own")
+	dbURL       = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "outbox scenario: the app's Postgres URL")
+	rounds      = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
+	redisServer = flag.String("redis-server", "redis-server", "freeze scenario: the redis-server binary it starts (on a free port) and freezes")
+	freezeFor   = flag.Duration("freeze", 10*time.Second, "freeze scenario: how long the server stays frozen (SIGSTOP)")
+	outboxPace  = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
+	cpuprof     = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
+	stats       = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
 )
 
 func want(s string) bool {
@@ -75,6 +78,10 @@ func main() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: *addr})
 	defer rdb.Close()
 
+	if *only == "freeze" { // only on request: it starts and freezes a Redis server of its own
+		freezeScenario(ctx)
+		return
+	}
 	if want("outbox") {
 		outboxScenario(ctx, rdb)
 		if *only == "outbox" {
