@@ -12,7 +12,7 @@
 //   - steady: publishing at a fixed rate (-rate msgs/s for -steady) to running consumers:
 //     p50/p99 pickup latency and what was delivered;
 //   - outbox: what the transactional outbox costs its caller: a business transaction alone,
-//     with a raw second row (the floor), inside Store.RunInTx and with Store.WithTx, each
+//     with a raw outbox row (the floor), inside Store.RunInTx and with Store.WithTx, each
 //     with one publish, interleaved (-rounds), as ratios to the business transaction; and
 //     the transactional pickup latency (RunInTx, publish to listener, p50/p99);
 //   - idle: the cost of 1,000 declared queues (-queues) with nothing to do, over -idle:
