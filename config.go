@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -153,13 +154,13 @@ func (c *Config) Validate() error {
 	if err := checkBackendURL(EnvBackend, backend); err != nil {
 		return err
 	}
-	seen := map[string]bool{redactURL(backend): true}
+	seen := map[string]bool{core.Redact(backend): true}
 	for i, u := range c.Drain {
 		name := fmt.Sprintf("%s (entry %d)", EnvDrainBackends, i+1)
 		if err := checkBackendURL(name, u); err != nil {
 			return err
 		}
-		if r := redactURL(u); seen[r] {
+		if r := core.Redact(u); seen[r] {
 			return fmt.Errorf("%w: %s: %s is listed twice or is also %s; name each old backend once and never the current one", core.ErrInvalidConfig, name, r, EnvBackend)
 		} else {
 			seen[r] = true
@@ -167,7 +168,7 @@ func (c *Config) Validate() error {
 	}
 	if c.DatabaseURL != "" {
 		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
-			return fmt.Errorf("%w: %s %s does not parse: %s; use postgres://user:password@host:5432/db", core.ErrInvalidConfig, EnvDatabaseURL, redactURL(c.DatabaseURL), scrub(err.Error(), c.DatabaseURL))
+			return fmt.Errorf("%w: %s %s does not parse: %s; use postgres://user:password@host:5432/db", core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
 		}
 	}
 	if c.Schema != "" && !schemaRe.MatchString(c.Schema) {
@@ -178,15 +179,15 @@ func (c *Config) Validate() error {
 
 func checkBackendURL(setting, raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme == "" {
-		return fmt.Errorf("%w: %s %s is not a backend URL; use scheme://..., one of: %s", core.ErrInvalidConfig, setting, redactURL(raw), schemeList())
+	if err != nil || u.Scheme == "" || !strings.Contains(raw, "://") && !slices.Contains(core.Schemes(), strings.ToLower(u.Scheme)) {
+		return fmt.Errorf("%w: %s %s is not a backend URL; use scheme://..., one of: %s", core.ErrInvalidConfig, setting, core.Redact(raw), schemeList())
 	}
 	for _, s := range core.Schemes() {
 		if s == strings.ToLower(u.Scheme) {
 			return nil
 		}
 	}
-	return fmt.Errorf("%w: %s %s: unknown scheme %q; registered schemes: %s", core.ErrInvalidConfig, setting, redactURL(raw), u.Scheme, schemeList())
+	return fmt.Errorf("%w: %s %s: unknown scheme %q; registered schemes: %s", core.ErrInvalidConfig, setting, core.Redact(raw), u.Scheme, schemeList())
 }
 
 func schemeList() string {

@@ -29,7 +29,8 @@
 //	TXMQ_DRAIN_RECHECK_INTERVAL how often a drained old backend is checked again for batches
 //	                           nodes on the old setting published since; default 30s.
 //
-// Passwords in URLs are never logged nor put in errors (url.URL.Redacted).
+// Secrets in URLs and connection strings (passwords, user-info tokens such as nats://TOKEN@host,
+// password-, token- and key-like parameters) are never logged nor put in errors: see core.Redact.
 //
 // # Swapping the backend
 //

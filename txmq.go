@@ -89,12 +89,12 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 	if app.Node, err = core.NewNode(&nodeOpts); err != nil {
 		return fail(err)
 	}
-	attrs := []any{"backend", redactURL(c.Backend)}
+	attrs := []any{"backend", core.Redact(c.Backend)}
 	if len(c.Drain) > 0 {
 		attrs = append(attrs, "draining", redactAll(c.Drain))
 	}
 	if c.DatabaseURL != "" {
-		attrs = append(attrs, "database", redactURL(c.DatabaseURL), "schema", c.Schema)
+		attrs = append(attrs, "database", core.Redact(c.DatabaseURL), "schema", c.Schema)
 	}
 	c.Logger.Info("txmq: opened", attrs...)
 	return app, nil
@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 	primary, err := core.OpenBackend(ctx, c.Backend)
 	if err != nil {
-		return nil, scrubbed(fmt.Errorf("%s: %w", EnvBackend, err), c.Backend)
+		return nil, core.RedactError(fmt.Errorf("%s: %w", EnvBackend, err), c.Backend)
 	}
 	if len(c.Drain) == 0 {
 		return primary, nil
@@ -117,7 +117,7 @@ func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 				_ = o.Close()
 			}
 			_ = primary.Close()
-			return nil, scrubbed(fmt.Errorf("%s: %w", EnvDrainBackends, err), u)
+			return nil, core.RedactError(fmt.Errorf("%s: %w", EnvDrainBackends, err), u)
 		}
 		olds = append(olds, b)
 	}
@@ -128,13 +128,13 @@ func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 func (a *App) openStore(ctx context.Context, c *Config) error {
 	pool, err := pgxpool.New(ctx, c.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("%s %s: %s", EnvDatabaseURL, redactURL(c.DatabaseURL), scrub(err.Error(), c.DatabaseURL))
+		return fmt.Errorf("%s %s: %s", EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
 	}
 	a.Pool = pool
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
-		return fmt.Errorf("%s %s: cannot connect: %s", EnvDatabaseURL, redactURL(c.DatabaseURL), scrub(err.Error(), c.DatabaseURL))
+		return fmt.Errorf("%s %s: cannot connect: %s", EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
 	}
 	o := c.Outbox
 	o.Schema, o.Backend = c.Schema, a.Backend
@@ -152,8 +152,8 @@ func (a *App) openStore(ctx context.Context, c *Config) error {
 	}
 	a.Store = store
 	if err := store.Start(ctx); err != nil {
-		return scrubbed(fmt.Errorf("%s %s: starting the outbox relay of schema %q (it holds one connection of the pool for LISTEN; check the database and its connection limit): %w",
-			EnvDatabaseURL, redactURL(c.DatabaseURL), c.Schema, err), c.DatabaseURL)
+		return core.RedactError(fmt.Errorf("%s %s: starting the outbox relay of schema %q (it holds one connection of the pool for LISTEN; check the database and its connection limit): %w",
+			EnvDatabaseURL, core.Redact(c.DatabaseURL), c.Schema, err), c.DatabaseURL)
 	}
 	return nil
 }
@@ -185,7 +185,7 @@ func (a *App) Close(ctx context.Context) error {
 func redactAll(urls []string) []string {
 	out := make([]string, len(urls))
 	for i, u := range urls {
-		out[i] = redactURL(u)
+		out[i] = core.Redact(u)
 	}
 	return out
 }

@@ -13,9 +13,16 @@ import (
 // Rules every adapter follows (the parity suite checks each):
 //
 //   - Errors caused by the backend being unreachable or overloaded wrap ErrBackendUnavailable;
-//     classify SDK errors in one place per adapter.
+//     classify SDK errors in one place per adapter. A permanent refusal of a batch (too large,
+//     invalid) wraps ErrRejected and never ErrBackendUnavailable, even when the server shows it
+//     by closing the connection: core dead-letters it rather than retrying it forever. A backend
+//     with a size limit it cannot work around (by splitting or chunking) implements SizeLimiter.
 //   - Publish stores the batch durably (as durable as the backend is) before returning, and never
-//     makes it claimable before NotBefore, including delays beyond the backend's native cap.
+//     makes it claimable before its delay (OutgoingBatch.DelayFrom) has passed on the backend's
+//     own clock, counted from the publish: the server's now (Postgres now(), Redis TIME, SQS
+//     DelaySeconds, a NATS schedule in server time) plus the delay, never the publisher's
+//     absolute due time, which is on another clock. This holds for delays beyond the backend's
+//     native cap too.
 //   - Fetch claims at most Free batches for each requested queue (Unlimited means no cap, but an
 //     adapter may return fewer), only due batches, and only for the queues in the request.
 //   - Exclusive queues have at most one claimed batch in the whole cluster: the adapter enforces
@@ -78,14 +85,36 @@ type OutgoingBatch struct {
 	ID string
 	// Queue is the declared queue name.
 	Queue string
-	// Body is the encoded envelope; opaque to adapters.
+	// Body is the encoded envelope; opaque to adapters. Core never modifies it once it is
+	// passed to Publish.
 	Body []byte
-	// NotBefore is the earliest time the batch may be claimed; zero means now.
+	// Delay is how long after this publish the batch may first be claimed, measured from the
+	// moment the backend stores it on the backend's own clock; 0 means now. Core (and the
+	// outbox) always set it, from the publisher's due time and the publisher's own clock at the
+	// moment of the publish, so the delay crosses from one clock to the next as a duration and
+	// app/backend clock skew cannot make a batch early or late. Adapters read DelayFrom.
+	Delay time.Duration
+	// NotBefore is the due time on the publisher's clock, for logs and for callers that build
+	// batches by hand; zero means now. Core sets it only together with a positive Delay, which
+	// wins. Adapters must not compare it with another clock: use DelayFrom.
 	NotBefore time.Time
 	// Exclusive reports the queue's Exclusive setting, for adapters that pick storage by it.
 	Exclusive bool
 	// Messages is the number of messages in the batch, for metrics and logs.
 	Messages int
+}
+
+// DelayFrom returns how long the batch must wait before it may be claimed: Delay when it is
+// positive; else, for a batch built by hand with only NotBefore, the time from now (the
+// caller's clock, which must be the publisher's) to NotBefore; never negative.
+func (b OutgoingBatch) DelayFrom(now time.Time) time.Duration {
+	if b.Delay > 0 {
+		return b.Delay
+	}
+	if b.NotBefore.IsZero() {
+		return 0
+	}
+	return max(b.NotBefore.Sub(now), 0)
 }
 
 // QueueSlots is one queue in a FetchRequest.
@@ -120,10 +149,13 @@ type Claim struct {
 	Queue string
 	// ID is the batch id the adapter stored it under.
 	ID string
-	// Body is the encoded envelope as stored.
+	// Body is the encoded envelope as stored. It is read-only: core never modifies it, so an
+	// adapter may hand out the slice it stores without copying it.
 	Body []byte
 	// Deliveries counts how many times the backend handed out this body since it was stored or
-	// last rewritten by Retry, this delivery included (1 on the first).
+	// last rewritten by Retry, this delivery included (1 on the first). Only hand-outs count:
+	// a receive the adapter held and gave back, or lost to its own Close, without handing it
+	// to a Fetch caller is not a run and must not raise it (the parity group "budget").
 	Deliveries int
 	// LeaseUntil is when the lease ends unless extended.
 	LeaseUntil time.Time

@@ -98,6 +98,15 @@ type QueueConfig[T any] struct {
 	// Dedup, if set, maps the messages of a batch to the messages to store, before the batch is
 	// stored (in the buffer and in the outbox). It must not return more messages than it got.
 	Dedup func([]T) []T
+	// MaxMessageBytes is the largest encoded (JSON) message a publish on this queue accepts; a
+	// larger one fails the publish call with an error wrapping ErrRejected. Default 0: the
+	// node's NodeOptions.MaxMessageBytes (1 MiB by default); NoSizeLimit: no library limit for
+	// this queue. The backend's own limit (SizeLimiter) always applies.
+	MaxMessageBytes int
+	// MaxBatchBytes is the soft size limit of an encoded batch of this queue: batches are cut
+	// to stay under it (a batch always holds at least one message). Default 0: the node's
+	// NodeOptions.MaxBatchBytes (8 MiB by default); NoSizeLimit: no library limit.
+	MaxBatchBytes int
 	// OnError, if set, is called once per terminal drop (retries exhausted or worker lost) with
 	// the decoded messages, the last error and the number of runs. It is at-least-once; its
 	// panics and errors are logged and swallowed.
@@ -133,6 +142,17 @@ func (c *QueueConfig[T]) validate(name string) error {
 	}
 	if c.MaxBatchMessages < 0 {
 		return fmt.Errorf("%w: queue %q: MaxBatchMessages is %d; it must be > 0 (0 means the default %d)", ErrInvalidConfig, name, c.MaxBatchMessages, DefaultMaxBatchMessages)
+	}
+	for _, s := range []struct {
+		name string
+		v    int
+	}{{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxBatchBytes", c.MaxBatchBytes}} {
+		if s.v < 0 && s.v != NoSizeLimit {
+			return fmt.Errorf("%w: queue %q: %s is %d; use a size in bytes > 0, 0 for the node's setting, or core.NoSizeLimit", ErrInvalidConfig, name, s.name, s.v)
+		}
+	}
+	if c.MaxMessageBytes > 0 && c.MaxBatchBytes > 0 && c.MaxBatchBytes < c.MaxMessageBytes {
+		return fmt.Errorf("%w: queue %q: MaxBatchBytes %d is below MaxMessageBytes %d; a batch must hold one message of the largest size", ErrInvalidConfig, name, c.MaxBatchBytes, c.MaxMessageBytes)
 	}
 	if c.MaxAttempts < 0 {
 		return fmt.Errorf("%w: queue %q: MaxAttempts is %d; it must be > 0 (0 means the default %d)", ErrInvalidConfig, name, c.MaxAttempts, DefaultMaxAttempts)

@@ -13,6 +13,10 @@ func (n *Node) driveLoop() {
 	defer n.loops.Done()
 	failures, fastEmpty := 0, 0
 	for n.stopCtx.Err() == nil {
+		if n.frozen.Load() {
+			n.pause(n.opts.PollWait) // Thaw wakes it
+			continue
+		}
 		req := n.fetchRequest()
 		if len(req.Queues) == 0 {
 			n.pause(n.opts.PollWait) // woken by a freed slot; a cap func may have been raised
@@ -119,7 +123,7 @@ func (n *Node) fetch(req FetchRequest) ([]*Claim, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), req.Wait+n.opts.ClaimTimeout)
 	defer cancel()
 	n.mu.Lock()
-	if n.stale || n.closed {
+	if n.stale || n.closed || n.frozen.Load() {
 		n.mu.Unlock()
 		return nil, nil
 	}

@@ -24,6 +24,10 @@ type Envelope struct {
 	Attempt int `json:"a"`
 	// Created is when the batch was first encoded.
 	Created time.Time `json:"t"`
+	// Due is the delayed batch's due time on the publisher's clock, zero when it was due at
+	// once. Backends schedule by the relative OutgoingBatch.Delay; core reads Due only for its
+	// early-arrival guard, which allows for MaxClockSkew between the two nodes' clocks.
+	Due time.Time `json:"nb,omitzero"`
 	// Trace carries the publisher's trace context (W3C traceparent/tracestate), if any.
 	Trace map[string]string `json:"tc,omitempty"`
 	// MessageIDs holds one id per message, in order.
@@ -40,6 +44,7 @@ type typedEnvelope[T any] struct {
 	Queue      string            `json:"q"`
 	Attempt    int               `json:"a"`
 	Created    time.Time         `json:"t"`
+	Due        time.Time         `json:"nb,omitzero"`
 	Trace      map[string]string `json:"tc,omitempty"`
 	MessageIDs idCount           `json:"ids"`
 	Messages   []T               `json:"m"`
@@ -95,6 +100,9 @@ type Message struct {
 // when they come from a publish call); they are copied verbatim, not re-validated.
 func EncodeEnvelope(e *Envelope) []byte {
 	size := 96 + len(e.ID) + len(e.Queue)
+	if !e.Due.IsZero() {
+		size += 44 // ,"nb":"<RFC 3339 with nanoseconds>"
+	}
 	for i, m := range e.Messages {
 		size += len(m) + 1
 		if i < len(e.MessageIDs) {
@@ -113,6 +121,11 @@ func EncodeEnvelope(e *Envelope) []byte {
 	buf.WriteString(`,"t":"`)
 	buf.Write(e.Created.UTC().AppendFormat(nil, time.RFC3339Nano))
 	buf.WriteByte('"')
+	if !e.Due.IsZero() {
+		buf.WriteString(`,"nb":"`)
+		buf.Write(e.Due.UTC().AppendFormat(nil, time.RFC3339Nano))
+		buf.WriteByte('"')
+	}
 	if len(e.Trace) > 0 {
 		tc, _ := json.Marshal(e.Trace) // map[string]string cannot fail
 		buf.WriteString(`,"tc":`)
@@ -165,7 +178,10 @@ func DecodeEnvelope(body []byte) (*Envelope, error) {
 }
 
 func (e *Envelope) check(n int) error {
-	return checkHeader(e.Version, e.ID, e.Queue, len(e.MessageIDs), n)
+	if err := checkHeader(e.Version, e.ID, e.Queue, len(e.MessageIDs), n); err != nil {
+		return err
+	}
+	return checkTimes(e.Created, e.Due)
 }
 
 func checkHeader(version int, id, queue string, ids, msgs int) error {
@@ -180,6 +196,18 @@ func checkHeader(version int, id, queue string, ids, msgs int) error {
 	return nil
 }
 
+// checkTimes refuses envelope times that are in UTC (as EncodeEnvelope writes them) outside
+// the years 0-9999 RFC 3339 can write, such as 9999-12-31T23:00:00-02:00: re-encoding them
+// (ReencodeAttempt on a retry) would give a batch that no longer decodes. Found by fuzzing.
+func checkTimes(times ...time.Time) error {
+	for _, t := range times {
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("%w: envelope time %s is outside the years 0-9999 in UTC", ErrUndecodable, t.Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
 // decodeTyped decodes a batch and its messages into T in one pass.
 func decodeTyped[T any](body []byte) (*typedEnvelope[T], error) {
 	var e typedEnvelope[T]
@@ -187,6 +215,9 @@ func decodeTyped[T any](body []byte) (*typedEnvelope[T], error) {
 		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
 	if err := checkHeader(e.Version, e.ID, e.Queue, int(e.MessageIDs), len(e.Messages)); err != nil {
+		return nil, err
+	}
+	if err := checkTimes(e.Created, e.Due); err != nil {
 		return nil, err
 	}
 	return &e, nil

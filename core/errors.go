@@ -10,6 +10,13 @@ var (
 	// it; the outbox sweep stops early when it sees it anywhere in an error chain.
 	ErrBackendUnavailable = errors.New("txmq: backend unavailable")
 
+	// ErrRejected means the backend (or core, before it) refused a batch or a message
+	// permanently: too large, or invalid in a way that waiting does not fix. It never wraps
+	// ErrBackendUnavailable: a refused batch is dead-lettered (reason "rejected"), never retried
+	// forever, and never stops an outbox sweep. Adapters classify such refusals into it in their
+	// one error-classification place; a publish over a size limit fails with it at the call site.
+	ErrRejected = errors.New("txmq: rejected by the backend")
+
 	// ErrLeaseLost means a settle or lease extension came from a node that no longer holds the
 	// batch's lease (it expired and the batch may already run elsewhere).
 	ErrLeaseLost = errors.New("txmq: lease lost")
@@ -33,6 +40,12 @@ var (
 	// ErrUndecodable means a stored batch could not be decoded; such a batch is dead-lettered
 	// at once and never retried.
 	ErrUndecodable = errors.New("txmq: undecodable batch")
+
+	// ErrAlreadyDeadLettered is what a DeadLetterSink returns (wrapped or as is) for a batch
+	// it already holds as a dead letter (same queue and batch id, not replayed since): it keeps
+	// the first reason, error and attempts, and core then drops the batch without calling
+	// OnError again, so the terminal path runs once per batch id across nodes.
+	ErrAlreadyDeadLettered = errors.New("txmq: batch already dead-lettered")
 
 	// ErrWorkerLost is the error given to OnError and the dead-letter sink for a batch whose
 	// runs kept ending without a settle (the node holding it died each time) until the retry

@@ -23,6 +23,34 @@ type fakeBackend struct {
 	// Optional overrides, for driver and lifecycle tests.
 	fetchFn   func(ctx context.Context, req FetchRequest) ([]*Claim, error)
 	publishFn func(ctx context.Context, b OutgoingBatch) error
+	// opFn, if set, is called first by Ack, Retry, Drop and Extend with the op's name; a
+	// non-nil error fails the call. calls counts every such call by op.
+	opFn  func(ctx context.Context, op string) error
+	calls map[string]int
+	// granted, if set, is the lease Extend grants whatever is asked (a JetStream AckWait).
+	granted time.Duration
+}
+
+// op records a call of op and returns opFn's verdict.
+func (f *fakeBackend) op(ctx context.Context, op string) error {
+	f.mu.Lock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[op]++
+	fn := f.opFn
+	f.mu.Unlock()
+	if fn != nil {
+		return fn(ctx, op)
+	}
+	return nil
+}
+
+// callCount returns how many times op was called.
+func (f *fakeBackend) callCount(op string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[op]
 }
 
 type fakeRetry struct {
@@ -57,31 +85,46 @@ func (f *fakeBackend) Fetch(ctx context.Context, req FetchRequest) ([]*Claim, er
 	return nil, nil
 }
 
-func (f *fakeBackend) Ack(_ context.Context, c *Claim) error {
+func (f *fakeBackend) Ack(ctx context.Context, c *Claim) error {
+	if err := f.op(ctx, "Ack"); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.acked = append(f.acked, c)
 	return nil
 }
 
-func (f *fakeBackend) Retry(_ context.Context, c *Claim, body []byte, delay time.Duration) error {
+func (f *fakeBackend) Retry(ctx context.Context, c *Claim, body []byte, delay time.Duration) error {
+	if err := f.op(ctx, "Retry"); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.retried = append(f.retried, fakeRetry{c, body, delay})
 	return nil
 }
 
-func (f *fakeBackend) Drop(_ context.Context, _ *Claim, reason string) error {
+func (f *fakeBackend) Drop(ctx context.Context, _ *Claim, reason string) error {
+	if err := f.op(ctx, "Drop"); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.dropped = append(f.dropped, reason)
 	return nil
 }
 
-func (f *fakeBackend) Extend(_ context.Context, c *Claim, lease time.Duration) error {
+func (f *fakeBackend) Extend(ctx context.Context, c *Claim, lease time.Duration) error {
+	if err := f.op(ctx, "Extend"); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	f.extends++
 	err := f.extendErr
+	if f.granted > 0 {
+		lease = f.granted
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return err

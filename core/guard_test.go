@@ -83,9 +83,10 @@ func (panicHandoff) Handoff(context.Context, []OutgoingBatch) error { panic("han
 // batch again and OnError would fire twice.
 func TestSlowOnErrorKeepsTheLease(t *testing.T) {
 	t.Parallel()
-	n, fb := newTestNode(t, &NodeOptions{Lease: 200 * time.Millisecond})
+	// A lease long enough that a loaded machine still confirms its extensions before the fence.
+	n, fb := newTestNode(t, &NodeOptions{Lease: time.Second})
 	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try, MaxAttempts: 1,
-		OnError: func([]int, error, int) error { time.Sleep(700 * time.Millisecond); return nil }})
+		OnError: func([]int, error, int) error { time.Sleep(1500 * time.Millisecond); return nil }})
 	_ = q.Listen(n, func(context.Context, []int) error { return errors.New("nope") })
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -94,11 +95,11 @@ func TestSlowOnErrorKeepsTheLease(t *testing.T) {
 	n.inflight["q"]++
 	n.workers.Add(1)
 	n.mu.Unlock()
-	n.work(n.listeners["q"], &Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(200 * time.Millisecond)})
+	n.work(n.listeners["q"], &Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(time.Second)})
 	fb.mu.Lock()
 	extends := fb.extends
 	fb.mu.Unlock()
 	if _, _, dropped := fb.counts(); dropped != 1 || extends == 0 {
-		t.Fatalf("dropped %d, lease extended %d times during a 700ms OnError on a 200ms lease; want 1 and > 0", dropped, extends)
+		t.Fatalf("dropped %d, lease extended %d times during a 1.5s OnError on a 1s lease; want 1 and > 0", dropped, extends)
 	}
 }

@@ -40,12 +40,17 @@ type Stats struct {
 	InFlight int64
 	// Buffered is the number of messages waiting in the publish buffer.
 	Buffered int64
+	// EarlyArrivals counts batches the backend handed out well before they were due (beyond
+	// the clock-skew allowance), which core gave back without a run; nonzero means an adapter
+	// bug.
+	EarlyArrivals int64
 }
 
 type counters struct {
 	publishedBatches, publishedMessages atomic.Int64
 	runs, succeeded, failed, retried    atomic.Int64
 	handedOff, leaseLost                atomic.Int64
+	early                               atomic.Int64
 	mu                                  sync.Mutex
 	dropped                             map[string]int64
 }

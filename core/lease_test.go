@@ -36,7 +36,7 @@ func TestLeaseLostCancelsTheListener(t *testing.T) {
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	<-startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(50 * time.Millisecond)})
+	<-startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(200 * time.Millisecond)})
 	if c := <-causes; !errors.Is(c, ErrLeaseLost) {
 		t.Fatalf("listener context cause %v, want ErrLeaseLost", c)
 	}
@@ -51,14 +51,14 @@ func TestLeaseLostCancelsTheListener(t *testing.T) {
 // lease keeps being extended during the wait.
 func TestCloseReleasesListenersPastTheDeadline(t *testing.T) {
 	t.Parallel()
-	n, fb := newTestNode(t, &NodeOptions{Lease: 200 * time.Millisecond})
+	n, fb := newTestNode(t, &NodeOptions{Lease: time.Second})
 	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try})
 	_ = q.Listen(n, func(ctx context.Context, _ []int) error { <-ctx.Done(); return ctx.Err() })
 	if err := n.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	// attempt 1 in the body and a first delivery: this is run 2.
-	done := startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 1, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(200 * time.Millisecond)})
+	done := startWork(n, &Claim{Queue: "q", ID: "b", Body: batchBody(t, 1, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(time.Second)})
 	waitFor(t, "the run", func() bool { return n.Stats().Runs == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net/url"
@@ -43,74 +44,30 @@ func Schemes() []string {
 
 // OpenBackend opens the backend named by rawURL (for example memory://, postgres://...,
 // redis://...). The adapter's package must be imported (often as _ "github.com/txmq/txmq/adapters/redis").
-// Errors never include the URL's password.
+// Errors never include the URL's secrets: they show Redact(rawURL), and the opener's error
+// goes through RedactError.
 func OpenBackend(ctx context.Context, rawURL string) (Backend, error) {
+	shown := Redact(rawURL)
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("%w: backend URL: %v", ErrInvalidConfig, redactErr(err, rawURL))
+		var uerr *url.Error
+		if errors.As(err, &uerr) {
+			err = uerr.Err // without the raw URL url.Error quotes
+		}
+		return nil, fmt.Errorf("%w: backend URL %s does not parse: %v; write scheme://[user:password@]host..., percent-encoding reserved characters in the password", ErrInvalidConfig, shown, RedactError(err, rawURL))
 	}
 	openersMu.RLock()
 	open := openers[strings.ToLower(u.Scheme)]
 	openersMu.RUnlock()
+	if open == nil && !strings.Contains(rawURL, "://") {
+		return nil, fmt.Errorf("%w: backend URL %s has no scheme; write scheme://..., one of: %s (import the adapter package to register its scheme)", ErrInvalidConfig, shown, strings.Join(Schemes(), ", "))
+	}
 	if open == nil {
-		return nil, fmt.Errorf("%w: backend URL %s: unknown scheme %q; registered schemes: %s (import the adapter package to register its scheme)", ErrInvalidConfig, RedactURL(u), u.Scheme, strings.Join(Schemes(), ", "))
+		return nil, fmt.Errorf("%w: backend URL %s: unknown scheme %q; registered schemes: %s (import the adapter package to register its scheme)", ErrInvalidConfig, shown, RedactText(u.Scheme, rawURL), strings.Join(Schemes(), ", "))
 	}
 	b, err := open(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("txmq: opening backend %s: %w", RedactURL(u), err)
+		return nil, fmt.Errorf("txmq: opening backend %s: %w", shown, RedactError(err, rawURL))
 	}
 	return b, nil
-}
-
-// RedactURL returns u as text with its password and the values of password-, secret- and
-// token-like query parameters replaced by "xxxxx", for logs and errors.
-func RedactURL(u *url.URL) string {
-	c := *u
-	if q := c.Query(); len(q) > 0 {
-		changed := false
-		for k := range q {
-			if SecretParam(k) {
-				q[k] = []string{"xxxxx"}
-				changed = true
-			}
-		}
-		if changed {
-			c.RawQuery = q.Encode()
-		}
-	}
-	return c.Redacted()
-}
-
-// secretWords mark a URL parameter or connection-string keyword whose value is a secret
-// (password, sslpassword, passwd, pwd, secret_key, token, credentials, ...).
-var secretWords = []string{"pass", "pwd", "secret", "token", "credential", "key"}
-
-// SecretWords returns the words that mark a parameter or keyword as holding a secret: a name
-// containing one of them (case-insensitively) is redacted from logs and errors.
-func SecretWords() []string { return append([]string(nil), secretWords...) }
-
-// SecretParam reports whether a URL query parameter's (or connection-string keyword's) name
-// says its value is a secret; see SecretWords.
-func SecretParam(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range secretWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// redactErr keeps a URL parse error from echoing a password.
-func redactErr(err error, raw string) string {
-	msg := err.Error()
-	if u, perr := url.Parse(raw); perr == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
-	}
-	if i := strings.Index(raw, "@"); i > 0 {
-		msg = strings.ReplaceAll(msg, raw[:i], "<redacted>")
-	}
-	return msg
 }

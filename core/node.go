@@ -32,7 +32,8 @@ type NodeOptions struct {
 	// ID names the node as lease owner. Default a new random id.
 	ID string
 	// Lease is how long a claim stays valid without extension; the node extends it while the
-	// listener runs. Default 30 s.
+	// listener runs, and fences a claim not confirmed extended by LeaseUntil -
+	// LeaseMargin(Lease) (see the package doc). Default 30 s, at least 100 ms.
 	Lease time.Duration
 	// PollWait is how long one Fetch may wait for work. Default: the backend's PollWaitHint if
 	// it has one (SQS: 20 s), else 1 s. A new listener or a freed slot interrupts the wait.
@@ -41,19 +42,37 @@ type NodeOptions struct {
 	FetchMax int
 	// Backoff gives the retry delay after a failed run (1-based). Default DefaultBackoff.
 	Backoff func(run int) time.Duration
-	// FlushWindow is the publish buffer's sliding window, reset by each message. Default 100 ms.
+	// FlushWindow is the publish buffer's sliding window: a queue's buffer is flushed once no
+	// message was added to it for this long. Default 20 ms.
 	FlushWindow time.Duration
-	// FlushCap is the longest a message waits in the buffer. Default 5 s.
+	// FlushCap bounds the wait from the first message in a queue's buffer: the buffer is flushed
+	// at most this long after it, however steadily messages keep coming. Default 100 ms, so a
+	// plain publish reaches the backend within about 100 ms at any rate.
 	FlushCap time.Duration
 	// FlushTick is how often the flusher checks the buffer. Default 10 ms.
 	FlushTick time.Duration
 	// ClaimTimeout bounds each claim, settle and lease call; these run detached from shutdown
 	// so stopping never strands claimed work. Default 10 s.
 	ClaimTimeout time.Duration
+	// CloseFlushTimeout bounds Close's final flush of the publish buffer, which runs on a
+	// context of its own whatever the ctx given to Close (even one already done): what the
+	// backend has not taken by then is handed to the outbox (Handoff). Default 15 s.
+	CloseFlushTimeout time.Duration
 	// InjectTrace, if set, returns the trace context to store in published batches.
 	InjectTrace func(ctx context.Context) map[string]string
 	// ExtractTrace, if set, returns the listener's context carrying a batch's trace context.
 	ExtractTrace func(ctx context.Context, trace map[string]string) context.Context
+	// MaxMessageBytes is the largest encoded (JSON) message a publish accepts, unless the
+	// queue's QueueConfig.MaxMessageBytes says otherwise; a larger one fails the publish call
+	// with an error wrapping ErrRejected, and nothing of the call is published. Default
+	// DefaultMaxMessageBytes (1 MiB); NoSizeLimit: no library limit. The backend's own limit
+	// (SizeLimiter) always applies. See the package doc's size limits.
+	MaxMessageBytes int
+	// MaxBatchBytes is the soft size limit of an encoded batch: publishes are cut into batches
+	// that stay under it (a batch always holds at least one message). Default
+	// DefaultMaxBatchBytes (8 MiB), and never below MaxMessageBytes; NoSizeLimit: no library
+	// limit. The backend's own limit always applies.
+	MaxBatchBytes int
 }
 
 // Node is one running core: it publishes through a coalescing buffer and, once started, fetches
@@ -90,9 +109,15 @@ type Node struct {
 	closeDone   chan struct{} // closed when the first Close (or Halt) has finished
 	closeDoneFn func()
 	halted      atomic.Bool
+	frozen      atomic.Bool
 	closing     atomic.Bool
 	loops       sync.WaitGroup
 	workers     sync.WaitGroup
+	extending   sync.WaitGroup // lease extensions in flight
+	extendsDone bool           // the lease loop ended: no more extensions (under mu)
+	extendSem   chan struct{}  // bounds them
+	margin      time.Duration  // LeaseMargin(opts.Lease)
+	terminals   terminalMemory // batch ids this node dead-lettered
 }
 
 // NewNode returns a node on opts.Backend. Publishing works at once; call Listen for each queue
@@ -119,15 +144,34 @@ func NewNode(opts *NodeOptions) (*Node, error) {
 		o.PollWait = h.PollWaitHint()
 	}
 	setDefault(&o.PollWait, time.Second)
-	setDefault(&o.FlushWindow, 100*time.Millisecond)
-	setDefault(&o.FlushCap, 5*time.Second)
+	setDefault(&o.FlushWindow, 20*time.Millisecond)
+	setDefault(&o.FlushCap, 100*time.Millisecond)
 	setDefault(&o.FlushTick, 10*time.Millisecond)
 	setDefault(&o.ClaimTimeout, 10*time.Second)
+	setDefault(&o.CloseFlushTimeout, 15*time.Second)
 	if o.FetchMax <= 0 {
 		o.FetchMax = 100
 	}
 	if o.Backoff == nil {
 		o.Backoff = DefaultBackoff
+	}
+	for _, s := range []struct {
+		name string
+		v    *int
+		def  int
+	}{{"MaxMessageBytes", &o.MaxMessageBytes, DefaultMaxMessageBytes}, {"MaxBatchBytes", &o.MaxBatchBytes, DefaultMaxBatchBytes}} {
+		if *s.v < 0 && *s.v != NoSizeLimit {
+			return nil, fmt.Errorf("%w: NodeOptions.%s is %d; use a size in bytes > 0, 0 for the default %d, or core.NoSizeLimit", ErrInvalidConfig, s.name, *s.v, s.def)
+		}
+	}
+	if opts.MaxMessageBytes > 0 && opts.MaxBatchBytes > 0 && opts.MaxBatchBytes < opts.MaxMessageBytes {
+		return nil, fmt.Errorf("%w: NodeOptions.MaxBatchBytes %d is below NodeOptions.MaxMessageBytes %d; a batch must hold one message of the largest size", ErrInvalidConfig, opts.MaxBatchBytes, opts.MaxMessageBytes)
+	}
+	if o.MaxMessageBytes == 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.MaxBatchBytes == 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
 	}
 	if o.Lease < 100*time.Millisecond {
 		return nil, fmt.Errorf("%w: NodeOptions.Lease is %v; use at least 100ms (default 30s)", ErrInvalidConfig, o.Lease)
@@ -141,6 +185,8 @@ func NewNode(opts *NodeOptions) (*Node, error) {
 		wake:      make(chan struct{}, 1),
 		flushStop: make(chan struct{}),
 		closeDone: make(chan struct{}),
+		extendSem: make(chan struct{}, extendConcurrency),
+		margin:    LeaseMargin(o.Lease),
 	}
 	n.buf = newBuffer(o.FlushWindow, o.FlushCap, func() {
 		n.loops.Add(1)
@@ -218,7 +264,9 @@ func (n *Node) Start(ctx context.Context) error {
 }
 
 // Close stops fetching, flushes the publish buffer (publishing what it holds, or handing it to
-// the outbox), and waits for running listeners until ctx is done; then it cancels their
+// the outbox) on a context of its own bounded by NodeOptions.CloseFlushTimeout, whatever ctx
+// is (the usual `<-ctx.Done(); node.Close(ctx)` loses nothing), and waits for running
+// listeners until ctx is done: ctx bounds only that wait. Then it cancels their
 // contexts, waits for them to return and releases their batches for another run that does not
 // count against the budget. A listener that ignores its context therefore delays Close.
 // Listeners may still publish while Close waits for them; what they publish is flushed before
@@ -242,15 +290,20 @@ func (n *Node) Close(ctx context.Context) error {
 	defer n.closeDoneFn()
 	n.stop()
 	n.cancelFetch()
-	n.flushAll(ctx)
+	// The buffer drains on its own bounded context: ctx bounds only the wait for listeners.
+	n.closeFlush()
 	done := make(chan struct{})
 	go func() { n.workers.Wait(); close(done) }()
 	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = fmt.Errorf("txmq: node %s: listeners still running at close, released for another run: %w", n.id, ctx.Err())
-		n.runCancel()
+		// A ctx already done is no error when no listener runs (workers may still be
+		// settling, each bounded by ClaimTimeout).
+		if n.listenersRunning() {
+			err = fmt.Errorf("txmq: node %s: listeners still running at close, released for another run: %w", n.id, ctx.Err())
+			n.runCancel()
+		}
 		<-done
 	}
 	n.runCancel()
@@ -259,8 +312,16 @@ func (n *Node) Close(ctx context.Context) error {
 	n.buf.seal()
 	n.stopFlusher()
 	n.loops.Wait()
-	n.flushAll(ctx)
+	n.closeFlush() // what listeners published while Close waited for them
 	return err
+}
+
+// closeFlush drains the publish buffer for Close on a context of its own, bounded by
+// CloseFlushTimeout and detached from Close's ctx.
+func (n *Node) closeFlush() {
+	ctx, cancel := context.WithTimeout(context.Background(), n.opts.CloseFlushTimeout)
+	defer cancel()
+	n.flushAll(ctx)
 }
 
 // Halt stops the node at once as if its process died: no settle, no lease extension, no drain;
@@ -280,6 +341,35 @@ func (n *Node) Halt() {
 	n.closeDoneFn()
 }
 
+// listenersRunning reports whether a batch of this node holds a slot (its listener or its
+// terminal path runs).
+func (n *Node) listenersRunning() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, v := range n.inflight {
+		if v > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Freeze simulates a paused process (a long GC pause, SIGSTOP, an overloaded VM) for fault
+// tests (parity): the node stops fetching and extending leases until Thaw, while its running
+// listeners go on. Its fence timers still run, so a claim not confirmed extended before
+// LeaseUntil - LeaseMargin is cancelled with ErrLeaseLost and never settled. It is never
+// needed in an app.
+func (n *Node) Freeze() {
+	n.frozen.Store(true)
+	n.cancelFetch()
+}
+
+// Thaw ends a Freeze: the node fetches and extends leases again.
+func (n *Node) Thaw() {
+	n.frozen.Store(false)
+	n.signal()
+}
+
 // Stats returns the node's counters.
 func (n *Node) Stats() Stats {
 	s := Stats{
@@ -289,6 +379,7 @@ func (n *Node) Stats() Stats {
 		Succeeded:         n.stats.succeeded.Load(),
 		Failed:            n.stats.failed.Load(),
 		Retried:           n.stats.retried.Load(),
+		EarlyArrivals:     n.stats.early.Load(),
 		HandedOff:         n.stats.handedOff.Load(),
 		LeaseLost:         n.stats.leaseLost.Load(),
 		Dropped:           map[string]int64{},

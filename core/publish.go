@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -20,6 +21,11 @@ func (n *Node) publish(ctx context.Context, p *Pending) error {
 	if n.opts.InjectTrace != nil {
 		p.Trace = n.opts.InjectTrace(ctx)
 	}
+	lim := n.limits(spec, p.Trace)
+	if err := lim.checkSizes(p); err != nil {
+		return err
+	}
+	p.maxBatchBytes = lim.batch
 	tx, inTx := TxFromContext(ctx)
 	switch {
 	case inTx && (spec.tx == Require || spec.tx == Try):
@@ -119,6 +125,9 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 			bs, _ = batches(qb.pending, now, false)
 		}
 		all = append(all, bs...)
+		// The envelopes hold copies of the messages: let the encoded messages go now, so a
+		// large message is not held twice while it is stored.
+		qb.pending = nil
 	}
 	if len(all) == 1 {
 		n.store(ctx, all[0])
@@ -151,6 +160,10 @@ func (n *Node) store(ctx context.Context, b OutgoingBatch) {
 		if n.hooks.Published != nil {
 			n.safeHook("Published", func() { n.hooks.Published(b.Queue, msgs) })
 		}
+		return
+	}
+	if errors.Is(err, ErrRejected) && !isUnavailable(err) {
+		n.rejected(ctx, b, err)
 		return
 	}
 	if n.opts.Handoff == nil {

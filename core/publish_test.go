@@ -438,3 +438,32 @@ func (h *ctxHandoff) Handoff(ctx context.Context, bs []OutgoingBatch) error {
 	}
 	return nil
 }
+
+// TestDefaultFlushBound: at the defaults, a steady stream (a message every 5 ms, so the
+// 20 ms window never goes quiet) is flushed 100 ms after its first message, not later: a
+// plain publish's wait in the buffer is bounded from the first message at any rate.
+func TestDefaultFlushBound(t *testing.T) {
+	t.Parallel()
+	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	n, fb := newTestNode(t, &NodeOptions{Clock: clock, FlushTick: time.Millisecond})
+	if n.opts.FlushWindow != 20*time.Millisecond || n.opts.FlushCap != 100*time.Millisecond {
+		t.Fatalf("defaults: FlushWindow %v, FlushCap %v; want 20ms and 100ms", n.opts.FlushWindow, n.opts.FlushCap)
+	}
+	q := MustDeclare(n.Registry(), "q", QueueConfig[int]{Transactional: Try})
+	for i := range 20 { // +0 ms .. +95 ms
+		_ = q.Publish(context.Background(), n, i)
+		time.Sleep(2 * time.Millisecond) // let the flusher tick on the unmoved clock
+		if len(fb.batches()) != 0 {
+			t.Fatalf("flushed at +%v, before the cap, with the window never quiet", time.Duration(i)*5*time.Millisecond)
+		}
+		clock.Add(5 * time.Millisecond)
+	}
+	// The clock reads +100 ms: the cap from the first message is reached.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(fb.batches()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if got := len(fb.batches()); got != 1 {
+		t.Fatalf("%d batches at +100 ms, want the 20 messages in 1", got)
+	}
+}

@@ -67,7 +67,7 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	if err != nil {
 		return err
 	}
-	return n.publish(ctx, &Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, spec: q.spec})
+	return n.publish(ctx, &Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, spec: q.spec, clock: n.clock})
 }
 
 // encodeMessages encodes each message and checks its JSON round trip. Values are kept boxed
@@ -165,7 +165,7 @@ func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error)
 			return nil, fmt.Errorf("%w: batch %s names queue %q but was stored in %q", ErrUndecodable, env.ID, env.Queue, q.spec.name)
 		}
 		d := &decoded{
-			id: env.ID, attempt: env.Attempt, created: env.Created, trace: env.Trace,
+			id: env.ID, attempt: env.Attempt, created: env.Created, due: env.Due, trace: env.Trace,
 			count: len(env.Messages),
 			run:   func(ctx context.Context) error { return fn(ctx, env.Messages) },
 		}
@@ -182,6 +182,7 @@ type decoded struct {
 	id      string
 	attempt int
 	created time.Time
+	due     time.Time // the publisher's due time, zero for none (see Envelope.Due)
 	trace   map[string]string
 	count   int
 	run     func(ctx context.Context) error

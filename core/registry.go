@@ -47,6 +47,8 @@ type declKey struct {
 	capFunc        bool
 	maxBatch       int
 	maxAttempts    int
+	maxMsgBytes    int
+	maxBatchBytes  int
 	dedup, onError bool
 }
 
@@ -61,6 +63,8 @@ type queueSpec struct {
 	conc        Concurrency
 	maxBatch    int
 	maxAttempts int
+	// maxMessageBytes and maxBatchBytes are the queue's size settings (0: the node's).
+	maxMessageBytes, maxBatchBytes int
 	// dedup maps messages (with their boxed values) to the messages to store; nil if unset.
 	dedup func([]Message) ([]Message, error)
 	// typed is the *Queue[T] handed out for this declaration.
@@ -102,15 +106,17 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
 	key := declKey{
-		typ:         reflect.TypeFor[T]().String(),
-		tx:          cfg.Transactional,
-		exclusive:   cfg.Exclusive,
-		capN:        cfg.MaxConcurrentBatches.n,
-		capFunc:     cfg.MaxConcurrentBatches.fn != nil,
-		maxBatch:    cfg.MaxBatchMessages,
-		maxAttempts: cfg.MaxAttempts,
-		dedup:       cfg.Dedup != nil,
-		onError:     cfg.OnError != nil,
+		typ:           reflect.TypeFor[T]().String(),
+		tx:            cfg.Transactional,
+		exclusive:     cfg.Exclusive,
+		capN:          cfg.MaxConcurrentBatches.n,
+		capFunc:       cfg.MaxConcurrentBatches.fn != nil,
+		maxBatch:      cfg.MaxBatchMessages,
+		maxAttempts:   cfg.MaxAttempts,
+		maxMsgBytes:   cfg.MaxMessageBytes,
+		maxBatchBytes: cfg.MaxBatchBytes,
+		dedup:         cfg.Dedup != nil,
+		onError:       cfg.OnError != nil,
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -126,15 +132,17 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		return nil, fmt.Errorf("%w: queue %q is declared again at %s with different settings (%+v before, %+v now); a queue has one declaration", ErrInvalidConfig, name, site, prev.key, key)
 	}
 	spec := &queueSpec{
-		name:        name,
-		site:        site,
-		key:         key,
-		reg:         reg,
-		tx:          cfg.Transactional,
-		exclusive:   cfg.Exclusive,
-		conc:        cfg.MaxConcurrentBatches,
-		maxBatch:    cfg.MaxBatchMessages,
-		maxAttempts: cfg.MaxAttempts,
+		name:            name,
+		site:            site,
+		key:             key,
+		reg:             reg,
+		tx:              cfg.Transactional,
+		exclusive:       cfg.Exclusive,
+		conc:            cfg.MaxConcurrentBatches,
+		maxBatch:        cfg.MaxBatchMessages,
+		maxAttempts:     cfg.MaxAttempts,
+		maxMessageBytes: cfg.MaxMessageBytes,
+		maxBatchBytes:   cfg.MaxBatchBytes,
 	}
 	if cfg.Dedup != nil {
 		spec.dedup = typedDedup(name, cfg.Dedup)

@@ -14,8 +14,17 @@ type Handoff interface {
 
 // DeadLetterSink stores batches that core gave up on, so an operator can inspect and replay them.
 // The outbox package implements it in the app's database.
+//
+// The terminal path (dead letter, OnError) runs once per batch id: a batch whose Drop failed
+// comes back after its lease expires, possibly on another node. A node remembers the batch ids
+// it dead-lettered (bounded, in memory) and drops such a batch again quietly; a sink makes that
+// hold across nodes and restarts by returning ErrAlreadyDeadLettered for a batch id it already
+// holds (keeping the first reason, error and attempts), and core then skips OnError. Without a
+// sink, the guarantee is per node only: another node may call OnError a second time.
 type DeadLetterSink interface {
-	// DeadLetter stores one dropped batch or returns an error.
+	// DeadLetter stores one dropped batch or returns an error; for a batch (queue and
+	// non-empty batch id) it already holds as dead, it keeps the stored row as is and returns
+	// an error wrapping ErrAlreadyDeadLettered.
 	DeadLetter(ctx context.Context, dl *DeadLetter) error
 }
 

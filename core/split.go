@@ -5,7 +5,7 @@ import "fmt"
 // SplitEnvelope cuts an encoded batch into two batches of about half its messages each, for an
 // adapter that cannot store the batch whole (a message size limit) and has nowhere else to put
 // it. Each half keeps the attempt count, the trace context and the message ids, and gets a new
-// batch id. A batch of one message cannot be split: that is an error wrapping
+// batch id. A batch of one message cannot be split: that is an error wrapping ErrRejected and
 // ErrInvalidPayload. Splitting is the one sanctioned case of an adapter looking inside a batch.
 func SplitEnvelope(body []byte) ([][]byte, error) {
 	e, err := DecodeEnvelope(body)
@@ -13,7 +13,7 @@ func SplitEnvelope(body []byte) ([][]byte, error) {
 		return nil, err
 	}
 	if len(e.Messages) < 2 {
-		return nil, fmt.Errorf("%w: queue %q, batch %s: one message of %d bytes is larger than the backend can store", ErrInvalidPayload, e.Queue, e.ID, len(body))
+		return nil, fmt.Errorf("%w (%w): queue %q, batch %s: one message of %d bytes is larger than the backend can store", ErrRejected, ErrInvalidPayload, e.Queue, e.ID, len(body))
 	}
 	half := len(e.Messages) / 2
 	out := make([][]byte, 0, 2)

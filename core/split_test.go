@@ -35,7 +35,7 @@ func TestSplitEnvelope(t *testing.T) {
 		t.Fatalf("message ids %v, want %v", ids, e.MessageIDs)
 	}
 	one := &Envelope{ID: "b", Queue: "q", MessageIDs: []string{"m"}, Messages: e.Messages[:1]}
-	if _, err := SplitEnvelope(EncodeEnvelope(one)); !errors.Is(err, ErrInvalidPayload) {
+	if _, err := SplitEnvelope(EncodeEnvelope(one)); !errors.Is(err, ErrInvalidPayload) || !errors.Is(err, ErrRejected) {
 		t.Fatalf("one message: %v", err)
 	}
 }

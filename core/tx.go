@@ -46,13 +46,18 @@ type Pending struct {
 	// Trace is the publisher's trace context, if any.
 	Trace map[string]string
 
-	spec *queueSpec
+	spec  *queueSpec
+	clock Clock // the publishing node's clock, on which NotBefore was computed
+	// maxBatchBytes is the batch size limit in force when the call was published (0: none).
+	maxBatchBytes int
 }
 
 // Batches applies the queue's Dedup to the messages of ps, cuts them into batches of at most
-// MaxBatchMessages and encodes each. All of ps must be of one queue; messages with different
+// MaxBatchMessages and at most the batch size limit in force at publish (see the package doc's
+// size limits), and encodes each. All of ps must be of one queue; messages with different
 // NotBefore times go in different batches (in order of first appearance), each with the trace
-// context of its first publish. The outbox calls it before commit.
+// context of its first publish. Each batch's Delay is its due time minus the publishing node's
+// clock now (now when the Pending was not made by a node). The outbox calls it before commit.
 func Batches(ps []*Pending, now time.Time) ([]OutgoingBatch, error) {
 	return batches(ps, now, true)
 }
@@ -72,10 +77,12 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 		return nil, fmt.Errorf("%w: Pending for queue %q was not made by core", ErrInvalidConfig, ps[0].Queue)
 	}
 	type group struct {
-		due   time.Time
-		trace map[string]string
-		count int
-		msgs  []Message
+		due      time.Time
+		clock    Clock
+		trace    map[string]string
+		count    int
+		msgs     []Message
+		maxBytes int // the lowest batch size limit of its publishes; 0: none
 	}
 	// First pass: find each publish's group (by exact due time) and count the messages, so
 	// that each group's slice is allocated once. Most flushes have a single group.
@@ -92,7 +99,7 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 		switch {
 		case g >= 0 && groups[g].due.Equal(p.NotBefore):
 		case g < 0:
-			groups = append(groups, group{due: p.NotBefore, trace: p.Trace})
+			groups = append(groups, group{due: p.NotBefore, clock: p.clock, trace: p.Trace})
 			g = 0
 		default:
 			if index == nil { // a second due time: until now there was one group
@@ -103,11 +110,14 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 			if g, ok = index[k]; !ok {
 				g = len(groups)
 				index[k] = g
-				groups = append(groups, group{due: p.NotBefore, trace: p.Trace})
+				groups = append(groups, group{due: p.NotBefore, clock: p.clock, trace: p.Trace})
 			}
 		}
 		of[i] = g
 		groups[g].count += len(p.Messages)
+		if l := p.maxBatchBytes; l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
+			groups[g].maxBytes = l
+		}
 	}
 	for i, p := range ps {
 		g := &groups[of[i]]
@@ -125,24 +135,49 @@ func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) 
 				return nil, err
 			}
 		}
-		out = appendBatches(out, spec, msgs, g.due, g.trace, now)
+		var delay time.Duration
+		if !g.due.IsZero() {
+			pubNow := now
+			if g.clock != nil {
+				pubNow = g.clock.Now()
+			}
+			delay = g.due.Sub(pubNow)
+		}
+		out = appendBatches(out, spec, msgs, g.due, delay, g.trace, now, g.maxBytes)
 	}
 	return out, nil
 }
 
-// appendBatches slices msgs by the queue's MaxBatchMessages and encodes each slice.
-func appendBatches(out []OutgoingBatch, spec *queueSpec, msgs []Message, due time.Time, trace map[string]string, now time.Time) []OutgoingBatch {
+// appendBatches slices msgs by the queue's MaxBatchMessages and encodes each slice. due is the
+// publisher's due time and delay what is left of it by the publisher's clock; a batch whose
+// delay is not positive is due now (zero NotBefore and Delay, no due time in the envelope).
+// When maxBytes > 0, slices are also cut so that each encoded batch stays within maxBytes (at
+// least one message per batch).
+func appendBatches(out []OutgoingBatch, spec *queueSpec, msgs []Message, due time.Time, delay time.Duration, trace map[string]string, now time.Time, maxBytes int) []OutgoingBatch {
+	if delay <= 0 {
+		due, delay = time.Time{}, 0
+	}
 	for len(msgs) > 0 {
 		n := min(len(msgs), spec.maxBatch)
+		if maxBytes > 0 {
+			size := envelopeOverhead(spec.name, trace)
+			for i := range n {
+				size += len(msgs[i].Body) + len(msgs[i].ID) + perMessageOverhead
+				if i > 0 && size > maxBytes {
+					n = i
+					break
+				}
+			}
+		}
 		chunk := msgs[:n]
 		msgs = msgs[n:]
-		env := &Envelope{ID: NewID(), Queue: spec.name, Created: now, Trace: trace,
+		env := &Envelope{ID: NewID(), Queue: spec.name, Created: now, Due: due, Trace: trace,
 			MessageIDs: make([]string, n), Messages: make([]json.RawMessage, 0, n)}
 		for i, m := range chunk {
 			env.MessageIDs[i] = m.ID
 			env.Messages = append(env.Messages, m.Body)
 		}
-		out = append(out, OutgoingBatch{ID: env.ID, Queue: spec.name, Body: EncodeEnvelope(env), NotBefore: due, Exclusive: spec.exclusive, Messages: n})
+		out = append(out, OutgoingBatch{ID: env.ID, Queue: spec.name, Body: EncodeEnvelope(env), Delay: delay, NotBefore: due, Exclusive: spec.exclusive, Messages: n})
 	}
 	return out
 }

@@ -10,14 +10,21 @@ import (
 	"time"
 )
 
-// running is one batch a worker holds, from decode to settle, shared with the lease loop.
+// running is one batch a worker holds, from decode to settle, shared with the lease loop and
+// the claim's fence timer.
 type running struct {
-	claim  *Claim
-	cancel context.CancelCauseFunc
-	lost   atomic.Bool // the lease was lost (set by the lease loop)
+	claim     *Claim
+	cancel    context.CancelCauseFunc
+	lost      atomic.Bool // the lease was lost or fenced; written under fmu
+	extending atomic.Bool // an extension is in flight
 
 	mu      sync.Mutex // serialises Extend with the settle of the same claim
 	settled bool
+
+	fmu     sync.Mutex  // guards the fence
+	fenceAt time.Time   // confirmed lease end minus the margin, on this node's clock
+	fence   *time.Timer // fires at fenceAt
+	done    bool        // the worker is done with the claim
 }
 
 // work runs one claimed batch through the policy: decode first, then the run-count check, the
@@ -37,9 +44,21 @@ func (n *Node) work(l *listener, c *Claim) {
 	ctx, cancel := context.WithCancelCause(n.runCtx)
 	defer cancel(nil)
 	r := &running{claim: c, cancel: cancel}
+	if !n.startFence(r) {
+		n.stats.leaseLost.Add(1)
+		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
+		return
+	}
+	defer n.stopFence(r)
+	ctx = context.WithValue(ctx, leaseKey{}, r)
 	n.mu.Lock()
 	n.running[r] = struct{}{}
 	n.mu.Unlock()
+	if n.dueForExtension(r) {
+		// A claim that waited (in an adapter's stash, a slow dispatch) is extended at once
+		// rather than at the lease loop's next tick, to leave its extension the most time.
+		n.extendAsync(r)
+	}
 	defer func() {
 		n.mu.Lock()
 		delete(n.running, r)
@@ -49,6 +68,9 @@ func (n *Node) work(l *listener, c *Claim) {
 	d, err := safeDecode(l, c.Body)
 	if err != nil {
 		n.terminal(r, l.spec, nil, ReasonUndecodable, err, 0)
+		return
+	}
+	if n.notYetDue(r, d) {
 		return
 	}
 	run := d.attempt + c.Deliveries
@@ -74,6 +96,11 @@ func (n *Node) work(l *listener, c *Claim) {
 	}
 
 	switch {
+	case r.lost.Load() || errors.Is(cause, ErrLeaseLost):
+		// Fenced or lost: another node may hold the batch now; settling it here, even an Ack
+		// of a run that succeeded, would act on a claim this node no longer holds.
+		n.stats.failed.Add(1)
+		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.id, "run", run, "error", runErr)
 	case runErr == nil:
 		n.stats.succeeded.Add(1)
 		// The listener is done: its slot is free for the next batch while the Ack travels (the
@@ -81,9 +108,6 @@ func (n *Node) work(l *listener, c *Claim) {
 		// in flight until then). On a remote backend this overlaps the next claim with the Ack.
 		release()
 		n.settleErr(c, "ack", n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) }))
-	case r.lost.Load() || errors.Is(cause, ErrLeaseLost):
-		n.stats.failed.Add(1)
-		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.id, "run", run)
 	case n.closing.Load() && cause != nil:
 		// Cancelled by Close: give the run back without spending the budget.
 		n.stats.failed.Add(1)
@@ -97,15 +121,45 @@ func (n *Node) work(l *listener, c *Claim) {
 	}
 }
 
-// settle runs one settling backend call (Ack, Retry, Drop) on a detached context with its own
-// timeout, after which the lease loop leaves the claim alone.
+// settleAttempts is how many times a settle is tried when the backend is unavailable, before
+// the batch is left to come back after its lease expires.
+const settleAttempts = 3
+
+// settleBackoff is the pause before settle attempt i+1 (i from 0).
+func settleBackoff(i int) time.Duration { return jitter(50 * time.Millisecond << i) }
+
+// settle runs one settling backend call (Ack, Retry, Drop) on a detached context bounded by
+// ClaimTimeout and by the claim's fence, after which the lease loop leaves the claim alone. A
+// claim that is lost or past its fence is not settled (errFenced). A call failing with
+// ErrBackendUnavailable is tried again, settleAttempts in all with a short backoff, while the
+// fence allows; then the error is returned and the batch comes back after its lease expires.
 func (n *Node) settle(r *running, op string, fn func(ctx context.Context) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.settled = true
-	ctx, cancel := n.claimCtx()
-	defer cancel()
-	return safeCall("backend "+op, func() error { return fn(ctx) })
+	var err error
+	for i := range settleAttempts {
+		fenceAt, ok := n.holds(r)
+		if !ok {
+			if err != nil {
+				return fmt.Errorf("%w; last %s error: %w", errFenced, op, err)
+			}
+			return errFenced
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), earliest(fenceAt, time.Now().Add(n.opts.ClaimTimeout)))
+		err = safeCall("backend "+op, func() error { return fn(ctx) })
+		cancel()
+		if err == nil || !isUnavailable(err) || i == settleAttempts-1 {
+			return err
+		}
+		wait := settleBackoff(i)
+		if !time.Now().Add(wait).Before(fenceAt) {
+			return err
+		}
+		n.log.Warn("txmq: "+op+" failed: backend unavailable; trying again", "queue", r.claim.Queue, "batch", r.claim.ID, "attempt", i+1, "retry_in", wait, "error", err)
+		time.Sleep(wait)
+	}
+	return err
 }
 
 // backoff returns the retry delay after run; a panicking Backoff falls back to DefaultBackoff.
@@ -157,6 +211,11 @@ func (n *Node) settleErr(c *Claim, op string, err error) {
 	if err == nil {
 		return
 	}
+	if errors.Is(err, errFenced) {
+		// Counted as a lost lease when the fence fired.
+		n.log.Warn("txmq: "+op+" not attempted: the claim passed its fence; the batch may run again elsewhere", "queue", c.Queue, "batch", c.ID, "error", err)
+		return
+	}
 	if errors.Is(err, ErrLeaseLost) {
 		n.stats.leaseLost.Add(1)
 		n.log.Warn("txmq: "+op+" rejected: lease lost; the batch may run again elsewhere", "queue", c.Queue, "batch", c.ID)
@@ -165,17 +224,26 @@ func (n *Node) settleErr(c *Claim, op string, err error) {
 	n.log.Error("txmq: "+op+" failed; the batch returns after its lease expires", "queue", c.Queue, "batch", c.ID, "error", err)
 }
 
-// terminal drops a batch: count and log, dead-letter it, call OnError, then remove it from the
+// terminal drops a batch: dead-letter it, count and log, call OnError, then remove it from the
 // backend. Each step is guarded; none can cause a redelivery. The lease is extended meanwhile.
+// It runs once per batch id: a batch this node already took down this path (its Drop failed
+// and it came back), or one the sink reports as already dead-lettered (ErrAlreadyDeadLettered),
+// is only dropped again, without a second dead letter, count or OnError.
 func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, cause error, attempts int) {
 	c := r.claim
 	msgs, id := 0, c.ID
 	if d != nil {
 		msgs, id = d.count, d.id
 	}
-	n.guard("drop bookkeeping", func() {
-		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)
-	})
+	drop := func() {
+		n.settleErr(c, "drop", n.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
+	}
+	key := terminalKey(c.Queue, id)
+	if id != "" && n.terminals.seen(key) {
+		n.log.Warn("txmq: batch came back after this node dead-lettered it (its Drop failed); dropping it again", "queue", c.Queue, "batch", id, "reason", reason)
+		drop()
+		return
+	}
 	if sink := n.opts.DeadLetters; sink != nil {
 		var err error
 		if perr := n.guard("dead-letter sink", func() {
@@ -186,12 +254,24 @@ func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, 
 		}); perr != nil {
 			err = perr
 		}
-		if err != nil {
+		switch {
+		case id != "" && errors.Is(err, ErrAlreadyDeadLettered):
+			n.terminals.add(key)
+			n.log.Warn("txmq: batch already dead-lettered (the store keeps its first reason); dropping it again without OnError", "queue", c.Queue, "batch", id, "reason", reason)
+			drop()
+			return
+		case err != nil:
 			n.guard("drop bookkeeping", func() {
 				n.dropped(c.Queue, ReasonDeadLetterFailed, msgs, "txmq: dead-letter sink failed; batch dropped without a dead letter", "batch", id, "error", err)
 			})
 		}
 	}
+	if id != "" {
+		n.terminals.add(key)
+	}
+	n.guard("drop bookkeeping", func() {
+		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)
+	})
 	if d != nil && d.onError != nil {
 		n.guard("OnError", func() {
 			if err := d.onError(cause, attempts); err != nil {
@@ -199,7 +279,7 @@ func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, 
 			}
 		})
 	}
-	n.settleErr(c, "drop", n.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
+	drop()
 }
 
 // guard runs fn, logging a panic and returning it as an error instead of propagating it.

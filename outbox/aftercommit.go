@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/txmq/txmq/core"
 )
 
@@ -176,7 +178,8 @@ func (s *Store) closeAfterCommit(ctx context.Context) error {
 //     dbGrace), so that no relay or sweep, of this process or another, publishes them too;
 //  2. publish them one by one within Options.PublishTimeout (see publishOne);
 //  3. delete the published rows in one statement; a failed row counts an attempt and is
-//     scheduled with backoff, as in the sweep; on an unavailable backend (or a spent budget)
+//     scheduled with backoff, or moves to the dead-letter table if it is poison, as in the
+//     sweep (recordCommitFailure); on an unavailable backend (or a spent budget)
 //     the rows not published get their lease back (no next-attempt time): the sweep takes
 //     them over after Options.RecoveryAge, no attempt counted.
 //
@@ -221,16 +224,7 @@ func (s *Store) publishCommitted(rows []row) {
 			released = appendIDs(released, claimed[i:])
 			break
 		}
-		attempts := r.attempts + 1
-		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
-		s.log.Warn("txmq outbox: publish failed, row scheduled again",
-			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", viaCommit, "attempts", attempts, "retry_in", delay, "error", perr)
-		if _, err := s.pool.Exec(db, `UPDATE `+s.outbox+` SET attempts = attempts + 1, last_error = $2,
-			next_attempt_at = now() + $3 * interval '1 microsecond' WHERE id = $1`,
-			r.id, errorText(perr.Error(), maxErrorText), delay.Microseconds()); err != nil {
-			s.log.Error("txmq outbox: recording a failed publish after commit failed; the row is retried once its lease ends",
-				"queue", r.batch.Queue, "row", r.id, "error", err)
-		}
+		s.recordCommitFailure(db, r, perr)
 	}
 	if len(published) > 0 {
 		if _, err := s.pool.Exec(db, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
@@ -247,33 +241,59 @@ func (s *Store) publishCommitted(rows []row) {
 	}
 }
 
+// recordCommitFailure records a failed publish of r (not an unavailable backend) in a
+// transaction of its own, as publishLocked does for the sweep: a poison row (refused
+// permanently, or past Options.MaxAttempts) moves to the dead-letter table; any other counts
+// an attempt and is scheduled again with backoff.
+func (s *Store) recordCommitFailure(db context.Context, r row, perr error) {
+	attempts := r.attempts + 1
+	err := pgx.BeginFunc(db, s.pool, func(tx pgx.Tx) error {
+		if reason := poisonReason(perr, attempts, s.o.MaxAttempts); reason != "" {
+			moved, err := s.deadLetterRow(db, tx, r, viaCommit, reason, attempts, perr)
+			if err != nil || moved {
+				return err
+			}
+		}
+		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
+		s.log.Warn("txmq outbox: publish failed, row scheduled again",
+			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", viaCommit, "attempts", attempts, "retry_in", delay, "error", perr)
+		_, err := tx.Exec(db, `UPDATE `+s.outbox+` SET attempts = attempts + 1, last_error = $2,
+			next_attempt_at = now() + $3 * interval '1 microsecond' WHERE id = $1`,
+			r.id, errorText(perr.Error(), maxErrorText), delay.Microseconds())
+		return err
+	})
+	if err != nil {
+		s.log.Error("txmq outbox: recording a failed publish after commit failed; the row is retried once its lease ends",
+			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "error", err, "publish_error", perr)
+	}
+}
+
 // leaseCommitted claims the rows of rows that no one took yet (see publishCommitted) and
-// returns them, in id order.
+// returns them in id order, each with the delay it still has, read from its due time on the
+// database's clock.
 func (s *Store) leaseCommitted(ctx context.Context, rows []row) ([]row, error) {
 	ids := appendIDs(make([]int64, 0, len(rows)), rows)
 	lease := s.o.PublishTimeout + dbGrace
 	got, err := s.pool.Query(ctx, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
 		free AS (SELECT id FROM `+s.outbox+` WHERE id = ANY($1) AND next_attempt_at IS NULL FOR UPDATE SKIP LOCKED)
 		UPDATE `+s.outbox+` o SET next_attempt_at = now() + $2 * interval '1 microsecond'
-		FROM free, async WHERE o.id = free.id RETURNING o.id`, ids, lease.Microseconds())
+		FROM free, async WHERE o.id = free.id RETURNING o.id, `+remainingSQL, ids, lease.Microseconds())
 	if err != nil {
 		return nil, err
 	}
-	leased := map[int64]bool{}
-	for got.Next() {
-		var id int64
-		if err := got.Scan(&id); err != nil {
-			got.Close()
-			return nil, err
-		}
-		leased[id] = true
-	}
-	if err := got.Err(); err != nil {
+	leased := map[int64]*int64{}
+	var id int64
+	var left *int64
+	if _, err := pgx.ForEachRow(got, []any{&id, &left}, func() error {
+		leased[id] = left
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	out := make([]row, 0, len(leased))
 	for _, r := range rows {
-		if leased[r.id] {
+		if left, ok := leased[r.id]; ok {
+			withRemaining(&r.batch, left)
 			out = append(out, r)
 		}
 	}

@@ -72,8 +72,11 @@ type DeadLetterRow struct {
 // Dead reports whether the row is dead now (not replayed since it last failed).
 func (r *DeadLetterRow) Dead() bool { return r.ReplayedAt.IsZero() }
 
-// DeadLetter stores a batch core gave up on. A batch already stored (same queue and batch id)
-// has its row updated and becomes dead again if it was replayed. It implements
+// DeadLetter stores a batch core gave up on. Inserting is idempotent on the batch id: a batch
+// already stored and still dead (same queue and batch id, not replayed since) keeps its row, with
+// the first reason, error and attempts, and the call returns an error wrapping
+// core.ErrAlreadyDeadLettered, so that core does not call OnError a second time. A batch that
+// was replayed and failed again has its row updated and becomes dead again. It implements
 // core.DeadLetterSink.
 func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
 	if dl == nil {
@@ -84,17 +87,22 @@ func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
 		at = time.Now()
 	}
 	exclusive := dl.Exclusive
-	_, err := s.pool.Exec(ctx, `INSERT INTO `+s.dead+` AS d (queue, batch_id, body, exclusive, reason, last_error,
+	tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.dead+` AS d (queue, batch_id, body, exclusive, reason, last_error,
 			attempts, messages, first_failed_at, last_failed_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
 		ON CONFLICT (queue, batch_id) WHERE batch_id <> '' DO UPDATE SET
 			body = EXCLUDED.body, exclusive = EXCLUDED.exclusive, reason = EXCLUDED.reason,
 			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
-			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL`,
+			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL
+		WHERE d.replayed_at IS NOT NULL`,
 		dl.Queue, dl.BatchID, dl.Body, exclusive, dl.Reason, errorText(dl.Error, maxDeadErrorText), dl.Attempts, dl.Messages, at)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: storing dead letter of queue %q (batch %s, reason %s) in %s: %w; check the app database and that outbox.Migrate ran",
 			dl.Queue, dl.BatchID, dl.Reason, s.dead, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("txmq outbox: queue %q batch %s is already a dead letter in %s (its first reason, error and attempts are kept): %w",
+			dl.Queue, dl.BatchID, s.dead, core.ErrAlreadyDeadLettered)
 	}
 	return nil
 }

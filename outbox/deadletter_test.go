@@ -34,17 +34,18 @@ func TestDeadLetters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The same batch again updates its row.
-	a.Error = "failed again"
-	if err := s.DeadLetter(ctx, a); err != nil {
-		t.Fatal(err)
+	// The same batch again while it is dead keeps the first row and says so.
+	again := *a
+	again.Error, again.Reason, again.Attempts = "failed again", core.ReasonWorkerLost, 6
+	if err := s.DeadLetter(ctx, &again); !errors.Is(err, core.ErrAlreadyDeadLettered) {
+		t.Fatalf("DeadLetter of a batch already dead = %v, want ErrAlreadyDeadLettered", err)
 	}
 	all, err := s.ListDeadLetters(ctx, outbox.DLQFilter{})
 	if err != nil || len(all) != 4 {
 		t.Fatalf("ListDeadLetters = %d rows, %v; want 4", len(all), err)
 	}
 	orders, _ := s.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "orders"})
-	if len(orders) != 3 || orders[0].BatchID != a.BatchID || orders[0].LastError != "failed again" || !orders[0].Dead() {
+	if len(orders) != 3 || orders[0].BatchID != a.BatchID || orders[0].LastError != "listener failed" || !orders[0].Dead() {
 		t.Fatalf("orders dead letters = %+v", orders)
 	}
 	page, _ := s.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "orders", AfterID: orders[0].ID, Limit: 1})

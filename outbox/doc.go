@@ -37,11 +37,12 @@
 // A row's next_attempt_at says who owns it:
 //
 //   - NULL: rows inserted by RunInTx (published by the committing process right after commit,
-//     which leases them for the time of the publish by giving them a next-attempt time),
-//     and rows handed off by core's publish buffer when the backend refused a flush
-//     (Store.Handoff). The recovery sweep takes them over once they are older than
-//     Options.RecoveryAge, which also recovers rows left by a process that died after commit.
-//   - a time: the row is due at that time. Rows from app-managed transactions are due at once;
+//     which leases them for the time of the publish by giving them a next-attempt time). The
+//     recovery sweep takes them over once they are older than Options.RecoveryAge, which
+//     recovers rows left by a process that died after commit.
+//   - a time: the row is due at that time. Rows from app-managed transactions, and rows handed
+//     off by core's publish buffer when the backend refused a flush or a closing node ran out
+//     of time (Store.Handoff), are due at once, for the relay and the very next sweep;
 //     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
 //     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.
 //
@@ -53,13 +54,20 @@
 // delete publishes again). Either way two of them never publish the same row. A publish
 // error wrapping core.ErrBackendUnavailable stops the run at once without counting an attempt;
 // any other error counts an attempt, records the error, schedules the row later and goes on.
-// Rows are never dropped. Delivery stays at-least-once: a crash between the backend's publish
-// and the delete publishes the row again later.
+// Rows are never dropped, but poison leaves the outbox: a row the backend refuses permanently
+// (an error wrapping core.ErrRejected: too large, invalid) moves to the dead-letter table at once
+// (reason rejected), and a row that failed Options.MaxAttempts times (default 20) moves there
+// too (reason publish_exhausted), in the transaction of the page that tried it, logged and
+// reported to Hooks.DeadLettered; the rows behind it go on. Replay them once fixed. Delivery
+// stays at-least-once: a crash between the backend's publish and the delete publishes the row
+// again later.
 //
 // # Dead letters
 //
 // Store implements core.DeadLetterSink. A dead letter stays in txmq_dead_letters until purged;
 // Store.Replay republishes it with its attempt count reset to 0 and marks it replayed
-// (replay_count, replayed_at). If the same batch is dead-lettered again, its row is updated
-// (last_failed_at, reason, error) and counts as dead again.
+// (replay_count, replayed_at). A batch dead-lettered again while its row is dead keeps the
+// first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (core
+// then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
+// error) and it counts as dead again.
 package outbox

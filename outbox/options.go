@@ -25,6 +25,9 @@ const (
 	DefaultBackoffMax = 10 * time.Minute
 	// DefaultPublishTimeout bounds each page of publishes (after commit, relay, sweep).
 	DefaultPublishTimeout = 30 * time.Second
+	// DefaultMaxAttempts is a row's publish budget: with the default backoff (1 min doubling
+	// to 10 min) 20 failed attempts take about 3 hours.
+	DefaultMaxAttempts = 20
 )
 
 // Options configures a Store. Zero fields mean the documented defaults.
@@ -55,6 +58,13 @@ type Options struct {
 	// untried, and the rows published so far are deleted and committed within a further 15 s,
 	// so a hung backend never holds row locks for longer. Default 30 s.
 	PublishTimeout time.Duration
+	// MaxAttempts is each row's publish budget: a row whose publish failed this many times
+	// (with errors other than the backend being unavailable, which never count) is moved to
+	// the dead-letter table with reason core.ReasonPublishExhausted, replayable. A row the
+	// backend refuses permanently (an error wrapping core.ErrRejected: too large, invalid) is
+	// dead-lettered at once with reason core.ReasonRejected. Default 20 (about 3 hours with
+	// the default backoff).
+	MaxAttempts int
 	// Logger receives the store's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Hooks receives the store's events, for metrics. Optional.
@@ -69,6 +79,9 @@ type Hooks struct {
 	// PublishFailed is called for each failed row publish; unavailable reports an error
 	// wrapping core.ErrBackendUnavailable (no attempt counted).
 	PublishFailed func(queue string, via string, unavailable bool)
+	// DeadLettered is called for each row moved to the dead-letter table by the store itself
+	// (reason core.ReasonRejected or core.ReasonPublishExhausted).
+	DeadLettered func(queue string, reason string)
 }
 
 // withDefaults returns a copy of o (nil allowed) with defaults filled in, or a config error.
@@ -106,6 +119,12 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.SweepPageSize < 0 {
 		return c, fmt.Errorf("%w: outbox: Options.SweepPageSize is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, c.SweepPageSize, DefaultSweepPageSize)
+	}
+	if c.MaxAttempts < 0 {
+		return c, fmt.Errorf("%w: outbox: Options.MaxAttempts is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, c.MaxAttempts, DefaultMaxAttempts)
+	}
+	if c.MaxAttempts == 0 {
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.SweepPageSize == 0 {
 		c.SweepPageSize = DefaultSweepPageSize

@@ -95,6 +95,8 @@ func (s *Store) publishOne(ctx context.Context, b core.OutgoingBatch) error {
 // statement and records failures, all in tx (the caller commits). Publishes run on pub, the
 // database work on db (see pageContexts). It stops at the first error wrapping
 // core.ErrBackendUnavailable, without counting an attempt, and returns that error as stop.
+// A row refused permanently (core.ErrRejected), or failing past Options.MaxAttempts, is
+// moved to the dead-letter table in tx, and the rows after it are tried as usual.
 // When pub ends, the row in flight counts a failed attempt and the rows after it are left
 // untried. tried is how many rows of rows were tried. err is a database error: the caller
 // rolls back (published rows are then published again later: at-least-once).
@@ -127,6 +129,15 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 			break
 		}
 		attempts := r.attempts + 1
+		if reason := poisonReason(perr, attempts, s.o.MaxAttempts); reason != "" {
+			moved, err := s.deadLetterRow(db, tx, r, via, reason, attempts, perr)
+			if err != nil {
+				return 0, tried, stop, err
+			}
+			if moved {
+				continue
+			}
+		}
 		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
 		s.log.Warn("txmq outbox: publish failed, row scheduled again",
 			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", via, "attempts", attempts, "retry_in", delay, "error", perr)
@@ -149,7 +160,8 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 // Options.SweepPageSize rows with FOR UPDATE SKIP LOCKED (so concurrent sweepers, on this node
 // or others, never publish the same row), publishes each page inside the transaction that
 // locked it and deletes the published rows in one statement. A failed row counts an attempt
-// and is scheduled with backoff; a backend reported unavailable (core.ErrBackendUnavailable)
+// and is scheduled with backoff (or moves to the dead-letter table: refused permanently, or
+// past Options.MaxAttempts); a backend reported unavailable (core.ErrBackendUnavailable)
 // stops the sweep at once, and the returned error wraps it. ctx is checked between pages; each
 // page runs detached from ctx, bounded by Options.PublishTimeout.
 func (s *Store) SweepOnce(ctx context.Context) (published int, err error) {
@@ -178,7 +190,7 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 	defer cancel()
 	var stop error
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rs, err := tx.Query(ctx, `SELECT id, queue, batch_id, body, not_before, exclusive, attempts FROM `+s.outbox+`
+		rs, err := tx.Query(ctx, `SELECT id, queue, batch_id, body, `+remainingSQL+`, exclusive, attempts FROM `+s.outbox+`
 			WHERE id > $1 AND (next_attempt_at <= now()
 				OR (next_attempt_at IS NULL AND created_at <= now() - $2 * interval '1 microsecond'))
 			ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`,
@@ -189,14 +201,12 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 		var page []row
 		for rs.Next() {
 			var r row
-			var nb *time.Time
-			if err := rs.Scan(&r.id, &r.batch.Queue, &r.batch.ID, &r.batch.Body, &nb, &r.batch.Exclusive, &r.attempts); err != nil {
+			var left *int64
+			if err := rs.Scan(&r.id, &r.batch.Queue, &r.batch.ID, &r.batch.Body, &left, &r.batch.Exclusive, &r.attempts); err != nil {
 				rs.Close()
 				return err
 			}
-			if nb != nil {
-				r.batch.NotBefore = *nb
-			}
+			withRemaining(&r.batch, left)
 			page = append(page, r)
 		}
 		if err := rs.Err(); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -71,14 +72,16 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 // Schema returns the schema the store's tables live in.
 func (s *Store) Schema() string { return s.o.Schema }
 
-// Handoff stores batches the backend refused at flush time as rows without a next-attempt
-// time: the recovery sweep publishes them once they are older than Options.RecoveryAge, not
-// at once (the backend just refused them). It implements core.Handoff.
+// Handoff stores batches the backend refused at flush time (or that a closing node could not
+// publish in time) as rows due now: the very next recovery sweep publishes them, without
+// waiting for Options.RecoveryAge (no other process is about to publish them; the sweep stops
+// at once while the backend is still unavailable, and a failed row backs off as any other).
+// It implements core.Handoff.
 func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error {
 	if len(batches) == 0 {
 		return nil
 	}
-	_, err := insertRows(ctx, s.pool, s.outbox, batches, false)
+	_, err := insertRows(ctx, s.pool, s.outbox, batches, true)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: handing off %d batch(es) of queue(s) %s to the outbox table %s: %w; check the app database and that outbox.Migrate ran",
 			len(batches), queueList(batches), s.outbox, err)
@@ -98,7 +101,10 @@ const insertChunk = 1000
 const outboxCols = 5
 
 // insertSQL returns a multi-row INSERT of n rows into table with $n placeholders. due sets
-// next_attempt_at to now() (rows the relay publishes at once); otherwise it stays NULL.
+// next_attempt_at to now() (rows the relay publishes at once); otherwise it stays NULL. A
+// row's not_before is the database's clock at the insert plus the batch's delay in
+// microseconds (NULL for none): the due time is on the app database's clock, the one the
+// relay and the sweep later measure what is left of it with (see remainingSQL).
 func insertSQL(table string, n int, due bool) string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO ")
@@ -117,6 +123,12 @@ func insertSQL(table string, n int, due bool) string {
 			if c > 0 {
 				b.WriteByte(',')
 			}
+			if c == notBeforeCol {
+				b.WriteString("clock_timestamp()+$")
+				b.WriteString(strconv.Itoa(i*outboxCols + c + 1))
+				b.WriteString("::bigint*interval '1 microsecond'")
+				continue
+			}
 			b.WriteByte('$')
 			b.WriteString(strconv.Itoa(i*outboxCols + c + 1))
 		}
@@ -128,17 +140,36 @@ func insertSQL(table string, n int, due bool) string {
 	return b.String()
 }
 
-// insertArgs flattens batches into insertSQL's parameters. A zero NotBefore is NULL.
+// notBeforeCol is the index of not_before among outboxCols.
+const notBeforeCol = 3
+
+// remainingSQL is what is left of a row's delay, in whole microseconds rounded up, measured on
+// the app database's clock at the start of the reading transaction (so never less than what
+// is truly left); NULL for a row without a delay or one already due.
+const remainingSQL = `CASE WHEN not_before > now() THEN ceil(extract(epoch FROM not_before - now()) * 1000000)::bigint END`
+
+// insertArgs flattens batches into insertSQL's parameters: a batch's delay goes in as
+// microseconds, rounded up (NULL for none).
 func insertArgs(batches []core.OutgoingBatch) []any {
 	args := make([]any, 0, len(batches)*outboxCols)
+	now := time.Now()
 	for _, b := range batches {
-		var nb any
-		if !b.NotBefore.IsZero() {
-			nb = b.NotBefore
+		var delay any
+		if d := b.DelayFrom(now); d > 0 {
+			delay = int64((d + time.Microsecond - 1) / time.Microsecond)
 		}
-		args = append(args, b.Queue, b.ID, b.Body, nb, b.Exclusive)
+		args = append(args, b.Queue, b.ID, b.Body, delay, b.Exclusive)
 	}
 	return args
+}
+
+// withRemaining sets b's delay to what is left of its row's (remainingSQL, nil when due).
+func withRemaining(b *core.OutgoingBatch, us *int64) {
+	b.Delay, b.NotBefore = 0, time.Time{}
+	if us != nil && *us > 0 {
+		b.Delay = time.Duration(*us) * time.Microsecond
+		b.NotBefore = time.Now().Add(b.Delay)
+	}
 }
 
 // insertRows inserts batches (in chunks) and returns their rows with ids.

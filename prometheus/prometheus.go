@@ -43,7 +43,7 @@ func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
 		Retried: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_batches_retried_total",
 			Help: "Failed batches scheduled for another run."}, []string{"queue"}),
 		Dropped: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_batches_dropped_total",
-			Help: "Dropped batches by reason (delivery_exhausted, worker_lost, undecodable, outbox_handoff_failed, ...)."}, []string{"queue", "reason"}),
+			Help: "Dropped batches by reason (delivery_exhausted, worker_lost, undecodable, outbox_handoff_failed, rejected, ...)."}, []string{"queue", "reason"}),
 		HandedOff: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_batches_handed_off_total",
 			Help: "Buffered batches the backend refused, handed to the outbox."}, []string{"queue"}),
 	}

@@ -372,6 +372,25 @@ _txmq_sqs() {
 	return 1
 }
 
+# --------------------------------------------------------------- chaos suite
+#
+# The chaos suite (chaos/) starts servers of its own on free ports, so that it
+# can kill, pause and restart them without touching the services above: it
+# needs redis-server and PostgreSQL's server binaries (initdb, postgres) even
+# when those services are reused from elsewhere. Its nats-server is the Go
+# module in go.mod, built with the test binary.
+
+_txmq_chaos_deps() {
+	local pkgs=()
+	command -v redis-server >/dev/null 2>&1 || pkgs+=(redis-server)
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || pkgs+=(postgresql)
+	if [ ${#pkgs[@]} -eq 0 ]; then
+		return 0
+	fi
+	_txmq_apt_install "${pkgs[@]}" || return 1
+	_txmq_say "chaos: installed ${pkgs[*]}"
+}
+
 # ---------------------------------------------------------------------- stop
 
 # txmq_services_stop: stop exactly what this script started, newest first.
@@ -420,6 +439,7 @@ txmq_services_start() {
 	_txmq_redis || rc=1
 	_txmq_nats || rc=1
 	_txmq_sqs || rc=1
+	_txmq_chaos_deps || rc=1
 	export TXMQ_REQUIRE_SERVICES=1
 	return "$rc"
 }

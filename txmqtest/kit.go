@@ -20,7 +20,7 @@ const (
 	Lease = time.Second
 	// PollWait bounds one Fetch; short so a raised cap func is noticed soon.
 	PollWait = 200 * time.Millisecond
-	// FlushWindow is the test publish window (the production default is 100 ms).
+	// FlushWindow is the test publish window (the production default is 20 ms).
 	FlushWindow = 5 * time.Millisecond
 	// FlushTick is how often a test node's flusher looks at its buffer.
 	FlushTick = 2 * time.Millisecond

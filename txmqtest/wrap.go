@@ -3,6 +3,7 @@ package txmqtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/txmq/txmq/core"
@@ -29,7 +30,9 @@ func (d *duplicate) Publish(ctx context.Context, b core.OutgoingBatch) error {
 func (d *duplicate) Unwrap() core.Backend { return d.Backend }
 
 // DeadLetterRecorder is a core.DeadLetterSink that keeps every dead letter in memory. Its
-// zero value is ready to use; set Fail to make it refuse (to test ReasonDeadLetterFailed).
+// zero value is ready to use; set Fail to make it refuse (to test ReasonDeadLetterFailed). Like
+// the outbox's store, it keeps the first dead letter of a batch (same queue and non-empty batch
+// id) and answers a second one with core.ErrAlreadyDeadLettered.
 type DeadLetterRecorder struct {
 	mu      sync.Mutex
 	letters []core.DeadLetter
@@ -48,6 +51,13 @@ func (r *DeadLetterRecorder) DeadLetter(ctx context.Context, dl *core.DeadLetter
 	defer r.mu.Unlock()
 	if r.Fail != nil {
 		return r.Fail
+	}
+	if dl.BatchID != "" {
+		for _, l := range r.letters {
+			if l.Queue == dl.Queue && l.BatchID == dl.BatchID {
+				return fmt.Errorf("txmqtest: queue %q batch %s (first reason %s): %w", dl.Queue, dl.BatchID, l.Reason, core.ErrAlreadyDeadLettered)
+			}
+		}
 	}
 	c := *dl
 	c.Body = append([]byte(nil), dl.Body...)

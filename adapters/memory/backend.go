@@ -81,7 +81,10 @@ func New(opts *Options) *Backend {
 	}
 }
 
-// Publish stores a copy of the batch, claimable from b.NotBefore (zero means now).
+// Publish stores the batch, claimable once its delay (b.DelayFrom) has passed on the backend's
+// clock. It keeps b.Body without copying it (core never modifies a body it published; other
+// callers must not either), and claims hand out the same read-only bytes, so a large batch is
+// held once.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: publish batch %s to queue %q: %w", b.ID, b.Queue, err)
@@ -97,9 +100,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	now := be.clock()
 	q := be.queueLocked(b.Queue)
 	q.advance(now)
-	rec := &record{id: b.ID, q: q, body: clone(b.Body)}
-	if b.NotBefore.After(now) {
-		q.pushDelayed(rec, b.NotBefore)
+	rec := &record{id: b.ID, q: q, body: b.Body} // core never modifies a published Body: no copy
+	if d := b.DelayFrom(now); d > 0 {
+		q.pushDelayed(rec, now.Add(d))
 	} else {
 		q.pushReady(rec)
 	}

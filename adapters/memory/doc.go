@@ -11,7 +11,9 @@
 //
 // # Semantics
 //
-//   - Publish copies the body; the batch is claimable no earlier than its NotBefore.
+//   - Publish keeps the body without copying it (published bodies are read-only, see
+//     core.OutgoingBatch); the batch is claimable no earlier than its delay after the publish,
+//     on the backend's clock (Options.Clock).
 //   - Fetch picks due batches in a random order, never FIFO, so listeners that silently depend
 //     on publish order fail in tests rather than in production. Each pick is O(log n).
 //   - Exclusive queues (QueueSlots.Exclusive) have at most one claimed batch across every node

@@ -146,7 +146,7 @@ func (be *Backend) handOut(r *record, node string, leaseEnd time.Time) *core.Cla
 	return &core.Claim{
 		Queue:      r.q.name,
 		ID:         r.id,
-		Body:       clone(r.body),
+		Body:       r.body, // read-only (core.Claim): no copy of a large body per delivery
 		Deliveries: r.deliveries,
 		LeaseUntil: leaseEnd,
 		Handle:     l,

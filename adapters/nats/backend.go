@@ -25,10 +25,13 @@ type Backend struct {
 	mu     sync.Mutex
 	queues map[string]*queueState
 	closed bool
-	done   chan struct{}      // closed by Close
-	stop   context.CancelFunc // cancels pulls (their context), called by Close
-	pulls  context.Context    // the context of every pull; cancelled by Close
-	wake   chan struct{}      // closed and replaced whenever a poll delivers or ends
+	done   chan struct{}  // closed by Close
+	wake   chan struct{}  // closed and replaced whenever a poll delivers or ends
+	polls  sync.WaitGroup // running pulls; Close waits for them
+
+	// noStashSweep leaves stashed messages to Fetch and Close (tests of a sweep that could
+	// not run).
+	noStashSweep bool
 }
 
 var _ core.Backend = (*Backend)(nil)
@@ -81,10 +84,7 @@ func newBackend(nc *natsgo.Conn, o Options) (*Backend, error) {
 	if chunk < 1024 {
 		chunk = 1024
 	}
-	pulls, stop := context.WithCancel(context.Background())
 	return &Backend{
-		pulls:     pulls,
-		stop:      stop,
 		opts:      o,
 		nc:        nc,
 		js:        js,
@@ -96,7 +96,8 @@ func newBackend(nc *natsgo.Conn, o Options) (*Backend, error) {
 }
 
 // Publish stores the batch in its queue's stream: on the ready subject when it is due, or as a
-// JetStream message schedule that the server turns into a ready message at b.NotBefore. A body
+// JetStream message schedule that the server turns into a ready message once the batch's
+// delay (b.DelayFrom) has passed on the server's clock. A body
 // larger than the chunk size is stored as chunks plus a small reference message. It returns
 // once the server has acknowledged every part.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
@@ -107,13 +108,16 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err != nil {
 		return err
 	}
-	return be.store(ctx, q, b.ID, b.Body, b.NotBefore)
+	return be.store(ctx, q, b.ID, b.Body, b.DelayFrom(time.Now()))
 }
 
-// Close stops waiting fetches and outstanding pulls (their goroutines end at once; a batch
-// the server was sending a pull at that moment comes back after its AckWait), releases claims
-// fetched but not yet handed out, and closes the connection if the Backend opened it. Stored batches stay on the server. Every later call
-// fails with an error wrapping core.ErrClosed. Closing twice is a no-op.
+// Close stops waiting fetches at once, waits for outstanding pulls to end on their own (at
+// most a pull's wait: the Fetch's Wait, capped at a quarter of AckWait), gives back every
+// message fetched but not handed out without counting the delivery (see requeue), and closes
+// the connection if the Backend opened it. A pull is not cut short: the client would drop
+// the messages the server had already sent it, and each would come back after AckWait with a
+// delivery counted that never ran. Stored batches stay on the server. Every later call fails
+// with an error wrapping core.ErrClosed. Closing twice is a no-op.
 func (be *Backend) Close() error {
 	be.mu.Lock()
 	if be.closed {
@@ -122,20 +126,28 @@ func (be *Backend) Close() error {
 	}
 	be.closed = true
 	close(be.done)
-	be.stop() // outstanding pulls end now; what the server sent them comes back after AckWait
-	var stashed []*stashed
-	for _, q := range be.queues {
-		stashed = append(stashed, q.stash...)
-		q.stash = nil
-	}
 	be.mu.Unlock()
-	be.giveBack(stashed) // now rather than after its lease, unless the lease is gone
+	be.giveBack(be.takeStash()) // now rather than after its lease, unless the lease is gone
+	be.polls.Wait()
+	be.giveBack(be.takeStash()) // what the pulls received meanwhile
 	if be.ownConn {
 		// Flush pending acks before closing; Drain would wait for subscriptions too.
 		_ = be.nc.FlushTimeout(be.opts.Timeout)
 		be.nc.Close()
 	}
 	return nil
+}
+
+// takeStash empties every queue's stash and returns what it held.
+func (be *Backend) takeStash() []*stashed {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	var out []*stashed
+	for _, q := range be.queues {
+		out = append(out, q.stash...)
+		q.stash = nil
+	}
+	return out
 }
 
 // Conn returns the Backend's NATS connection, for monitoring; do not close it.

@@ -20,9 +20,10 @@ func pollGoroutines() int {
 	return strings.Count(string(buf), "adapters/nats.(*Backend).poll(")
 }
 
-// Close stops the pulls still outstanding (a long poll that outlived its Fetch) at once,
-// rather than leaving their goroutines running until the pull expires; with a connection
-// the caller owns, too.
+// Close leaves no pull running: it waits for a pull still outstanding (a long poll that
+// outlived its Fetch) to end on its own, at most the pull's wait, rather than cutting it
+// (which would drop what the server already sent it, each a delivery counted that never ran);
+// with a connection the caller owns, too.
 func TestCloseStopsOutstandingPulls(t *testing.T) {
 	for _, own := range []bool{true, false} {
 		t.Run(map[bool]string{true: "own", false: "with-conn"}[own], func(t *testing.T) {
@@ -40,7 +41,7 @@ func TestCloseStopsOutstandingPulls(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			lease := 40 * time.Second // pulls of up to 10s
+			lease := 4 * time.Second // pulls of up to 1s
 			fetchWait(t, be, 0, lease, all("q"))
 			before := pollGoroutines()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -51,13 +52,13 @@ func TestCloseStopsOutstandingPulls(t *testing.T) {
 			if n := pollGoroutines(); n <= before {
 				t.Fatalf("no pull outstanding after the cancelled Fetch")
 			}
+			start := time.Now()
 			be.Close()
-			deadline := time.Now().Add(time.Second)
-			for pollGoroutines() > before {
-				if time.Now().After(deadline) {
-					t.Fatalf("%d pulls still running 1s after Close", pollGoroutines()-before)
-				}
-				time.Sleep(10 * time.Millisecond)
+			if took := time.Since(start); took > lease/4+time.Second {
+				t.Fatalf("Close took %v; a pull waits at most %v", took, lease/4)
+			}
+			if n := pollGoroutines(); n > before {
+				t.Fatalf("%d pulls still running after Close", n-before)
 			}
 		})
 	}

@@ -26,7 +26,8 @@
 // Each queue has one durable pull consumer, "txmq", shared by every node, so the server
 // load-balances batches between them: explicit acks, AckWait = the lease, MaxDeliver
 // unlimited (core owns the retry budget, and dead-letters a batch whose nodes keep dying),
-// no BackOff. Claim.Deliveries is the message's NumDelivered. AckWait is one per consumer, so
+// no BackOff. Claim.Deliveries is the message's NumDelivered plus its Txmq-Base header (see
+// "Deliveries that are not runs" below). AckWait is one per consumer, so
 // nodes with different leases share it: it is the longest lease (or Options.AckWait) any client
 // asked for, raised by a client whose lease is longer and never lowered (a lower AckWait would
 // cut the leases other clients hold and time by the value they saw). Claim.LeaseUntil and
@@ -49,6 +50,34 @@
 // server answers ("double acks"), so a nil error means the server applied them; settling a
 // settled claim again is a no-op.
 //
+// A claim pulled before the connection was re-established is lost too: a server restarted
+// from its store (or a failover) may hand out again what it had delivered, while accepting
+// the old holder's +WPI. So after a reconnect, every claim pulled earlier answers Extend and
+// settles with core.ErrLeaseLost (core then stops its listener), and messages stashed before
+// it are not handed out. The price: a network blip re-runs what was in flight then.
+//
+// # Deliveries that are not runs
+//
+// Core counts a run as the envelope's attempt plus Claim.Deliveries, and a run is counted only
+// when a listener ran. The server counts every delivery, including those this client received
+// and never handed to a node: a pulled message waiting in the stash while the queue's slots
+// are full, and one left when the Backend closes. (A batch core itself receives too early
+// is given back by core, see core.NodeOptions.MaxClockSkew.) NumDelivered cannot be lowered,
+// so such a message is given back as a copy: the same
+// headers and data (the batch id, a large body's chunk references; the body is not decoded)
+// are stored again with Txmq-Base = the deliveries so far minus this one, and only then is the
+// delivered message acknowledged; the copy's Deliveries is Txmq-Base plus its own
+// NumDelivered. The count lives in the stored message, so it holds across nodes and process
+// restarts. A stashed message is given back when half its lease is gone if no Fetch took it
+// (a timer, not the next Fetch, since a node at capacity does not fetch the queue), or by
+// Close.
+// Close waits for outstanding pulls to end on their own rather than cutting them (the client
+// would drop what the server already sent), which bounds Close by a pull's wait (the Fetch's
+// Wait, at most a quarter of AckWait). Still counted: a delivery whose lease is within the
+// margin of its end (it may already run elsewhere), one held by a process that died, and one
+// whose copy cannot be stored (an outage; it is then given back with a Nak, logged). If the
+// acknowledgement fails after the copy was stored, the batch runs twice, never zero times.
+//
 // # Exclusive queues
 //
 // An Exclusive queue's consumer has MaxAckPending 1: the server itself never has more than
@@ -67,22 +96,30 @@
 // wakes at once; it returns when it can hand out at least one claim. A pull that outlives
 // its Fetch keeps filling a per-queue stash that the next Fetch empties first, so a claim is
 // never stranded by an early return or a cancelled ctx; at most one pull per queue is
-// outstanding per Backend. An idle queue thus costs one pull request (and the server's
-// timeout status) per node per PollWait: about 5 small protocol messages a second at core's
-// default (measured: 3,600 JetStream API requests per idle queue per node per hour at PollWait
-// 1s), no server-side state beyond the waiting request, and nothing while a node is at
-// capacity. Close ends outstanding pulls at once.
+// outstanding per Backend. A queue whose last pull delivered nothing is idle: its next pull
+// waits Options.IdlePull (30 s by default; never less than req.Wait, never more than a
+// quarter of the AckWait), outliving the Fetch calls that join it, and a publish still reaches
+// it at once. An idle queue thus costs one pull request (and the server's timeout status) per
+// node per min(IdlePull, AckWait/4): 480 an hour at the default 30 s lease (measured; 3,600
+// at PollWait 1 s when pulls ended with each Fetch), no server-side state beyond the waiting
+// request, and nothing while a node is at capacity. A pull whose client went away is not
+// delivered to: the server checks the reply subject's interest first. Close waits for
+// outstanding pulls (see above), so it can take up to a quarter of the AckWait.
 //
 // # Delays, retries, never early
 //
 // A batch due later is published as a JetStream message schedule ("Nats-Schedule: @at
 // <time>", nats-server 2.12+) on its own subject, targeting the queue's ready subject: the
-// server stores it and publishes the batch when due, with no cap on the delay. Every
-// scheduled batch also carries its due time (Txmq-Not-Before); one that is delivered before
-// it by this client's clock (clock skew with the server) is given back with the remaining
-// delay, which costs one extra delivery in its count. Retry is a rewrite: the body core
-// re-encoded (with its attempt count) is stored again (scheduled when delayed) and only then
-// is the old message acked, so Deliveries restarts at 1, the Exclusive slot is released
+// server stores it and publishes the batch when due, with no cap on the delay. The time is on
+// the server's clock, the one the schedule fires by: the batch's delay (never the publisher's
+// absolute due time) added to the server's time read from a stream info at most 30 s before
+// and advanced by this process's monotonic clock, so app/server clock skew cannot make a batch
+// early, and the estimate's error (one round trip) can only make it that much late. A
+// delivered batch is not compared with this process's clock again.
+//
+// Retry is a rewrite: the body core re-encoded (with its attempt count) is stored again
+// (scheduled when delayed) and only then is the old message acked, so Deliveries restarts at
+// 1, the Exclusive slot is released
 // during the backoff, and Depths shows the retry as delayed.
 //
 // # Large bodies

@@ -46,6 +46,25 @@ var unavailableErrs = []error{
 	syscall.EPIPE,
 }
 
+// jsErrCodeHeaderExceedsMaximum is the server's JSStreamHeaderExceedsMaximumErr ("header size
+// exceeds maximum allowed of 64k"), which nats.go has no constant for.
+const jsErrCodeHeaderExceedsMaximum jetstream.ErrorCode = 10097
+
+// isRejected reports whether err refuses a message permanently, whatever the server's health:
+// a message over the connection's max_payload (the adapter chunks bodies, so this means a
+// server whose max_payload shrank under a running client) or over the stream's max_msg_size or
+// header limit. Chunking cannot fix these; retrying the same batch never succeeds.
+func isRejected(err error) bool {
+	if errors.Is(err, natsgo.ErrMaxPayload) {
+		return true
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum || apiErr.ErrorCode == jsErrCodeHeaderExceedsMaximum
+	}
+	return false
+}
+
 // isUnavailable reports whether err means the backend is temporarily unreachable or unable to
 // serve. Configuration and permission problems (no JetStream for the account, authorization,
 // bad stream config, message too large) are not: retrying them would not help.
@@ -81,8 +100,10 @@ func wrap(op, queue string, err error) error {
 	}
 	switch {
 	case errors.Is(err, core.ErrBackendUnavailable), errors.Is(err, core.ErrLeaseLost),
-		errors.Is(err, core.ErrClosed), errors.Is(err, core.ErrInvalidConfig):
+		errors.Is(err, core.ErrClosed), errors.Is(err, core.ErrInvalidConfig), errors.Is(err, core.ErrRejected):
 		return fmt.Errorf("%s: %w", where, err)
+	case isRejected(err):
+		return fmt.Errorf("%s: the NATS server refused the message permanently (over max_payload or the stream's max_msg_size); it is not retried: %w: %w", where, core.ErrRejected, err)
 	case isUnavailable(err):
 		return fmt.Errorf("%s: the NATS server is unreachable or not serving JetStream right now; the call can be retried later: %w: %w", where, core.ErrBackendUnavailable, err)
 	case errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):

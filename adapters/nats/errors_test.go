@@ -20,35 +20,41 @@ func TestErrorClassification(t *testing.T) {
 		name        string
 		err         error
 		unavailable bool
+		rejected    bool
 	}{
-		{"no responders", natsgo.ErrNoResponders, true},
-		{"timeout", natsgo.ErrTimeout, true},
-		{"deadline", context.DeadlineExceeded, true},
-		{"closed", natsgo.ErrConnectionClosed, true},
-		{"draining", natsgo.ErrConnectionDraining, true},
-		{"reconnecting", natsgo.ErrConnectionReconnecting, true},
-		{"reconnect buffer", natsgo.ErrReconnectBufExceeded, true},
-		{"no servers", natsgo.ErrNoServers, true},
-		{"disconnected", fmt.Errorf("status: %w", natsgo.ErrDisconnected), true},
-		{"no stream response", jetstream.ErrNoStreamResponse, true},
-		{"jetstream not enabled", jetstream.ErrJetStreamNotEnabled, true},
-		{"503 api error", &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
-		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
-		{"wrapped reset", fmt.Errorf("read: %w", syscall.ECONNRESET), true},
-		{"not enabled for account", jetstream.ErrJetStreamNotEnabledForAccount, false},
-		{"authorization", natsgo.ErrAuthorization, false},
-		{"permission", natsgo.ErrPermissionViolation, false},
-		{"max payload", natsgo.ErrMaxPayload, false},
-		{"stream not found", jetstream.ErrStreamNotFound, false},
-		{"message too large", jetstream.ErrStreamMessageExceedsMaximum, false},
-		{"bad request", &jetstream.APIError{Code: 400, ErrorCode: 10003, Description: "bad request"}, false},
-		{"cancelled", context.Canceled, false},
-		{"other", errors.New("boom"), false},
+		{"no responders", natsgo.ErrNoResponders, true, false},
+		{"timeout", natsgo.ErrTimeout, true, false},
+		{"deadline", context.DeadlineExceeded, true, false},
+		{"closed", natsgo.ErrConnectionClosed, true, false},
+		{"draining", natsgo.ErrConnectionDraining, true, false},
+		{"reconnecting", natsgo.ErrConnectionReconnecting, true, false},
+		{"reconnect buffer", natsgo.ErrReconnectBufExceeded, true, false},
+		{"no servers", natsgo.ErrNoServers, true, false},
+		{"disconnected", fmt.Errorf("status: %w", natsgo.ErrDisconnected), true, false},
+		{"no stream response", jetstream.ErrNoStreamResponse, true, false},
+		{"jetstream not enabled", jetstream.ErrJetStreamNotEnabled, true, false},
+		{"503 api error", &jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true, false},
+		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true, false},
+		{"wrapped reset", fmt.Errorf("read: %w", syscall.ECONNRESET), true, false},
+		{"not enabled for account", jetstream.ErrJetStreamNotEnabledForAccount, false, false},
+		{"authorization", natsgo.ErrAuthorization, false, false},
+		{"permission", natsgo.ErrPermissionViolation, false, false},
+		{"max payload", natsgo.ErrMaxPayload, false, true},
+		{"stream not found", jetstream.ErrStreamNotFound, false, false},
+		{"message too large", jetstream.ErrStreamMessageExceedsMaximum, false, true},
+		{"message too large api error", &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum, Description: "message size exceeds maximum allowed"}, false, true},
+		{"header too large", &jetstream.APIError{Code: 400, ErrorCode: jsErrCodeHeaderExceedsMaximum, Description: "header size exceeds maximum allowed of 64k"}, false, true},
+		{"bad request", &jetstream.APIError{Code: 400, ErrorCode: 10003, Description: "bad request"}, false, false},
+		{"cancelled", context.Canceled, false, false},
+		{"other", errors.New("boom"), false, false},
 	}
 	for _, tt := range tests {
 		err := wrap("publish", "q", tt.err)
 		if got := errors.Is(err, core.ErrBackendUnavailable); got != tt.unavailable {
 			t.Errorf("%s: unavailable = %v, want %v (%v)", tt.name, got, tt.unavailable, err)
+		}
+		if got := errors.Is(err, core.ErrRejected); got != tt.rejected {
+			t.Errorf("%s: rejected = %v, want %v (%v)", tt.name, got, tt.rejected, err)
 		}
 		if !errors.Is(err, tt.err) {
 			t.Errorf("%s: the original error is not in the chain: %v", tt.name, err)

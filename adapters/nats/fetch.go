@@ -19,13 +19,15 @@ const minLongPoll = 10 * time.Millisecond
 // stashed is a message the server delivered to this Backend (its lease is running) that no
 // Fetch has handed out yet.
 type stashed struct {
+	q          *queueState
 	msg        jetstream.Msg
 	id         string
 	body       []byte
 	chunkID    string
-	deliveries int
+	deliveries int // Txmq-Base + NumDelivered: this delivery included
 	ackWait    time.Duration
 	leaseUntil time.Time
+	conn       uint64 // the connection's reconnect count when the pull was sent (see connEpoch)
 }
 
 // slot is one requested queue in a Fetch.
@@ -43,13 +45,17 @@ type slot struct {
 //
 // Each queue has at most one outstanding pull request per Backend. A pull asks for the
 // queue's free slots and waits up to req.Wait (capped at a quarter of the lease, so that a
-// late message still has most of its lease); messages stream into a per-queue stash and the
+// late message still has most of its lease), or Options.IdlePull with the same cap when the
+// queue's last pull delivered nothing, so an idle queue costs one pull per IdlePull, not one
+// per Fetch; messages stream into a per-queue stash and the
 // Fetch returns as soon as it can hand out at least one claim. A pull that outlives the Fetch
 // that started it (the Fetch returned early with another queue's claims, or ctx was
 // cancelled) keeps filling the stash, and the next Fetch hands those claims out first, so a
 // claim the server made is never stranded. A stashed claim whose lease is half gone is not
-// handed out: it is given back to the server (Nak) while its lease holds, and otherwise left
-// to the server's redelivery (a Nak from a stale delivery would be applied to the current one).
+// handed out: it is given back (see requeue: its delivery is not counted) while its lease
+// holds, by the next Fetch or by a timer if no Fetch takes the queue by then, and otherwise
+// left to the server's redelivery (an ack from a stale delivery would be applied to the
+// current one).
 func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 	claims := []*core.Claim{}
 	if len(req.Queues) == 0 {
@@ -145,6 +151,11 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			}
 			s.q.polling, s.polled, waiting = true, true, true
 			expires := min(remaining, s.ackWait/4)
+			if s.q.idle && remaining >= minLongPoll {
+				// An idle queue's pull outlives this Fetch; the next Fetch calls join it.
+				expires = min(max(remaining, be.opts.IdlePull), s.ackWait/4)
+			}
+			be.polls.Add(1)
 			go be.poll(s.q, s.cons, s.ackWait, want, expires)
 		}
 		be.mu.Unlock()
@@ -189,6 +200,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*core.Claim, int, []*stashed) {
 	var release []*stashed
 	now := time.Now()
+	epoch := be.connEpoch()
 	for len(s.q.stash) > 0 {
 		want := s.want
 		if s.unlimited {
@@ -200,6 +212,12 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 		st := s.q.stash[0]
 		s.q.stash[0] = nil
 		s.q.stash = s.q.stash[1:]
+		if st.conn != epoch {
+			// Delivered before the connection was re-established: the server may have
+			// restarted and handed it out again (see connEpoch). Neither run nor acked: it
+			// comes back after its AckWait.
+			continue
+		}
 		if st.leaseUntil.Sub(now) < st.ackWait/2 {
 			release = append(release, st)
 			continue
@@ -214,21 +232,9 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 	return claims, budget, release
 }
 
-// giveBack hands stashed messages back to the server (Nak) so another claim can take them at
-// once. A message whose lease has run out, or is within the margin of it, is left alone: the
-// server may already have redelivered it, and it would accept this stale delivery's Nak and
-// hand the batch out again while its current holder runs it.
-func (be *Backend) giveBack(ss []*stashed) {
-	for _, s := range ss {
-		if time.Now().Add(be.leaseMargin(s.ackWait)).Before(s.leaseUntil) {
-			_ = s.msg.Nak()
-		}
-	}
-}
-
 // claim turns a stashed message into a claim holding a lease.
 func (be *Backend) claim(q *queueState, st *stashed) *core.Claim {
-	h := &handle{be: be, q: q, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil}
+	h := &handle{be: be, q: q, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil, conn: st.conn}
 	return &core.Claim{
 		Queue:      q.name,
 		ID:         st.id,
@@ -242,9 +248,10 @@ func (be *Backend) claim(q *queueState, st *stashed) *core.Claim {
 // poll runs one pull request for the queue (no_wait when expires is below minLongPoll) and
 // stashes what it delivers.
 func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Duration, batch int, expires time.Duration) {
+	defer be.polls.Done()
 	// The server starts a message's AckWait when it delivers it, after it received this
 	// request: timing the lease from here is conservative.
-	sent := time.Now()
+	sent, conn := time.Now(), be.connEpoch()
 	var (
 		mb  jetstream.MessageBatch
 		err error
@@ -252,58 +259,61 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 	if expires < minLongPoll {
 		mb, err = cons.FetchNoWait(batch)
 	} else {
-		// The pull ends when the server expires it, or at once when Close cancels be.pulls.
-		// FetchContext asks the server for the ctx's time less min(10%, 1s), so the ctx gets
-		// that much more: the server's own expiry normally comes first.
-		pctx, cancel := context.WithTimeout(be.pulls, pullTimeout(expires))
-		defer cancel()
-		mb, err = cons.Fetch(batch, jetstream.FetchContext(pctx))
+		// The pull ends when the server expires it, and Close waits for that: a pull cut
+		// short client-side (FetchContext) drops what the server already sent it, and each
+		// such message would come back after AckWait with a delivery counted that never ran.
+		// FetchMaxWait waits for the server's expiry plus 1s.
+		mb, err = cons.Fetch(batch, jetstream.FetchMaxWait(expires))
 	}
+	delivered := false
 	if err == nil {
 		for m := range mb.Messages() {
+			if !delivered {
+				delivered = true
+				be.mu.Lock()
+				q.idle = false
+				be.mu.Unlock()
+			}
 			st := be.prepare(q, m, sent, ackWait)
 			if st == nil {
 				continue
 			}
+			st.conn = conn
+			// Stashed even after Close: Close waits for this pull and gives back the stash.
 			be.mu.Lock()
-			closed := be.closed
-			if !closed {
-				q.stash = append(q.stash, st)
-				be.broadcastLocked()
-			}
+			q.stash = append(q.stash, st)
+			be.sweepLaterLocked(q, st)
+			be.broadcastLocked()
 			be.mu.Unlock()
-			if closed {
-				_ = m.Nak()
-			}
 		}
 		err = mb.Error()
 	}
 	be.mu.Lock()
 	q.polling = false
+	q.idle = false
 	if err != nil && !be.closed && !errors.Is(err, jetstream.ErrNoMessages) &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 		q.pollErr = wrap("fetch: pull", q.name, err)
+	} else if !delivered && expires >= minLongPoll {
+		q.idle = true // a long pull found nothing: the next one may wait longer
 	}
 	be.broadcastLocked()
 	be.mu.Unlock()
 }
 
-// prepare reads a delivered message: its batch id, deliveries and (reassembled) body. A
-// message that arrives before its due time (the server's clock runs ahead of this one) is
-// given back with the remaining delay; nil means "not a claim".
+// prepare reads a delivered message: its batch id, deliveries (the message's NumDelivered
+// plus its Txmq-Base header, see requeue) and (reassembled) body; nil
+// means "not a claim". Due times are not checked here: the server fires a schedule by its own
+// clock, the one the schedule was computed on (see serverNow), so comparing with this
+// process's clock would only add skew.
 func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
 	hdr := m.Headers()
-	if nb := hdr.Get(hdrNotBefore); nb != "" {
-		if ns, err := strconv.ParseInt(nb, 10, 64); err == nil {
-			if wait := time.Until(time.Unix(0, ns)); wait > 0 {
-				_ = m.NakWithDelay(wait)
-				return nil
-			}
-		}
-	}
-	st := &stashed{msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1}
+	st := &stashed{q: q, msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1}
 	if meta, err := m.Metadata(); err == nil {
 		st.deliveries = int(meta.NumDelivered)
+	}
+	if base, err := strconv.Atoi(hdr.Get(hdrBase)); err == nil && base > 0 {
+		st.deliveries += base
 	}
 	if hdr.Get(hdrChunks) != "" {
 		st.chunkID = hdr.Get(hdrChunkID)
@@ -322,15 +332,6 @@ func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWa
 		}
 	}
 	return st
-}
-
-// pullTimeout is the context timeout that makes FetchContext ask the server for a pull of
-// expires (it keeps back 10% of the context's time, at most 1s).
-func pullTimeout(expires time.Duration) time.Duration {
-	if expires <= 9*time.Second {
-		return expires * 10 / 9
-	}
-	return expires + time.Second
 }
 
 func (be *Backend) broadcastLocked() {

@@ -15,11 +15,11 @@ import (
 
 // Headers the Backend sets on stored messages.
 const (
-	hdrBatch     = "Txmq-Batch"      // batch id
-	hdrNotBefore = "Txmq-Not-Before" // due time, Unix nanoseconds (guard against clock skew)
-	hdrChunks    = "Txmq-Chunks"     // number of chunks of a chunked body
-	hdrChunkID   = "Txmq-Chunk-Id"   // the chunks' subject token
-	hdrSize      = "Txmq-Size"       // total body size of a chunked body
+	hdrBatch   = "Txmq-Batch"    // batch id
+	hdrChunks  = "Txmq-Chunks"   // number of chunks of a chunked body
+	hdrChunkID = "Txmq-Chunk-Id" // the chunks' subject token
+	hdrSize    = "Txmq-Size"     // total body size of a chunked body
+	hdrBase    = "Txmq-Base"     // deliveries of the batch before this message existed
 
 	hdrSchedule       = "Nats-Schedule"
 	hdrScheduleTarget = "Nats-Schedule-Target"
@@ -39,9 +39,11 @@ type queueState struct {
 	cons      jetstream.Consumer
 	exclusive bool          // as applied to cons
 	ackWait   time.Duration // cons's AckWait
+	clock     serverClock   // the clock of the server that fires the stream's schedules
 
 	// Guarded by Backend.mu.
 	polling bool       // a pull request is outstanding
+	idle    bool       // the last pull ended having delivered nothing (see Options.IdlePull)
 	stash   []*stashed // claims pulled but not yet handed out
 	pollErr error      // the last poll's error, for the next Fetch
 }
@@ -83,10 +85,13 @@ func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, err
 	}
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
+	sent := time.Now()
 	s, err := be.js.Stream(cctx, q.streamName)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		sent = time.Now()
 		s, err = be.js.CreateStream(cctx, be.streamConfig(q))
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			sent = time.Now()
 			s, err = be.js.Stream(cctx, q.streamName)
 		}
 	}
@@ -94,6 +99,9 @@ func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, err
 		return nil, wrap(op+": stream "+q.streamName, name, err)
 	}
 	q.stream = s
+	if info := s.CachedInfo(); info != nil {
+		q.clock.seed(info.TimeStamp, sent) // the first delayed publish needs no extra round trip
+	}
 	return q, nil
 }
 
@@ -180,8 +188,16 @@ func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, 
 // store publishes one batch body: chunks first when it is too large, then the message on the
 // ready subject, or as a message schedule targeting the ready subject when notBefore is in
 // the future.
-func (be *Backend) store(ctx context.Context, q *queueState, id string, body []byte, notBefore time.Time) error {
+func (be *Backend) store(ctx context.Context, q *queueState, id string, body []byte, delay time.Duration) error {
 	hdr := natsgo.Header{}
+	var at time.Time
+	if delay > 0 {
+		now, err := be.serverNow(ctx, q)
+		if err != nil {
+			return wrap("publish batch "+id+": reading the server's clock for its schedule", q.name, err)
+		}
+		at = now.Add(delay)
+	}
 	hdr.Set(hdrBatch, id)
 	data := body
 	var chunkID string
@@ -201,11 +217,10 @@ func (be *Backend) store(ctx context.Context, q *queueState, id string, body []b
 		data = nil
 	}
 	msg := &natsgo.Msg{Subject: q.ready, Header: hdr, Data: data}
-	if !notBefore.IsZero() && notBefore.After(time.Now()) {
+	if !at.IsZero() {
 		msg.Subject = q.schedSubject()
-		hdr.Set(hdrSchedule, "@at "+notBefore.UTC().Format(time.RFC3339Nano))
+		hdr.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
 		hdr.Set(hdrScheduleTarget, q.ready)
-		hdr.Set(hdrNotBefore, strconv.FormatInt(notBefore.UnixNano(), 10))
 	}
 	if err := be.publish(ctx, q, msg); err != nil {
 		if chunkID != "" {

@@ -35,6 +35,7 @@ var urlParams = map[string]func(o *Options, v string) error{
 	"txmq_max_age":         func(o *Options, v string) error { return duration(v, &o.MaxAge) },
 	"txmq_ack_wait":        func(o *Options, v string) error { return duration(v, &o.AckWait) },
 	"txmq_timeout":         func(o *Options, v string) error { return duration(v, &o.Timeout) },
+	"txmq_idle_pull":       func(o *Options, v string) error { return duration(v, &o.IdlePull) },
 	"txmq_max_ack_pending": func(o *Options, v string) error { return atoi(v, &o.MaxAckPending) },
 	"txmq_fetch_limit":     func(o *Options, v string) error { return atoi(v, &o.FetchLimit) },
 	"txmq_name":            func(o *Options, v string) error { o.Name = v; return nil },
@@ -53,7 +54,7 @@ var urlParams = map[string]func(o *Options, v string) error{
 // The host (and user info, passed to the server as credentials and never logged) names the
 // server to dial; txmq_servers adds more, comma separated (nats://b:4222,nats://c:4222).
 // Query parameters set Options: txmq_prefix, txmq_replicas, txmq_storage (file|memory),
-// txmq_max_age, txmq_ack_wait, txmq_timeout (Go durations), txmq_max_ack_pending,
+// txmq_max_age, txmq_ack_wait, txmq_timeout, txmq_idle_pull (Go durations), txmq_max_ack_pending,
 // txmq_fetch_limit, txmq_name, txmq_creds (a .creds file), txmq_nkey (an NKey seed file),
 // txmq_tls_ca, txmq_tls_cert, txmq_tls_key (PEM files). Any other parameter is an error
 // wrapping core.ErrInvalidConfig that lists the accepted ones.
@@ -68,7 +69,7 @@ func Open(_ context.Context, u *url.URL) (core.Backend, error) {
 // parseURL returns the Options and the server list of a nats:// URL.
 func parseURL(u *url.URL) (*Options, string, error) {
 	if u.Host == "" {
-		return nil, "", fmt.Errorf("%w: nats backend URL %s: no host; want nats://host:port", core.ErrInvalidConfig, u.Redacted())
+		return nil, "", fmt.Errorf("%w: nats backend URL %s: no host; want nats://host:port", core.ErrInvalidConfig, core.RedactURL(u))
 	}
 	opts := &Options{}
 	q := u.Query()
@@ -80,14 +81,14 @@ func parseURL(u *url.URL) (*Options, string, error) {
 	for _, k := range keys {
 		set, known := urlParams[k]
 		if !known {
-			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, u.Redacted(), k, acceptedParams())
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, core.RedactURL(u), k, acceptedParams())
 		}
 		if set == nil {
 			continue
 		}
 		v := q.Get(k)
 		if err := set(opts, v); err != nil {
-			return nil, "", fmt.Errorf("%w: nats backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, u.Redacted(), k, v, err)
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, core.RedactURL(u), k, v, err)
 		}
 	}
 	if _, err := opts.withDefaults(); err != nil {

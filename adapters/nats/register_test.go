@@ -26,11 +26,11 @@ func TestParseURL(t *testing.T) {
 				return o.Prefix == "app" && o.Replicas == 3 && o.MemoryStorage && o.MaxAge == 24*time.Hour && o.AckWait == 45*time.Second
 			}},
 		{url: "nats://a:4222?txmq_servers=nats://b:4222,nats://c:4222", servers: "nats://a:4222,nats://b:4222,nats://c:4222"},
-		{url: "nats://a:4222?txmq_creds=/x.creds&txmq_nkey=/seed&txmq_tls_ca=/ca.pem&txmq_tls_cert=/c.pem&txmq_tls_key=/k.pem&txmq_timeout=2s&txmq_name=svc",
+		{url: "nats://a:4222?txmq_creds=/x.creds&txmq_nkey=/seed&txmq_tls_ca=/ca.pem&txmq_tls_cert=/c.pem&txmq_tls_key=/k.pem&txmq_timeout=2s&txmq_name=svc&txmq_idle_pull=12s",
 			servers: "nats://a:4222",
 			check: func(o *Options) bool {
 				return o.CredentialsFile == "/x.creds" && o.NKeySeedFile == "/seed" && o.RootCAFiles[0] == "/ca.pem" &&
-					o.ClientCertFile == "/c.pem" && o.ClientKeyFile == "/k.pem" && o.Timeout == 2*time.Second && o.Name == "svc"
+					o.ClientCertFile == "/c.pem" && o.ClientKeyFile == "/k.pem" && o.Timeout == 2*time.Second && o.Name == "svc" && o.IdlePull == 12*time.Second
 			}},
 		{url: "nats://a:4222?txmq_prefx=x", err: "unknown parameter \"txmq_prefx\"; accepted: txmq_ack_wait"},
 		{url: "nats://a:4222?foo=1", err: "unknown parameter \"foo\""},

@@ -36,6 +36,7 @@ type handle struct {
 
 	mu         sync.Mutex // serialises settles and extensions of one claim
 	leaseUntil time.Time
+	conn       uint64 // connEpoch when the message was pulled
 	settled    bool
 	lost       bool
 }
@@ -65,11 +66,7 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 		body = c.Body
 	}
 	return be.settle(ctx, "retry", c, func(ctx context.Context, h *handle) error {
-		var due time.Time
-		if delay > 0 {
-			due = time.Now().Add(delay)
-		}
-		if err := be.store(ctx, h.q, c.ID, body, due); err != nil {
+		if err := be.store(ctx, h.q, c.ID, body, delay); err != nil {
 			return err
 		}
 		return h.request(ctx, ackAck)
@@ -141,8 +138,14 @@ func (be *Backend) handleOf(ctx context.Context, op string, c *core.Claim) (*han
 	return h, nil
 }
 
-// holdLocked returns core.ErrLeaseLost unless the lease has more than the margin left.
+// holdLocked returns core.ErrLeaseLost unless the lease has more than the margin left and
+// the connection has not been re-established since the message was pulled.
 func (h *handle) holdLocked(op string, c *core.Claim) error {
+	if !h.lost && h.be.connEpoch() != h.conn {
+		h.lost = true
+		return fmt.Errorf("nats: %s batch %s of queue %q (delivery %d): the connection to the server was re-established since the batch was pulled, and a restarted server may already have handed it out again; do not settle it: %w",
+			op, c.ID, c.Queue, c.Deliveries, core.ErrLeaseLost)
+	}
 	if !h.lost && time.Now().Add(h.be.leaseMargin(h.ackWait)).Before(h.leaseUntil) {
 		return nil
 	}
@@ -150,6 +153,15 @@ func (h *handle) holdLocked(op string, c *core.Claim) error {
 	return fmt.Errorf("nats: %s batch %s of queue %q (delivery %d): the lease ran out at %s and the batch may already run elsewhere; do not settle it again: %w",
 		op, c.ID, c.Queue, c.Deliveries, h.leaseUntil.Format(time.RFC3339Nano), core.ErrLeaseLost)
 }
+
+// connEpoch is how many times the connection was re-established. JetStream accepts an
+// acknowledgement (+WPI, +ACK) for a message it has since handed to another consumer, and a
+// server restarted from its store may hand out again what it had delivered before: a claim
+// pulled before a reconnect is therefore treated as lost (its Extend and settles return
+// core.ErrLeaseLost, so core stops its listener), which keeps Exclusive and a single run per
+// lease across server restarts and failovers, at the price of re-running what was in flight
+// during a mere network blip.
+func (be *Backend) connEpoch() uint64 { return be.nc.Stats().Reconnects }
 
 // request sends an acknowledgement and waits for the server's reply.
 func (h *handle) request(ctx context.Context, body []byte) error {

@@ -37,6 +37,7 @@ func TestStaleStashNotGivenBack(t *testing.T) {
 			t.Parallel()
 			lease := 800 * time.Millisecond
 			a := openBackend(t, natsenv.NATSURL(t), nil)
+			a.noStashSweep = true // the stash is left until its lease runs out (a sweep that could not run)
 			b, c := sibling(t, a), sibling(t, a)
 			stashOne(t, a, "q", lease)
 			time.Sleep(lease + 200*time.Millisecond)

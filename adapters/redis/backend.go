@@ -23,9 +23,11 @@ type Backend struct {
 	defaultLease time.Duration
 	fetchLimit   int
 	callTimeout  time.Duration
+	idleRecheck  time.Duration
 	log          *slog.Logger
 	wake         *waker
 	settles      *settleBatcher
+	limit        sizeLimit
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -58,12 +60,14 @@ func newBackend(rdb goredis.UniversalClient, own bool, o Options) *Backend {
 		defaultLease: o.DefaultLease,
 		fetchLimit:   o.FetchLimit,
 		callTimeout:  o.CallTimeout,
+		idleRecheck:  o.IdleRecheck,
 		log:          o.Logger,
 		done:         make(chan struct{}),
 	}
 	if o.GoRedisLogs {
 		routeGoRedisLogs(o.Logger)
 	}
+	be.limit.init(o.MaxBatchBytes)
 	be.wake = newWaker(rdb, o.Logger)
 	be.settles = newSettleBatcher(be)
 	return be
@@ -75,9 +79,9 @@ func (be *Backend) Prefix() string { return be.keys.prefix }
 // Client returns the go-redis client the Backend uses, for inspection and tests.
 func (be *Backend) Client() goredis.UniversalClient { return be.rdb }
 
-// Publish stores the batch, claimable from b.NotBefore (zero means now). The due time is the
-// server's now plus the delay measured on this machine, rounded up to the millisecond, so a
-// skewed client clock cannot make a batch due early. Publishing an id that is already stored
+// Publish stores the batch, claimable once its delay (b.DelayFrom) has passed. The due time is
+// the server's TIME plus the delay, rounded up to the millisecond, so a skewed client clock
+// cannot make a batch due early or late. Publishing an id that is already stored
 // is a no-op.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := be.usable("publish", b.Queue); err != nil {
@@ -90,14 +94,23 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return fmt.Errorf("%w: redis: publish to queue %q: the batch id is empty; use core.NewID", core.ErrInvalidConfig, b.Queue)
 	}
 	var delayMs int64
-	if !b.NotBefore.IsZero() {
-		if d := time.Until(b.NotBefore); d > 0 {
-			delayMs = int64((d + time.Millisecond - 1) / time.Millisecond)
-		}
+	if d := b.DelayFrom(time.Now()); d > 0 {
+		delayMs = int64((d + time.Millisecond - 1) / time.Millisecond)
+	}
+	what := fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue)
+	if err := be.checkSize(ctx, what, len(b.Body)); err != nil {
+		return err
 	}
 	k := be.keys.keys(b.Queue)
 	err := publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake).Err()
-	return be.wrap(fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue), err)
+	if err != nil && !rejected(err) && unavailable(err) && len(b.Body) > minBulkLimit {
+		// Redis closes the connection of a command over proto-max-bulk-len, which can look
+		// like an outage; if the server answers and its limit is below this body, it is not.
+		if serr := be.recheckSize(ctx, what, len(b.Body)); serr != nil {
+			return serr
+		}
+	}
+	return be.wrap(what, err)
 }
 
 // Depths reports the ready, in-flight and delayed batches of each named queue, at the server's

@@ -33,6 +33,30 @@ var unavailablePrefixes = []string{
 	"ERR max number of clients reached",
 }
 
+// rejectedReplies are parts of Redis error replies that refuse a command permanently, whatever
+// the server's health: a bulk argument (a batch body) over proto-max-bulk-len, or a string
+// value over the 512 MB limit. Retrying the same batch can never succeed.
+var rejectedReplies = []string{
+	"Protocol error: invalid bulk length",
+	"string exceeds maximum allowed size",
+	"Protocol error: too big",
+}
+
+// rejected reports whether err is a Redis reply that refuses the command permanently (see
+// rejectedReplies). It is checked before unavailable: such a refusal is never an outage.
+func rejected(err error) bool {
+	var rerr goredis.Error
+	if err == nil || !errors.As(err, &rerr) {
+		return false
+	}
+	for _, r := range rejectedReplies {
+		if strings.Contains(rerr.Error(), r) {
+			return true
+		}
+	}
+	return false
+}
+
 // unavailableErrnos are the system errors of a connection that failed or was cut.
 var unavailableErrnos = []error{
 	syscall.ECONNREFUSED,
@@ -100,7 +124,7 @@ func unavailable(err error) bool {
 
 // wrapErr is the one place this package turns a go-redis error into a txmq error: errors
 // meaning Redis is unreachable wrap core.ErrBackendUnavailable, a client closed by Close wraps
-// core.ErrClosed, and every other error is returned with context but unclassified. what says
+// core.ErrClosed, permanent refusals (too large) wrap core.ErrRejected, and every other error is returned with context but unclassified. what says
 // which call on which queue failed; the original error stays in the chain either way.
 func wrapErr(what string, err error) error {
 	if err == nil {
@@ -109,6 +133,8 @@ func wrapErr(what string, err error) error {
 	switch {
 	case errors.Is(err, goredis.ErrClosed):
 		return fmt.Errorf("redis: %s: the backend was closed; open a new one: %w (%w)", what, core.ErrClosed, err)
+	case rejected(err):
+		return fmt.Errorf("redis: %s: Redis refused it permanently (too large for the server's proto-max-bulk-len?); it is not retried: %w: %w", what, core.ErrRejected, err)
 	case unavailable(err):
 		if errors.Is(err, core.ErrBackendUnavailable) {
 			return fmt.Errorf("redis: %s: %w", what, err)

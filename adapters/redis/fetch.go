@@ -26,7 +26,9 @@ const maxSubscribeWait = 250 * time.Millisecond
 const minWait = time.Millisecond
 
 // Fetch claims due batches for the queues in req, at most each queue's Free, with one claim
-// script per queue pipelined in a single round trip. When nothing is due it blocks up to
+// script per queue pipelined in a single round trip. A Fetch that may wait (req.Wait > 0)
+// skips the queues known to be idle (see claimDue), so an idle node sends no command per
+// queue per poll. When nothing is due it blocks up to
 // req.Wait on the queues' wake-up channels (see waker), waking within milliseconds of a
 // publish, retry or freed exclusive lease on one of them, and at the earliest due time or lease
 // end the scripts reported. Cancelling ctx ends the wait with an empty result and a nil error;
@@ -78,7 +80,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			w = be.wake.register(channels)
 			be.wake.ensure(ctx, channels, min(time.Until(deadline), maxSubscribeWait))
 		}
-		claims, next, err := be.claim(ctx, req, lease)
+		claims, next, err := be.claimDue(ctx, req, lease, channels)
 		if err != nil {
 			if len(claims) > 0 {
 				be.log.Warn("txmq redis: some queues could not be fetched; returning the claims made", "error", err)
@@ -111,11 +113,80 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 	}
 }
 
+// claimDue runs the claim scripts of the queues of req that may have something claimable and
+// returns as claim does. channels are the queues' wake channels, subscribed by the caller;
+// nil (a Fetch that does not wait) claims every queue.
+//
+// A queue whose claim made no claim rests until the earliest due time or lease end its script
+// reported, or for Options.IdleRecheck when nothing is pending (from three quarters of it on,
+// the recheck rides along with any other queue's claim, so rechecks share round trips); until then, while its wake channel stays confirmed subscribed, no script runs for
+// it. A wake-up on its channel (a publish to an empty queue, a retry, a freed exclusive
+// lease, an expired lease found by a settle) ends the rest at once, and so does any break of
+// the subscription, which also stops the skipping until the server confirms the channel
+// again. Wake-ups are not durable, so the
+// recheck bounds what a lost one can cost: the batch waits at most IdleRecheck, never forever.
+//
+// The rest is this process's knowledge, not a key on the server: no cross-slot index to keep
+// in step with every publish (one more write on the hot path, and illegal in a script on
+// Redis Cluster, where it would be a different slot), nothing that can go stale on the server.
+// Each node still looks at each idle queue once per IdleRecheck: 1,000 idle queues cost
+// 1,000/IdleRecheck claim scripts per second per node, whatever the poll wait.
+func (be *Backend) claimDue(ctx context.Context, req core.FetchRequest, lease time.Duration, channels []string) ([]*core.Claim, time.Duration, error) {
+	if channels == nil {
+		claims, next, _, err := be.claim(ctx, req, lease)
+		return claims, next, err
+	}
+	now := time.Now()
+	skip, gens := be.wake.plan(channels, now)
+	sub := req
+	sub.Queues = make([]core.QueueSlots, 0, len(req.Queues))
+	idx := make([]int, 0, len(req.Queues))
+	for i, qs := range req.Queues {
+		if !skip[i] {
+			sub.Queues = append(sub.Queues, qs)
+			idx = append(idx, i)
+		}
+	}
+	var (
+		claims []*core.Claim
+		err    error
+	)
+	if len(sub.Queues) > 0 {
+		var looks []look
+		claims, _, looks, err = be.claim(ctx, sub, lease)
+		for j, lk := range looks {
+			ch := channels[idx[j]]
+			if !lk.idle {
+				be.wake.busy(ch)
+				continue
+			}
+			// now is before the script's server time: the rest ends early rather than late.
+			r := rest{from: now.Add(be.idleRecheck * 3 / 4), until: now.Add(be.idleRecheck)}
+			if lk.next >= 0 && lk.next < be.idleRecheck {
+				r.until = now.Add(lk.next)
+				r.from = r.until
+			}
+			be.wake.rest(ch, gens[idx[j]], r)
+		}
+	}
+	if len(claims) > 0 || err != nil {
+		return claims, 0, err
+	}
+	return claims, be.wake.nextLook(channels, time.Now()), nil
+}
+
+// look is what one queue's claim script found: idle when it made no claim (and did not
+// fail), with next as in the script's reply.
+type look struct {
+	idle bool
+	next time.Duration
+}
+
 // claim runs the claim script of every requested queue in one round trip and returns the
 // claims, how long until one of the queues may have more without a wake-up (negative when
-// none pending), and the first error. Claims of queues that succeeded are returned even when
-// another queue failed.
-func (be *Backend) claim(ctx context.Context, req core.FetchRequest, lease time.Duration) ([]*core.Claim, time.Duration, error) {
+// none pending), what each queue's script found, and the first error. Claims of queues that
+// succeeded are returned even when another queue failed.
+func (be *Backend) claim(ctx context.Context, req core.FetchRequest, lease time.Duration) ([]*core.Claim, time.Duration, []look, error) {
 	n := len(req.Queues)
 	budget := req.Max
 	if budget <= 0 {
@@ -152,6 +223,7 @@ func (be *Backend) claim(ctx context.Context, req core.FetchRequest, lease time.
 	leaseUntil := start.Add(lease)
 	claims := []*core.Claim{}
 	next := time.Duration(-1)
+	looks := make([]look, n)
 	var firstErr error
 	for i, cmd := range cmds {
 		qs := req.Queues[i]
@@ -173,6 +245,7 @@ func (be *Backend) claim(ctx context.Context, req core.FetchRequest, lease time.
 			}
 			continue
 		}
+		looks[i] = look{idle: len(got) == 0, next: nx}
 		if nx >= 0 && (next < 0 || nx < next) {
 			next = nx
 		}
@@ -180,7 +253,7 @@ func (be *Backend) claim(ctx context.Context, req core.FetchRequest, lease time.
 	if firstErr == nil && err != nil {
 		firstErr = be.wrap("fetch", err)
 	}
-	return claims, next, firstErr
+	return claims, next, looks, firstErr
 }
 
 // parseClaims reads one claim script reply: {now, next ms, id, body, deliveries, token, ...}.

@@ -19,8 +19,9 @@ import (
 // startRedisServer runs a throwaway redis-server (no persistence) on a free local port for
 // the test and returns its address; it is stopped in t.Cleanup. Tests that must change
 // server-wide state (SCRIPT FLUSH) use it instead of the shared server. Without
-// redis-server on PATH the test is skipped, or fails when services are required (CI).
-func startRedisServer(t *testing.T) string {
+// redis-server on PATH the test is skipped, or fails when services are required (CI). extra
+// are more server arguments ("--proto-max-bulk-len", "1mb").
+func startRedisServer(t *testing.T, extra ...string) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -39,8 +40,8 @@ func startRedisServer(t *testing.T) string {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no")
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no"}, extra...)...)
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatalf("starting redis-server: %v", err)

@@ -59,9 +59,26 @@ type Options struct {
 	// request's Max is 0. Default 1000.
 	FetchLimit int
 
+	// IdleRecheck is how long a queue whose claim found nothing pending goes without another
+	// claim script from this Backend's waiting fetches, unless a wake-up (Pub/Sub) arrives for
+	// it or its subscription breaks; a queue with a delayed batch or a lease in flight is
+	// looked at again when that comes due, whichever is first. It bounds what a lost wake-up
+	// can delay a batch, and sets the idle cost: each node runs one claim script (six
+	// commands) per idle queue per IdleRecheck, so 1,000 idle queues cost about 200 commands/s
+	// at the default. Fetches that do not wait (Wait 0) always claim every queue. Default 30s.
+	IdleRecheck time.Duration
+
 	// CallTimeout bounds each claim pipeline, which runs detached from the caller's
 	// cancellation so that a claim Redis already made is always returned. Default 10s.
 	CallTimeout time.Duration
+
+	// MaxBatchBytes is the largest batch body the server accepts: its proto-max-bulk-len (a
+	// batch travels as one bulk argument). A larger batch is refused with an error wrapping
+	// core.ErrRejected before it is sent, and core's nodes refuse larger messages at the
+	// publish call (the Backend implements core.SizeLimiter). Default 0: read from the server
+	// (CONFIG GET proto-max-bulk-len) at the first publish, and again when a large publish
+	// fails on the network; 512 MB (Redis's default) until then, or when CONFIG is not allowed.
+	MaxBatchBytes int
 
 	// Logger receives the adapter's own diagnostics (the wake-up subscription losing its
 	// connection), at Debug and Warn level. Default slog.Default().
@@ -87,6 +104,7 @@ const (
 	defaultLease       = 30 * time.Second
 	defaultFetchLimit  = 1000
 	defaultCallTimeout = 10 * time.Second
+	defaultIdleRecheck = 30 * time.Second
 )
 
 // withDefaults returns a copy of o (nil allowed) with every zero field set to its default, or
@@ -114,8 +132,14 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = defaultCallTimeout
 	}
+	if c.IdleRecheck <= 0 {
+		c.IdleRecheck = defaultIdleRecheck
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.MaxBatchBytes < 0 {
+		return c, fmt.Errorf("%w: redis: MaxBatchBytes is %d; use the server's proto-max-bulk-len in bytes, or 0 to read it from the server", core.ErrInvalidConfig, c.MaxBatchBytes)
 	}
 	return c, nil
 }

@@ -57,6 +57,11 @@ var urlParams = map[string]func(o *Options, v string) error{
 		o.CallTimeout = d
 		return err
 	},
+	"txmq_idle_recheck": func(o *Options, v string) error {
+		d, err := positiveDuration(v)
+		o.IdleRecheck = d
+		return err
+	},
 }
 
 // Open opens a Backend from a redis:// or rediss:// URL, as core.OpenBackend does for
@@ -68,11 +73,20 @@ var urlParams = map[string]func(o *Options, v string) error{
 // The connection part and the go-redis query parameters (dial_timeout, read_timeout,
 // pool_size, max_retries, skip_verify, ...) are read by goredis.ParseURL. Parameters starting
 // with txmq_ set Options: txmq_prefix (Prefix), txmq_lease (DefaultLease, a Go duration),
-// txmq_fetch_limit (FetchLimit), txmq_call_timeout (CallTimeout) and txmq_goredis_logs
-// (GoRedisLogs, a Go bool); any other txmq_
+// txmq_fetch_limit (FetchLimit), txmq_call_timeout (CallTimeout), txmq_idle_recheck
+// (IdleRecheck, a Go duration) and txmq_goredis_logs (GoRedisLogs, a Go bool); any other txmq_
 // parameter is an error wrapping core.ErrInvalidConfig that lists the accepted ones. Errors
 // never contain the password. Open does no I/O.
 func Open(_ context.Context, u *url.URL) (core.Backend, error) {
+	o, gopts, err := parseURL(u)
+	if err != nil {
+		return nil, err
+	}
+	return newBackend(goredis.NewClient(gopts), true, o), nil
+}
+
+// parseURL returns the Options and the go-redis options a redis:// URL sets, without I/O.
+func parseURL(u *url.URL) (Options, *goredis.Options, error) {
 	var o Options
 	q := u.Query()
 	for key, vals := range q {
@@ -81,11 +95,11 @@ func Open(_ context.Context, u *url.URL) (core.Backend, error) {
 		}
 		set, ok := urlParams[key]
 		if !ok {
-			return nil, fmt.Errorf("%w: redis backend URL %s: unknown parameter %q; accepted txmq_ parameters: %s (and the go-redis ones, such as dial_timeout or pool_size)", core.ErrInvalidConfig, u.Redacted(), key, strings.Join(paramNames(), ", "))
+			return Options{}, nil, fmt.Errorf("%w: redis backend URL %s: unknown parameter %q; accepted txmq_ parameters: %s (and the go-redis ones, such as dial_timeout or pool_size)", core.ErrInvalidConfig, core.RedactURL(u), key, strings.Join(paramNames(), ", "))
 		}
 		v := vals[len(vals)-1]
 		if err := set(&o, v); err != nil {
-			return nil, fmt.Errorf("%w: redis backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, u.Redacted(), key, v, err)
+			return Options{}, nil, fmt.Errorf("%w: redis backend URL %s: parameter %s=%q: %v", core.ErrInvalidConfig, core.RedactURL(u), key, v, err)
 		}
 		q.Del(key)
 	}
@@ -93,13 +107,13 @@ func Open(_ context.Context, u *url.URL) (core.Backend, error) {
 	rest.RawQuery = q.Encode()
 	gopts, err := goredis.ParseURL(rest.String())
 	if err != nil {
-		return nil, fmt.Errorf("%w: redis backend URL %s: %s", core.ErrInvalidConfig, u.Redacted(), scrub(err.Error(), u))
+		return Options{}, nil, fmt.Errorf("%w: redis backend URL %s: %s", core.ErrInvalidConfig, core.RedactURL(u), core.RedactText(err.Error(), u.String()))
 	}
 	o2, err := o.withDefaults()
 	if err != nil {
-		return nil, err
+		return Options{}, nil, err
 	}
-	return newBackend(goredis.NewClient(gopts), true, o2), nil
+	return o2, gopts, nil
 }
 
 // paramNames lists the accepted txmq_ parameters, sorted.
@@ -118,14 +132,4 @@ func positiveDuration(v string) (time.Duration, error) {
 		err = fmt.Errorf("must be positive")
 	}
 	return d, err
-}
-
-// scrub removes u's password from msg.
-func scrub(msg string, u *url.URL) string {
-	if u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			msg = strings.ReplaceAll(msg, p, "xxxxx")
-		}
-	}
-	return msg
 }

@@ -29,6 +29,12 @@ type waker struct {
 	subs    map[string]chan struct{}        // channel -> closed once the server confirmed it
 	waiters map[string]map[*waiter]struct{} // channel -> fetches waiting on it
 	closed  bool
+
+	// The idle state of each channel's queue (see plan and rest), under mu.
+	live  map[string]bool   // channel -> confirmed subscribed, with no receive error since
+	gens  map[string]uint64 // channel -> wake-ups seen (any message, confirmation or error)
+	quiet map[string]rest   // channel -> when its queue needs its next claim unless woken
+
 	stop    context.CancelFunc
 	loopCtx context.Context
 }
@@ -47,6 +53,9 @@ func newWaker(rdb goredis.UniversalClient, log *slog.Logger) *waker {
 		log:     log,
 		subs:    make(map[string]chan struct{}),
 		waiters: make(map[string]map[*waiter]struct{}),
+		live:    make(map[string]bool),
+		gens:    make(map[string]uint64),
+		quiet:   make(map[string]rest),
 		stop:    cancel,
 		loopCtx: ctx,
 	}
@@ -191,6 +200,7 @@ func (w *waker) loop(ps *goredis.PubSub) {
 					default:
 						close(ready)
 					}
+					w.live[m.Channel] = true
 				}
 				w.mu.Unlock()
 				w.wakeChannel(m.Channel) // after a reconnect: look again
@@ -216,10 +226,12 @@ func (w *waker) replace(ps *goredis.PubSub) *goredis.PubSub {
 	return w.ps
 }
 
-// wakeChannel wakes the fetches waiting on ch.
+// wakeChannel wakes the fetches waiting on ch and ends the quiet of its queue.
 func (w *waker) wakeChannel(ch string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.gens[ch]++
+	delete(w.quiet, ch)
 	for wt := range w.waiters[ch] {
 		select {
 		case wt.ch <- struct{}{}:
@@ -228,10 +240,17 @@ func (w *waker) wakeChannel(ch string) {
 	}
 }
 
-// wakeAll wakes every waiting fetch.
+// wakeAll wakes every waiting fetch after a receive error: wake-ups may have been lost, so
+// every queue is claimed again, and no queue is skipped (see plan) until the server confirms
+// its channel again on the new connection.
 func (w *waker) wakeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	for ch := range w.subs {
+		w.gens[ch]++
+	}
+	clear(w.quiet)
+	clear(w.live)
 	for _, m := range w.waiters {
 		for wt := range m {
 			select {
@@ -252,4 +271,72 @@ func (w *waker) close() {
 	if ps != nil {
 		_ = ps.Close()
 	}
+}
+
+// rest is when a resting queue needs its next claim: at until at the latest, and from from
+// on when claims of other queues run anyway (rechecks of idle queues ride along with each
+// other's, instead of one round trip each).
+type rest struct{ from, until time.Time }
+
+// plan tells a Fetch which of its queues' claim scripts to run at now: skip[i] is true when
+// channels[i] is confirmed subscribed and its queue rests past now (nothing can become
+// claimable there without a wake-up), unless other queues are claimed now and its rest may
+// end early (see rest). gens[i] is the channel's wake-up count, to hand back to rest. The
+// skipped queues cost no command: this is what makes an idle node cheap.
+func (w *waker) plan(channels []string, now time.Time) (skip []bool, gens []uint64) {
+	skip = make([]bool, len(channels))
+	gens = make([]uint64, len(channels))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	claiming := false
+	for i, ch := range channels {
+		gens[i] = w.gens[ch]
+		r, ok := w.quiet[ch]
+		skip[i] = w.live[ch] && ok && r.until.After(now)
+		claiming = claiming || !skip[i]
+	}
+	if claiming {
+		for i, ch := range channels {
+			if skip[i] && !w.quiet[ch].from.After(now) {
+				skip[i] = false
+			}
+		}
+	}
+	return skip, gens
+}
+
+// rest records that the queue of ch needs no claim before r (an empty claim found nothing
+// that becomes claimable earlier without a wake-up), unless a wake-up arrived since plan
+// returned gen: then the queue stays due, so a wake-up racing the claim is never lost.
+func (w *waker) rest(ch string, gen uint64, r rest) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gens[ch] != gen {
+		delete(w.quiet, ch)
+		return
+	}
+	w.quiet[ch] = r
+}
+
+// busy ends the quiet of the queue of ch: its claim made claims or failed, so it is claimed
+// again at the next look.
+func (w *waker) busy(ch string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.quiet, ch)
+}
+
+// nextLook returns how long after now the first of channels' queues stops being quiet: 0
+// when one is due now (never looked at, woken, or busy), negative when channels is empty.
+func (w *waker) nextLook(channels []string, now time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	next := time.Duration(-1)
+	for _, ch := range channels {
+		d := max(w.quiet[ch].until.Sub(now), 0)
+		if next < 0 || d < next {
+			next = d
+		}
+	}
+	return next
 }

@@ -84,26 +84,28 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	return be, nil
 }
 
-// Publish stores the batch, claimable from b.NotBefore (zero means now) as measured by the
-// database's clock, and wakes nodes waiting for its queue.
+// Publish stores the batch, claimable once its delay (b.DelayFrom) has passed on the
+// database's clock (its now plus the delay: the app's clock is never compared with the
+// database's), and wakes nodes waiting for its queue.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	op := fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue)
 	if err := be.usable(op); err != nil {
 		return err
 	}
+	if err := checkSize(op, len(b.Body)); err != nil {
+		return err
+	}
 	if b.Queue == "" {
 		return fmt.Errorf("%w: sqljobs: publish batch %s: the queue name is empty; pass the declared queue name", core.ErrInvalidConfig, b.ID)
 	}
-	var notBefore *time.Time
-	if !b.NotBefore.IsZero() {
-		notBefore = &b.NotBefore
-	}
+	delay := b.DelayFrom(time.Now())
+	delayUs := int64((delay + time.Microsecond - 1) / time.Microsecond) // rounded up: never early
 	body := b.Body
 	if body == nil {
 		body = []byte{}
 	}
 	return be.run(ctx, op, func(ctx context.Context) error {
-		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, notBefore, b.Messages, be.channel)
+		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel)
 		return err
 	})
 }

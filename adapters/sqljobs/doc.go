@@ -27,7 +27,9 @@
 // FetchRequest.Max round-robin), then an UPDATE that gives each picked row a new lease token
 // from a sequence, deliveries+1 and run_at = now()+lease, returning the claims. The same
 // statement returns when the next row of those queues becomes claimable, for the wait timer.
-// Time is always the database's clock.
+// Time is always the database's clock: a delayed publish stores run_at = the database's clock
+// plus the batch's delay (core.OutgoingBatch.Delay), never the app's absolute due time, so an
+// app clock behind or ahead of the database's cannot make a batch early or late.
 //
 // Exclusive queues: in the same statement, the claim of an Exclusive queue's row inserts the
 // queue's row in txmq_jobs_exclusive, or takes it over only if its lease ran out (INSERT ... ON

@@ -23,6 +23,9 @@ func classify(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if rejected(err) {
+		return fmt.Errorf("sqljobs: %s: the database refused the batch permanently (a value it cannot store); it is not retried: %w: %w", op, core.ErrRejected, err)
+	}
 	if Unavailable(err) {
 		return fmt.Errorf("sqljobs: %s: the database is unreachable or refusing work (it is retried; check the database and the pool's connection settings): %w: %w", op, core.ErrBackendUnavailable, err)
 	}
@@ -70,6 +73,17 @@ func Unavailable(err error) bool {
 	var netErr net.Error
 	if errors.As(err, &netErr) {
 		return true // dial, read and write failures of the connection itself
+	}
+	return false
+}
+
+// rejected reports whether err is the database refusing a value permanently: a data exception
+// (class 22: invalid byte sequence, value too long, out of range) or a program limit (class
+// 54: a value or statement over a size limit). Running the same statement again cannot succeed.
+func rejected(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "54")
 	}
 	return false
 }

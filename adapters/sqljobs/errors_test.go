@@ -54,6 +54,23 @@ func TestClassify(t *testing.T) {
 			}
 		})
 	}
+	for _, tc := range []struct {
+		err      error
+		rejected bool
+	}{
+		{pg("22021"), true}, // invalid byte sequence
+		{pg("22001"), true}, // value too long
+		{pg("54000"), true}, // program limit exceeded
+		{pg("23505"), false},
+		{pg("53100"), false},
+		{pg("08006"), false},
+		{errors.New("boom"), false},
+	} {
+		wrapped := classify("publish", tc.err)
+		if errors.Is(wrapped, core.ErrRejected) != tc.rejected || (tc.rejected && errors.Is(wrapped, core.ErrBackendUnavailable)) {
+			t.Errorf("classify(%v) = %v; want rejected %v", tc.err, wrapped, tc.rejected)
+		}
+	}
 	if classify("x", nil) != nil {
 		t.Fatal("classify(nil) != nil")
 	}

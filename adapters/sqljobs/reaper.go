@@ -2,6 +2,7 @@ package sqljobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -210,5 +211,9 @@ func (be *Backend) deadLetter(ctx context.Context, d *core.DeadLetter) (err erro
 			err = fmt.Errorf("sqljobs: the dead-letter sink panicked: %v", r)
 		}
 	}()
-	return be.o.DeadLetters.DeadLetter(ctx, d)
+	err = be.o.DeadLetters.DeadLetter(ctx, d)
+	if errors.Is(err, core.ErrAlreadyDeadLettered) {
+		return nil // the sink keeps the first dead letter: the batch is dead-lettered
+	}
+	return err
 }

@@ -49,17 +49,13 @@ func Open(ctx context.Context, u *url.URL) (core.Backend, error) {
 }
 
 func open(ctx context.Context, u *url.URL) (*Backend, error) {
-	opts, migrate, rest, err := parseURL(u)
+	opts, migrate, cfg, err := parseConfig(u)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgxpool.ParseConfig(rest.String())
-	if err != nil {
-		return nil, fmt.Errorf("%w: sqljobs: backend URL %s: %v", core.ErrInvalidConfig, rest.Redacted(), err)
-	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, classify("creating the pool for "+rest.Redacted(), err)
+		return nil, classify("creating the pool for "+core.RedactURL(u), core.RedactError(err, u.String()))
 	}
 	if migrate {
 		if err := Migrate(ctx, pool, opts); err != nil {
@@ -74,6 +70,20 @@ func open(ctx context.Context, u *url.URL) (*Backend, error) {
 	}
 	be.ownPool = true
 	return be, nil
+}
+
+// parseConfig returns what a postgres:// URL sets: the Options, whether to migrate, and the
+// pool configuration (pgxpool.ParseConfig of the rest), without I/O.
+func parseConfig(u *url.URL) (*Options, bool, *pgxpool.Config, error) {
+	opts, migrate, rest, err := parseURL(u)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(rest.String())
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("%w: sqljobs: backend URL %s: %v", core.ErrInvalidConfig, core.RedactURL(rest), core.RedactError(err, u.String()))
+	}
+	return opts, migrate, cfg, nil
 }
 
 // parseURL takes the txmq_ parameters out of u and returns the Options they set, whether to

@@ -34,11 +34,13 @@ func render(schema string) statements {
 
 // sqlPublish stores one batch and wakes listening nodes (NOTIFY is sent at commit). A delayed
 // batch notifies too, so a waiting Fetch re-arms its timer for the new due time.
-// $1 queue, $2 batch id, $3 body, $4 run_at or NULL for now, $5 messages, $6 channel.
+// $1 queue, $2 batch id, $3 body, $4 delay in microseconds (0 for now), $5 messages, $6 channel.
+// The delay is added to the database's own clock (clock_timestamp(), which is never before the
+// now() that claims compare with), never to the publisher's: one clock for both sides.
 const sqlPublish = `
 WITH i AS (
 	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages)
-	VALUES ($1, $2, $3, COALESCE($4::timestamptz, now()), $5)
+	VALUES ($1, $2, $3, CASE WHEN $4::bigint > 0 THEN clock_timestamp() + $4::bigint * interval '1 microsecond' ELSE now() END, $5)
 	RETURNING queue
 )
 SELECT pg_notify($6, queue) FROM i`

@@ -36,7 +36,7 @@ type Backend struct {
 	ev      chan struct{}         // closed (and replaced) whenever a poll ends
 	closed  bool
 
-	bg       context.Context // background polls; cancelled by Close
+	bg       context.Context // background polls; cancelled by Close once they ended
 	bgCancel context.CancelFunc
 	polls    sync.WaitGroup
 
@@ -119,7 +119,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if dedup == "" {
 		dedup = core.NewID()
 	}
-	if err := be.route(ctx, b.Queue, b.Exclusive, w, b.NotBefore, dedup); err != nil {
+	if err := be.route(ctx, b.Queue, b.Exclusive, w, b.DelayFrom(time.Now()), dedup); err != nil {
 		be.forgetOverflow(w)
 		return err
 	}
@@ -219,11 +219,12 @@ func (be *Backend) queueCounts(ctx context.Context, queue string, k kind) (int64
 		n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed), nil
 }
 
-// Close stops this client's background polls, gives back the batches it received but did
-// not hand out (so they are not hidden until their visibility timeout), and makes every
-// later call fail with an error wrapping core.ErrClosed. Batches stay in SQS. Closing twice
-// is a no-op. A poll cut short by Close may have made SQS hide messages it never delivered:
-// they come back after the visibility timeout, with their receive count one higher.
+// Close stops this client's polling, waits for the receives in flight to end (at most
+// their long-poll wait: a receive cut short may have made SQS hide messages it never
+// delivered, which would come back after the visibility timeout with their receive count one
+// higher, a run spent that never ran), gives back the batches it received but did not hand
+// out, without counting the receive (see release), and makes every later call fail with an
+// error wrapping core.ErrClosed. Batches stay in SQS. Closing twice is a no-op.
 func (be *Backend) Close() error {
 	be.mu.Lock()
 	if be.closed {
@@ -231,23 +232,27 @@ func (be *Backend) Close() error {
 		return nil
 	}
 	be.closed = true
-	be.bgCancel()
 	be.signalLocked()
-	be.mu.Unlock()
-	be.polls.Wait()
-	be.mu.Lock()
-	var left []*pending
-	for q, ps := range be.stash {
-		left = append(left, ps...)
-		delete(be.stash, q)
-	}
+	left := be.takeStashLocked()
 	be.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
 	defer cancel()
 	for _, p := range left {
-		be.release(ctx, p)
+		be.release(ctx, p) // now, while their leases hold; receives ending later release their own
 	}
+	be.polls.Wait()
+	be.bgCancel()
 	return nil
+}
+
+// takeStashLocked empties the stash and returns what it held.
+func (be *Backend) takeStashLocked() []*pending {
+	var out []*pending
+	for q, ps := range be.stash {
+		out = append(out, ps...)
+		delete(be.stash, q)
+	}
+	return out
 }
 
 // usable returns the error for a call made after Close.

@@ -17,27 +17,33 @@
 //
 // Fetch keeps at most one ReceiveMessage outstanding per SQS queue per client, however many
 // queues it serves: all requested queues are polled concurrently, a queue that had work last
-// time with a short poll (no waiting), an idle one with a long poll of the node's PollWait
-// rounded up to whole seconds (1 to 20, SQS's maximum). Fetch returns as soon as any queue
+// time with a short poll (no waiting), an idle one with a long poll of Options.IdleWait (20 s,
+// SQS's maximum, by default) or the node's PollWait rounded up to whole seconds, whichever is
+// longer. Fetch returns as soon as any queue
 // yields claims; the other polls keep running, and what they receive waits in the client for
 // the next Fetch (Fetch is called again at once by the node), so a poll is never cut short in
 // the middle of a response and no message is hidden without being handed out. Batches that
-// wait there longer than half a lease (their queue's slots stayed full) are given back by
-// re-sending them, so the receive is not counted as a run. MaxNumberOfMessages is the queue's
+// wait there half a lease (their queue's slots stayed full, so no Fetch asked for them) are
+// given back then, by a timer rather than by the next Fetch, by re-sending them, so the
+// receive is not counted as a run. MaxNumberOfMessages is the queue's
 // free slots (at most 10); VisibilityTimeout is the lease.
 //
 // An idle standard queue therefore costs 3600/W ReceiveMessage requests per hour per node,
-// W being the long-poll wait in seconds: 180 with PollWait 20 s (the Backend's PollWaitHint,
-// which a node uses unless NodeOptions.PollWait is set; a node still reacts at once to work,
-// since a long poll returns as soon as a message arrives), 3600 with a PollWait of 1 s. Its holding queue adds a short poll every third of
+// W being the long-poll wait in seconds: 180 at the default IdleWait, whatever the node's
+// PollWait (measured: 180 at PollWait 1 s, 3,600 before the receive outlived a short Fetch;
+// a node still reacts at once to work, since a long poll returns as soon as a message
+// arrives). Its holding queue adds a short poll every third of
 // MaxNativeDelay (12 an hour with the 15-minute default). An idle Exclusive queue costs twice
 // the main figure, because its holding queue (which carries every delayed batch, see below)
-// is long-polled too. With 1,000,000 requests costing about $0.40, a queue idling with a 20 s
-// PollWait costs under $0.0001 an hour per node.
+// is long-polled too. With 1,000,000 requests costing about $0.40, a queue idling with 20 s
+// long polls costs under $0.0001 an hour per node.
 //
-// Cancelling a Fetch's ctx returns at once with the claims already received. Close cancels
-// the outstanding polls; a poll cut by Close may have made SQS hide messages it never
-// delivered, which come back after the visibility timeout with a receive count one higher.
+// Cancelling a Fetch's ctx returns at once with the claims already received. Close does not
+// cut the outstanding polls: a receive cut short may have made SQS hide messages it never
+// delivered, which would come back after the visibility timeout with a receive count one
+// higher (a run spent that never ran). Close waits for them instead (at most the long-poll
+// wait: up to 20 s with the PollWaitHint, PollWait with a shorter NodeOptions.PollWait), then
+// gives back everything received and not handed out, re-sent as below.
 //
 // # Leases and settles
 //
@@ -59,9 +65,13 @@
 // envelope's attempt plus Deliveries, so a batch whose nodes keep dying is dead-lettered as
 // worker_lost once the budget is spent. Receives that are not runs are kept out of the count:
 // a not-yet-due batch received early is re-sent (the new message starts at 0, with the same
-// base), and a batch received but never handed out is re-sent with base raised by its
-// receives minus that one. The count resets whenever a message is re-sent, which is why the
-// base travels with it.
+// base), and a batch received but never handed out (by half its lease, or at Close) is
+// re-sent with base raised by its receives minus that one. The count resets whenever a
+// message is re-sent, which is why the base travels with it: it lives in the stored message,
+// so it holds across clients and process restarts. A receive is still counted when the client
+// holding it dies before giving it back (a crash, or a kill during Close), like a run whose
+// node died; and when the re-send fails (an outage), the message is made visible again and
+// that receive counts (logged).
 //
 // Retry with 0 < delay <= 12 h on a standard queue is in place: ChangeMessageVisibility(delay)
 // keeps the old body and the receive count goes on (core's next run = old attempt + the
@@ -82,17 +92,22 @@
 //
 // # Delays
 //
-// A batch due within MaxNativeDelay (15 min, SQS's DelaySeconds cap) goes to the main queue
-// with DelaySeconds rounded up: never early. A batch due later goes to the holding queue with
-// its due time in a txmq-not-before attribute and a delay that makes it visible about half
-// the cap before it is due; fetching nodes poll the holding queue every third of the cap and
-// move each batch to the main queue with DelaySeconds for the rest (or back into the holding
-// queue, for another round, when it is still far off), so it is never early and not late by
-// more than a second's rounding; each round costs a receive, a send and a delete (12 requests
-// per hour of delay per batch) and restarts SQS's 14-day retention clock. FIFO queues have no
-// per-message delay, so every delayed batch of an Exclusive queue waits in the holding queue
-// (long-polled) and is moved into the FIFO queue when due. A main-queue message whose
-// txmq-not-before is still ahead (a clock-skewed mover) is moved back, not handed out. Depths
+// Delays are judged on SQS's clock alone: a batch travels with its delay as a duration
+// (core.OutgoingBatch.Delay), never with the publisher's absolute due time, so app/SQS clock
+// skew cannot make it early or late. A batch due within MaxNativeDelay (15 min, SQS's
+// DelaySeconds cap) goes to the main queue with DelaySeconds rounded up: never early. A batch
+// due later goes to the holding queue with its delay in a txmq-delay-ms attribute (counted
+// from that message's SentTimestamp) and a DelaySeconds that makes it visible about half the
+// cap before it is due; fetching nodes poll the holding queue every third of the cap, compute
+// what is left from SQS's own SentTimestamp and ApproximateFirstReceiveTimestamp, and move each
+// batch to the main queue with DelaySeconds for the rest (or back into the holding queue, for
+// another round, when it is still far off), so it is never early and not late by more than a
+// second's rounding; each round costs a receive, a send and a delete (12 requests per hour of
+// delay per batch) and restarts SQS's 14-day retention clock. FIFO queues have no per-message
+// delay, so every delayed batch of an Exclusive queue waits in the holding queue (long-polled)
+// and is moved into the FIFO queue when due. A main-queue message with delay left is moved
+// back, not handed out. Messages written by older versions carry txmq-not-before (the sender's
+// clock) and are still honoured. Depths
 // counts the holding queue as delayed.
 //
 // # Large batches

@@ -38,6 +38,10 @@ const (
 	classNoQueue
 	// classCanceled is the caller's own context ending.
 	classCanceled
+	// classRejected is SQS refusing the message itself (invalid characters, a parameter value
+	// such as its size out of range): sending it again can never succeed. It wraps
+	// core.ErrRejected, so the batch is dead-lettered rather than retried.
+	classRejected
 )
 
 // unavailableCodes are error codes (from the AWS JSON protocol or the query protocol) that mean
@@ -60,6 +64,17 @@ var unavailableCodes = map[string]bool{
 	"PriorRequestNotComplete":     true,
 	"EC2ThrottledException":       true,
 	"SlowDown":                    true,
+}
+
+// rejectedCodes are the errors SQS returns for a message it will never accept as sent (an
+// InvalidParameterValue about a receipt handle is a stale handle instead).
+var rejectedCodes = map[string]bool{
+	"InvalidMessageContents":                        true,
+	"AWS.SimpleQueueService.InvalidMessageContents": true,
+	"InvalidParameterValue":                         true,
+	"AWS.SimpleQueueService.InvalidParameterValue":  true, // fauxqs, and SQS's query protocol
+	"MessageTooLong":                                true,
+	"AWS.SimpleQueueService.MessageTooLong":         true,
 }
 
 // staleCodes are the errors SQS returns for a receipt handle that is no longer current.
@@ -104,18 +119,22 @@ func classify(err error) errorClass {
 			return classNoQueue
 		case staleCodes[code]:
 			return classStaleHandle
-		case code == "InvalidParameterValue" && mentionsReceiptHandle(api.ErrorMessage()):
+		case (code == "InvalidParameterValue" || code == "AWS.SimpleQueueService.InvalidParameterValue") && mentionsReceiptHandle(api.ErrorMessage()):
 			// SQS answers ChangeMessageVisibility on a handle from an earlier receive with
 			// InvalidParameterValue "... receipt handle ... has expired".
 			return classStaleHandle
 		case unavailableCodes[code]:
 			return classUnavailable
+		case rejectedCodes[code]:
+			return classRejected
 		}
 	}
 	var resp *smithyhttp.ResponseError
 	if errors.As(err, &resp) && resp.HTTPStatusCode() != 0 {
 		if s := resp.HTTPStatusCode(); s >= 500 || s == 429 {
 			return classUnavailable
+		} else if s == 413 { // Request Entity Too Large: a proxy or endpoint refusing the size
+			return classRejected
 		}
 		return classOther
 	}
@@ -170,6 +189,8 @@ func wrap(op, queue string, err error) error {
 		return fmt.Errorf("sqs: %s: the SQS queue does not exist (deleted outside txmq?); it is created again on next use: %w", where, err)
 	case classCanceled:
 		return fmt.Errorf("sqs: %s: %w", where, err)
+	case classRejected:
+		return fmt.Errorf("sqs: %s: SQS refused the message itself; sending it again cannot succeed: %w: %w", where, core.ErrRejected, err)
 	default:
 		return fmt.Errorf("sqs: %s: SQS refused the request (check the queue name, IAM permissions and options): %w", where, err)
 	}

@@ -50,12 +50,17 @@ func TestClassify(t *testing.T) {
 		{"queue does not exist query code", op(status(400, api("AWS.SimpleQueueService.NonExistentQueue", ""))), classNoQueue},
 		{"access denied", op(status(403, api("AccessDenied", "not authorized"))), classOther},
 		{"validation", op(status(400, api("ValidationError", "bad"))), classOther},
-		{"invalid contents", op(status(400, api("AWS.SimpleQueueService.InvalidMessageContents", ""))), classOther},
+		{"invalid contents", op(status(400, api("AWS.SimpleQueueService.InvalidMessageContents", ""))), classRejected},
+		{"invalid contents json code", op(status(400, api("InvalidMessageContents", "invalid characters"))), classRejected},
+		{"message too long", op(status(400, api("InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 262144 bytes."))), classRejected},
 		{"plain error", errors.New("something else"), classOther},
 		{"receipt handle invalid", op(&types.ReceiptHandleIsInvalid{}), classStaleHandle},
 		{"not in flight", op(&types.MessageNotInflight{}), classStaleHandle},
 		{"expired handle", op(status(400, api("InvalidParameterValue", "Value x for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired."))), classStaleHandle},
-		{"other invalid parameter", op(status(400, api("InvalidParameterValue", "DelaySeconds too big"))), classOther},
+		{"message too long, query code", op(status(400, api("AWS.SimpleQueueService.InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 1048576 bytes."))), classRejected},
+		{"expired handle, query code", op(status(400, api("AWS.SimpleQueueService.InvalidParameterValue", "The receipt handle has expired."))), classStaleHandle},
+		{"413 too large", op(status(413, errors.New("request entity too large"))), classRejected},
+		{"other invalid parameter", op(status(400, api("InvalidParameterValue", "DelaySeconds too big"))), classRejected},
 		{"canceled", op(context.Canceled), classCanceled},
 	}
 	for _, tc := range tests {
@@ -66,6 +71,9 @@ func TestClassify(t *testing.T) {
 			werr := wrap("send", "q", tc.err)
 			if unavail := errors.Is(werr, core.ErrBackendUnavailable); unavail != (tc.want == classUnavailable) {
 				t.Fatalf("wrap(%v) unavailable=%v; want %v", tc.err, unavail, tc.want == classUnavailable)
+			}
+			if rej := errors.Is(werr, core.ErrRejected); rej != (tc.want == classRejected) {
+				t.Fatalf("wrap(%v) rejected=%v; want %v", tc.err, rej, tc.want == classRejected)
 			}
 			if !errors.Is(werr, tc.err) {
 				t.Fatalf("wrap lost the SDK error from the chain: %v", werr)

@@ -44,7 +44,8 @@ const (
 // Fetch claims due batches for the queues in req, at most each queue's free slots (and at
 // most 10 per queue per call, SQS's receive cap). It first hands out batches this client
 // already received; then it polls every requested queue concurrently: a short poll for a queue
-// that had work last time, else a long poll of req.Wait rounded up to whole seconds (1 to 20).
+// that had work last time, else a long poll of req.Wait rounded up to whole seconds (1 to 20)
+// or Options.IdleWait, whichever is longer (the poll outlives a shorter Fetch).
 // It returns as soon as any queue yields claims; polls still outstanding keep running and
 // what they receive goes to the next Fetch. Cancelling ctx returns at once with the claims
 // already received, never stranding them.
@@ -207,7 +208,7 @@ func (be *Backend) pollErrLocked(req core.FetchRequest) error {
 
 // startPollsLocked starts a receive on every requested queue that has none outstanding, and
 // returns the done channels of those it started. Main queues are polled short when they had
-// work last time, else long (waitSecs). A holding queue is polled like its main queue for an
+// work last time, else long (see idleWait). A holding queue is polled like its main queue for an
 // Exclusive queue (its short delays live there), and with a short poll every third of
 // MaxNativeDelay for a standard one (only batches due beyond the native cap live there).
 func (be *Backend) startPollsLocked(req core.FetchRequest, lease time.Duration, waitSecs int32) []chan struct{} {
@@ -226,7 +227,7 @@ func (be *Backend) startPollsLocked(req core.FetchRequest, lease time.Duration, 
 		n = min(max(n, 1), maxReceive)
 		main := be.pollerLocked(pollKey{qs.Queue, mainKind(qs.Exclusive)})
 		if !main.busy {
-			wait := waitSecs
+			wait := be.idleWait(waitSecs)
 			if main.hot {
 				wait = 0
 			}
@@ -238,7 +239,7 @@ func (be *Backend) startPollsLocked(req core.FetchRequest, lease time.Duration, 
 		}
 		switch {
 		case qs.Exclusive:
-			wait := waitSecs
+			wait := be.idleWait(waitSecs)
 			if hold.hot {
 				wait = 0
 			}
@@ -248,6 +249,16 @@ func (be *Backend) startPollsLocked(req core.FetchRequest, lease time.Duration, 
 		}
 	}
 	return started
+}
+
+// idleWait is the long-poll wait of an idle queue's receive in a Fetch whose own wait is
+// waitSecs: Options.IdleWait or waitSecs, whichever is longer, and 0 (a short poll) for a
+// Fetch that does not wait.
+func (be *Backend) idleWait(waitSecs int32) int32 {
+	if waitSecs <= 0 {
+		return 0
+	}
+	return max(waitSecs, int32(be.opts.IdleWait/time.Second))
 }
 
 func (be *Backend) pollerLocked(k pollKey) *poller {

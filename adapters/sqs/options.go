@@ -62,6 +62,16 @@ type Options struct {
 	// read (NewDirOverflow on a shared volume, or your own S3-backed implementation).
 	Overflow Overflow
 
+	// IdleWait is the long-poll wait (WaitTimeSeconds) of a receive on a queue whose last
+	// receive returned nothing, whatever the node's PollWait: the receive outlives a shorter
+	// Fetch (what it gets goes to the next one) and returns as soon as a message arrives, so
+	// pickup stays immediate while an idle queue costs each node 3600s/IdleWait receives an
+	// hour (180 at the default; an Exclusive queue twice that, its holding queue being
+	// long-polled too; a standard queue adds a short poll of its holding queue every third of
+	// MaxNativeDelay, 12 an hour at the default). SQS bills every receive. Whole seconds from
+	// 1 s to 20 s (SQS's cap); a Fetch whose own wait is longer uses that. Default 20 s.
+	IdleWait time.Duration
+
 	// RequestTimeout bounds each SQS call made without a caller deadline (background polls,
 	// releases at Close), on top of the long-poll wait. Default 10 s.
 	RequestTimeout time.Duration
@@ -108,6 +118,10 @@ func (o *Options) withDefaults() Options {
 	if c.RequestTimeout <= 0 {
 		c.RequestTimeout = defaultRequestTimeout
 	}
+	if c.IdleWait <= 0 || c.IdleWait > maxWait {
+		c.IdleWait = maxWait
+	}
+	c.IdleWait = max(c.IdleWait.Round(time.Second), time.Second)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}

@@ -2,6 +2,7 @@ package sqs
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,9 +22,10 @@ const (
 )
 
 // startPollLocked starts one background receive on the queue k and returns its done channel.
-// The receive runs on the Backend's own context (cancelled only by Close), never on a
-// Fetch's, so a Fetch that returns early does not cut a request in which SQS may already have
-// hidden messages: they reach the stash and the next Fetch.
+// The receive runs on the Backend's own context, never on a Fetch's, and Close waits for it
+// rather than cutting it, so neither a Fetch that returns early nor Close cuts a request in
+// which SQS may already have hidden messages: they reach the stash, then the next Fetch or
+// Close's release.
 func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis int32, lease time.Duration, wait int32) chan struct{} {
 	p.busy, p.done, p.last, p.err = true, make(chan struct{}), time.Now(), nil
 	done := p.done
@@ -47,18 +49,30 @@ func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis 
 		if err != nil && be.bg.Err() == nil {
 			p.err = err
 		}
-		if len(got) > 0 {
+		closed := be.closed
+		if len(got) > 0 && !closed {
 			be.stash[k.queue] = append(be.stash[k.queue], got...)
+			for _, g := range got {
+				be.sweepLaterLocked(g)
+			}
 		}
 		close(done)
 		be.signalLocked()
 		be.mu.Unlock()
+		if closed && len(got) > 0 {
+			// Close is waiting for this receive: give back what it got now.
+			rctx, rcancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
+			defer rcancel()
+			for _, g := range got {
+				be.release(rctx, g)
+			}
+		}
 	}()
 	return done
 }
 
 // receive polls a main queue once and turns what it gets into pending claims. A message not
-// yet due (its txmq-not-before is in the future: a clock-skewed node moved it early) is parked
+// yet due (what is left of its delay, judged on SQS's clock by wireOf, is positive) is parked
 // again, not handed out. It returns the claims and how many messages SQS returned.
 func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vis int32, lease time.Duration, wait int32) ([]*pending, int, error) {
 	u, err := be.url(ctx, k.queue, k.k, true)
@@ -73,8 +87,8 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 		VisibilityTimeout:   vis,
 		WaitTimeSeconds:     wait,
 		//lint:ignore SA1019 older SQS endpoints and emulators read only AttributeNames
-		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeName(types.MessageSystemAttributeNameApproximateReceiveCount)},
-		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount},
+		AttributeNames:              legacyAttributeNames(),
+		MessageSystemAttributeNames: receiveAttributes,
 		MessageAttributeNames:       []string{"All"},
 	})
 	if err != nil {
@@ -89,7 +103,7 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 	for _, m := range out.Messages {
 		w, count := wireOf(m)
 		receipt := aws.ToString(m.ReceiptHandle)
-		if w.notBefore.After(time.Now()) {
+		if w.delay > 0 {
 			be.park(ctx, k.queue, exclusive, u, receipt, w)
 			continue
 		}
@@ -110,7 +124,7 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 // and deletes it here. Its receive was not a run: the moved copy keeps the same base, and
 // this SQS message's own receive count is dropped with it.
 func (be *Backend) park(ctx context.Context, queue string, exclusive bool, url, receipt string, w wire) {
-	if err := be.route(ctx, queue, exclusive, w, w.notBefore, ""); err != nil {
+	if err := be.route(ctx, queue, exclusive, w, w.delay, ""); err != nil {
 		be.log.Warn("sqs: parking a batch that is not due failed; it comes back after its visibility timeout", "queue", queue, "batch", w.id, "error", err)
 		return
 	}
@@ -129,11 +143,14 @@ func (be *Backend) moveHeld(ctx context.Context, queue string, exclusive bool, w
 	}
 	be.count(opReceive)
 	out, err := be.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-		QueueUrl:              aws.String(u),
-		MaxNumberOfMessages:   maxReceive,
-		VisibilityTimeout:     holdVisibility,
-		WaitTimeSeconds:       wait,
-		MessageAttributeNames: []string{"All"},
+		QueueUrl:            aws.String(u),
+		MaxNumberOfMessages: maxReceive,
+		VisibilityTimeout:   holdVisibility,
+		WaitTimeSeconds:     wait,
+		//lint:ignore SA1019 older SQS endpoints and emulators read only AttributeNames
+		AttributeNames:              legacyAttributeNames(),
+		MessageSystemAttributeNames: receiveAttributes,
+		MessageAttributeNames:       []string{"All"},
 	})
 	if err != nil {
 		if isNoQueue(err) {
@@ -172,7 +189,7 @@ func (be *Backend) release(ctx context.Context, p *pending) {
 	h := p.h
 	w := h.w
 	w.base += h.count - 1
-	if err := be.route(ctx, h.queue, h.exclusive, w, time.Time{}, ""); err == nil {
+	if err := be.route(ctx, h.queue, h.exclusive, w, 0, ""); err == nil {
 		if err := be.deleteMsg(ctx, h.url, h.receipt); err != nil {
 			be.log.Warn("sqs: deleting a released batch's old message failed; it may be delivered twice", "queue", h.queue, "batch", w.id, "error", err)
 		}
@@ -183,9 +200,45 @@ func (be *Backend) release(ctx context.Context, p *pending) {
 	}
 }
 
+// sweepLaterLocked releases p when half its lease is gone if no Fetch has taken it by then (a
+// node at capacity does not fetch the queue), rather than letting its visibility timeout run
+// out, which SQS would count as a receive.
+func (be *Backend) sweepLaterLocked(p *pending) {
+	time.AfterFunc(time.Until(p.got.Add(p.h.lease/2)), func() {
+		be.mu.Lock()
+		list := be.stash[p.h.queue]
+		i := slices.Index(list, p)
+		if be.closed || i < 0 {
+			be.mu.Unlock()
+			return // handed out, released by a Fetch, or left to Close
+		}
+		if list = slices.Delete(list, i, i+1); len(list) == 0 {
+			delete(be.stash, p.h.queue)
+		} else {
+			be.stash[p.h.queue] = list
+		}
+		be.polls.Add(1) // under mu: Close, once it has set closed, waits for this release
+		be.mu.Unlock()
+		defer be.polls.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), be.opts.RequestTimeout)
+		defer cancel()
+		be.release(ctx, p)
+	})
+}
+
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {
 		return a
 	}
 	return b
+}
+
+// legacyAttributeNames is receiveAttributes in the deprecated AttributeNames form, which older
+// SQS endpoints and emulators read instead.
+func legacyAttributeNames() []types.QueueAttributeName {
+	out := make([]types.QueueAttributeName, len(receiveAttributes))
+	for i, a := range receiveAttributes {
+		out[i] = types.QueueAttributeName(a)
+	}
+	return out
 }

@@ -35,6 +35,7 @@ var urlParams = map[string]string{
 	"txmq_overflow_dir":       "Options.Overflow = NewDirOverflow(dir)",
 	"txmq_retry_max_attempts": "Options.RetryMaxAttempts",
 	"txmq_request_timeout":    "Options.RequestTimeout (a Go duration)",
+	"txmq_idle_wait":          "Options.IdleWait (a Go duration)",
 }
 
 // Open opens a Backend from a URL, as core.OpenBackend does for TXMQ_BACKEND=sqs://...
@@ -48,7 +49,7 @@ var urlParams = map[string]string{
 // credentials); they never appear in errors or logs. Query parameters (all prefixed txmq_, so
 // they cannot clash with anything else) set Options: txmq_region, txmq_endpoint, txmq_prefix,
 // txmq_max_native_delay, txmq_max_message_bytes, txmq_overflow_dir, txmq_retry_max_attempts,
-// txmq_request_timeout. An unknown parameter is an error wrapping core.ErrInvalidConfig.
+// txmq_request_timeout, txmq_idle_wait. An unknown parameter is an error wrapping core.ErrInvalidConfig.
 func Open(ctx context.Context, u *url.URL) (core.Backend, error) {
 	opts, err := optionsFromURL(u)
 	if err != nil {
@@ -78,14 +79,17 @@ func optionsFromURL(u *url.URL) (*Options, error) {
 			o.Endpoint = v
 		case "txmq_prefix":
 			o.Prefix = v
-		case "txmq_max_native_delay", "txmq_request_timeout":
+		case "txmq_max_native_delay", "txmq_request_timeout", "txmq_idle_wait":
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
 				return nil, bad(key, v, "want a positive Go duration such as 15m")
 			}
-			if key == "txmq_request_timeout" {
+			switch key {
+			case "txmq_request_timeout":
 				o.RequestTimeout = d
-			} else {
+			case "txmq_idle_wait":
+				o.IdleWait = d
+			default:
 				o.MaxNativeDelay = d
 			}
 		case "txmq_max_message_bytes", "txmq_retry_max_attempts":

@@ -36,8 +36,8 @@ func TestOptionsFromURL(t *testing.T) {
 			c, err := o.Credentials.Retrieve(context.Background())
 			return err == nil && c.AccessKeyID == "AKID" && c.SecretAccessKey == "s3cret" && o.Endpoint == "http://127.0.0.1:4566"
 		}},
-		{url: "sqs://?txmq_max_native_delay=3s&txmq_max_message_bytes=65536&txmq_retry_max_attempts=2&txmq_request_timeout=4s", check: func(o *Options) bool {
-			return o.MaxNativeDelay == 3*time.Second && o.MaxMessageBytes == 65536 && o.RetryMaxAttempts == 2 && o.RequestTimeout == 4*time.Second
+		{url: "sqs://?txmq_max_native_delay=3s&txmq_max_message_bytes=65536&txmq_retry_max_attempts=2&txmq_request_timeout=4s&txmq_idle_wait=5s", check: func(o *Options) bool {
+			return o.MaxNativeDelay == 3*time.Second && o.MaxMessageBytes == 65536 && o.RetryMaxAttempts == 2 && o.RequestTimeout == 4*time.Second && o.IdleWait == 5*time.Second
 		}},
 		{url: "sqs://?txmq_overflow_dir=" + url.QueryEscape(t.TempDir()), check: func(o *Options) bool { _, ok := o.Overflow.(*DirOverflow); return ok }},
 		{url: "sqs://?region=us-east-1", wantErr: "unknown parameter \"region\"; accepted: txmq_endpoint"},

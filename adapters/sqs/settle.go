@@ -83,12 +83,7 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 			return err
 		}
 	}
-	var nb time.Time
-	if delay > 0 {
-		nb = time.Now().Add(delay)
-	}
-	w.notBefore = time.Time{}
-	if err := be.route(ctx, h.queue, h.exclusive, w, nb, ""); err != nil {
+	if err := be.route(ctx, h.queue, h.exclusive, w, delay, ""); err != nil {
 		if w.overflow != h.w.overflow {
 			be.forgetOverflow(w)
 		}

@@ -26,7 +26,8 @@ const (
 	attrID        = "txmq-id"         // batch id
 	attrEncoding  = "txmq-enc"        // how the body is encoded; absent = as is
 	attrOverflow  = "txmq-overflow"   // Overflow key holding the body
-	attrNotBefore = "txmq-not-before" // unix milliseconds; absent = due
+	attrDelay     = "txmq-delay-ms"   // milliseconds after this message's SentTimestamp (SQS's clock); absent = due
+	attrNotBefore = "txmq-not-before" // unix milliseconds on the sender's clock; read only, from older versions
 	attrBase      = "txmq-base"       // deliveries before this SQS message existed
 
 	encBase64 = "b64"  // base64 of the body (it was not valid SQS text)
@@ -39,18 +40,21 @@ const (
 
 // errTooLarge means a body does not fit one SQS message, even compressed, and there is no
 // Overflow store; Publish then splits the batch by messages.
-var errTooLarge = fmt.Errorf("%w: batch too large for one SQS message", core.ErrInvalidPayload)
+// It wraps core.ErrRejected: a batch of one message that does not fit can never be sent.
+var errTooLarge = fmt.Errorf("%w: %w: batch too large for one SQS message", core.ErrRejected, core.ErrInvalidPayload)
 
 // wire is a batch as it travels in SQS: the message body as sent and the adapter's
 // attributes. Moving a batch between queues (parking, releasing) resends the wire unchanged,
 // without decoding it.
 type wire struct {
-	id        string
-	body      string // SQS message body
-	enc       string
-	overflow  string
-	notBefore time.Time
-	base      int
+	id       string
+	body     string // SQS message body
+	enc      string
+	overflow string
+	// delay is, when sending, how long after this send the batch is due, and, in a received
+	// wire, how long it still has to wait: both measured on SQS's clock (see wireOf).
+	delay time.Duration
+	base  int
 }
 
 // encode makes the wire form of body: as is when it is valid SQS text and fits, else base64,
@@ -163,8 +167,8 @@ func (w wire) attributes() map[string]types.MessageAttributeValue {
 	if w.overflow != "" {
 		m[attrOverflow] = str(w.overflow)
 	}
-	if !w.notBefore.IsZero() {
-		m[attrNotBefore] = num(w.notBefore.UnixMilli())
+	if w.delay > 0 {
+		m[attrDelay] = num(int64((w.delay + time.Millisecond - 1) / time.Millisecond))
 	}
 	if w.base > 0 {
 		m[attrBase] = num(int64(w.base))
@@ -172,7 +176,19 @@ func (w wire) attributes() map[string]types.MessageAttributeValue {
 	return m
 }
 
-// wireOf reads the wire form of a received message, and its ApproximateReceiveCount.
+// receiveAttributes are the system attributes every ReceiveMessage asks for: the receive count
+// (for Deliveries) and SQS's own send and first-receive times (for the rest of a delay).
+var receiveAttributes = []types.MessageSystemAttributeName{
+	types.MessageSystemAttributeNameApproximateReceiveCount,
+	types.MessageSystemAttributeNameSentTimestamp,
+	types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp,
+}
+
+// wireOf reads the wire form of a received message, and its ApproximateReceiveCount. The
+// wire's delay is what is left of the batch's delay, judged on SQS's clock alone: the delay
+// written at send minus the time from SentTimestamp to ApproximateFirstReceiveTimestamp (a
+// message received before, whose first receive is older, is judged later, never earlier).
+// A message without those timestamps counts as due once SQS made it visible.
 func wireOf(m types.Message) (wire, int) {
 	w := wire{id: aws.ToString(m.MessageId), body: aws.ToString(m.Body)}
 	get := func(name string) string {
@@ -185,9 +201,16 @@ func wireOf(m types.Message) (wire, int) {
 		w.id = v
 	}
 	w.enc, w.overflow = get(attrEncoding), get(attrOverflow)
-	if v, err := strconv.ParseInt(get(attrNotBefore), 10, 64); err == nil {
-		w.notBefore = time.UnixMilli(v)
+	if v, err := strconv.ParseInt(get(attrDelay), 10, 64); err == nil && v > 0 {
+		sent, serr := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
+		first, ferr := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)], 10, 64)
+		if serr == nil && ferr == nil {
+			w.delay = time.Duration(v-(first-sent)) * time.Millisecond
+		}
+	} else if v, err := strconv.ParseInt(get(attrNotBefore), 10, 64); err == nil {
+		w.delay = time.Until(time.UnixMilli(v)) // stored by an older version: its sender's clock
 	}
+	w.delay = max(w.delay, 0)
 	if v, err := strconv.Atoi(get(attrBase)); err == nil && v > 0 {
 		w.base = v
 	}
@@ -208,8 +231,9 @@ func seconds(d, limit time.Duration) int32 {
 	return int32(min(s, limit.Seconds()))
 }
 
-// route sends w to the queue where it belongs given its due time nb (zero = now), the one
-// rule for Publish, Retry rewrites, parking and the holding queue's mover:
+// route sends w to the queue where it belongs given its delay r (0 = due now), counted from
+// this send on SQS's clock, the one rule for Publish, Retry rewrites, parking and the holding
+// queue's mover:
 //
 //   - due now: the main queue (standard, or the FIFO queue of an Exclusive queue);
 //   - due within MaxNativeDelay on a standard queue: the main queue with DelaySeconds
@@ -220,17 +244,15 @@ func seconds(d, limit time.Duration) int32 {
 //
 // dedup is the FIFO deduplication id (Publish passes the batch id, so a re-published batch
 // is stored once; internal moves pass a fresh id).
-func (be *Backend) route(ctx context.Context, queue string, exclusive bool, w wire, nb time.Time, dedup string) error {
-	r := time.Until(nb)
+func (be *Backend) route(ctx context.Context, queue string, exclusive bool, w wire, r time.Duration, dedup string) error {
 	capd := be.opts.MaxNativeDelay
+	w.delay = max(r, 0)
 	switch {
 	case r <= 0:
 		return be.send(ctx, queue, mainKind(exclusive), w, 0, dedup)
 	case !exclusive && r <= capd:
-		w.notBefore = nb
 		return be.send(ctx, queue, kindStandard, w, r, "")
 	default:
-		w.notBefore = nb
 		return be.send(ctx, queue, kindHold, w, be.holdDelay(r, exclusive), "")
 	}
 }

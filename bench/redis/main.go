@@ -6,10 +6,12 @@
 //
 // Scenarios: burning down a backlog (txmq with 100-message batches, txmq with one message per
 // batch, Asynq with one task per message, the raw loop), pickup latency of single messages
-// published to idle consumers (p50/p99), and the outbox cost (a business transaction alone vs
+// published to idle consumers (p50/p99), the idle cost of a node listening on 1,000 empty
+// queues (process and server CPU, server commands/s, then pickup latency on those queues; run
+// it on a Redis of its own: -only idle), and the outbox cost (a business transaction alone vs
 // inside Store.RunInTx or with Store.WithTx, interleaved, on the Postgres at -url, with the
-// transactional pickup latency). -only freeze runs apart: RunInTx calls with a 2 s deadline while
-// a Redis server of its own is frozen with SIGSTOP. Every scenario uses its own key prefix or queue name
+// transactional pickup latency). -only freeze runs apart: RunInTx calls with a 2 s deadline
+// while a Redis server of its own is frozen with SIGSTOP. Every scenario uses its own key prefix or queue name
 // and deletes its keys afterwards: the server may be shared, so it never flushes.
 package main
 
@@ -44,7 +46,9 @@ var (
 	msgs        = flag.Int("n", 20000, "messages in the backlog scenarios")
 	workers     = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
 	samples     = flag.Int("samples", 200, "pickup latency samples")
-	only        = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,outbox); empty: all of those; \"freeze\" alone runs the frozen-backend scenario on a Redis server of its own")
+	only        = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,idle,outbox); empty: all of those; \"freeze\" alone runs the frozen-backend scenario on a Redis server of its own")
+	idleQs      = flag.Int("idle-queues", 1000, "empty queues of the idle scenario")
+	idleFor     = flag.Duration("idle-for", 20*time.Second, "how long the idle scenario measures")
 	dbURL       = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "outbox scenario: the app's Postgres URL")
 	rounds      = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
 	redisServer = flag.String("redis-server", "redis-server", "freeze scenario: the redis-server binary it starts (on a free port) and freezes")
@@ -81,6 +85,12 @@ func main() {
 	if *only == "freeze" { // only on request: it starts and freezes a Redis server of its own
 		freezeScenario(ctx)
 		return
+	}
+	if want("idle") {
+		idleCost(ctx, rdb, *idleQs, *idleFor, *samples)
+		if *only == "idle" {
+			return
+		}
 	}
 	if want("outbox") {
 		outboxScenario(ctx, rdb)

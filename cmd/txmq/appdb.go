@@ -47,13 +47,13 @@ func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) 
 	}
 	pool, err := pgxpool.New(ctx, *f.url)
 	if err != nil {
-		return nil, nil, fmt.Errorf("app database: %w", err)
+		return nil, nil, core.RedactError(fmt.Errorf("app database %s: %w", core.Redact(*f.url), err), *f.url)
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(cctx); err != nil {
 		pool.Close()
-		return nil, nil, fmt.Errorf("app database: cannot connect: %w", err)
+		return nil, nil, core.RedactError(fmt.Errorf("app database %s: cannot connect: %w", core.Redact(*f.url), err), *f.url)
 	}
 	var backend core.Backend = noBackend{}
 	if f.backend != nil && *f.backend != "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -167,7 +166,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	total := time.Since(start)
 	p50, p99, pmax := rec.percentiles()
 	res := benchResult{
-		Backend: redactedURL(*backendURL), Queue: qname, Messages: n, Duplicates: rec.duplicates(),
+		Backend: core.Redact(*backendURL), Queue: qname, Messages: n, Duplicates: rec.duplicates(),
 		PublishSec: published.Seconds(), TotalSec: total.Seconds(), MsgsPerSec: float64(n) / total.Seconds(),
 		PickupP50Ms: ms(p50), PickupP99Ms: ms(p99), PickupMaxMs: ms(pmax),
 		Batch: *batch, Concurrency: *conc, Size: *size, RatePerSec: *rate, DurationSecs: duration.Seconds(),
@@ -279,15 +278,3 @@ func (p *pickups) percentiles() (p50, p99, pmax time.Duration) {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// redactedURL hides a URL's password for printing.
-func redactedURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	if u.User == nil {
-		return raw // nothing to hide; Redacted would also drop an empty host's "//"
-	}
-	return u.Redacted()
-}

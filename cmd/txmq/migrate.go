@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/adapters/sqljobs"
+	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -30,7 +31,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	pool, err := pgxpool.New(ctx, *f.url)
 	if err != nil {
-		return fmt.Errorf("app database: %w", err)
+		return core.RedactError(fmt.Errorf("app database %s: %w", core.Redact(*f.url), err), *f.url)
 	}
 	defer pool.Close()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -43,7 +43,7 @@ func statusFromOldBackends(ctx context.Context, urls []string, rows map[string]*
 }
 
 func oldBackendDepths(ctx context.Context, raw string, names []string, rows map[string]*queueStatus) (oldBackendStatus, error) {
-	s := oldBackendStatus{name: redactedURL(raw)}
+	s := oldBackendStatus{name: core.Redact(raw)}
 	be, err := core.OpenBackend(ctx, raw)
 	if err != nil {
 		return s, fmt.Errorf("old backend (--drain) %s: %w", s.name, err)
@@ -55,7 +55,7 @@ func oldBackendDepths(ctx context.Context, raw string, names []string, rows map[
 	}
 	depths, err := be.Depths(ctx, names)
 	if err != nil {
-		return s, fmt.Errorf("asking old backend (--drain) %s for depths: %w", s.name, err)
+		return s, core.RedactError(fmt.Errorf("asking old backend (--drain) %s for depths: %w", s.name, err), raw)
 	}
 	for _, q := range names {
 		d := depths[q]

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/txmq/txmq/core"
 )
 
 // Default endpoints, used when the environment variable is unset.
@@ -129,13 +131,7 @@ func Check(t testing.TB, service, envName, u string, ping func(context.Context, 
 	t.Skip(msg)
 }
 
-func redact(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return u
-	}
-	return p.Redacted()
-}
+func redact(u string) string { return core.Redact(u) }
 
 func pingPostgres(ctx context.Context, u string) error {
 	conn, err := pgx.Connect(ctx, u)

@@ -1,0 +1,77 @@
+package nats
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+)
+
+// giveBack hands stashed messages back to the server so another claim can take them at once,
+// without counting their delivery (see requeue). A message whose lease has run out, or is
+// within the margin of it, is left alone: the server may already have redelivered it, and it
+// would accept this stale delivery's acknowledgement as the current one's.
+func (be *Backend) giveBack(ss []*stashed) {
+	for _, st := range ss {
+		if time.Now().Add(be.leaseMargin(st.ackWait)).Before(st.leaseUntil) {
+			be.requeue(st.q, st)
+		}
+	}
+}
+
+// requeue gives back a delivered message that never reached a listener, so that its delivery
+// is not counted as a run: the message is stored again with the same headers and data (the
+// batch id, the chunk references of a large body) plus Txmq-Base, the deliveries before it
+// (this one excluded), and only then is the delivered message acknowledged. Claim.Deliveries
+// of the copy is Txmq-Base + its own NumDelivered, so the count carries over to any node and
+// survives crashes: it lives in the stored message. If the copy cannot be stored, the message
+// is given back with a Nak (its delivery then counts) and the failure is logged; if the ack
+// fails after the copy was stored, the batch may run twice (at-least-once), never be lost.
+func (be *Backend) requeue(q *queueState, st *stashed) {
+	ctx, cancel := context.WithTimeout(context.Background(), be.opts.Timeout)
+	defer cancel()
+	src := st.msg.Headers()
+	hdr := natsgo.Header{}
+	for _, k := range []string{hdrBatch, hdrChunks, hdrChunkID, hdrSize} {
+		if v := src.Get(k); v != "" {
+			hdr.Set(k, v)
+		}
+	}
+	if base := st.deliveries - 1; base > 0 {
+		hdr.Set(hdrBase, strconv.Itoa(base))
+	}
+	if err := be.publish(ctx, q, &natsgo.Msg{Subject: q.ready, Header: hdr, Data: st.msg.Data()}); err != nil {
+		be.opts.Logger.Warn("txmq/nats: could not store a batch given back without a run; giving it back with a Nak, which counts its delivery",
+			"queue", q.name, "batch", st.id, "error", err)
+		_ = st.msg.Nak()
+		return
+	}
+	if _, err := be.nc.RequestWithContext(ctx, st.msg.Reply(), ackAck); err != nil {
+		be.opts.Logger.Warn("txmq/nats: a batch given back was stored again but its old message could not be acknowledged; it may run twice",
+			"queue", q.name, "batch", st.id, "error", err)
+	}
+}
+
+// sweepLaterLocked gives st back when half its lease is gone if no Fetch has taken it by then
+// (a node at capacity does not fetch the queue), rather than letting the lease run out, which
+// the server would count as a delivery.
+func (be *Backend) sweepLaterLocked(q *queueState, st *stashed) {
+	if be.noStashSweep {
+		return
+	}
+	time.AfterFunc(time.Until(st.leaseUntil.Add(-st.ackWait/2)), func() {
+		be.mu.Lock()
+		i := slices.Index(q.stash, st)
+		if be.closed || i < 0 {
+			// Handed out, given back by a Fetch, or left to Close (which gives back what
+			// its pulls stash before it closes the connection, well within the lease).
+			be.mu.Unlock()
+			return
+		}
+		q.stash = slices.Delete(q.stash, i, i+1)
+		be.mu.Unlock()
+		be.giveBack([]*stashed{st})
+	})
+}

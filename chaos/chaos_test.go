@@ -1,0 +1,416 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txmq/txmq/internal/testenv"
+)
+
+// Timings of every scenario. The lease is short so that faults longer than it happen within
+// seconds; the publisher runs long enough for the faults to land while it publishes.
+const (
+	lease        = 2 * time.Second
+	workers      = 3
+	steps        = 400                   // publisher groups of 5 messages: 2,000 messages
+	stepEvery    = 25 * time.Millisecond // about 10 s of publishing
+	faultAt      = 2 * time.Second       // after the publisher is ready
+	pauseFor     = 5 * time.Second       // longer than the lease
+	downFor      = time.Second           // a crashed backend stays down this long
+	cutFor       = 3 * time.Second
+	killEvery    = 2500 * time.Millisecond
+	slowLead     = time.Second      // Exclusive runs turn slow this long before a backend fault
+	deliverAfter = 45 * time.Second // the longest wait for the last deliveries once publishing ended
+	lossyAfter   = 15 * time.Second // the same for a scenario that loses data by nature
+)
+
+// scenario is one fault kind on one backend.
+type scenario struct {
+	name string
+	// lossy, when set, says why this backend loses acknowledged data by its nature under this
+	// fault: its figures are printed but missing and overlaps do not fail the test.
+	lossy string
+	// inject runs the fault(s) and returns their windows. It runs on its own goroutine: it
+	// reports problems as an error, never through t.
+	inject func(r *rig) ([]fault, error)
+}
+
+// backendKind starts one backend server for a group of scenarios and names the URL a
+// scenario uses (uniq keeps scenarios apart on one server).
+type backendKind struct {
+	name      string
+	scenarios func(t *testing.T) []scenarioRun
+}
+
+// scenarioRun is a scenario bound to its server and backend URL.
+type scenarioRun struct {
+	scenario
+	srv *service
+	url func(uniq string) string
+}
+
+// appDB is the app database every scenario's publisher and workers use (outbox, dead letters,
+// ground truth), a throwaway cluster the processes reach through a proxy per scenario.
+type appDB struct {
+	url  string // direct, for the checker
+	pool *pgxpool.Pool
+}
+
+// rig is one running scenario: its processes and its proxy in front of the app database.
+type rig struct {
+	t       *testing.T
+	dir     string
+	env     []string
+	srv     *service
+	proxy   *testenv.Proxy
+	mu      sync.Mutex
+	workers []*proc
+	incs    []int
+	exited  map[string]time.Time // worker incarnation -> exit (or kill) time
+}
+
+// TestChaos runs every scenario on every backend and prints one figure line each (see the
+// package doc). The backends run in parallel; a backend's scenarios run one after another.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("chaos: starts servers and processes for minutes; run without -short")
+	}
+	app := startAppDB(t)
+	for _, b := range []backendKind{
+		{name: "sqljobs", scenarios: sqljobsScenarios},
+		{name: "redis", scenarios: redisScenarios},
+		{name: "nats", scenarios: natsScenarios},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			t.Parallel()
+			for _, sc := range b.scenarios(t) {
+				t.Run(sc.name, func(t *testing.T) { runScenario(t, b.name, app, sc) })
+			}
+		})
+	}
+}
+
+func startAppDB(t *testing.T) *appDB {
+	t.Helper()
+	_, u := startPostgres(t, "app-postgres")
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return &appDB{url: u, pool: pool}
+}
+
+// The faults every backend gets.
+func commonScenarios(srv *service, u func(string) string) []scenarioRun {
+	return []scenarioRun{
+		{scenario{name: "kill-workers", inject: killWorkers}, srv, u},
+		{scenario{name: "pause-backend", inject: pauseBackend}, srv, u},
+		{scenario{name: "restart-backend", inject: restartBackend}, srv, u},
+		{scenario{name: "cut-appdb", inject: cutAppDB}, srv, u},
+	}
+}
+
+func sqljobsScenarios(t *testing.T) []scenarioRun {
+	srv, u := startPostgres(t, "jobs-postgres")
+	return commonScenarios(srv, func(uniq string) string { return withParam(u, "txmq_schema", uniq) })
+}
+
+func redisScenarios(t *testing.T) []scenarioRun {
+	srv, u := startRedis(t, "redis-aof", true)
+	runs := commonScenarios(srv, func(uniq string) string { return withParam(u, "txmq_prefix", uniq) })
+	noAOF, nu := startRedis(t, "redis-noaof", false)
+	return append(runs, scenarioRun{scenario{
+		name:   "restart-backend-noaof",
+		lossy:  "Redis without an append-only file forgets everything on a restart: run it with appendonly yes, appendfsync always",
+		inject: restartBackend,
+	}, noAOF, func(uniq string) string { return withParam(nu, "txmq_prefix", uniq) }})
+}
+
+func natsScenarios(t *testing.T) []scenarioRun {
+	srv, u := startNATS(t, "nats", true)
+	runs := commonScenarios(srv, func(uniq string) string { return withParam(u, "txmq_prefix", uniq) })
+	lazy, lu := startNATS(t, "nats-nosync", false)
+	return append(runs, scenarioRun{scenario{
+		name:   "restart-backend-nosync",
+		lossy:  "JetStream acknowledges writes before it fsyncs them (sync_interval 2 min by default): run it with sync_interval: always",
+		inject: restartBackend,
+	}, lazy, func(uniq string) string { return withParam(lu, "txmq_prefix", uniq) }})
+}
+
+func withParam(raw, key, value string) string {
+	sep := "?"
+	if strings.Contains(raw, "?") {
+		sep = "&"
+	}
+	return raw + sep + key + "=" + url.QueryEscape(value)
+}
+
+// runScenario starts the workers and the publisher, injects the fault while the publisher
+// publishes, waits for every committed message to be delivered (or the deadline), stops
+// everything and checks the figures.
+func runScenario(t *testing.T, backend string, app *appDB, sc scenarioRun) {
+	name := backend + "/" + sc.name
+	uniq := testenv.UniqueName("chaos_")
+	proxy := testenv.NewProxy(t, hostPort(t, app.url))
+	dbURL := strings.Replace(app.url, hostPort(t, app.url), proxy.Addr(), 1)
+	dir := t.TempDir()
+	if keep := os.Getenv("TXMQ_CHAOS_KEEP"); keep != "" {
+		// The delivery logs, kept for a closer look: TXMQ_CHAOS_KEEP=/some/dir.
+		dir = filepath.Join(keep, strings.ReplaceAll(name, "/", "-"))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &rig{
+		t: t, dir: dir, srv: sc.srv, proxy: proxy,
+		exited: map[string]time.Time{},
+		env: []string{
+			"CHAOS_BACKEND=" + sc.url(uniq), "CHAOS_DATABASE_URL=" + dbURL, "CHAOS_SCHEMA=" + uniq,
+			"CHAOS_LEASE=" + lease.String(), "CHAOS_DIR=" + dir,
+		},
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_, _ = app.pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+uniq+" CASCADE")
+	})
+	r.workers, r.incs = make([]*proc, workers), make([]int, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for i := range workers {
+		wg.Go(func() { errs[i] = r.startWorker(i) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	pub := mustStart(t, procSpec{name: "publisher", path: os.Args[0], args: []string{"-test.run=^$"},
+		env: append([]string{roleEnv + "=publisher", fmt.Sprintf("CHAOS_STEPS=%d", steps), "CHAOS_EVERY=" + stepEvery.String()}, r.env...)})
+
+	type injected struct {
+		faults []fault
+		err    error
+	}
+	faultsDone := make(chan injected, 1)
+	go func() {
+		time.Sleep(faultAt)
+		f, err := sc.inject(r)
+		faultsDone <- injected{f, err}
+	}()
+	var pubTimeout bool
+	select {
+	case <-pub.done:
+	case <-time.After(3 * time.Minute):
+		pubTimeout = true
+	}
+	inj := <-faultsDone
+	if inj.err != nil {
+		t.Fatalf("chaos[%s]: injecting the fault: %v", name, inj.err)
+	}
+	if pubTimeout {
+		t.Fatalf("chaos[%s]: the publisher did not finish in 3m", name)
+	}
+	faults := inj.faults
+	if err := pub.exitErr(); err != nil {
+		t.Fatalf("chaos[%s]: publisher: %v\n%s", name, err, pub.tail(4096))
+	}
+	t.Logf("chaos[%s]: publisher %s; %s", name, pub.line("done"), pub.line("drops"))
+
+	ctx := context.Background()
+	committed, err := committedRows(ctx, app.pool, uniq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait := deliverAfter
+	if sc.lossy != "" {
+		wait = lossyAfter
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		runs, err := readRuns(r.dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := compute(committed, runs, faults, exclQueue.Name(), nil); f.missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(lease) // let redeliveries in flight land: they count as duplicates
+	r.mu.Lock()
+	for i, w := range r.workers {
+		if !w.stop(syscall.SIGTERM, 40*time.Second) {
+			t.Errorf("chaos[%s]: worker %d did not stop within 40s of SIGTERM", name, i)
+		}
+		r.exited[r.incName(i)] = w.exitedAt()
+		t.Logf("chaos[%s]: %s %s", name, r.incName(i), w.line("drops"))
+	}
+	r.mu.Unlock()
+
+	runs, err := readRuns(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := compute(committed, runs, faults, exclQueue.Name(), r.exited)
+	line := f.line(name)
+	if sc.lossy != "" {
+		line += " (lossy by nature, not asserted)"
+	}
+	report(t, line)
+	perInc := map[string]int{}
+	for _, r := range runs {
+		perInc[r.inc]++
+	}
+	t.Logf("chaos[%s]: %d listener runs (per worker incarnation %v), %d interrupted by a kill", name, len(runs), perInc, f.interrupted)
+	for _, fl := range faults {
+		t.Logf("chaos[%s]: fault %s..%s", name, fl.start.Format("15:04:05.000"), fl.end.Format("15:04:05.000"))
+	}
+	for _, o := range f.overlapping {
+		t.Logf("chaos[%s]: exclusive overlap: %s", name, o)
+	}
+	if f.phantom != 0 {
+		t.Errorf("chaos[%s]: %d messages delivered that were never committed", name, f.phantom)
+	}
+	if sc.lossy != "" {
+		t.Logf("chaos[%s]: %s", name, sc.lossy)
+		return
+	}
+	if f.missing != 0 {
+		t.Errorf("chaos[%s]: %d committed messages never delivered (for example %v)", name, f.missing, f.missingKeys)
+	}
+	if f.overlaps != 0 {
+		t.Errorf("chaos[%s]: %d runs of the Exclusive queue overlapped another run", name, f.overlaps)
+	}
+}
+
+// report prints the figure line on stdout and appends it to $TXMQ_CHAOS_SUMMARY.
+func report(t *testing.T, line string) {
+	fmt.Println(line)
+	t.Log(line)
+	if p := os.Getenv("TXMQ_CHAOS_SUMMARY"); p != "" {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Errorf("TXMQ_CHAOS_SUMMARY: %v", err)
+			return
+		}
+		defer f.Close()
+		if _, err := f.WriteString(line + "\n"); err != nil {
+			t.Errorf("TXMQ_CHAOS_SUMMARY: %v", err)
+		}
+	}
+}
+
+func hostPort(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Host
+}
+
+// incName names worker i's current incarnation (and its delivery log).
+func (r *rig) incName(i int) string { return fmt.Sprintf("w%d.%d", i, r.incs[i]) }
+
+// startWorker starts worker i's next incarnation. It may be called from any goroutine.
+func (r *rig) startWorker(i int) error {
+	r.mu.Lock()
+	r.incs[i]++
+	inc := r.incName(i)
+	r.mu.Unlock()
+	p, err := startProc(r.t, procSpec{name: "worker " + inc, path: os.Args[0], args: []string{"-test.run=^$"},
+		env: append([]string{roleEnv + "=worker", "CHAOS_NAME=" + inc, "CHAOS_LOG=" + filepath.Join(r.dir, inc+".jsonl")}, r.env...)})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.workers[i] = p
+	r.mu.Unlock()
+	return nil
+}
+
+// killWorkers kills a worker with kill -9 every killEvery (each in turn) and starts it again.
+func killWorkers(r *rig) ([]fault, error) {
+	var faults []fault
+	for i := range workers {
+		if i > 0 {
+			time.Sleep(killEvery)
+		}
+		r.mu.Lock()
+		w, inc := r.workers[i], r.incName(i)
+		r.mu.Unlock()
+		start := time.Now()
+		w.kill()
+		r.mu.Lock()
+		r.exited[inc] = w.exitedAt()
+		r.mu.Unlock()
+		faults = append(faults, fault{start: start, end: time.Now(), killed: []string{inc}})
+		if err := r.startWorker(i); err != nil {
+			return faults, err
+		}
+	}
+	return faults, nil
+}
+
+// slowExclusive makes the workers' Exclusive runs long (see slowMarker) from a moment before
+// a backend fault until its end, so that the fault finds one in flight. It returns the
+// function that ends it.
+func (r *rig) slowExclusive() (func(), error) {
+	p := filepath.Join(r.dir, slowMarker)
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		return nil, err
+	}
+	time.Sleep(slowLead)
+	return func() { _ = os.Remove(p) }, nil
+}
+
+// pauseBackend freezes the backend (SIGSTOP to every process of it) for longer than the
+// lease, with an Exclusive run in flight, then thaws it.
+func pauseBackend(r *rig) ([]fault, error) {
+	done, err := r.slowExclusive()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	start := time.Now()
+	r.srv.pause()
+	time.Sleep(pauseFor)
+	r.srv.resume()
+	return []fault{{start: start, end: time.Now()}}, nil
+}
+
+// restartBackend kills the backend (kill -9 of every process of it), with an Exclusive run in
+// flight, and starts it again on the same port and data directory.
+func restartBackend(r *rig) ([]fault, error) {
+	done, err := r.slowExclusive()
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	start := time.Now()
+	r.srv.crash()
+	time.Sleep(downFor)
+	err = r.srv.restart()
+	return []fault{{start: start, end: time.Now()}}, err
+}
+
+// cutAppDB drops every connection to the app database and refuses new ones for a while.
+func cutAppDB(r *rig) ([]fault, error) {
+	start := time.Now()
+	r.proxy.Break()
+	time.Sleep(cutFor)
+	r.proxy.Restore()
+	return []fault{{start: start, end: time.Now()}}, nil
+}

@@ -1,0 +1,93 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Poison rows: a row the backend refuses permanently (an error wrapping core.ErrRejected: too
+// large for the backend, invalid) can never be published, and a row that keeps failing with
+// other errors for Options.MaxAttempts attempts is not worth retrying forever. Either leaves
+// the outbox for the dead-letter table, in the transaction of the page that tried it (so the
+// row is never both dead-lettered and still pending), logged and counted (Hooks.DeadLettered);
+// the rows behind it in the page are published as usual. An error that also wraps
+// core.ErrBackendUnavailable is an outage, never poison: the sweep stops without counting.
+
+// poisonReason returns the dead-letter reason for a row whose attempts-th publish failed with
+// err (not an outage), or "" while the row should be retried.
+func poisonReason(err error, attempts, budget int) string {
+	switch {
+	case errors.Is(err, core.ErrBackendUnavailable):
+		return ""
+	case errors.Is(err, core.ErrRejected):
+		return core.ReasonRejected
+	case attempts >= budget:
+		return core.ReasonPublishExhausted
+	}
+	return ""
+}
+
+// deadLetterRowSQL is the insert of a poison row into the dead-letter table dead: the columns of
+// Store.DeadLetter. A batch already there and still dead keeps its row (first reason, error and
+// attempts); one replayed since becomes dead again with this reason.
+func deadLetterRowSQL(dead string) string {
+	return `INSERT INTO ` + dead + ` AS d (queue, batch_id, body, exclusive, reason, last_error,
+			attempts, messages, first_failed_at, last_failed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+		ON CONFLICT (queue, batch_id) WHERE batch_id <> '' DO UPDATE SET
+			body = EXCLUDED.body, exclusive = EXCLUDED.exclusive, reason = EXCLUDED.reason,
+			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
+			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL
+		WHERE d.replayed_at IS NOT NULL`
+}
+
+// deadLetterRow moves r to the dead-letter table in a savepoint of tx. moved is false when
+// the database refused the move (logged): the caller then records the failed attempt as
+// usual, and the row is tried again later. err is an error that ends the page (the savepoint
+// could not even be released or rolled back).
+func (s *Store) deadLetterRow(db context.Context, tx pgx.Tx, r row, via, reason string, attempts int, cause error) (moved bool, err error) {
+	msgs := 0
+	if env, derr := core.DecodeEnvelope(r.batch.Body); derr == nil {
+		msgs = len(env.Messages)
+	}
+	text := cause.Error()
+	if reason == core.ReasonPublishExhausted {
+		text = fmt.Sprintf("the outbox's publish failed %d times (Options.MaxAttempts); last error: %s", attempts, text)
+	}
+	dl := &core.DeadLetter{Queue: r.batch.Queue, BatchID: r.batch.ID, Body: r.batch.Body, Reason: reason,
+		Error: text, Messages: msgs, Exclusive: r.batch.Exclusive, At: time.Now()}
+	sp, err := tx.Begin(db)
+	if err != nil {
+		return false, fmt.Errorf("txmq outbox: dead-lettering row %d (queue %q): %w", r.id, r.batch.Queue, err)
+	}
+	_, merr := sp.Exec(db, deadLetterRowSQL(s.dead), dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason,
+		errorText(dl.Error, maxDeadErrorText), dl.Attempts, dl.Messages, dl.At)
+	if merr == nil {
+		_, merr = sp.Exec(db, `DELETE FROM `+s.outbox+` WHERE id = $1`, r.id)
+	}
+	if merr == nil {
+		merr = sp.Commit(db)
+	}
+	if merr != nil {
+		if rerr := sp.Rollback(db); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
+			return false, fmt.Errorf("txmq outbox: dead-lettering row %d (queue %q) failed (%v) and so did rolling it back: %w", r.id, r.batch.Queue, merr, rerr)
+		}
+		s.log.Error("txmq outbox: could not move a poison row to the dead-letter table; it stays and is tried again",
+			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "reason", reason, "error", merr, "publish_error", cause)
+		return false, nil
+	}
+	s.log.Error("txmq outbox: row moved to the dead-letter table; not retried (replay it once fixed)",
+		"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", via, "reason", reason, "attempts", attempts, "error", cause)
+	s.safeHook(func() {
+		if s.o.Hooks != nil && s.o.Hooks.DeadLettered != nil {
+			s.o.Hooks.DeadLettered(r.batch.Queue, reason)
+		}
+	})
+	return true, nil
+}

@@ -1,0 +1,93 @@
+package parity
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+func init() {
+	register("faults",
+		property{name: "exclusive_holds_while_extend_fails", run: func(x *X) { exclusiveUnderLeaseFault(x, "fail") }},
+		property{name: "exclusive_holds_while_extend_hangs", run: func(x *X) { exclusiveUnderLeaseFault(x, "hang") }},
+		property{name: "exclusive_holds_across_node_pause", run: func(x *X) { exclusiveUnderLeaseFault(x, "pause") }},
+	)
+}
+
+// exclusiveUnderLeaseFault: node A runs a batch of an Exclusive queue while it cannot keep its
+// lease: its Extend calls fail with ErrBackendUnavailable ("fail"), hang until their context
+// ends ("hang"), or the node is frozen, its driver and lease loop stopped, for two leases and
+// then resumed ("pause"). A must fence itself: its listener is cancelled with ErrLeaseLost
+// before the lease can end, so when node B claims the batch after the lease expired the two
+// never run at once. The cluster-wide peak of running batches (counted outside the nodes) is 1,
+// and every message is delivered.
+func exclusiveUnderLeaseFault(x *X, fault string) {
+	q := declare(x, core.QueueConfig[Msg]{Exclusive: true, MaxBatchMessages: 1, MaxAttempts: 20})
+	rec, ok := newRecorder(), newRecorder()
+	work := x.Caps.Lease * 3 / 2 // longer than a lease: without a fence, A would still run when B claims
+	started := make(chan struct{}, 64)
+	var causes []error
+	causeCh := make(chan error, 64)
+	fn := func(onA bool) func(ctx context.Context, msgs []Msg) error {
+		return func(ctx context.Context, msgs []Msg) error {
+			if onA {
+				select {
+				case started <- struct{}{}:
+				default:
+				}
+			}
+			select {
+			case <-time.After(work):
+			case <-ctx.Done():
+				if onA {
+					causeCh <- context.Cause(ctx)
+				}
+				return context.Cause(ctx)
+			}
+			ok.Record(msgs...)
+			return nil
+		}
+	}
+	a, f := x.faultyNode(core.NodeOptions{})
+	switch fault {
+	case "fail":
+		f.extendFails.Store(true)
+	case "hang":
+		f.extendHangs.Store(true)
+	}
+	listen(x, rec, q, a, fn(true))
+	keys := publishKeys(x, q, a, "fence", 2, 1)
+	select {
+	case <-started:
+	case <-time.After(x.Caps.Timeout):
+		x.T.Fatalf("node A never ran a batch")
+	}
+	if fault == "pause" {
+		a.Freeze()
+		time.AfterFunc(2*x.Caps.Lease, a.Thaw)
+	}
+	b := x.node(core.NodeOptions{})
+	listen(x, rec, q, b, fn(false))
+	waitDelivered(x, ok, keys)
+	x.idle(a, b)
+	for len(causeCh) > 0 {
+		causes = append(causes, <-causeCh)
+	}
+	if p := rec.Peak(q.Name()); p != 1 {
+		x.T.Fatalf("peak %d batches of an Exclusive queue running at once (fault %q on node A); want 1: A must stop its listener before its lease can end", p, fault)
+	}
+	if a.Stats().LeaseLost == 0 || len(causes) == 0 {
+		x.T.Fatalf("node A reports %d lost leases and its listener saw %d cancellations; want A to fence itself", a.Stats().LeaseLost, len(causes))
+	}
+	for _, c := range causes {
+		if !errors.Is(c, core.ErrLeaseLost) {
+			x.T.Fatalf("node A's listener was cancelled with %v; want core.ErrLeaseLost", c)
+		}
+	}
+	if fault != "pause" && f.extends.Load() == 0 {
+		x.T.Fatalf("node A never tried to extend its lease")
+	}
+	assertSame(x, ok, keys)
+}
