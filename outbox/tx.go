@@ -25,9 +25,10 @@ type scopeKey struct{ s *Store }
 // error rolls back (nothing is published) and is returned. After a successful commit RunInTx
 // returns nil at once, whatever the backend does: it never waits for the publish nor for the
 // deletion of the published rows, so a slow or hung backend never holds the caller (its
-// deadline bounds only the database work). The publishers, a few per store, publish the rows
-// within milliseconds, coalescing the rows of concurrent transactions into one page, and delete
-// them; a row they could not publish (backend failing or hung, hand-off queue full, store
+// deadline bounds only the database work). The publishers (at most four per store, started
+// on demand, with at most 10,000 rows waiting for them) publish the rows within milliseconds,
+// coalescing the rows of concurrent transactions into pages of up to 100, and delete them; a
+// row they could not publish (backend failing or hung, hand-off queue full, store
 // closed, process crashed) stays in the outbox and the relay or sweep publishes it later (see
 // Options.RecoveryAge). WaitIdle waits for that work; Close waits for it, bounded by its ctx.
 //
