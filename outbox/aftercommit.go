@@ -174,9 +174,12 @@ func (s *Store) closeAfterCommit(ctx context.Context) error {
 // must not starve the app):
 //
 //  1. lease: one statement gives the rows still untaken (no next-attempt time, not locked by
-//     a sweep: SKIP LOCKED) a next-attempt time past the page's budget (PublishTimeout plus
-//     dbGrace), so that no relay or sweep, of this process or another, publishes them too;
-//  2. publish them one by one within Options.PublishTimeout (see publishOne);
+//     a sweep: SKIP LOCKED) a next-attempt time Options.RecoveryAge ahead, the wait a row
+//     without one gets, so that no relay or sweep, of this process or another, publishes them
+//     meanwhile, and a process that dies while publishing leaves them to the sweep no later
+//     than RecoveryAge after that;
+//  2. publish them one by one within the page's budget, Options.PublishTimeout but at most
+//     half the lease (see commitContexts and publishOne);
 //  3. delete the published rows in one statement; a failed row counts an attempt and is
 //     scheduled with backoff, or moves to the dead-letter table if it is poison, as in the
 //     sweep (recordCommitFailure); on an unavailable backend (or a spent budget)
@@ -185,10 +188,10 @@ func (s *Store) closeAfterCommit(ctx context.Context) error {
 //
 // The lease and the delete commit with synchronous_commit off: a lease lost in a crash only
 // means the row is swept after RecoveryAge, a lost delete only publishes the row again, which
-// at-least-once allows. Errors are logged, never returned: the app's transactions committed,
+// at-least-once allows (so does database work that overruns the rest of the lease). Errors are logged, never returned: the app's transactions committed,
 // and the rows stay in the outbox for the sweep.
 func (s *Store) publishCommitted(rows []row) {
-	db, pub, cancel := s.pageContexts(context.Background())
+	db, pub, cancel := s.commitContexts()
 	defer cancel()
 	claimed, err := s.leaseCommitted(db, rows)
 	if err != nil {
@@ -241,6 +244,16 @@ func (s *Store) publishCommitted(rows []row) {
 	}
 }
 
+// commitContexts returns the contexts of one after-commit page, as pageContexts does, with a
+// publish budget of Options.PublishTimeout but at most half the lease (Options.RecoveryAge),
+// so that the page is published and recorded before its lease ends.
+func (s *Store) commitContexts() (db, pub context.Context, cancel func()) {
+	budget := min(s.o.PublishTimeout, s.o.RecoveryAge/2)
+	db, cancelDB := context.WithTimeout(context.Background(), budget+dbGrace)
+	pub, cancelPub := context.WithTimeout(db, budget)
+	return db, pub, func() { cancelPub(); cancelDB() }
+}
+
 // recordCommitFailure records a failed publish of r (not an unavailable backend) in a
 // transaction of its own, as publishLocked does for the sweep: a poison row (refused
 // permanently, or past Options.MaxAttempts) moves to the dead-letter table; any other counts
@@ -273,7 +286,7 @@ func (s *Store) recordCommitFailure(db context.Context, r row, perr error) {
 // database's clock.
 func (s *Store) leaseCommitted(ctx context.Context, rows []row) ([]row, error) {
 	ids := appendIDs(make([]int64, 0, len(rows)), rows)
-	lease := s.o.PublishTimeout + dbGrace
+	lease := s.o.RecoveryAge
 	got, err := s.pool.Query(ctx, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
 		free AS (SELECT id FROM `+s.outbox+` WHERE id = ANY($1) AND next_attempt_at IS NULL FOR UPDATE SKIP LOCKED)
 		UPDATE `+s.outbox+` o SET next_attempt_at = now() + $2 * interval '1 microsecond'

@@ -37,7 +37,7 @@
 // A row's next_attempt_at says who owns it:
 //
 //   - NULL: rows inserted by RunInTx (published by the committing process right after commit,
-//     which leases them for the time of the publish by giving them a next-attempt time). The
+//     which leases them for the publish with a next-attempt time RecoveryAge ahead). The
 //     recovery sweep takes them over once they are older than Options.RecoveryAge, which
 //     recovers rows left by a process that died after commit.
 //   - a time: the row is due at that time. Rows from app-managed transactions, and rows handed
@@ -49,7 +49,8 @@
 // The relay and the sweep claim rows with SELECT ... FOR UPDATE SKIP LOCKED, publish them
 // inside the transaction that holds the locks, and delete the published rows in one statement
 // before committing. The after-commit publishers instead lease their rows (an UPDATE ... SKIP
-// LOCKED of the rows still without a next-attempt time, to a time past the publish budget),
+// LOCKED of the rows still without a next-attempt time, to RecoveryAge ahead, publishing
+// within min(PublishTimeout, RecoveryAge/2)),
 // publish them without holding a connection, and delete them (synchronous_commit off: a lost
 // delete publishes again). Either way two of them never publish the same row. A publish
 // error wrapping core.ErrBackendUnavailable stops the run at once without counting an attempt;
