@@ -11,6 +11,10 @@
 //   - latency: pickup latency of single messages published one at a time to idle consumers;
 //   - steady: publishing at a fixed rate (-rate msgs/s for -steady) to running consumers:
 //     p50/p99 pickup latency and what was delivered;
+//   - outbox: what the transactional outbox costs its caller: a business transaction alone,
+//     with a raw outbox row (the floor), inside Store.RunInTx and with Store.WithTx, each
+//     with one publish, interleaved (-rounds), as ratios to the business transaction; and
+//     the transactional pickup latency (RunInTx, publish to listener, p50/p99);
 //   - idle: the cost of 1,000 declared queues (-queues) with nothing to do, over -idle:
 //     statements sent, Postgres backend CPU of the scenario's connections, and this
 //     process's CPU.
@@ -55,7 +59,9 @@ var (
 	steadyFor  = flag.Duration("steady", 10*time.Second, "steady scenario: how long to publish")
 	queues     = flag.Int("queues", 1000, "idle scenario: declared queues")
 	idleFor    = flag.Duration("idle", 30*time.Second, "idle scenario: measuring window")
-	only       = flag.String("only", "backlog,latency,steady,idle", "scenarios to run, comma-separated")
+	only       = flag.String("only", "backlog,latency,outbox,steady,idle", "scenarios to run, comma-separated")
+	rounds     = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
+	outboxPace = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the txmq 1 msg/batch backlog here")
 	verbose    = flag.Bool("v", false, "log txmq's and River's warnings to stderr")
 	analyze    = flag.Bool("analyze", false, "ANALYZE the jobs table (txmq) and river_job (River) once the backlog is stored, before consuming: the statistics autovacuum gathers on its own during a fill")
@@ -106,6 +112,15 @@ func main() {
 		fmt.Printf("  river default: p50 %v  p99 %v\n", p50, p99)
 		p50, p99 = riverLatency(ctx, pool, *samples, true)
 		fmt.Printf("  river tuned:   p50 %v  p99 %v\n", p50, p99)
+	}
+
+	if run["outbox"] {
+		fmt.Printf("outbox cost (sqljobs backend, app database on the same Postgres):\n")
+		for _, pace := range []time.Duration{0, *outboxPace} {
+			fmt.Printf("  %s\n", txmqOutbox(ctx, pool, pace))
+		}
+		p50, p99 := txmqTxLatency(ctx, pool, *samples)
+		fmt.Printf("  transactional pickup (RunInTx, publish to listener): p50 %v  p99 %v\n", p50, p99)
 	}
 
 	if run["steady"] {
@@ -282,6 +297,24 @@ func txmqLatency(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration,
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
 	return txmqbench.Latency(ctx, be, n, quiet)
+}
+
+// txmqOutbox runs the outbox cost scenario on a fresh sqljobs schema.
+func txmqOutbox(ctx context.Context, pool *pgxpool.Pool, pace time.Duration) txmqbench.CostResult {
+	schema, drop := freshSchema(ctx, pool, "bench_txmq")
+	defer drop()
+	be := txmqBackend(ctx, pool, schema)
+	defer be.Close()
+	return txmqbench.OutboxCost(ctx, pool, be, *rounds, pace, quiet)
+}
+
+// txmqTxLatency measures the transactional pickup latency on a fresh sqljobs schema.
+func txmqTxLatency(ctx context.Context, pool *pgxpool.Pool, n int) (time.Duration, time.Duration) {
+	schema, drop := freshSchema(ctx, pool, "bench_txmq")
+	defer drop()
+	be := txmqBackend(ctx, pool, schema)
+	defer be.Close()
+	return txmqbench.TxLatency(ctx, pool, be, n, quiet)
 }
 
 type noopArgs struct {

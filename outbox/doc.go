@@ -13,10 +13,12 @@
 //   - Store.RunInTx begins a pgx transaction and calls fn with a context carrying it. Publishes
 //     on Require/Try queues made with that context are staged in memory; just before COMMIT they
 //     are deduplicated and cut into batches (core.Batches) and inserted as outbox rows in one
-//     statement, so an insert error rolls the business transaction back. After COMMIT the
-//     committing process publishes its rows to the backend and deletes them in one statement,
-//     then runs the after-commit callbacks (Never queues). A row whose publish fails stays for
-//     the recovery sweep; RunInTx does not report it (the transaction committed). Staged
+//     statement, so an insert error rolls the business transaction back. After COMMIT RunInTx
+//     hands its rows to the store's after-commit publishers, runs the after-commit callbacks
+//     (Never queues) and returns, without waiting for the backend: the publishers publish the
+//     rows within milliseconds and delete them. A row whose publish fails (or that they could
+//     not take: queue full, store closed, crash) stays for the recovery sweep; RunInTx does not
+//     report it (the transaction committed). Store.WaitIdle waits for the publishers. Staged
 //     messages and callbacks follow savepoints: rolling one back discards those staged inside
 //     it (and inside the savepoints nested in it); releasing it merges them into the parent.
 //     Savepoints made with tx.Begin on the tx given to fn (pgx.BeginFunc, any depth), nested
@@ -34,8 +36,9 @@
 //
 // A row's next_attempt_at says who owns it:
 //
-//   - NULL: rows inserted by RunInTx (published by the committing process right after commit).
-//     The recovery sweep takes them over once they are older than Options.RecoveryAge, which
+//   - NULL: rows inserted by RunInTx (published by the committing process right after commit,
+//     which leases them for the publish with a next-attempt time RecoveryAge ahead). The
+//     recovery sweep takes them over once they are older than Options.RecoveryAge, which
 //     recovers rows left by a process that died after commit.
 //   - a time: the row is due at that time. Rows from app-managed transactions, and rows handed
 //     off by core's publish buffer when the backend refused a flush or a closing node ran out
@@ -43,17 +46,22 @@
 //     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
 //     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.
 //
-// Every publisher (after commit, relay, sweep) claims rows with SELECT ... FOR UPDATE SKIP
-// LOCKED, publishes them inside the transaction that holds the locks, and deletes the published
-// rows in one statement before committing: two of them never publish the same row. A publish
+// The relay and the sweep claim rows with SELECT ... FOR UPDATE SKIP LOCKED, publish them
+// inside the transaction that holds the locks, and delete the published rows in one statement
+// before committing. The after-commit publishers instead lease their rows (an UPDATE ... SKIP
+// LOCKED of the rows still without a next-attempt time, to RecoveryAge ahead, publishing
+// within min(PublishTimeout, RecoveryAge/2)),
+// publish them without holding a connection, and delete them (synchronous_commit off: a lost
+// delete publishes again). Either way two of them never publish the same row. A publish
 // error wrapping core.ErrBackendUnavailable stops the run at once without counting an attempt;
 // any other error counts an attempt, records the error, schedules the row later and goes on.
 // Rows are never dropped, but poison leaves the outbox: a row the backend refuses permanently
 // (an error wrapping core.ErrRejected: too large, invalid) moves to the dead-letter table at once
 // (reason rejected), and a row that failed Options.MaxAttempts times (default 20) moves there
 // too (reason publish_exhausted), in the transaction of the page that tried it, logged and
-// reported to Hooks.DeadLettered; the rows behind it go on. Replay them once fixed. Delivery stays at-least-once: a crash between the backend's publish
-// and the delete publishes the row again later.
+// reported to Hooks.DeadLettered; the rows behind it go on. Replay them once fixed. Delivery
+// stays at-least-once: a crash between the backend's publish and the delete publishes the row
+// again later.
 //
 // # Dead letters
 //

@@ -155,54 +155,6 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 	return len(ok), tried, stop, nil
 }
 
-// publishCommitted publishes the rows a RunInTx transaction just committed. It claims them
-// with SKIP LOCKED so that a sweep running at the same moment never publishes them twice.
-// Failures stay in the table for the sweep; they are logged, never returned (the app's
-// transaction committed).
-func (s *Store) publishCommitted(parent context.Context, rows []row) {
-	if len(rows) == 0 {
-		return
-	}
-	ctx, pub, cancel := s.pageContexts(parent)
-	defer cancel()
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		ids[i] = r.id
-	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The delay each row still has is read from its due time on the database's clock.
-		locked, err := tx.Query(ctx, `SELECT id, `+remainingSQL+` FROM `+s.outbox+` WHERE id = ANY($1) ORDER BY id FOR UPDATE SKIP LOCKED`, ids)
-		if err != nil {
-			return err
-		}
-		mine := make(map[int64]*int64, len(rows))
-		var id int64
-		var left *int64
-		if _, err := pgx.ForEachRow(locked, []any{&id, &left}, func() error {
-			mine[id] = left
-			return nil
-		}); err != nil {
-			return err
-		}
-		claimed := rows[:0:0]
-		for _, r := range rows {
-			if left, ok := mine[r.id]; ok {
-				withRemaining(&r.batch, left)
-				claimed = append(claimed, r)
-			}
-		}
-		_, _, stop, err := s.publishLocked(ctx, pub, tx, claimed, viaCommit)
-		if stop != nil {
-			s.log.Warn("txmq outbox: backend unavailable after commit; the recovery sweep will publish the rows", "error", stop)
-		}
-		return err
-	})
-	if err != nil {
-		s.log.Error("txmq outbox: publishing rows after commit failed; they stay in the outbox for the recovery sweep",
-			"rows", len(rows), "error", err)
-	}
-}
-
 // SweepOnce publishes every row that is due now: rows with a next-attempt time in the past,
 // and rows without one that are older than Options.RecoveryAge. It claims keyset pages of
 // Options.SweepPageSize rows with FOR UPDATE SKIP LOCKED (so concurrent sweepers, on this node

@@ -58,9 +58,12 @@ func (s *Store) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the relay and the sweep, waiting (until ctx is done) for the page being
-// published to finish. It does not close the pool or the backend. The store stays usable for
-// RunInTx, WithTx, Handoff and dead letters; only Start is refused.
+// Close stops the relay and the sweep and the after-commit publishers of RunInTx, waiting
+// (until ctx is done) for the page being published to finish and for the rows already handed
+// to the publishers; the rows not published by then stay in the outbox for the recovery sweep.
+// It does not close the pool or the backend. The store stays usable for RunInTx (whose rows
+// are then left to the sweep of a running store), WithTx, Handoff and dead letters; only
+// Start is refused.
 func (s *Store) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed {
@@ -70,10 +73,15 @@ func (s *Store) Close(ctx context.Context) error {
 	s.closed = true
 	cancel := s.cancel
 	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if err := s.closeAfterCommit(ctx); err != nil {
+		return err
+	}
 	if cancel == nil {
 		return nil
 	}
-	cancel()
 	done := make(chan struct{})
 	go func() { s.loops.Wait(); close(done) }()
 	select {

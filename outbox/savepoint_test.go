@@ -274,6 +274,7 @@ func TestSavepointsDiscardTheirMessages(t *testing.T) {
 			}); err != nil {
 				t.Fatalf("RunInTx: %v", err)
 			}
+			e.settle(t)
 			if err := e.node.Close(ctx); err != nil { // flushes the Never messages
 				t.Fatal(err)
 			}
@@ -312,6 +313,7 @@ func TestRunInTxTxCommitAndRollbackByFn(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("RunInTx: %v", err)
 		}
+		e.settle(t)
 		if got := e.be.messages(t, "orders"); !slices.Equal(got, []int{1}) {
 			t.Errorf("published %v, want [1]", got)
 		}

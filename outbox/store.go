@@ -37,6 +37,8 @@ type Store struct {
 	cancel  context.CancelFunc
 	loops   sync.WaitGroup
 	kick    chan struct{}
+
+	ac afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
 }
 
 var (

@@ -20,10 +20,17 @@ type scopeKey struct{ s *Store }
 // published.
 //
 // When fn returns nil, RunInTx inserts the staged messages (deduplicated and cut into batches
-// per queue) in one statement, commits, then publishes the new rows to the backend, deletes
-// them, and runs the after-commit callbacks. An insert or commit error rolls back (nothing is
-// published) and is returned. After a successful commit RunInTx returns nil even if a publish
-// failed: the row stays and the relay or sweep publishes it later.
+// per queue) in one statement, commits, hands the new rows to the store's after-commit
+// publishers, runs the after-commit callbacks (Never queues) and returns. An insert or commit
+// error rolls back (nothing is published) and is returned. After a successful commit RunInTx
+// returns nil at once, whatever the backend does: it never waits for the publish nor for the
+// deletion of the published rows, so a slow or hung backend never holds the caller (its
+// deadline bounds only the database work). The publishers (at most four per store, started
+// on demand, with at most 10,000 rows waiting for them) publish the rows within milliseconds,
+// coalescing the rows of concurrent transactions into pages of up to 100, and delete them; a
+// row they could not publish (backend failing or hung, hand-off queue full, store
+// closed, process crashed) stays in the outbox and the relay or sweep publishes it later (see
+// Options.RecoveryAge). WaitIdle waits for that work; Close waits for it, bounded by its ctx.
 //
 // Called with a context that already carries a RunInTx transaction of this store, RunInTx runs
 // fn in a savepoint of it instead (see Savepoint).
@@ -71,7 +78,7 @@ func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx pgx
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("txmq outbox: commit failed, nothing was published (%d outbox row(s) staged): %w", len(rows), err)
 	}
-	s.publishCommitted(ctx, rows)
+	s.handOff(rows)
 	for _, fn := range after {
 		s.runAfter(fn)
 	}

@@ -61,6 +61,7 @@ func TestRunInTxCommitPublishesAndDeletes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.settle(t)
 	if got := e.be.messages(t, "orders"); !slices.Equal(got, []int{0, 1, 2}) {
 		t.Errorf("orders published %v, want [0 1 2]", got)
 	}
@@ -171,6 +172,7 @@ func TestSavepoints(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.settle(t)
 	got := e.be.messages(t, "orders")
 	slices.Sort(got)
 	if !slices.Equal(got, []int{1, 3}) {
@@ -226,6 +228,7 @@ func TestAfterCommitFailureLeavesRowForSweep(t *testing.T) {
 		}); err != nil {
 			t.Fatalf("RunInTx returned %v; a committed transaction must not report a publish failure", err)
 		}
+		e.settle(t)
 	}
 	// A plain error counts an attempt and schedules the row.
 	e.be.setFail(errPlain)

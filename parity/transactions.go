@@ -127,6 +127,7 @@ func txRollback(x *X) {
 	waitDelivered(x, rec, committed)
 	x.idle(n)
 	assertSame(x, rec, committed)
+	waitStoreIdle(x, s)
 	if r := outboxRows(x, s); r != 0 {
 		x.T.Fatalf("%d outbox rows left", r)
 	}
@@ -183,6 +184,7 @@ func txCrashAfterCommit(x *X) {
 	}); err != nil {
 		x.T.Fatalf("RunInTx: %v", err)
 	}
+	waitStoreIdle(x, dead)
 	if r := outboxRows(x, dead); r == 0 {
 		x.T.Fatalf("no outbox rows left after a commit whose publish failed")
 	}

@@ -5,10 +5,13 @@
 //	go run ./redis -addr 127.0.0.1:6379
 //
 // Scenarios: burning down a backlog (txmq with 100-message batches, txmq with one message per
-// batch, Asynq with one task per message, the raw loop) and pickup latency of single messages
-// published to idle consumers (p50/p99), and the idle cost of a node listening on 1,000
-// empty queues (process and server CPU, server commands/s, then pickup latency on those
-// queues; run it on a Redis of its own: -only idle). Every scenario uses its own key prefix or queue name
+// batch, Asynq with one task per message, the raw loop), pickup latency of single messages
+// published to idle consumers (p50/p99), the idle cost of a node listening on 1,000 empty
+// queues (process and server CPU, server commands/s, then pickup latency on those queues; run
+// it on a Redis of its own: -only idle), and the outbox cost (a business transaction alone vs
+// inside Store.RunInTx or with Store.WithTx, interleaved, on the Postgres at -url, with the
+// transactional pickup latency). -only freeze runs apart: RunInTx calls with a 2 s deadline
+// while a Redis server of its own is frozen with SIGSTOP. Every scenario uses its own key prefix or queue name
 // and deletes its keys afterwards: the server may be shared, so it never flushes.
 package main
 
@@ -30,6 +33,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
 	txredis "github.com/txmq/txmq/adapters/redis"
@@ -38,15 +42,20 @@ import (
 )
 
 var (
-	addr    = flag.String("addr", "127.0.0.1:6379", "Redis host:port")
-	msgs    = flag.Int("n", 20000, "messages in the backlog scenarios")
-	workers = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
-	samples = flag.Int("samples", 200, "pickup latency samples")
-	only    = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,idle); empty: all")
-	idleQs  = flag.Int("idle-queues", 1000, "empty queues of the idle scenario")
-	idleFor = flag.Duration("idle-for", 20*time.Second, "how long the idle scenario measures")
-	cpuprof = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
-	stats   = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
+	addr        = flag.String("addr", "127.0.0.1:6379", "Redis host:port")
+	msgs        = flag.Int("n", 20000, "messages in the backlog scenarios")
+	workers     = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
+	samples     = flag.Int("samples", 200, "pickup latency samples")
+	only        = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,idle,outbox); empty: all of those; \"freeze\" alone runs the frozen-backend scenario on a Redis server of its own")
+	idleQs      = flag.Int("idle-queues", 1000, "empty queues of the idle scenario")
+	idleFor     = flag.Duration("idle-for", 20*time.Second, "how long the idle scenario measures")
+	dbURL       = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "outbox scenario: the app's Postgres URL")
+	rounds      = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
+	redisServer = flag.String("redis-server", "redis-server", "freeze scenario: the redis-server binary it starts (on a free port) and freezes")
+	freezeFor   = flag.Duration("freeze", 10*time.Second, "freeze scenario: how long the server stays frozen (SIGSTOP)")
+	outboxPace  = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
+	cpuprof     = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
+	stats       = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
 )
 
 func want(s string) bool {
@@ -73,9 +82,19 @@ func main() {
 	rdb := goredis.NewClient(&goredis.Options{Addr: *addr})
 	defer rdb.Close()
 
+	if *only == "freeze" { // only on request: it starts and freezes a Redis server of its own
+		freezeScenario(ctx)
+		return
+	}
 	if want("idle") {
 		idleCost(ctx, rdb, *idleQs, *idleFor, *samples)
 		if *only == "idle" {
+			return
+		}
+	}
+	if want("outbox") {
+		outboxScenario(ctx, rdb)
+		if *only == "outbox" {
 			return
 		}
 	}
@@ -400,6 +419,37 @@ func txmqLatency(ctx context.Context, rdb *goredis.Client, n int) (time.Duration
 	be := txmqBackend(rdb, prefix)
 	defer be.Close()
 	return txmqbench.Latency(ctx, be, n, quiet)
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// outboxScenario prints the outbox cost and the transactional pickup latency with the Redis
+// backend, the app database being the Postgres at -url.
+func outboxScenario(ctx context.Context, rdb *goredis.Client) {
+	pool, err := pgxpool.New(ctx, *dbURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	fmt.Printf("outbox cost (redis backend, app database %s):\n", pool.Config().ConnConfig.Host)
+	prefix := uniq("benchtxo")
+	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
+	be := txmqBackend(rdb, prefix)
+	for _, pace := range []time.Duration{0, *outboxPace} {
+		fmt.Printf("  %s\n", txmqbench.OutboxCost(ctx, pool, be, *rounds, pace, quiet))
+	}
+	_ = be.Close()
+	prefix2 := uniq("benchtxo")
+	defer deleteKeys(ctx, rdb, "{"+prefix2+":*")
+	be2 := txmqBackend(rdb, prefix2)
+	defer be2.Close()
+	p50, p99 := txmqbench.TxLatency(ctx, pool, be2, *samples, quiet)
+	fmt.Printf("  transactional pickup (RunInTx, publish to listener): p50 %v  p99 %v\n", p50, p99)
 }
 
 // asynqLatency enqueues single tasks to an idle server and returns p50/p99 of the time from

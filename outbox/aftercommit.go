@@ -1,0 +1,323 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/txmq/txmq/core"
+)
+
+// After-commit publishing. RunInTx hands the rows it just committed to a small bounded set of
+// background publishers owned by the Store and returns: the caller never waits for the
+// backend (which may hang) nor for the second transaction that deletes the published rows.
+// A publisher takes up to afterCommitPage pending rows, of as many transactions as are
+// waiting, and publishes them as one page (see publishCommitted). Publishers start on demand
+// and exit when nothing is pending, so a store that is never closed leaks no goroutine.
+//
+// The rows are committed before they are handed over, so whatever happens next (a full
+// hand-off queue, a hung or failing backend, Close, a crash) they stay in the outbox table and
+// the relay or recovery sweep publishes them (rows without a next-attempt time once they are
+// older than Options.RecoveryAge; failed rows on their backoff schedule).
+
+const (
+	// afterCommitPublishers is the most pages of committed rows a store publishes at once.
+	afterCommitPublishers = 4
+	// afterCommitMaxPending is the most rows waiting for a publisher; the rows of a
+	// transaction that would exceed it are left to the sweep (a hung backend holds every
+	// publisher for up to Options.PublishTimeout).
+	afterCommitMaxPending = 10000
+	// afterCommitPage is the most rows one publisher claims and publishes in one transaction.
+	afterCommitPage = 100
+	// afterCommitLogEvery is the least time between two logs of rows left to the sweep.
+	afterCommitLogEvery = 10 * time.Second
+)
+
+// afterCommit is the hand-off queue of a Store's after-commit publishers.
+type afterCommit struct {
+	mu      sync.Mutex
+	pending []row
+	active  int           // running publishers
+	idle    chan struct{} // closed when the publishers are done; nil while there is nothing to do
+	closed  bool          // Close ran: no more hand-offs
+	abandon bool          // Close's ctx ended: publishers leave the pending rows to the sweep
+	max     int           // afterCommitMaxPending; tests lower it
+
+	skipped int       // rows left to the sweep since the last log
+	logged  time.Time // when that log was last written
+}
+
+// handOff queues rows, which a RunInTx transaction committed, for the after-commit
+// publishers. It never blocks: after Close, or when the queue is full, the rows stay in the
+// table for the sweep, which is logged (at most every afterCommitLogEvery).
+func (s *Store) handOff(rows []row) {
+	if len(rows) == 0 {
+		return
+	}
+	a := &s.ac
+	a.mu.Lock()
+	limit := afterCommitMaxPending
+	if a.max > 0 {
+		limit = a.max
+	}
+	if a.closed || (len(a.pending) > 0 && len(a.pending)+len(rows) > limit) {
+		a.skipped += len(rows)
+		var skipped int
+		now := time.Now()
+		if now.Sub(a.logged) >= afterCommitLogEvery {
+			skipped, a.skipped, a.logged = a.skipped, 0, now
+		}
+		closed := a.closed
+		a.mu.Unlock()
+		if skipped > 0 {
+			reason := fmt.Sprintf("%d rows are already waiting for the after-commit publishers (a slow or hung backend?)", limit)
+			if closed {
+				reason = "the store is closed"
+			}
+			s.log.Warn("txmq outbox: committed rows left in the outbox for the relay and the recovery sweep, not published at once",
+				"rows", skipped, "reason", reason, "recovery_age", s.o.RecoveryAge)
+		}
+		return
+	}
+	a.pending = append(a.pending, rows...)
+	if a.idle == nil {
+		a.idle = make(chan struct{})
+	}
+	start := a.active < afterCommitPublishers
+	if start {
+		a.active++
+	}
+	a.mu.Unlock()
+	if start {
+		go s.publishPending()
+	}
+}
+
+// publishPending is one after-commit publisher: it publishes pages of pending rows until
+// none is left (or Close gave up waiting), then exits.
+func (s *Store) publishPending() {
+	a := &s.ac
+	for {
+		a.mu.Lock()
+		if len(a.pending) == 0 || a.abandon {
+			left := len(a.pending)
+			a.pending = nil
+			a.active--
+			if a.active == 0 && a.idle != nil {
+				close(a.idle)
+				a.idle = nil
+			}
+			a.mu.Unlock()
+			if left > 0 {
+				s.log.Warn("txmq outbox: closed before publishing committed rows; they stay in the outbox for the recovery sweep", "rows", left)
+			}
+			return
+		}
+		n := min(len(a.pending), afterCommitPage)
+		page := a.pending[:n:n]
+		a.pending = a.pending[n:]
+		a.mu.Unlock()
+		s.publishCommitted(page)
+	}
+}
+
+// WaitIdle waits until the after-commit publishing of every RunInTx that returned before the
+// call is over: each of its rows published and deleted, or left in the outbox for the relay
+// and the recovery sweep (a failed publish, a full hand-off queue, Close). It is meant for
+// tests and for an orderly shutdown before Close; ctx bounds the wait.
+func (s *Store) WaitIdle(ctx context.Context) error {
+	s.ac.mu.Lock()
+	idle := s.ac.idle
+	s.ac.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("txmq outbox: WaitIdle: the after-commit publishers of schema %q are still busy: %w", s.o.Schema, ctx.Err())
+	}
+}
+
+// closeAfterCommit refuses further hand-offs and waits, until ctx is done, for the
+// publishers to publish the rows already handed over; then they stop after their current
+// page and the rest stays in the outbox.
+func (s *Store) closeAfterCommit(ctx context.Context) error {
+	a := &s.ac
+	a.mu.Lock()
+	a.closed = true
+	idle := a.idle
+	a.mu.Unlock()
+	if idle == nil {
+		return nil
+	}
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		a.mu.Lock()
+		a.abandon = true
+		a.mu.Unlock()
+		return fmt.Errorf("txmq outbox: Close: the after-commit publishers of schema %q are still publishing; the rows not published yet stay in the outbox for the recovery sweep: %w", s.o.Schema, ctx.Err())
+	}
+}
+
+// publishCommitted publishes one page of rows that RunInTx transactions committed, in three
+// steps that hold no connection of the app's pool while the backend works (a hung backend
+// must not starve the app):
+//
+//  1. lease: one statement gives the rows still untaken (no next-attempt time, not locked by
+//     a sweep: SKIP LOCKED) a next-attempt time Options.RecoveryAge ahead, the wait a row
+//     without one gets, so that no relay or sweep, of this process or another, publishes them
+//     meanwhile, and a process that dies while publishing leaves them to the sweep no later
+//     than RecoveryAge after that;
+//  2. publish them one by one within the page's budget, Options.PublishTimeout but at most
+//     half the lease (see commitContexts and publishOne);
+//  3. delete the published rows in one statement; a failed row counts an attempt and is
+//     scheduled with backoff, or moves to the dead-letter table if it is poison, as in the
+//     sweep (recordCommitFailure); on an unavailable backend (or a spent budget)
+//     the rows not published get their lease back (no next-attempt time): the sweep takes
+//     them over after Options.RecoveryAge, no attempt counted.
+//
+// The lease and the delete commit with synchronous_commit off: a lease lost in a crash only
+// means the row is swept after RecoveryAge, a lost delete only publishes the row again, which
+// at-least-once allows (so does database work that overruns the rest of the lease). Errors are logged, never returned: the app's transactions committed,
+// and the rows stay in the outbox for the sweep.
+func (s *Store) publishCommitted(rows []row) {
+	db, pub, cancel := s.commitContexts()
+	defer cancel()
+	claimed, err := s.leaseCommitted(db, rows)
+	if err != nil {
+		s.log.Error("txmq outbox: claiming committed rows for publishing failed; they stay in the outbox for the recovery sweep",
+			"rows", len(rows), "error", err)
+		return
+	}
+	var published, released []int64
+	for i, r := range claimed {
+		if pub.Err() != nil { // the page's budget is spent: leave the rest to the sweep
+			released = appendIDs(released, claimed[i:])
+			break
+		}
+		perr := s.publishOne(pub, r.batch)
+		if perr == nil {
+			published = append(published, r.id)
+			s.safeHook(func() {
+				if s.o.Hooks != nil && s.o.Hooks.Published != nil {
+					s.o.Hooks.Published(r.batch.Queue, viaCommit)
+				}
+			})
+			continue
+		}
+		unavailable := errors.Is(perr, core.ErrBackendUnavailable)
+		s.safeHook(func() {
+			if s.o.Hooks != nil && s.o.Hooks.PublishFailed != nil {
+				s.o.Hooks.PublishFailed(r.batch.Queue, viaCommit, unavailable)
+			}
+		})
+		if unavailable {
+			s.log.Warn("txmq outbox: backend unavailable after commit; the recovery sweep will publish the rows",
+				"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "rows", len(claimed)-i, "error", perr)
+			released = appendIDs(released, claimed[i:])
+			break
+		}
+		s.recordCommitFailure(db, r, perr)
+	}
+	if len(published) > 0 {
+		if _, err := s.pool.Exec(db, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true))
+			DELETE FROM `+s.outbox+` USING async WHERE id = ANY($1)`, published); err != nil {
+			s.log.Error("txmq outbox: deleting rows published after commit failed; they will be published again once their lease ends (at-least-once)",
+				"rows", len(published), "error", err)
+		}
+	}
+	if len(released) > 0 {
+		if _, err := s.pool.Exec(db, `UPDATE `+s.outbox+` SET next_attempt_at = NULL WHERE id = ANY($1)`, released); err != nil {
+			s.log.Error("txmq outbox: giving back the lease of rows not published after commit failed; they are retried once it ends",
+				"rows", len(released), "error", err)
+		}
+	}
+}
+
+// commitContexts returns the contexts of one after-commit page, as pageContexts does, with a
+// publish budget of Options.PublishTimeout but at most half the lease (Options.RecoveryAge),
+// so that the page is published and recorded before its lease ends.
+func (s *Store) commitContexts() (db, pub context.Context, cancel func()) {
+	budget := min(s.o.PublishTimeout, s.o.RecoveryAge/2)
+	db, cancelDB := context.WithTimeout(context.Background(), budget+dbGrace)
+	pub, cancelPub := context.WithTimeout(db, budget)
+	return db, pub, func() { cancelPub(); cancelDB() }
+}
+
+// recordCommitFailure records a failed publish of r (not an unavailable backend) in a
+// transaction of its own, as publishLocked does for the sweep: a poison row (refused
+// permanently, or past Options.MaxAttempts) moves to the dead-letter table; any other counts
+// an attempt and is scheduled again with backoff.
+func (s *Store) recordCommitFailure(db context.Context, r row, perr error) {
+	attempts := r.attempts + 1
+	err := pgx.BeginFunc(db, s.pool, func(tx pgx.Tx) error {
+		if reason := poisonReason(perr, attempts, s.o.MaxAttempts); reason != "" {
+			moved, err := s.deadLetterRow(db, tx, r, viaCommit, reason, attempts, perr)
+			if err != nil || moved {
+				return err
+			}
+		}
+		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
+		s.log.Warn("txmq outbox: publish failed, row scheduled again",
+			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", viaCommit, "attempts", attempts, "retry_in", delay, "error", perr)
+		_, err := tx.Exec(db, `UPDATE `+s.outbox+` SET attempts = attempts + 1, last_error = $2,
+			next_attempt_at = now() + $3 * interval '1 microsecond' WHERE id = $1`,
+			r.id, errorText(perr.Error(), maxErrorText), delay.Microseconds())
+		return err
+	})
+	if err != nil {
+		s.log.Error("txmq outbox: recording a failed publish after commit failed; the row is retried once its lease ends",
+			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "error", err, "publish_error", perr)
+	}
+}
+
+// leaseCommitted claims the rows of rows that no one took yet (see publishCommitted) and
+// returns them in id order, each with the delay it still has, read from its due time on the
+// database's clock.
+func (s *Store) leaseCommitted(ctx context.Context, rows []row) ([]row, error) {
+	ids := appendIDs(make([]int64, 0, len(rows)), rows)
+	lease := s.o.RecoveryAge
+	got, err := s.pool.Query(ctx, `WITH async AS (SELECT set_config('synchronous_commit', 'off', true)),
+		free AS (SELECT id FROM `+s.outbox+` WHERE id = ANY($1) AND next_attempt_at IS NULL FOR UPDATE SKIP LOCKED)
+		UPDATE `+s.outbox+` o SET next_attempt_at = now() + $2 * interval '1 microsecond'
+		FROM free, async WHERE o.id = free.id RETURNING o.id, `+remainingSQL, ids, lease.Microseconds())
+	if err != nil {
+		return nil, err
+	}
+	leased := map[int64]*int64{}
+	var id int64
+	var left *int64
+	if _, err := pgx.ForEachRow(got, []any{&id, &left}, func() error {
+		leased[id] = left
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]row, 0, len(leased))
+	for _, r := range rows {
+		if left, ok := leased[r.id]; ok {
+			withRemaining(&r.batch, left)
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b row) int { return cmp.Compare(a.id, b.id) })
+	return out, nil
+}
+
+// appendIDs appends the ids of rows to ids.
+func appendIDs(ids []int64, rows []row) []int64 {
+	for _, r := range rows {
+		ids = append(ids, r.id)
+	}
+	return ids
+}
