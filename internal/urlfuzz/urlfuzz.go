@@ -4,10 +4,12 @@
 package urlfuzz
 
 import (
+	"context"
 	"errors"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/txmq/txmq/core"
 )
@@ -81,6 +83,30 @@ func Check(t *testing.T, raw, secret string, o Options, parse func(*url.URL) err
 		}
 		if strings.Contains(err.Error(), Mark) {
 			t.Fatalf("parse(%q): the error shows the secret %q: %v", v, secret, err)
+		}
+	}
+}
+
+// OpenRedacts calls open (an adapter's Open, called directly rather than through
+// core.OpenBackend) with each raw URL, every one of which must fail, and fails t when an error
+// shows secret.
+func OpenRedacts(t *testing.T, open func(context.Context, *url.URL) (core.Backend, error), secret string, raws ...string) {
+	t.Helper()
+	for _, raw := range raws {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		be, err := open(ctx, u)
+		cancel()
+		if err == nil {
+			_ = be.Close()
+			t.Errorf("Open(%s) succeeded", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("Open(%s): error leaks the secret: %v", raw, err)
 		}
 	}
 }
