@@ -21,8 +21,9 @@ import (
 type App struct {
 	// Node publishes and, once started, runs listeners. Open does not start it.
 	Node *core.Node
-	// Store is the outbox and dead-letter store; nil without a database. Use Store.RunInTx
-	// (or WithTx) to publish inside the app's transactions.
+	// Store is the outbox and dead-letter store; nil without a database, and then its methods
+	// return outbox.ErrNoDatabase (naming TXMQ_DATABASE_URL) instead of panicking. Use
+	// Store.RunInTx (or WithTx) to publish inside the app's transactions.
 	Store *outbox.Store
 	// Backend is the backend the node uses: the one Config.Backend names, wrapped by
 	// drain.New when Config.Drain lists old backends.

@@ -132,6 +132,9 @@ func (s *Store) publishPending() {
 // and the recovery sweep (a failed publish, a full hand-off queue, Close). It is meant for
 // tests and for an orderly shutdown before Close; ctx bounds the wait.
 func (s *Store) WaitIdle(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
 	s.ac.mu.Lock()
 	idle := s.ac.idle
 	s.ac.mu.Unlock()

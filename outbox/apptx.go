@@ -29,6 +29,9 @@ type appTx struct {
 // open; tx itself, not the savepoint's pgx.Tx, is enough, since both run on one connection.
 // Never queues are refused inside tx: it cannot report its commit.
 func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
+	if s == nil {
+		return ctx // no outbox: publishes on Require queues fail with core.ErrNoTransaction
+	}
 	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.Exec(ctx, sql, args...)
 		return err
@@ -43,6 +46,9 @@ func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
 // discards the rows published after it, and releasing it keeps them, as for any row; nothing
 // is staged in memory that a savepoint could miss. Never queues are refused, as with WithTx.
 func (s *Store) WithSQLTx(ctx context.Context, tx *sql.Tx) context.Context {
+	if s == nil {
+		return ctx // no outbox: publishes on Require queues fail with core.ErrNoTransaction
+	}
 	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.ExecContext(ctx, sql, args...)
 		return err

@@ -79,6 +79,9 @@ func (r *DeadLetterRow) Dead() bool { return r.ReplayedAt.IsZero() }
 // was replayed and failed again has its row updated and becomes dead again. It implements
 // core.DeadLetterSink.
 func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
+	if s == nil {
+		return errNoStore("DeadLetter")
+	}
 	if dl == nil {
 		return nil
 	}
@@ -140,6 +143,9 @@ func (f DLQFilter) where() (string, []any) {
 
 // ListDeadLetters returns the dead letters f selects, by ascending id (default limit 100).
 func (s *Store) ListDeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetterRow, error) {
+	if s == nil {
+		return nil, errNoStore("ListDeadLetters")
+	}
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -159,6 +165,9 @@ func (s *Store) ListDeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetterR
 
 // GetDeadLetter returns one dead letter, or an error wrapping ErrNotFound.
 func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, error) {
+	if s == nil {
+		return nil, errNoStore("GetDeadLetter")
+	}
 	rows, err := s.pool.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE id = $1`, id)
 	if err == nil {
 		var d DeadLetterRow
@@ -180,6 +189,9 @@ func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, er
 // replayed (and not failed since) is refused with ErrAlreadyReplayed. A publish error leaves the
 // row dead and is returned.
 func (s *Store) Replay(ctx context.Context, id int64) error {
+	if s == nil {
+		return errNoStore("Replay")
+	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE id = $1 FOR UPDATE`, id)
 		if err != nil {
@@ -228,6 +240,9 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 // how many it replayed. A backend reported unavailable stops it at once; other per-row errors
 // (an unreadable batch) are collected and the rest is replayed.
 func (s *Store) ReplayQueue(ctx context.Context, queue string) (int, error) {
+	if s == nil {
+		return 0, errNoStore("ReplayQueue")
+	}
 	if queue == "" {
 		return 0, fmt.Errorf("%w: txmq outbox: ReplayQueue needs a queue name", core.ErrInvalidConfig)
 	}
@@ -263,6 +278,9 @@ func (s *Store) ReplayQueue(ctx context.Context, queue string) (int, error) {
 
 // Purge deletes the dead letters f selects (Limit 0: all of them) and returns how many.
 func (s *Store) Purge(ctx context.Context, f DLQFilter) (int64, error) {
+	if s == nil {
+		return 0, errNoStore("Purge")
+	}
 	where, args := f.where()
 	q := `DELETE FROM ` + s.dead + ` WHERE ` + where
 	if f.Limit > 0 {

@@ -58,6 +58,9 @@ type Backlog struct {
 
 // ListOutbox returns the outbox rows f selects, by ascending id.
 func (s *Store) ListOutbox(ctx context.Context, f OutboxFilter) ([]OutboxRow, error) {
+	if s == nil {
+		return nil, errNoStore("ListOutbox")
+	}
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -94,6 +97,9 @@ func (s *Store) ListOutbox(ctx context.Context, f OutboxFilter) ([]OutboxRow, er
 
 // Backlog returns, per queue with outbox rows, their count and the oldest row's age.
 func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
+	if s == nil {
+		return nil, errNoStore("Backlog")
+	}
 	rows, err := s.pool.Query(ctx, `SELECT queue, count(*), count(*) FILTER (WHERE attempts > 0), min(created_at),
 		extract(epoch FROM now() - min(created_at))::float8 FROM `+s.outbox+` GROUP BY queue`)
 	if err != nil {
@@ -119,6 +125,9 @@ func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
 
 // DeadLetterCounts returns, per queue, how many dead letters are dead now (not replayed).
 func (s *Store) DeadLetterCounts(ctx context.Context) (map[string]int64, error) {
+	if s == nil {
+		return nil, errNoStore("DeadLetterCounts")
+	}
 	rows, err := s.pool.Query(ctx, `SELECT queue, count(*) FROM `+s.dead+` WHERE replayed_at IS NULL GROUP BY queue`)
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: counting dead letters in %s: %w", s.dead, err)

@@ -165,6 +165,9 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 // stops the sweep at once, and the returned error wraps it. ctx is checked between pages; each
 // page runs detached from ctx, bounded by Options.PublishTimeout.
 func (s *Store) SweepOnce(ctx context.Context) (published int, err error) {
+	if s == nil {
+		return 0, errNoStore("SweepOnce")
+	}
 	return s.sweep(ctx, viaSweep)
 }
 

@@ -24,6 +24,9 @@ const (
 // at once and then every Options.SweepInterval. Start returns after the first LISTEN succeeded,
 // or its error; ctx bounds that first connection only and is not retained.
 func (s *Store) Start(ctx context.Context) error {
+	if s == nil {
+		return errNoStore("Start")
+	}
 	s.mu.Lock()
 	switch {
 	case s.closed:
@@ -65,6 +68,9 @@ func (s *Store) Start(ctx context.Context) error {
 // are then left to the sweep of a running store), WithTx, Handoff and dead letters; only
 // Start is refused.
 func (s *Store) Close(ctx context.Context) error {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

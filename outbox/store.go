@@ -70,7 +70,12 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 }
 
 // Schema returns the schema the store's tables live in.
-func (s *Store) Schema() string { return s.o.Schema }
+func (s *Store) Schema() string {
+	if s == nil {
+		return ""
+	}
+	return s.o.Schema
+}
 
 // Handoff stores batches the backend refused at flush time (or that a closing node could not
 // publish in time) as rows due now: the very next recovery sweep publishes them, without
@@ -78,6 +83,9 @@ func (s *Store) Schema() string { return s.o.Schema }
 // at once while the backend is still unavailable, and a failed row backs off as any other).
 // It implements core.Handoff.
 func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error {
+	if s == nil {
+		return errNoStore("Handoff")
+	}
 	if len(batches) == 0 {
 		return nil
 	}
@@ -227,4 +235,14 @@ func (s *Store) safeHook(fn func()) {
 		}
 	}()
 	fn()
+}
+
+// ErrNoDatabase is returned by the methods of a nil *Store: the app has no database, so it has
+// no outbox, no transactional publishing and no dead-letter table. txmq.Open leaves App.Store
+// nil when TXMQ_DATABASE_URL is not set.
+var ErrNoDatabase = fmt.Errorf("%w: no app database configured: set TXMQ_DATABASE_URL (txmq.Config.DatabaseURL) to a postgres:// URL to use transactions, the outbox and dead letters", core.ErrInvalidConfig)
+
+// errNoStore names the method called on a nil *Store.
+func errNoStore(method string) error {
+	return fmt.Errorf("txmq outbox: Store.%s: %w", method, ErrNoDatabase)
 }

@@ -49,6 +49,9 @@ type scopeKey struct{ s *Store }
 // pgx.Tx does; its Commit is refused (return nil from fn instead), and its Rollback rolls the
 // whole transaction back, after which RunInTx returns an error even if fn returns nil.
 func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
+	if s == nil {
+		return errNoStore("RunInTx")
+	}
 	if parent, ok := ctx.Value(scopeKey{s}).(*scopedTx); ok {
 		return s.savepoint(ctx, parent, fn)
 	}
@@ -95,6 +98,9 @@ var errRolledBackByFn = errors.New("txmq outbox: the RunInTx transaction was rol
 // ctx must come from RunInTx (or Savepoint) of this store. It is the same as pgx.BeginFunc on
 // the tx that RunInTx or Savepoint gave, with a context to publish with.
 func (s *Store) Savepoint(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	if s == nil {
+		return errNoStore("Savepoint")
+	}
 	parent, ok := ctx.Value(scopeKey{s}).(*scopedTx)
 	if !ok {
 		return fmt.Errorf("%w: txmq outbox: Savepoint needs the context given by Store.RunInTx (of the same store)", core.ErrNoTransaction)
