@@ -185,6 +185,9 @@ func decodeTypedFast[T any](body []byte) (e *typedEnvelope[T], ok bool) {
 	if !r.ok || !bytes.HasSuffix(body[r.i:], []byte("}")) {
 		return nil, false
 	}
+	// Sized from the id count, encoding/json fills the slice in place instead of growing it
+	// (it appends to a slice reset to length zero; null still gives nil).
+	e.Messages = make([]T, 0, int(e.MessageIDs))
 	if err := json.Unmarshal(body[r.i:len(body)-1], &e.Messages); err != nil {
 		return nil, false
 	}
