@@ -174,7 +174,7 @@ func (n *Node) dispatch(c *Claim) {
 	switch {
 	case halted:
 	case start:
-		go n.work(l, c)
+		n.pool.run(n.stopCtx.Done(), func() { n.work(l, c) })
 	case closed:
 		n.giveBack(c)
 	default:

@@ -208,19 +208,38 @@ func checkTimes(times ...time.Time) error {
 	return nil
 }
 
-// decodeTyped decodes a batch and its messages into T in one pass.
+// decodeTyped decodes a batch and its messages into T in one pass: by hand for a header as
+// EncodeEnvelope writes it (see decodeTypedFast), with encoding/json for anything else.
 func decodeTyped[T any](body []byte) (*typedEnvelope[T], error) {
+	e, ok := decodeTypedFast[T](body)
+	if !ok {
+		return decodeTypedJSON[T](body)
+	}
+	if err := checkTyped(e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// decodeTypedJSON is decodeTyped with encoding/json for the whole body: the reference the
+// fast path must agree with.
+func decodeTypedJSON[T any](body []byte) (*typedEnvelope[T], error) {
 	var e typedEnvelope[T]
 	if err := json.Unmarshal(body, &e); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUndecodable, err)
 	}
-	if err := checkHeader(e.Version, e.ID, e.Queue, int(e.MessageIDs), len(e.Messages)); err != nil {
-		return nil, err
-	}
-	if err := checkTimes(e.Created, e.Due); err != nil {
+	if err := checkTyped(&e); err != nil {
 		return nil, err
 	}
 	return &e, nil
+}
+
+// checkTyped applies DecodeEnvelope's checks to a typed envelope.
+func checkTyped[T any](e *typedEnvelope[T]) error {
+	if err := checkHeader(e.Version, e.ID, e.Queue, int(e.MessageIDs), len(e.Messages)); err != nil {
+		return err
+	}
+	return checkTimes(e.Created, e.Due)
 }
 
 // ReencodeAttempt returns body with its attempt count set to attempt, or an error if body is

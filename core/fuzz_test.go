@@ -49,6 +49,7 @@ func envelopeSeeds(f *testing.F) {
 // same batch, and the typed decoder (what listeners use) accepts it too, with the same header.
 func FuzzDecodeEnvelope(f *testing.F) {
 	envelopeSeeds(f)
+	fastSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		e, err := DecodeEnvelope(body)
 		typed, terr := decodeTyped[json.RawMessage](body)
@@ -81,6 +82,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 // for the message type: a struct target may refuse messages DecodeEnvelope keeps raw).
 func FuzzDecodeTyped(f *testing.F) {
 	envelopeSeeds(f)
+	fastSeeds(f)
 	type msg struct {
 		A int    `json:"a"`
 		S string `json:"s"`

@@ -116,6 +116,7 @@ type Node struct {
 	closing     atomic.Bool
 	loops       sync.WaitGroup
 	workers     sync.WaitGroup
+	pool        workerPool     // goroutines that run batches (see workerPool)
 	extending   sync.WaitGroup // lease extensions in flight
 	extendsDone bool           // the lease loop ended: no more extensions (under mu)
 	extendSem   chan struct{}  // bounds them
