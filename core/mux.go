@@ -67,7 +67,20 @@ func OpenBackend(ctx context.Context, rawURL string) (Backend, error) {
 	}
 	b, err := open(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("txmq: opening backend %s: %w", shown, RedactError(err, rawURL))
+		return nil, &openError{shown: shown, err: RedactError(err, rawURL)}
 	}
 	return b, nil
 }
+
+// openError is an opener's error with the URL it was opening. Its text has one "txmq: " prefix:
+// the opener's error usually holds one already, from the sentinel it wraps.
+type openError struct {
+	shown string // the redacted URL
+	err   error
+}
+
+func (e *openError) Error() string {
+	return "txmq: opening backend " + e.shown + ": " + strings.ReplaceAll(e.err.Error(), "txmq: ", "")
+}
+
+func (e *openError) Unwrap() error { return e.err }

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -16,6 +18,30 @@ func TestOpenBackendErrorsNeverShowSecrets(t *testing.T) {
 		_, err := OpenBackend(context.Background(), raw)
 		if !errors.Is(err, ErrInvalidConfig) || strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("OpenBackend(%q): %v", raw, err)
+		}
+	}
+}
+
+// An opener's error already starts with "txmq:" (its sentinel's text): OpenBackend's error has
+// that prefix once, and still wraps the sentinel.
+func TestOpenBackendErrorsHaveOnePrefix(t *testing.T) {
+	t.Parallel()
+	RegisterBackend("prefixtest-invalid", func(context.Context, *url.URL) (Backend, error) {
+		return nil, fmt.Errorf("%w: prefixtest backend URL: unknown parameter %q", ErrInvalidConfig, "bogus")
+	})
+	RegisterBackend("prefixtest-down", func(context.Context, *url.URL) (Backend, error) {
+		return nil, fmt.Errorf("prefixtest: connect: %w: dial refused", ErrBackendUnavailable)
+	})
+	for _, tt := range []struct {
+		raw  string
+		want error
+	}{
+		{"prefixtest-invalid://h/?bogus=1", ErrInvalidConfig},
+		{"prefixtest-down://h", ErrBackendUnavailable},
+	} {
+		_, err := OpenBackend(context.Background(), tt.raw)
+		if !errors.Is(err, tt.want) || strings.Count(err.Error(), "txmq:") != 1 || !strings.HasPrefix(err.Error(), "txmq: ") {
+			t.Errorf("OpenBackend(%q) = %v: want one txmq: prefix, wrapping %v", tt.raw, err, tt.want)
 		}
 	}
 }

@@ -176,7 +176,7 @@ func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, er
 			return &d, nil
 		}
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("txmq outbox: dead letter %d: %w (list them with ListDeadLetters)", id, ErrNotFound)
+			return nil, fmt.Errorf("txmq outbox: no dead letter %d in %s (txmq dlq ls lists them): %w", id, s.dead, ErrNotFound)
 		}
 	}
 	return nil, fmt.Errorf("txmq outbox: reading dead letter %d from %s: %w", id, s.dead, err)

@@ -123,12 +123,14 @@ func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
 	return out, nil
 }
 
-// DeadLetterCounts returns, per queue, how many dead letters are dead now (not replayed).
+// DeadLetterCounts returns, per queue, how many dead letters are dead now (not replayed). A
+// queue whose dead letters were all replayed is in the map with 0: its batches went back to
+// the backend.
 func (s *Store) DeadLetterCounts(ctx context.Context) (map[string]int64, error) {
 	if s == nil {
 		return nil, errNoStore("DeadLetterCounts")
 	}
-	rows, err := s.pool.Query(ctx, `SELECT queue, count(*) FROM `+s.dead+` WHERE replayed_at IS NULL GROUP BY queue`)
+	rows, err := s.pool.Query(ctx, `SELECT queue, count(*) FILTER (WHERE replayed_at IS NULL) FROM `+s.dead+` GROUP BY queue`)
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: counting dead letters in %s: %w", s.dead, err)
 	}

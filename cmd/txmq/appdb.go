@@ -23,11 +23,11 @@ type dbFlags struct {
 
 func addDBFlags(fs *flag.FlagSet, withBackend bool) *dbFlags {
 	f := &dbFlags{
-		url:    fs.String("database-url", os.Getenv("TXMQ_DATABASE_URL"), "app database URL (default $TXMQ_DATABASE_URL)"),
-		schema: fs.String("schema", envOr("TXMQ_SCHEMA", outbox.DefaultSchema), "schema of txmq's tables (default $TXMQ_SCHEMA or txmq)"),
+		url:    fs.String("database-url", os.Getenv("TXMQ_DATABASE_URL"), "app database URL, postgres://... (from $TXMQ_DATABASE_URL when set)"),
+		schema: fs.String("schema", envOr("TXMQ_SCHEMA", outbox.DefaultSchema), "schema of txmq's tables (from $TXMQ_SCHEMA when set)"),
 	}
 	if withBackend {
-		f.backend = fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL to publish to (default $TXMQ_BACKEND)")
+		f.backend = fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL to publish to (from $TXMQ_BACKEND when set)")
 	}
 	return f
 }
@@ -45,19 +45,13 @@ func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) 
 	if *f.url == "" {
 		return nil, nil, &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL"}
 	}
-	pool, err := pgxpool.New(ctx, *f.url)
+	pool, err := connect(ctx, *f.url)
 	if err != nil {
-		return nil, nil, core.RedactError(fmt.Errorf("app database %s: %w", core.Redact(*f.url), err), *f.url)
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(cctx); err != nil {
-		pool.Close()
-		return nil, nil, core.RedactError(fmt.Errorf("app database %s: cannot connect: %w", core.Redact(*f.url), err), *f.url)
+		return nil, nil, err
 	}
 	var backend core.Backend = noBackend{}
 	if f.backend != nil && *f.backend != "" {
-		if backend, err = core.OpenBackend(ctx, *f.backend); err != nil {
+		if backend, err = openBackend(ctx, backendSetting, *f.backend, false); err != nil {
 			pool.Close()
 			return nil, nil, err
 		}
@@ -69,6 +63,27 @@ func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) 
 		return nil, nil, err
 	}
 	return store, func() { _ = backend.Close(); pool.Close() }, nil
+}
+
+// connect opens a pool on the app database and checks that it answers.
+func connect(ctx context.Context, raw string) (*pgxpool.Pool, error) {
+	if raw == "" {
+		return nil, &usageError{msg: "no app database: set " + databaseSetting.String()}
+	}
+	if err := checkDatabaseURL(raw); err != nil {
+		return nil, err
+	}
+	pool, err := pgxpool.New(ctx, raw)
+	if err != nil {
+		return nil, &usageError{msg: fmt.Sprintf("%s %s is not valid: %s", databaseSetting, core.Redact(raw), message(core.RedactError(err, raw)))}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(cctx); err != nil {
+		pool.Close()
+		return nil, unreachable(databaseSetting, raw, "the app database", err)
+	}
+	return pool, nil
 }
 
 // errNoBackend is returned by commands that publish when no backend is configured.

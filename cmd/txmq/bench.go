@@ -58,7 +58,7 @@ type benchResult struct {
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("bench", benchSynopsis, stderr)
-	backendURL := fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL (default $TXMQ_BACKEND), for example memory:// or redis://127.0.0.1:6379/0")
+	backendURL := fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL (from $TXMQ_BACKEND when set), for example memory:// or redis://127.0.0.1:6379/0")
 	messages := fs.Int("messages", 10000, "messages to publish in the burst")
 	batch := fs.Int("batch", 100, "the queue's MaxBatchMessages")
 	conc := fs.Int("concurrency", 0, "the queue's MaxConcurrentBatches on the node (0: no cap)")
@@ -94,7 +94,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	be, err := core.OpenBackend(ctx, *backendURL)
+	be, err := openBackend(ctx, backendSetting, *backendURL, true)
 	if err != nil {
 		return err
 	}

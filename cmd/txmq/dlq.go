@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -100,7 +101,7 @@ func dlqShow(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer done()
 	r, err := store.GetDeadLetter(ctx, id)
 	if err != nil {
-		return err
+		return notFound(err, id, *f.schema)
 	}
 	return printJSON(stdout, dlqJSON(r, true))
 }
@@ -136,7 +137,7 @@ func dlqReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if err := store.Replay(ctx, id); err != nil {
-		return err
+		return notFound(err, id, *f.schema)
 	}
 	fmt.Fprintf(stdout, "replayed dead letter %d\n", id)
 	return nil
@@ -229,6 +230,15 @@ func dlqJSON(r *outbox.DeadLetterRow, withMessages bool) map[string]any {
 		}
 	}
 	return m
+}
+
+// notFound turns a missing dead letter into a message that says how to list them; other
+// errors pass unchanged.
+func notFound(err error, id int64, schema string) error {
+	if errors.Is(err, outbox.ErrNotFound) {
+		return fmt.Errorf("no dead letter %d in schema %q; list them with: txmq dlq ls (with the same --schema)", id, schema)
+	}
+	return err
 }
 
 func nullTime(t time.Time) any {

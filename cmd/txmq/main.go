@@ -68,7 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "txmq %s: %s (see txmq %s --help)\n", c.name, ue.msg, c.name)
 		return exitUsage
 	default:
-		fmt.Fprintf(stderr, "txmq %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "txmq %s: %s\n", c.name, message(err))
 		var pgErr *pgconn.PgError
 		if errors.As(err, &pgErr) && (pgErr.Code == "42P01" || pgErr.Code == "3F000") {
 			fmt.Fprintln(stderr, "hint: txmq's tables are missing in this schema: run txmq migrate (with the same --schema) first")

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/adapters/sqljobs"
-	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -26,12 +25,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 0 {
 		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	if *f.url == "" {
-		return &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL"}
-	}
-	pool, err := pgxpool.New(ctx, *f.url)
+	pool, err := connect(ctx, *f.url)
 	if err != nil {
-		return core.RedactError(fmt.Errorf("app database %s: %w", core.Redact(*f.url), err), *f.url)
+		return err
 	}
 	defer pool.Close()
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)

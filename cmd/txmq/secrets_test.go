@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"strings"
 	"testing"
 )
@@ -22,9 +24,12 @@ func TestCommandsRedactSecrets(t *testing.T) {
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			t.Parallel()
-			out, errOut := cli(t, exitError, args...)
-			if strings.Contains(out+errOut, "hunter2") {
-				t.Fatalf("output leaks a secret:\n%s%s", out, errOut)
+			var out, errOut bytes.Buffer
+			if code := run(context.Background(), args, &out, &errOut); code != exitError && code != exitUsage {
+				t.Fatalf("exit %d, want %d or %d\n%s%s", code, exitError, exitUsage, out.String(), errOut.String())
+			}
+			if strings.Contains(out.String()+errOut.String(), "hunter2") {
+				t.Fatalf("output leaks a secret:\n%s%s", out.String(), errOut.String())
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -53,7 +54,9 @@ Prints one row per queue: ready, in flight and delayed batches (from the backend
 not replayed, and outbox rows waiting to be published with the oldest one's age (from the app
 database). The queues are those found in the outbox and dead-letter tables plus every --queue:
 a backend can only be asked about queues it is given by name, so name the queues to see with
---queue when there is no database (or when they have no outbox rows or dead letters). Works with
+--queue when there is no database (or when they have no outbox rows or dead letters). A queue
+named with --queue of which nothing is found (nothing in the backend, no outbox rows or dead
+letters) is reported as unknown, with the known queues, and the exit code is 1. Works with
 only a backend, only a database, or both. During a backend swap, --drain (default
 $TXMQ_DRAIN_BACKENDS) adds each old backend's depths and whether it is empty: nodes with the
 drain setting stop polling an empty old backend but re-check it, so remove it from
@@ -62,10 +65,10 @@ TXMQ_DRAIN_BACKENDS once no node runs the old setting and it shows empty here.`
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("status", statusSynopsis, stderr)
 	f := addDBFlags(fs, false)
-	backendURL := fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL to ask for depths (default $TXMQ_BACKEND)")
+	backendURL := fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL to ask for depths (from $TXMQ_BACKEND when set)")
 	var drains stringList
 	_ = drains.Set(os.Getenv("TXMQ_DRAIN_BACKENDS"))
-	fs.Var(&drains, "drain", "an old backend URL being drained (repeatable, or comma-separated; default $TXMQ_DRAIN_BACKENDS)")
+	fs.Var(&drains, "drain", "an old backend URL being drained (repeatable, or comma-separated; from $TXMQ_DRAIN_BACKENDS when set)")
 	var queues stringList
 	fs.Var(&queues, "queue", "a queue to include (repeatable, or comma-separated)")
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -82,6 +85,21 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *f.url == "" && len(queues) == 0 {
 		return &usageError{msg: "without a database, name the queues to report on with --queue (a backend is asked about named queues only)"}
 	}
+	for _, q := range queues {
+		if core.ValidateQueueName(q) != nil {
+			return &usageError{msg: fmt.Sprintf("--queue %q is not a valid queue name: queue names are 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter", q)}
+		}
+	}
+	if *backendURL != "" {
+		if err := checkBackendURL(backendSetting, *backendURL, false); err != nil {
+			return err
+		}
+	}
+	for _, d := range drains {
+		if err := checkBackendURL(drainSetting, d, false); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
@@ -95,8 +113,10 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for _, q := range queues {
 		row(q)
 	}
+	var dbQueues map[string]bool // the queues with outbox rows or dead letters, replayed or not
 	if *f.url != "" {
-		if err := statusFromDB(ctx, f, row, rows); err != nil {
+		var err error
+		if dbQueues, err = statusFromDB(ctx, f, row, rows); err != nil {
 			return err
 		}
 	}
@@ -109,20 +129,38 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// During a swap (--drain) the operator watches named queues empty out: an empty queue is
+	// the expected answer there, not a mistyped name.
+	var unknown []string
+	if len(drains) == 0 {
+		unknown = unknownQueues(queues, dbQueues, rows)
+	}
 	names := make([]string, 0, len(rows))
 	for q := range rows {
-		names = append(names, q)
+		if !slices.Contains(unknown, q) {
+			names = append(names, q)
+		}
 	}
 	sort.Strings(names)
 	out := make([]*queueStatus, 0, len(names))
 	for _, q := range names {
 		out = append(out, rows[q])
 	}
+	var unknownErr error
+	if len(unknown) > 0 {
+		unknownErr = unknownQueuesError(unknown, names, *f.url != "")
+	}
 	if *asJSON {
-		return printJSON(stdout, out)
+		if err := printJSON(stdout, out); err != nil {
+			return err
+		}
+		return unknownErr
 	}
 	if len(out) == 0 {
-		fmt.Fprintln(stdout, "no queues: the outbox and dead-letter tables are empty (name queues with --queue to ask the backend)")
+		if unknownErr != nil {
+			return unknownErr
+		}
+		fmt.Fprintf(stdout, "no queues: no outbox rows or dead letters in schema %q (name queues with --queue to ask the backend)\n", *f.schema)
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -137,35 +175,43 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return printOldBackends(stdout, olds)
+	if err := printOldBackends(stdout, olds); err != nil {
+		return err
+	}
+	return unknownErr
 }
 
 // statusFromDB adds every queue found in the outbox and dead-letter tables and fills the
 // database columns of every row (zero for a queue without rows).
-func statusFromDB(ctx context.Context, f *dbFlags, row func(string) *queueStatus, rows map[string]*queueStatus) error {
+// It returns the queues found in the database. A queue whose dead letters were all replayed
+// is found too: its replayed batches are in the backend now.
+func statusFromDB(ctx context.Context, f *dbFlags, row func(string) *queueStatus, rows map[string]*queueStatus) (map[string]bool, error) {
 	store, done, err := f.openStore(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer done()
 	dead, err := store.DeadLetterCounts(ctx)
 	if err != nil {
-		return fmt.Errorf("reading dead letters: %w", err)
+		return nil, fmt.Errorf("reading dead letters: %w", err)
 	}
 	backlog, err := store.Backlog(ctx)
 	if err != nil {
-		return fmt.Errorf("reading the outbox: %w", err)
+		return nil, fmt.Errorf("reading the outbox: %w", err)
 	}
+	found := map[string]bool{}
 	for q := range dead {
 		row(q)
+		found[q] = true
 	}
 	for q := range backlog {
 		row(q)
+		found[q] = true
 	}
 	for _, r := range rows {
 		setDB(r, dead, backlog)
 	}
-	return nil
+	return found, nil
 }
 
 func setDB(r *queueStatus, dead map[string]int64, backlog map[string]outbox.Backlog) {
@@ -180,7 +226,7 @@ func setDB(r *queueStatus, dead map[string]int64, backlog map[string]outbox.Back
 
 // statusFromBackend fills the depth columns.
 func statusFromBackend(ctx context.Context, rawURL string, rows map[string]*queueStatus) error {
-	be, err := core.OpenBackend(ctx, rawURL)
+	be, err := openBackend(ctx, backendSetting, rawURL, false)
 	if err != nil {
 		return err
 	}
@@ -194,7 +240,7 @@ func statusFromBackend(ctx context.Context, rawURL string, rows map[string]*queu
 	}
 	depths, err := be.Depths(ctx, names)
 	if err != nil {
-		return fmt.Errorf("asking the backend for depths: %w", err)
+		return unreachable(backendSetting, rawURL, "the backend", err)
 	}
 	for _, q := range names {
 		d := depths[q]
@@ -208,4 +254,52 @@ func num(p *int64) string {
 		return "-"
 	}
 	return fmt.Sprint(*p)
+}
+
+// unknownQueues returns the queues named with --queue of which nothing is known: no outbox
+// rows or dead letters in the database (when there is one) and nothing ready, in flight or
+// delayed in the backend (when there is one).
+func unknownQueues(asked []string, dbQueues map[string]bool, rows map[string]*queueStatus) []string {
+	var out []string
+	for _, q := range asked {
+		r := rows[q]
+		if dbQueues[q] || slices.Contains(out, q) {
+			continue
+		}
+		if r.Ready != nil && *r.Ready+*r.InFlight+*r.Delayed > 0 {
+			continue
+		}
+		known := false
+		for _, o := range r.Old {
+			known = known || o.Ready+o.InFlight+o.Delayed > 0
+		}
+		if !known {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// unknownQueuesError returns the error that names the unknown queues and lists the known ones.
+func unknownQueuesError(unknown, known []string, withDB bool) error {
+	where := "nothing ready, in flight or delayed in the backend"
+	if withDB {
+		where += ", and no outbox rows or dead letters in the app database"
+	}
+	list := "known queues: " + strings.Join(known, ", ")
+	switch {
+	case len(known) == 0 && withDB:
+		list = "no queue is known: the outbox and dead-letter tables are empty and the backend holds nothing of the queues named"
+	case len(known) == 0:
+		list = "a backend cannot list its queues: set " + databaseSetting.String() + " to list the queues with outbox rows or dead letters"
+	}
+	quoted := make([]string, len(unknown))
+	for i, q := range unknown {
+		quoted[i] = fmt.Sprintf("%q", q)
+	}
+	noun := "queue"
+	if len(unknown) > 1 {
+		noun = "queues"
+	}
+	return fmt.Errorf("unknown %s %s (%s); check the name given to --queue; %s", noun, strings.Join(quoted, ", "), where, list)
 }

@@ -44,7 +44,7 @@ func statusFromOldBackends(ctx context.Context, urls []string, rows map[string]*
 
 func oldBackendDepths(ctx context.Context, raw string, names []string, rows map[string]*queueStatus) (oldBackendStatus, error) {
 	s := oldBackendStatus{name: core.Redact(raw)}
-	be, err := core.OpenBackend(ctx, raw)
+	be, err := openBackend(ctx, drainSetting, raw, false)
 	if err != nil {
 		return s, fmt.Errorf("old backend (--drain) %s: %w", s.name, err)
 	}

@@ -44,7 +44,7 @@ func TestStatusUsage(t *testing.T) {
 	if _, errOut = cli(t, exitOK, "status", "--help"); !strings.Contains(errOut, "Usage: txmq status") {
 		t.Fatalf("stderr: %s", errOut)
 	}
-	if _, errOut = cli(t, exitError, "status", "--backend", "kafka://h", "--queue", "a"); !strings.Contains(errOut, `unknown scheme "kafka"`) {
+	if _, errOut = cli(t, exitUsage, "status", "--backend", "kafka://h", "--queue", "a"); !strings.Contains(errOut, `unknown scheme "kafka"`) {
 		t.Fatalf("stderr: %s", errOut)
 	}
 }
@@ -67,13 +67,26 @@ func TestStatusBackendOnly(t *testing.T) {
 	if err := be.Publish(ctx, b); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := cli(t, exitOK, "status", "--backend", url, "--queue", "emails,reports", "--json")
+	// reports has nothing in the backend: unknown, with the known queues listed, exit 1.
+	out, errOut := cli(t, exitError, "status", "--backend", url, "--queue", "emails,reports", "--json")
+	if !strings.Contains(errOut, `unknown queue "reports"`) || !strings.Contains(errOut, "known queues: emails") {
+		t.Fatalf("status of an unknown queue: %s", errOut)
+	}
 	var rows []queueStatus
-	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 {
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 1 {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
 	if r := rows[0]; r.Queue != "emails" || *r.Ready != 1 || *r.Delayed != 1 || *r.InFlight != 0 || r.DeadLetters != nil || r.OutboxRows != nil {
 		t.Fatalf("emails row: %s", out)
+	}
+	// The command closed the named backend: the next open starts an empty one.
+	be2, err := core.OpenBackend(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be2.Close()
+	if err := be2.Publish(ctx, testBatch("emails", "c")); err != nil {
+		t.Fatal(err)
 	}
 	out, _ = cli(t, exitOK, "status", "--backend", url, "--queue", "emails")
 	if !strings.Contains(out, "QUEUE") || !strings.Contains(out, "emails") || !strings.Contains(out, "-") {

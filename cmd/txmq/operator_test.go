@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/outbox"
+)
+
+// runBinaryOut runs the built command with env added and returns its stdout, stderr and exit code.
+func runBinaryOut(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(buildBinary(t), args...)
+	cmd.Env = append(os.Environ(), "TXMQ_DATABASE_URL=", "TXMQ_BACKEND=", "TXMQ_SCHEMA=", "TXMQ_DRAIN_BACKENDS=")
+	cmd.Env = append(cmd.Env, env...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("txmq %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+// apiName matches a Go identifier of the library's API (ListDeadLetters, OpenBackend, ...) in an
+// operator message.
+var apiName = regexp.MustCompile(`\b(ListDeadLetters|GetDeadLetter|OpenBackend|DeadLetterCounts|ErrNotFound|pgxpool|ParseConfig)\b`)
+
+// prefix matches a message prefix: "txmq:", "txmq status:", "txmq outbox:".
+var prefix = regexp.MustCompile(`\btxmq( [a-z]+)?:`)
+
+// TestOperatorMessages runs the built binary over the error cases an operator meets first and
+// checks stdout, stderr and the exit code: one prefix per line, no Go API names, the setting or
+// flag to change, exit 2 for usage errors and 1 for failures.
+func TestOperatorMessages(t *testing.T) {
+	t.Parallel()
+	pgURL := testenv.PostgresURL(t)
+	redisURL := testenv.RedisURL(t)
+	pool := testenv.PostgresPool(t)
+	schema := testenv.PostgresSchema(t, pool)
+	db := []string{"TXMQ_DATABASE_URL=" + pgURL, "TXMQ_SCHEMA=" + schema}
+	withRedis := append([]string{"TXMQ_BACKEND=" + redisURL}, db...)
+	replayed := testenv.UniqueName("replayed")
+	if _, errOut, code := runBinaryOut(t, db, "migrate"); code != exitOK {
+		t.Fatalf("migrate: exit %d: %s", code, errOut)
+	}
+	// One dead letter of queue replayed, replayed into Redis by the command: the batch then waits in
+	// the backend, and status must count it there.
+	store, err := outbox.New(pool, &outbox.Options{Schema: schema, Backend: noBackend{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := core.NewID()
+	body := core.EncodeEnvelope(&core.Envelope{ID: id, Queue: replayed, Attempt: 3, Created: time.Now(),
+		MessageIDs: []string{"m1"}, Messages: []json.RawMessage{json.RawMessage(`"hello"`)}})
+	if err := store.DeadLetter(context.Background(), &core.DeadLetter{Queue: replayed, BatchID: id, Body: body,
+		Reason: core.ReasonDeliveryExhausted, Error: "boom", Attempts: 3, Messages: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runBinaryOut(t, withRedis, "dlq", "replay", "--queue", replayed); code != exitOK || !strings.Contains(out, "replayed 1") {
+		t.Fatalf("dlq replay: exit %d\n%s%s", code, out, errOut)
+	}
+
+	tests := []struct {
+		name     string
+		env      []string
+		args     []string
+		wantCode int
+		wantOut  []string // each must appear on stdout
+		wantErr  []string // each must appear on stderr
+		notErr   []string // none may appear on stderr
+	}{
+		{name: "dlq show of a missing id", env: db, args: []string{"dlq", "show", "12345"}, wantCode: exitError,
+			wantErr: []string{"no dead letter 12345", "txmq dlq ls"}, notErr: []string{"txmq outbox:"}},
+		{name: "database url of another scheme", args: []string{"status", "--database-url", "mysql://u:p@db.example/app"}, wantCode: exitUsage,
+			wantErr: []string{"--database-url", "mysql://u:xxxxx@db.example/app", "expected postgres://"}, notErr: []string{"keyword/value", "axxxxx", "cannot xxxxx"}},
+		{name: "database url of another scheme from the environment", env: []string{"TXMQ_DATABASE_URL=mysql://u:p@db.example/app"}, args: []string{"dlq", "ls"}, wantCode: exitUsage,
+			wantErr: []string{"TXMQ_DATABASE_URL", "expected postgres://"}},
+		{name: "backend url of another scheme", args: []string{"status", "--backend", "mysql://u:p@db.example/app", "--queue", "a"}, wantCode: exitUsage,
+			wantErr: []string{"--backend", `unknown scheme "mysql"`, "redis://", "mysql://u:xxxxx@db.example/app"}},
+		{name: "database on a wrong port", args: []string{"status", "--database-url", "postgres://postgres@127.0.0.1:1/test"}, wantCode: exitError,
+			wantErr: []string{"connection refused", "--database-url"}},
+		{name: "backend on a wrong port", args: []string{"status", "--backend", "redis://127.0.0.1:1/0", "--queue", "a"}, wantCode: exitError,
+			wantErr: []string{"connection refused", "--backend"}},
+		{name: "bad backend option", args: []string{"status", "--backend", "redis://127.0.0.1:6379/0?bogus=1", "--queue", "a"}, wantCode: exitUsage,
+			wantErr: []string{"--backend", "bogus"}},
+		{name: "unknown queue", env: withRedis, args: []string{"status", "--queue", "nosuchqueue"}, wantCode: exitError,
+			wantErr: []string{`unknown queue "nosuchqueue"`, "known queues: " + replayed}},
+		{name: "invalid queue name", env: withRedis, args: []string{"status", "--queue", "Bad.Name"}, wantCode: exitUsage,
+			wantErr: []string{`"Bad.Name"`, "--queue"}},
+		{name: "memory backend", args: []string{"status", "--backend", "memory://", "--queue", "a"}, wantCode: exitUsage,
+			wantErr: []string{"memory://", "another process", "--backend"}},
+		{name: "status after a replay", env: withRedis, args: []string{"status"}, wantCode: exitOK,
+			wantOut: []string{replayed}},
+		{name: "migrate help", args: []string{"migrate", "--help"}, wantCode: exitOK,
+			wantErr: []string{"Usage: txmq migrate"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			out, errOut, code := runBinaryOut(t, tt.env, tt.args...)
+			fail := func(why string) {
+				t.Helper()
+				t.Fatalf("%s\ntxmq %s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", why, strings.Join(tt.args, " "), code, tt.wantCode, out, errOut)
+			}
+			if code != tt.wantCode {
+				fail("exit code")
+			}
+			for _, w := range tt.wantOut {
+				if !strings.Contains(out, w) {
+					fail("stdout lacks " + w)
+				}
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(errOut, w) {
+					fail("stderr lacks " + w)
+				}
+			}
+			for _, w := range tt.notErr {
+				if strings.Contains(errOut, w) {
+					fail("stderr has " + w)
+				}
+			}
+			if m := apiName.FindString(out + errOut); m != "" {
+				fail("names a Go API: " + m)
+			}
+			for _, line := range strings.Split(errOut, "\n") {
+				if n := len(prefix.FindAllString(line, -1)); n > 1 {
+					fail("more than one prefix on a line: " + line)
+				}
+				if strings.Count(line, "connection refused") > 1 || strings.Count(errOut, "connection refused") > 1 {
+					fail("the cause is repeated")
+				}
+			}
+			if strings.Count(out+errOut, "(default") > 1 {
+				fail("a default is printed twice")
+			}
+		})
+	}
+	// The replayed batch is counted in the backend.
+	out, _, _ := runBinaryOut(t, withRedis, "status", "--json")
+	var rows []queueStatus
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out)
+	}
+	if len(rows) != 1 || rows[0].Queue != replayed || rows[0].Ready == nil || *rows[0].Ready != 1 {
+		t.Fatalf("status after replay: %s", out)
+	}
+}
