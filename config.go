@@ -167,6 +167,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if c.DatabaseURL != "" {
+		if err := checkDatabaseScheme(c.DatabaseURL); err != nil {
+			return err
+		}
 		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
 			return fmt.Errorf("%w: %s %s does not parse: %s; use postgres://user:password@host:5432/db", core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
 		}

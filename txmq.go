@@ -105,7 +105,7 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 	primary, err := core.OpenBackend(ctx, c.Backend)
 	if err != nil {
-		return nil, core.RedactError(fmt.Errorf("%s: %w", EnvBackend, err), c.Backend)
+		return nil, &settingError{setting: EnvBackend, err: core.RedactError(err, c.Backend)}
 	}
 	if len(c.Drain) == 0 {
 		return primary, nil
@@ -118,7 +118,7 @@ func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 				_ = o.Close()
 			}
 			_ = primary.Close()
-			return nil, core.RedactError(fmt.Errorf("%s: %w", EnvDrainBackends, err), u)
+			return nil, &settingError{setting: EnvDrainBackends, err: core.RedactError(err, u)}
 		}
 		olds = append(olds, b)
 	}
@@ -129,13 +129,13 @@ func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 func (a *App) openStore(ctx context.Context, c *Config) error {
 	pool, err := pgxpool.New(ctx, c.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("%s %s: %s", EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
+		return fmt.Errorf("txmq: %s %s: %s", EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
 	}
 	a.Pool = pool
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
-		return fmt.Errorf("%s %s: cannot connect: %s", EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
+		return fmt.Errorf("txmq: %s %s: cannot connect: %s; check the host and port in %s and that PostgreSQL runs there", EnvDatabaseURL, core.Redact(c.DatabaseURL), connectCause(err, c.DatabaseURL), EnvDatabaseURL)
 	}
 	o := c.Outbox
 	o.Schema, o.Backend = c.Schema, a.Backend
