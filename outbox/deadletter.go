@@ -141,6 +141,14 @@ func (f DLQFilter) where() (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
+// ofQueue returns " of queue "q"" for messages, or "" when f selects every queue.
+func (f DLQFilter) ofQueue() string {
+	if f.Queue == "" {
+		return ""
+	}
+	return fmt.Sprintf(" of queue %q", f.Queue)
+}
+
 // ListDeadLetters returns the dead letters f selects, by ascending id (default limit 100).
 func (s *Store) ListDeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetterRow, error) {
 	if s == nil {
@@ -154,11 +162,11 @@ func (s *Store) ListDeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetterR
 	rows, err := s.pool.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE `+where+
 		` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
-		return nil, fmt.Errorf("txmq outbox: listing dead letters (queue %q) from %s: %w", f.Queue, s.dead, err)
+		return nil, fmt.Errorf("txmq outbox: listing dead letters%s from %s: %w", f.ofQueue(), s.dead, err)
 	}
 	out, err := pgx.CollectRows(rows, scanDead)
 	if err != nil {
-		return nil, fmt.Errorf("txmq outbox: listing dead letters (queue %q) from %s: %w", f.Queue, s.dead, err)
+		return nil, fmt.Errorf("txmq outbox: listing dead letters%s from %s: %w", f.ofQueue(), s.dead, err)
 	}
 	return out, nil
 }

@@ -160,3 +160,50 @@ func TestOperatorMessages(t *testing.T) {
 		t.Fatalf("status after replay: %s", out)
 	}
 }
+
+// TestReadmeTroubleshooting runs the built binary over the errors README.md's Troubleshooting
+// section shows and checks that the README shows what the command prints.
+func TestReadmeTroubleshooting(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "### Troubleshooting\n")
+	if !ok {
+		t.Fatal("README.md has no Troubleshooting section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var shown []string
+	for parts := strings.Split(section, "  ```\n"); len(parts) > 2; parts = parts[2:] {
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSuffix(parts[1], "\n"), "\n") {
+			lines = append(lines, strings.TrimPrefix(l, "  "))
+		}
+		shown = append(shown, strings.Join(lines, "\n")+"\n")
+	}
+	pgURL := testenv.PostgresURL(t)
+	schema := "missing_" + strings.TrimPrefix(testenv.UniqueName("s"), "s")
+	runs := []struct {
+		env      []string
+		args     []string
+		wantCode int
+		replace  []string // old, new pairs applied to stderr
+	}{
+		{[]string{"TXMQ_DATABASE_URL=" + pgURL}, []string{"dlq", "ls", "--schema", schema}, exitError, []string{schema, "app"}},
+		{nil, []string{"status", "--database-url", "postgres://app@127.0.0.1:1/app"}, exitError, []string{"127.0.0.1:1", "127.0.0.1:5433"}},
+		{nil, []string{"status", "--backend", "memory://", "--queue", "emails"}, exitUsage, nil},
+	}
+	if len(shown) != len(runs) {
+		t.Fatalf("README's Troubleshooting shows %d outputs, want %d", len(shown), len(runs))
+	}
+	for i, r := range runs {
+		_, errOut, code := runBinaryOut(t, r.env, r.args...)
+		for j := 0; j+1 < len(r.replace); j += 2 {
+			errOut = strings.ReplaceAll(errOut, r.replace[j], r.replace[j+1])
+		}
+		if code != r.wantCode || errOut != shown[i] {
+			t.Errorf("txmq %s: exit %d (want %d), printed:\n%s\nREADME shows:\n%s", strings.Join(r.args, " "), code, r.wantCode, errOut, shown[i])
+		}
+	}
+}
