@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -22,15 +23,21 @@ func TestOpenBackendErrorsNeverShowSecrets(t *testing.T) {
 	}
 }
 
+// registerPrefixTest registers TestOpenBackendErrorsHaveOnePrefix's schemes once per process
+// (-count=2 runs the test twice).
+var registerPrefixTest sync.Once
+
 // An opener's error already starts with "txmq:" (its sentinel's text): OpenBackend's error has
 // that prefix once, and still wraps the sentinel.
 func TestOpenBackendErrorsHaveOnePrefix(t *testing.T) {
 	t.Parallel()
-	RegisterBackend("prefixtest-invalid", func(context.Context, *url.URL) (Backend, error) {
-		return nil, fmt.Errorf("%w: prefixtest backend URL: unknown parameter %q", ErrInvalidConfig, "bogus")
-	})
-	RegisterBackend("prefixtest-down", func(context.Context, *url.URL) (Backend, error) {
-		return nil, fmt.Errorf("prefixtest: connect: %w: dial refused", ErrBackendUnavailable)
+	registerPrefixTest.Do(func() {
+		RegisterBackend("prefixtest-invalid", func(context.Context, *url.URL) (Backend, error) {
+			return nil, fmt.Errorf("%w: prefixtest backend URL: unknown parameter %q", ErrInvalidConfig, "bogus")
+		})
+		RegisterBackend("prefixtest-down", func(context.Context, *url.URL) (Backend, error) {
+			return nil, fmt.Errorf("prefixtest: connect: %w: dial refused", ErrBackendUnavailable)
+		})
 	})
 	for _, tt := range []struct {
 		raw  string

@@ -103,6 +103,8 @@ func TestOperatorMessages(t *testing.T) {
 			wantErr: []string{`"Bad.Name"`, "--queue"}},
 		{name: "memory backend", args: []string{"status", "--backend", "memory://", "--queue", "a"}, wantCode: exitUsage,
 			wantErr: []string{"memory://", "another process", "--backend"}},
+		{name: "replay into a memory backend", env: db, args: []string{"dlq", "replay", "1", "--backend", "memory://"}, wantCode: exitUsage,
+			wantErr: []string{"memory://", "another process", "--backend"}},
 		{name: "status after a replay", env: withRedis, args: []string{"status"}, wantCode: exitOK,
 			wantOut: []string{replayed}},
 		{name: "migrate help", args: []string{"migrate", "--help"}, wantCode: exitOK,
