@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -104,5 +106,36 @@ func TestDemoSummaryWithDatabase(t *testing.T) {
 	}
 	if replayed != 1 {
 		t.Errorf("%d replayed dead letter(s) of invoices in %s.txmq_dead_letters, want 1", replayed, schema)
+	}
+}
+
+// demoVolatile matches what changes from run to run: durations and the burst's batch count.
+var demoVolatile = regexp.MustCompile(`\d+(\.\d+)?(ms|µs|s)\b|in \d+ batches`)
+
+// TestReadmeDemoOutput checks that the README shows what the demo prints today, line by line,
+// up to durations and the batch count.
+func TestReadmeDemoOutput(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "<!-- demo output: checked by TestReadmeDemoOutput (cmd/txmq) -->\n```text\n")
+	if !ok {
+		t.Fatal("README.md lacks the demo output block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	out, _ := runDemoSummary(t, "--database-url", "")
+	norm := func(s string) []string {
+		return strings.Split(strings.TrimRight(demoVolatile.ReplaceAllString(s, "_"), "\n"), "\n")
+	}
+	got, want := norm(out), norm(block)
+	if len(got) != len(want) {
+		t.Fatalf("the demo prints %d lines, the README shows %d: paste a new run into README.md\n%s", len(got), len(want), out)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("line %d: the demo prints\n%q\nthe README shows\n%q", i+1, got[i], want[i])
+		}
 	}
 }
