@@ -104,7 +104,7 @@ func TestOneSchemaSetting(t *testing.T) {
 }
 
 // TestSchemaConflict: TXMQ_SCHEMA and the postgres:// URL's own txmq_schema naming different
-// schemas is an error naming both, in the library and in the command.
+// schemas is an error naming both, in the library and in every command (a usage error, exit 2).
 func TestSchemaConflict(t *testing.T) {
 	pgURL := testenv.PostgresURL(t) + "&txmq_schema=jobs_here"
 	if !strings.Contains(pgURL, "?") {
@@ -119,12 +119,12 @@ func TestSchemaConflict(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `TXMQ_SCHEMA="outbox_here"`) || !strings.Contains(err.Error(), `txmq_schema="jobs_here"`) {
 		t.Fatalf("ConfigFromEnv: %v, want an error naming both schemas", err)
 	}
-	for _, args := range [][]string{{"migrate"}, {"status", "--queue", "a"}} {
+	for _, args := range [][]string{{"migrate"}, {"status", "--queue", "a"}, {"dlq", "ls"}, {"bench", "--messages", "5"}} {
 		c := exec.Command(bin, args...)
 		c.Env = os.Environ()
-		out, err := c.CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "outbox_here") || !strings.Contains(string(out), "jobs_here") {
-			t.Errorf("txmq %s: %v\n%s\nwant a failure naming both schemas", strings.Join(args, " "), err, out)
+		out, _ := c.CombinedOutput()
+		if c.ProcessState.ExitCode() != exitUsage || !strings.Contains(string(out), "outbox_here") || !strings.Contains(string(out), "jobs_here") {
+			t.Errorf("txmq %s: exit %d\n%s\nwant exit %d naming both schemas", strings.Join(args, " "), c.ProcessState.ExitCode(), out, exitUsage)
 		}
 	}
 }
