@@ -100,6 +100,15 @@ func TestDemoSummaryWithDatabase(t *testing.T) {
 		"one that rolls back: nothing published. Delivered: orders 1, emails 1, audit 1",
 		"max in flight observed 1",
 	)
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, routing, _ := strings.Cut(out, "\n2. routing")
+	routing, _, _ = strings.Cut("2. routing"+routing, "\n3. retries")
+	if !strings.Contains(string(readme), "```text\n"+routing+"\n```") {
+		t.Errorf("README.md does not show the routing step as the demo prints it with a database:\n%s", routing)
+	}
 	var replayed int
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM "`+schema+`".txmq_dead_letters WHERE queue = 'invoices' AND replayed_at IS NOT NULL`).Scan(&replayed); err != nil {
 		t.Fatal(err)
