@@ -29,6 +29,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *f.url == "" {
 		return &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL"}
 	}
+	if err := f.resolveSchema(nil); err != nil { // TXMQ_BACKEND's txmq_schema counts too
+		return err
+	}
 	pool, err := pgxpool.New(ctx, *f.url)
 	if err != nil {
 		return core.RedactError(fmt.Errorf("app database %s: %w", core.Redact(*f.url), err), *f.url)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -81,6 +82,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *f.url == "" && len(queues) == 0 {
 		return &usageError{msg: "without a database, name the queues to report on with --queue (a backend is asked about named queues only)"}
+	}
+	if err := f.resolveSchema(backendURL); err != nil {
+		return err
+	}
+	for i, u := range drains {
+		drains[i] = schemaset.ForDrain(*f.schema, u)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
