@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -28,7 +29,9 @@ const (
 	EnvDatabaseURL = "TXMQ_DATABASE_URL"
 	// EnvDrainBackends lists the old backend URLs to drain after a swap, comma-separated.
 	EnvDrainBackends = "TXMQ_DRAIN_BACKENDS"
-	// EnvSchema is the schema of the outbox and dead-letter tables. Default "txmq".
+	// EnvSchema is the schema of every txmq table of the app: the outbox and dead letters in
+	// the app database and, on a postgres:// backend, the jobs table. Default: the backend
+	// URL's txmq_schema parameter, else "txmq"; a different txmq_schema is an error.
 	EnvSchema = "TXMQ_SCHEMA"
 	// EnvMigrate says whether Open migrates the outbox tables (true or false). Default true.
 	EnvMigrate = "TXMQ_MIGRATE"
@@ -60,7 +63,12 @@ type Config struct {
 	// Drain lists old backend URLs to keep consuming from until they are empty, after the
 	// Backend setting changed (see package drain). Publishing goes to Backend only.
 	Drain []string
-	// Schema holds the outbox and dead-letter tables. Default outbox.DefaultSchema ("txmq").
+	// Schema holds every txmq table of the app: the outbox and dead-letter tables and, when
+	// Backend is a postgres:// URL, its jobs table (Open adds txmq_schema=Schema to a
+	// postgres:// Backend or Drain URL that does not name one). Default: the Backend URL's
+	// txmq_schema parameter when it is a postgres:// URL, else outbox.DefaultSchema ("txmq").
+	// A Backend URL whose txmq_schema differs from Schema is an error naming both; an old
+	// backend in Drain may name its own txmq_schema.
 	Schema string
 	// SkipMigrate stops Open from creating or upgrading the outbox tables (run txmq migrate
 	// instead).
@@ -177,7 +185,24 @@ func (c *Config) Validate() error {
 	if c.Schema != "" && !schemaRe.MatchString(c.Schema) {
 		return fmt.Errorf("%w: %s=%q: use letters, digits and _ (at most 50, not starting with a digit)", core.ErrInvalidConfig, EnvSchema, c.Schema)
 	}
+	if _, _, err := c.resolveSchema(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// resolveSchema returns the one schema of the app's txmq tables and the Backend URL to open
+// (a postgres:// URL with txmq_schema set to it); see Config.Schema.
+func (c *Config) resolveSchema() (schema, backend string, err error) {
+	backend = c.Backend
+	if backend == "" {
+		backend = DefaultBackend
+	}
+	schema, backend, err = schemaset.Resolve(c.Schema, backend, schemaset.Names{Schema: EnvSchema, Backend: EnvBackend})
+	if err != nil {
+		return "", "", core.RedactError(err, c.Backend)
+	}
+	return schema, backend, nil
 }
 
 func checkBackendURL(setting, raw string) error {

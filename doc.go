@@ -22,7 +22,10 @@
 //	TXMQ_DATABASE_URL          the app's PostgreSQL database; optional. With it: the outbox
 //	                           (publishing inside transactions, handoff when the backend
 //	                           refuses a flush) and the dead-letter table.
-//	TXMQ_SCHEMA                schema of the outbox and dead-letter tables; default txmq.
+//	TXMQ_SCHEMA                schema of every txmq table of the app: outbox, dead letters and,
+//	                           on a postgres:// backend, the jobs table (added to the URL as
+//	                           txmq_schema). Default: the URL's txmq_schema, else txmq. Both
+//	                           set and different is an error naming both.
 //	TXMQ_MIGRATE               false: do not create or upgrade the tables at Open.
 //	TXMQ_DRAIN_BACKENDS        old backend URLs, comma-separated, to drain after a swap.
 //	TXMQ_DRAIN_CHECK_INTERVAL  how often an old backend's depths are checked; default 5s.

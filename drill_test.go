@@ -42,9 +42,10 @@ func TestSwapDrill(t *testing.T) {
 	pgURL := testenv.PostgresURL(t)
 	redisURL := testenv.RedisURL(t)
 	pool := testenv.PostgresPool(t)
-	schema := testenv.PostgresSchema(t, pool)     // outbox, dead letters, the drill's tables
-	jobsSchema := testenv.PostgresSchema(t, pool) // the SQL jobs backend's tables
-	oldURL := withParam(pgURL, "txmq_schema", jobsSchema)
+	// One schema for the outbox, dead letters, the SQL jobs backend's tables and the drill's
+	// own: TXMQ_SCHEMA and the URL's txmq_schema must agree (see Config.Schema).
+	schema := testenv.PostgresSchema(t, pool)
+	oldURL := withParam(pgURL, "txmq_schema", schema)
 	newURL := withParam(redisURL, "txmq_prefix", testenv.UniqueName("drill"))
 	for _, s := range []string{"postgres", "redis"} {
 		if !registered(s) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
+	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -52,14 +54,20 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 	if c.Backend == "" {
 		c.Backend = DefaultBackend
 	}
-	if c.Schema == "" {
-		c.Schema = outbox.DefaultSchema
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if err := c.Validate(); err != nil {
 		return nil, err
+	}
+	// One schema for every table: the outbox's, the dead letters' and a postgres:// backend's.
+	var err error
+	if c.Schema, c.Backend, err = c.resolveSchema(); err != nil {
+		return nil, err
+	}
+	c.Drain = slices.Clone(c.Drain)
+	for i, u := range c.Drain {
+		c.Drain[i] = schemaset.ForDrain(c.Schema, u)
 	}
 	app := &App{}
 	fail := func(err error) (*App, error) {

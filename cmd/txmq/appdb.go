@@ -6,11 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -19,12 +21,14 @@ type dbFlags struct {
 	url     *string
 	schema  *string
 	backend *string
+	// resolved says that schema (and the backend URL) went through resolveSchema.
+	resolved bool
 }
 
 func addDBFlags(fs *flag.FlagSet, withBackend bool) *dbFlags {
 	f := &dbFlags{
 		url:    fs.String("database-url", os.Getenv("TXMQ_DATABASE_URL"), "app database URL, postgres://... (from $TXMQ_DATABASE_URL when set)"),
-		schema: fs.String("schema", envOr("TXMQ_SCHEMA", outbox.DefaultSchema), "schema of txmq's tables (from $TXMQ_SCHEMA when set)"),
+		schema: fs.String("schema", os.Getenv("TXMQ_SCHEMA"), "schema of every txmq table: outbox, dead letters and a postgres:// backend's jobs (default $TXMQ_SCHEMA, else the backend URL's txmq_schema, else "+outbox.DefaultSchema+")"),
 	}
 	if withBackend {
 		f.backend = fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL to publish to (from $TXMQ_BACKEND when set)")
@@ -32,11 +36,25 @@ func addDBFlags(fs *flag.FlagSet, withBackend bool) *dbFlags {
 	return f
 }
 
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
+// resolveSchema sets --schema to the one schema of txmq's tables, as txmq.Open does for the
+// same settings: --schema (or TXMQ_SCHEMA) and a postgres:// backend URL's txmq_schema must
+// agree, either one alone applies to every table, neither means txmq. backendURL (nil: the
+// command's --backend, else TXMQ_BACKEND) is updated to carry the schema when it is a
+// postgres:// URL. A conflict is a usage error naming both settings.
+func (f *dbFlags) resolveSchema(backendURL *string) error {
+	if backendURL == nil {
+		backendURL = f.backend
 	}
-	return def
+	if backendURL == nil {
+		env := os.Getenv("TXMQ_BACKEND")
+		backendURL = &env
+	}
+	schema, backend, err := schemaset.Resolve(*f.schema, *backendURL, schemaset.Names{Schema: "--schema (TXMQ_SCHEMA)", Backend: "backend URL (--backend or TXMQ_BACKEND)"})
+	if err != nil {
+		return &usageError{msg: core.RedactText(strings.TrimPrefix(err.Error(), core.ErrInvalidConfig.Error()+": "), *backendURL)}
+	}
+	*f.schema, *backendURL, f.resolved = schema, backend, true
+	return nil
 }
 
 // openStore connects to the app database and returns an outbox store; with a backend flag set
@@ -44,6 +62,11 @@ func envOr(key, def string) string {
 func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) {
 	if *f.url == "" {
 		return nil, nil, &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL"}
+	}
+	if !f.resolved {
+		if err := f.resolveSchema(nil); err != nil {
+			return nil, nil, err
+		}
 	}
 	pool, err := connect(ctx, *f.url)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/schemaset"
 )
 
 func init() {
@@ -94,7 +95,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 
-	be, err := openBackend(ctx, backendSetting, *backendURL, true)
+	// TXMQ_SCHEMA applies to a postgres:// backend as it does in the app (see txmq.Config.Schema).
+	_, benchURL, err := schemaset.Resolve(os.Getenv("TXMQ_SCHEMA"), *backendURL, schemaset.Names{Schema: "TXMQ_SCHEMA", Backend: "--backend URL"})
+	if err != nil {
+		return &usageError{msg: core.RedactText(strings.TrimPrefix(err.Error(), core.ErrInvalidConfig.Error()+": "), *backendURL)}
+	}
+	be, err := openBackend(ctx, backendSetting, benchURL, true)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func TestCommandLine(t *testing.T) {
 		{"demo bad flag", []string{"demo", "-bogus"}, exitUsage, "", "-bogus"},
 		{"demo bad n", []string{"demo", "-n", "0"}, exitUsage, "", "-n must be at least 1"},
 		{"demo help", []string{"demo", "-h"}, exitOK, "", "Usage: txmq demo"},
-		{"demo", []string{"demo", "-n", "250"}, exitOK, "delivered      250 messages", ""},
+		{"demo", []string{"demo", "-n", "250", "--database-url", ""}, exitOK, "250 signups published one by one", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,8 +100,9 @@ func runBinary(t *testing.T, wantCode int, env []string, args ...string) string 
 // TestDemoBinary builds the command and runs `txmq demo` as a newcomer would.
 func TestDemoBinary(t *testing.T) {
 	t.Parallel()
-	out := runBinary(t, exitOK, nil, "demo")
-	for _, want := range []string{"summary:", "delivered      2000 messages", "reason=delivery_exhausted attempts=3"} {
+	out := runBinary(t, exitOK, []string{"TXMQ_DATABASE_URL="}, "demo")
+	for _, want := range []string{"2000 signups published one by one", "\nsummary (", "  signups    Try, MaxConcurrentBatches 4  2000       2000 ",
+		"  invoices   Never, 3 runs                1          1          3            1             1", "dropped batches: delivery_exhausted=1; OnError calls: 1; max in flight on reports: 1"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("txmq demo output lacks %q:\n%s", want, out)
 		}

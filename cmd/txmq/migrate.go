@@ -25,6 +25,12 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 0 {
 		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
+	if *f.url == "" {
+		return &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL"}
+	}
+	if err := f.resolveSchema(nil); err != nil { // TXMQ_BACKEND's txmq_schema counts too
+		return err
+	}
 	pool, err := connect(ctx, *f.url)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -99,6 +100,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err := checkBackendURL(drainSetting, d, false); err != nil {
 			return err
 		}
+	}
+	if err := f.resolveSchema(backendURL); err != nil {
+		return err
+	}
+	for i, u := range drains {
+		drains[i] = schemaset.ForDrain(*f.schema, u)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

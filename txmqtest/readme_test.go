@@ -1,0 +1,65 @@
+package txmqtest_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
+)
+
+type Signup struct {
+	Email string `json:"email"`
+}
+
+// README:begin
+func TestSignup(t *testing.T) {
+	k := txmqtest.New(t, &txmqtest.Options{DuplicateDelivery: true}) // every batch arrives twice
+	q := txmqtest.Declare(k, "signups", core.QueueConfig[Signup]{Transactional: core.Try})
+	n := k.Node(nil) // started, closed at cleanup
+	welcomed := txmqtest.NewRecorder(func(s Signup) string { return s.Email })
+	if err := welcomed.Listen(q, n, nil); err != nil { // your listener goes in place of nil
+		t.Fatal(err)
+	}
+	if err := q.Publish(context.Background(), n, Signup{Email: "ada@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	txmqtest.WaitIdle(t, n)
+	if !welcomed.Has("ada@example.com") || welcomed.Distinct() != 1 {
+		t.Fatalf("welcomed %s", welcomed.Summary()) // duplicates are fine: listeners are idempotent
+	}
+}
+
+// README:end
+
+// TestReadmeTestingYourApp: the README's "Testing your app" block is TestSignup above.
+func TestReadmeTestingYourApp(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	i := strings.Index(readme, "\n## Testing your app\n")
+	if i < 0 {
+		t.Fatal("README.md has no Testing your app section")
+	}
+	readme = readme[i:]
+	j := strings.Index(readme, "```go\n")
+	k := strings.Index(readme[j+6:], "```\n")
+	if j < 0 || k < 0 {
+		t.Fatal("no go block in the Testing your app section")
+	}
+	got := readme[j+6 : j+6+k]
+	src, err := os.ReadFile("readme_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(src)
+	want := s[strings.Index(s, "// README:begin\n")+len("// README:begin\n") : strings.Index(s, "\n// README:end\n")]
+	if got != want {
+		t.Fatalf("the README's Testing your app block differs from TestSignup in txmqtest/readme_test.go:\nREADME:\n%s\ncode:\n%s", got, want)
+	}
+}
