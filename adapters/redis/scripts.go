@@ -20,15 +20,19 @@ import goredis "github.com/redis/go-redis/v9"
 // mode in Redis 7), so nodes whose clocks disagree still agree on due times and lease ends;
 // clients only ever send durations.
 
-// bulkLua defines bulk(cmd, key, args): redis.call(cmd, key, args...) in chunks of at most
-// bulkChunk arguments (Lua's unpack is limited to a few thousand values), returning the
-// concatenated replies of the chunks that reply with an array. args holds whole entries
+// bulkLua defines bulk(cmd, key, args): redis.call(cmd, key, args...) in chunks of at most 1000
+// arguments (bulkChunk; Lua's unpack is limited to a few thousand values), returning the
+// reply (the concatenated replies of the chunks, when the command replies with an array; an
+// empty table when args is empty, without calling it). args holds whole entries
 // (pairs for ZADD and HSET), and bulkChunk is even, so no entry is split.
 const bulkLua = `
 local function bulk(cmd, key, args)
+  local n = #args
+  if n == 0 then return {} end
+  if n <= 1000 then return redis.call(cmd, key, unpack(args)) end -- bulkChunk
   local res = {}
-  for i = 1, #args, 1000 do -- bulkChunk
-    local r = redis.call(cmd, key, unpack(args, i, math.min(i + 999, #args)))
+  for i = 1, n, 1000 do
+    local r = redis.call(cmd, key, unpack(args, i, math.min(i + 999, n)))
     if type(r) == 'table' then
       for _, v in ipairs(r) do res[#res + 1] = v end
     end
@@ -215,9 +219,6 @@ local function flush()
   bulk('ZADD', KEYS[3], w.extend)
   w = {lease = {}, tok = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
 end
-local function push(list, ...)
-  for _, v in ipairs({...}) do list[#list + 1] = v end
-end
 local out = {}
 local wake = false
 -- settle k, given the batch's current token and lease end.
@@ -238,20 +239,27 @@ local function one(k, tok, leaseEnd)
   if ARGV[base + 6] == '1' then wake = true end
   if op == 'extend' then
     local res = now + tonumber(ARGV[base + 3])
-    push(w.extend, res, id)
+    local e = w.extend
+    e[#e + 1] = res
+    e[#e + 1] = id
     return res
   end
-  push(w.lease, id)
-  push(w.tok, id)
+  w.lease[#w.lease + 1] = id
+  w.tok[#w.tok + 1] = id
   if op == 'ack' then
-    push(w.body, id)
-    push(w.dlv, id)
+    w.body[#w.body + 1] = id
+    w.dlv[#w.dlv + 1] = id
   else
     if ARGV[base + 4] == '1' then
-      push(w.setBody, id, ARGV[base + 5])
-      push(w.setDlv, id, 0)
+      local b, d = w.setBody, w.setDlv
+      b[#b + 1] = id
+      b[#b + 1] = ARGV[base + 5]
+      d[#d + 1] = id
+      d[#d + 1] = 0
     end
-    push(w.due, now + tonumber(ARGV[base + 3]), id)
+    local due = w.due
+    due[#due + 1] = now + tonumber(ARGV[base + 3])
+    due[#due + 1] = id
   end
   return 1
 end

@@ -128,3 +128,47 @@ func TestSettleScriptMixedAndDuplicate(t *testing.T) {
 		t.Errorf("depth after the duplicate settle = %+v; want 2 in flight, 1 delayed", d)
 	}
 }
+
+// TestScriptsChunkLargeCalls: a claim and a settle of more batches than one variadic command
+// takes (1000 arguments) split their commands into chunks and still move every batch.
+func TestScriptsChunkLargeCalls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	be := newTestBackend(t, "", nil)
+	const n = 1500
+	k := be.keys.keys("q")
+	pipe := be.rdb.Pipeline()
+	for i := range n {
+		publishScript.Run(ctx, pipe, k.script, fmt.Sprintf("b%d", i), "body", 0, k.wake)
+	}
+	_, err := pipe.Exec(ctx)
+	must(t, err)
+	vals, err := claimScript.Run(ctx, be.rdb, k.script, n, 10000, "tb.", "0", reclaimLimit).Slice()
+	must(t, err)
+	if got := (len(vals) - 2) / 4; got != n {
+		t.Fatalf("claimed %d batches; want %d", got, n)
+	}
+	if d := depth(t, be, "q"); d != (core.Depth{InFlight: n}) {
+		t.Fatalf("depth after the claim = %+v; want %d in flight", d, n)
+	}
+	args := []any{k.wake}
+	for j := 2; j < len(vals); j += 4 {
+		if vals[j+1] != "body" || vals[j+2] != int64(1) {
+			t.Fatalf("claim %v: body %v, deliveries %v; want body, 1", vals[j], vals[j+1], vals[j+2])
+		}
+		args = append(args, vals[j], vals[j+3], opRetry, 60000, "0", "", "0")
+	}
+	res, err := settleScript.Run(ctx, be.rdb, k.script, args...).Int64Slice()
+	must(t, err)
+	for i, r := range res {
+		if r != 1 {
+			t.Fatalf("retry %d replied %d; want 1", i, r)
+		}
+	}
+	if len(res) != n {
+		t.Fatalf("%d replies; want %d", len(res), n)
+	}
+	if d := depth(t, be, "q"); d != (core.Depth{Delayed: n}) {
+		t.Fatalf("depth after the retries = %+v; want %d delayed", d, n)
+	}
+}
