@@ -92,7 +92,10 @@
 // carrying all of that queue's settles (each checked and answered on its own). No timer is
 // involved, so a lone Ack still costs one round trip, while under load one round trip and one
 // script call carry many: with one message per batch this is what keeps Redis from spending
-// its time on per-call overhead.
+// its time on per-call overhead. Inside a script, each kind of change is one variadic command
+// over all the batches the call moves (ZREM, ZADD, HMGET, HSET, HDEL; ZMSCORE for the lease
+// ends), so claiming or settling n batches costs the server a fixed number of commands, not a
+// few per batch.
 //
 // Claim.Deliveries counts handouts since the batch was stored or last rewritten; Retry
 // rewrites (the new body is stored and Deliveries restarts at 0). A settle or extension with a

@@ -20,6 +20,27 @@ import goredis "github.com/redis/go-redis/v9"
 // mode in Redis 7), so nodes whose clocks disagree still agree on due times and lease ends;
 // clients only ever send durations.
 
+// bulkLua defines bulk(cmd, key, args): redis.call(cmd, key, args...) in chunks of at most 1000
+// arguments (bulkChunk; Lua's unpack is limited to a few thousand values), returning the
+// reply (the concatenated replies of the chunks, when the command replies with an array; an
+// empty table when args is empty, without calling it). args holds whole entries
+// (pairs for ZADD and HSET), and bulkChunk is even, so no entry is split.
+const bulkLua = `
+local function bulk(cmd, key, args)
+  local n = #args
+  if n == 0 then return {} end
+  if n <= 1000 then return redis.call(cmd, key, unpack(args)) end -- bulkChunk
+  local res = {}
+  for i = 1, n, 1000 do
+    local r = redis.call(cmd, key, unpack(args, i, math.min(i + 999, n)))
+    if type(r) == 'table' then
+      for _, v in ipairs(r) do res[#res + 1] = v end
+    end
+  end
+  return res
+end
+`
+
 // nowLua sets the local now to the server time in milliseconds.
 const nowLua = `
 local t = redis.call('TIME')
@@ -56,13 +77,23 @@ return 1
 // Reply: {now, next, id1, body1, deliveries1, token1, id2, ...}. next is, when nothing was
 // claimed, how many ms until something may become claimable without a publish or settle (the
 // earliest future due time or lease end), -1 when nothing is pending; 0 when claims were made.
-var claimScript = goredis.NewScript(nowLua + `
+var claimScript = goredis.NewScript(claimLua)
+
+// claimLua is claimScript's source. Each Redis command acts on every batch the call moves at
+// once (variadic ZREM, ZADD, HMGET, HSET, HDEL), so a claim of n batches costs a fixed number
+// of commands on the server, not about five per batch.
+const claimLua = nowLua + bulkLua + `
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[5]))
-for i = 1, #expired, 2 do
-  local id = expired[i]
-  redis.call('ZREM', KEYS[3], id)
-  redis.call('HDEL', KEYS[5], id)
-  redis.call('ZADD', KEYS[1], expired[i + 1], id)
+if #expired > 0 then
+  local ids, due = {}, {}
+  for i = 1, #expired, 2 do
+    ids[#ids + 1] = expired[i]
+    due[#due + 1] = expired[i + 1]
+    due[#due + 1] = expired[i]
+  end
+  bulk('ZREM', KEYS[3], ids)
+  bulk('HDEL', KEYS[5], ids)
+  bulk('ZADD', KEYS[1], due)
 end
 local max = tonumber(ARGV[1])
 if ARGV[4] == '1' then
@@ -71,23 +102,40 @@ end
 local out = {now, 0}
 local orphan = false
 if max > 0 then
-  local leaseEnd = now + tonumber(ARGV[2])
   local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
-  for i, id in ipairs(ids) do
-    redis.call('ZREM', KEYS[1], id)
-    local body = redis.call('HGET', KEYS[2], id)
-    if body then
-      local tok = ARGV[3] .. ':' .. i
-      redis.call('ZADD', KEYS[3], leaseEnd, id)
-      local d = redis.call('HINCRBY', KEYS[4], id, 1)
-      redis.call('HSET', KEYS[5], id, tok)
-      out[#out + 1] = id
-      out[#out + 1] = body
-      out[#out + 1] = d
-      out[#out + 1] = tok
-    else
-      redis.call('HDEL', KEYS[4], id)
-      redis.call('HDEL', KEYS[5], id)
+  if #ids > 0 then
+    bulk('ZREM', KEYS[1], ids)
+    local bodies = bulk('HMGET', KEYS[2], ids)
+    local dlvs = bulk('HMGET', KEYS[4], ids)
+    local leaseEnd = now + tonumber(ARGV[2])
+    local leases, counts, toks, gone = {}, {}, {}, {}
+    for i, id in ipairs(ids) do
+      local body = bodies[i]
+      if body then
+        local tok = ARGV[3] .. ':' .. i
+        local d = (tonumber(dlvs[i]) or 0) + 1
+        leases[#leases + 1] = leaseEnd
+        leases[#leases + 1] = id
+        counts[#counts + 1] = id
+        counts[#counts + 1] = d
+        toks[#toks + 1] = id
+        toks[#toks + 1] = tok
+        out[#out + 1] = id
+        out[#out + 1] = body
+        out[#out + 1] = d
+        out[#out + 1] = tok
+      else
+        gone[#gone + 1] = id
+      end
+    end
+    if #leases > 0 then
+      bulk('ZADD', KEYS[3], leases)
+      bulk('HSET', KEYS[4], counts)
+      bulk('HSET', KEYS[5], toks)
+    end
+    if #gone > 0 then
+      bulk('HDEL', KEYS[4], gone)
+      bulk('HDEL', KEYS[5], gone)
       orphan = true
     end
   end
@@ -109,7 +157,7 @@ local lease = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 if lease[2] then consider(lease[2]) end
 out[2] = nxt
 return out
-`)
+`
 
 // Settle operations, the op of a settleScript entry.
 const (
@@ -131,51 +179,106 @@ const settleArgs = 7
 // except that a lease found expired is reclaimed on the spot so the batch does not wait for
 // the next claim. A reply of 1 means done; for extend the reply is the new lease end in ms.
 // Reply: one integer per settle, in order. At most one wake-up is published per call.
-var settleScript = goredis.NewScript(nowLua + `
+var settleScript = goredis.NewScript(settleLua)
+
+// settleLua is settleScript's source. The tokens and lease ends of all its settles are read
+// with one HMGET and one ZMSCORE (one ZSCORE each on a server older than Redis 6.2), and
+// their writes are gathered into one variadic command per kind, so a call settling n batches
+// costs a fixed number of commands on the server. Only a lease found expired, which is rare,
+// costs commands of its own. When one call holds two settles of the same batch id (two
+// claims of it, one stale), they run one after the other instead, so each sees the other's
+// effects exactly as in separate calls.
+const settleLua = nowLua + bulkLua + `
+local n = (#ARGV - 1) / 7 -- settleArgs
+local ids, seen, dup = {}, {}, false
+for k = 1, n do
+  local id = ARGV[2 + (k - 1) * 7]
+  ids[k] = id
+  if seen[id] then dup = true end
+  seen[id] = true
+end
+local function tokens(from, to)
+  return redis.call('HMGET', KEYS[5], unpack(ids, from, to))
+end
+local function leaseEnds(from, to)
+  local ok, r = pcall(redis.call, 'ZMSCORE', KEYS[3], unpack(ids, from, to))
+  if ok then return r end
+  r = {}
+  for k = from, to do r[#r + 1] = redis.call('ZSCORE', KEYS[3], ids[k]) end
+  return r
+end
+local w = {lease = {}, tok = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
+local function flush()
+  bulk('ZREM', KEYS[3], w.lease)
+  bulk('HDEL', KEYS[5], w.tok)
+  bulk('HDEL', KEYS[2], w.body)
+  bulk('HDEL', KEYS[4], w.dlv)
+  bulk('HSET', KEYS[2], w.setBody)
+  bulk('HSET', KEYS[4], w.setDlv)
+  bulk('ZADD', KEYS[1], w.due)
+  bulk('ZADD', KEYS[3], w.extend)
+  w = {lease = {}, tok = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
+end
 local out = {}
 local wake = false
-for base = 2, #ARGV, 7 do -- settleArgs
-  local id = ARGV[base]
-  local res = 1
-  if redis.call('HGET', KEYS[5], id) ~= ARGV[base + 1] then
-    res = -1
-  else
-    local leaseEnd = redis.call('ZSCORE', KEYS[3], id)
-    if not leaseEnd or tonumber(leaseEnd) <= now then
-      redis.call('ZREM', KEYS[3], id)
-      redis.call('HDEL', KEYS[5], id)
-      if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then
-        redis.call('ZADD', KEYS[1], leaseEnd, id)
-        wake = true
-      end
-      res = -1
-    else
-      local op = ARGV[base + 2]
-      if op == 'extend' then
-        res = now + tonumber(ARGV[base + 3])
-        redis.call('ZADD', KEYS[3], res, id)
-      else
-        redis.call('ZREM', KEYS[3], id)
-        redis.call('HDEL', KEYS[5], id)
-        if op == 'ack' then
-          redis.call('HDEL', KEYS[2], id)
-          redis.call('HDEL', KEYS[4], id)
-        else
-          if ARGV[base + 4] == '1' then
-            redis.call('HSET', KEYS[2], id, ARGV[base + 5])
-            redis.call('HSET', KEYS[4], id, 0)
-          end
-          redis.call('ZADD', KEYS[1], now + tonumber(ARGV[base + 3]), id)
-        end
-        if ARGV[base + 6] == '1' then wake = true end
-      end
+-- settle k, given the batch's current token and lease end.
+local function one(k, tok, leaseEnd)
+  local base = 2 + (k - 1) * 7
+  local id = ids[k]
+  if tok ~= ARGV[base + 1] then return -1 end
+  if not leaseEnd or tonumber(leaseEnd) <= now then
+    redis.call('ZREM', KEYS[3], id)
+    redis.call('HDEL', KEYS[5], id)
+    if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then
+      redis.call('ZADD', KEYS[1], leaseEnd, id)
+      wake = true
     end
+    return -1
   end
-  out[#out + 1] = res
+  local op = ARGV[base + 2]
+  if ARGV[base + 6] == '1' then wake = true end
+  if op == 'extend' then
+    local res = now + tonumber(ARGV[base + 3])
+    local e = w.extend
+    e[#e + 1] = res
+    e[#e + 1] = id
+    return res
+  end
+  w.lease[#w.lease + 1] = id
+  w.tok[#w.tok + 1] = id
+  if op == 'ack' then
+    w.body[#w.body + 1] = id
+    w.dlv[#w.dlv + 1] = id
+  else
+    if ARGV[base + 4] == '1' then
+      local b, d = w.setBody, w.setDlv
+      b[#b + 1] = id
+      b[#b + 1] = ARGV[base + 5]
+      d[#d + 1] = id
+      d[#d + 1] = 0
+    end
+    local due = w.due
+    due[#due + 1] = now + tonumber(ARGV[base + 3])
+    due[#due + 1] = id
+  end
+  return 1
+end
+if dup then
+  for k = 1, n do
+    out[k] = one(k, tokens(k, k)[1], leaseEnds(k, k)[1])
+    flush()
+  end
+else
+  for from = 1, n, 1000 do -- bulkChunk
+    local to = math.min(from + 999, n)
+    local toks, ends = tokens(from, to), leaseEnds(from, to)
+    for k = from, to do out[k] = one(k, toks[k - from + 1], ends[k - from + 1]) end
+  end
+  flush()
 end
 if wake then redis.call('PUBLISH', ARGV[1], '1') end
 return out
-`)
+`
 
 // depthScript counts one queue's batches by state at the server's now, read-only. An expired
 // lease not yet reclaimed counts as ready, as the next claim will see it. Reply: {ready,
