@@ -73,10 +73,14 @@ func RedactText(text, raw string) string {
 			if j < 0 {
 				break
 			}
-			cover[i+j]++
-			cover[i+j+len(sec)]--
+			at := i + j
+			i = at + 1
+			if len(sec) < shortSecret && (wordBefore(text, at) || wordByte(text, at+len(sec))) {
+				continue // a short secret inside a word ("p" in "db.example") is not it
+			}
+			cover[at]++
+			cover[at+len(sec)]--
 			found = true
-			i += j + 1
 		}
 	}
 	if !found {
@@ -434,4 +438,29 @@ func (r *redactor) dsn(raw string) string {
 		r.looseUserInfo(sm[2])
 		return sm[1] + Redacted + "@"
 	})
+}
+
+// shortSecret is the length below which RedactText replaces a secret only where it stands
+// alone (not inside a word), so that a one-letter password does not garble every word that
+// holds its letter.
+const shortSecret = 4
+
+// wordBefore reports whether a word goes on before text[at]: a letter or digit that is not the
+// end of a percent-encoded byte (%2F, %40: a delimiter when decoded).
+func wordBefore(text string, at int) bool {
+	if at >= 3 && text[at-3] == '%' && isHex(text[at-2]) && isHex(text[at-1]) {
+		return false
+	}
+	return wordByte(text, at-1)
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// wordByte reports whether text[i] exists and is a letter or digit.
+func wordByte(text string, i int) bool {
+	if i < 0 || i >= len(text) {
+		return false
+	}
+	c := text[i]
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }

@@ -112,3 +112,20 @@ func TestRedactError(t *testing.T) {
 		t.Fatal("RedactError wrapped an error that held no secret")
 	}
 }
+
+// TestRedactTextShortSecret: a secret shorter than four bytes is replaced where it stands
+// alone, not inside the words of the message (a password "p" must not garble "db.example").
+func TestRedactTextShortSecret(t *testing.T) {
+	t.Parallel()
+	raw := "postgres://u:p@db.example:5432/db"
+	tests := []struct{ text, want string }{
+		{"dial tcp db.example:5432: connection refused", "dial tcp db.example:5432: connection refused"},
+		{"password p was rejected", "password " + Redacted + " was rejected"},
+		{"url u:p@db.example", "url u:" + Redacted + "@db.example"},
+	}
+	for _, tt := range tests {
+		if got := RedactText(tt.text, raw); got != tt.want {
+			t.Errorf("RedactText(%q) = %q, want %q", tt.text, got, tt.want)
+		}
+	}
+}
