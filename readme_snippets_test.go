@@ -108,4 +108,3 @@ func TestReadmeBackendIsASetting(t *testing.T) {
 		t.Fatalf("with a database: %v", err)
 	}
 }
-
