@@ -177,33 +177,10 @@ func TxLatency(ctx context.Context, pool *pgxpool.Pool, be core.Backend, n int, 
 	defer cleanup()
 	reg := core.NewRegistry()
 	q := core.MustDeclare(reg, "txlat", core.QueueConfig[int64]{Transactional: core.Require})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: logger, Handoff: s})
-	if err != nil {
-		log.Fatal(err)
-	}
-	lat := make(chan time.Duration, n)
-	if err := q.Listen(node, func(_ context.Context, ms []int64) error {
-		for _, sent := range ms {
-			lat <- time.Since(time.Unix(0, sent))
-		}
-		return nil
-	}); err != nil {
-		log.Fatal(err)
-	}
-	if err := node.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	defer node.Close(ctx)
-	time.Sleep(300 * time.Millisecond)
-	var out []time.Duration
-	for range n {
-		if err := s.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error {
+	opts := &core.NodeOptions{Backend: be, Registry: reg, Logger: logger, Handoff: s}
+	return pickup(ctx, q, opts, n, func(ctx context.Context, node *core.Node) error {
+		return s.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error {
 			return q.Publish(ctx, node, time.Now().UnixNano())
-		}); err != nil {
-			log.Fatal(err)
-		}
-		out = append(out, <-lat)
-		time.Sleep(10 * time.Millisecond)
-	}
-	return Percentiles(out)
+		})
+	})
 }

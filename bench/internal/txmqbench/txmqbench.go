@@ -18,7 +18,17 @@ import (
 func Latency(ctx context.Context, be core.Backend, n int, logger *slog.Logger) (time.Duration, time.Duration) {
 	reg := core.NewRegistry()
 	q := core.MustDeclare(reg, "lat", core.QueueConfig[int64]{Transactional: core.Try})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: logger, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	opts := &core.NodeOptions{Backend: be, Registry: reg, Logger: logger, FlushWindow: time.Millisecond, FlushTick: time.Millisecond}
+	return pickup(ctx, q, opts, n, func(ctx context.Context, node *core.Node) error {
+		return q.Publish(ctx, node, time.Now().UnixNano())
+	})
+}
+
+// pickup starts a node with opts listening on q, then n times calls publish, which publishes
+// its clock reading (UnixNano) on q, and waits for the listener to get it; it returns the p50
+// and p99 of the time from that reading to the listener.
+func pickup(ctx context.Context, q *core.Queue[int64], opts *core.NodeOptions, n int, publish func(ctx context.Context, node *core.Node) error) (time.Duration, time.Duration) {
+	node, err := core.NewNode(opts)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -38,7 +48,7 @@ func Latency(ctx context.Context, be core.Backend, n int, logger *slog.Logger) (
 	time.Sleep(300 * time.Millisecond)
 	var out []time.Duration
 	for range n {
-		if err := q.Publish(ctx, node, time.Now().UnixNano()); err != nil {
+		if err := publish(ctx, node); err != nil {
 			log.Fatal(err)
 		}
 		out = append(out, <-lat)
