@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/internal/testenv/natsenv"
 	"github.com/txmq/txmq/txmqtest"
 )
@@ -42,26 +43,7 @@ func TestIdlePullsOutliveThePollWait(t *testing.T) {
 		t.Fatalf("%d idle polls of %d queues sent %d pull requests, want fewer than two per queue", polls, queues, pulls)
 	}
 	other := sibling(t, be)
-	got := make(chan []*core.Claim, 1)
-	go func() {
-		r := req
-		r.Wait = 5 * time.Second
-		cs, err := be.Fetch(ctx, r)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- cs
-	}()
-	time.Sleep(50 * time.Millisecond)
-	sent := time.Now()
-	publish(t, other, "idle07", "b1", time.Time{})
-	cs := <-got
-	if len(cs) != 1 || cs[0].Queue != "idle07" {
-		t.Fatalf("after a publish to an idle queue: %d claims", len(cs))
-	}
-	if lat := time.Since(sent); lat > time.Second {
-		t.Fatalf("an idle queue took %v to pick up a publish", lat)
-	}
+	testenv.IdlePickup(t, be, req, "idle07", time.Second, func() { publish(t, other, "idle07", "b1", time.Time{}) })
 }
 
 // BenchmarkIdle reports the pull requests one node (PollWait 1 s, the default 30 s lease)

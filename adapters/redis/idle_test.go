@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv"
 )
 
 // countingHook counts the commands a client sends, pipelined or not.
@@ -82,26 +83,7 @@ func TestIdleFetchCostIsNotPerQueue(t *testing.T) {
 	}
 	// An idle queue still picks up a publish at once.
 	other := newTestBackend(t, be.Prefix(), nil)
-	got := make(chan []*core.Claim, 1)
-	go func() {
-		r := req
-		r.Wait = 5 * time.Second
-		cs, err := be.Fetch(ctx, r)
-		if err != nil {
-			t.Error(err)
-		}
-		got <- cs
-	}()
-	time.Sleep(50 * time.Millisecond)
-	sentAt := time.Now()
-	publish(t, other, "idle042", "b1", time.Time{})
-	cs := <-got
-	if len(cs) != 1 || cs[0].Queue != "idle042" {
-		t.Fatalf("after a publish to an idle queue: %d claims", len(cs))
-	}
-	if lat := time.Since(sentAt); lat > time.Second {
-		t.Fatalf("an idle queue took %v to pick up a publish", lat)
-	}
+	testenv.IdlePickup(t, be, req, "idle042", time.Second, func() { publish(t, other, "idle042", "b1", time.Time{}) })
 }
 
 // TestIdleRecheckFindsUnannouncedBatch: a batch whose wake-up was lost (stored here without

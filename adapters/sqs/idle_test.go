@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv"
 )
 
 // TestIdleReceivesOutliveThePollWait: a node polling idle queues with a short poll wait does
@@ -41,28 +42,11 @@ func TestIdleReceivesOutliveThePollWait(t *testing.T) {
 		t.Fatalf("%d idle polls of %d queues sent %d receives, want fewer than two per queue", polls, queues, receives)
 	}
 	other := s.client(t, nil)
-	got := make(chan []*core.Claim, 1)
-	go func() {
-		r := req
-		r.Wait = 5 * time.Second
-		cs, err := be.Fetch(ctx, r)
-		if err != nil {
-			t.Error(err)
+	cs := testenv.IdlePickup(t, be, req, "idle2", 2*time.Second, func() {
+		if err := other.Publish(ctx, core.OutgoingBatch{ID: "b1", Queue: "idle2", Body: []byte("x")}); err != nil {
+			t.Fatal(err)
 		}
-		got <- cs
-	}()
-	time.Sleep(50 * time.Millisecond)
-	sent := time.Now()
-	if err := other.Publish(ctx, core.OutgoingBatch{ID: "b1", Queue: "idle2", Body: []byte("x")}); err != nil {
-		t.Fatal(err)
-	}
-	cs := <-got
-	if len(cs) != 1 || cs[0].Queue != "idle2" {
-		t.Fatalf("after a publish to an idle queue: %d claims", len(cs))
-	}
-	if lat := time.Since(sent); lat > 2*time.Second {
-		t.Fatalf("an idle queue took %v to pick up a publish", lat)
-	}
+	})
 	for _, c := range cs {
 		if err := be.Ack(ctx, c); err != nil {
 			t.Fatal(err)
