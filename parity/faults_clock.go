@@ -3,7 +3,6 @@ package parity
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +38,7 @@ func (s skewedClock) Now() time.Time { return time.Now().Add(time.Duration(s)) }
 func skewedPublisher(x *X, skew time.Duration) {
 	q := declare(x, core.QueueConfig[Msg]{})
 	pub := x.node(core.NodeOptions{Clock: skewedClock(skew)})
-	a := newArrivals(x, q, skew)
+	a := newArrivals(x, q, x.node(core.NodeOptions{}), fmt.Sprintf(" (publisher clock off by %v)", skew))
 	for _, c := range []struct {
 		key string
 		d   time.Duration
@@ -65,7 +64,7 @@ func skewedPublisher(x *X, skew time.Duration) {
 func skewedOutbox(x *X, skew time.Duration) {
 	q := declare(x, core.QueueConfig[Msg]{Transactional: core.Require})
 	pub := x.node(core.NodeOptions{Clock: skewedClock(skew)})
-	a := newArrivals(x, q, skew)
+	a := newArrivals(x, q, x.node(core.NodeOptions{}), fmt.Sprintf(" (publisher clock off by %v)", skew))
 	live := x.store(x.rawClient(), outbox.Options{})
 	dead := x.sameSchemaStore(live, unavailable{x.rawClient()}, outbox.Options{})
 	sweeper := x.sameSchemaStore(live, x.rawClient(), outbox.Options{RecoveryAge: time.Millisecond})
@@ -86,86 +85,4 @@ func skewedOutbox(x *X, skew time.Duration) {
 		return outboxRows(x, sweeper) == 0
 	}, "the sweep publishes the row the dead process left")
 	a.wait()
-}
-
-// arrivals records when a listening node with the true clock runs each delayed message.
-type arrivals struct {
-	x    *X
-	sub  *core.Node
-	skew time.Duration
-	mu   sync.Mutex
-	due  map[string][2]time.Time // earliest allowed, latest expected (real time)
-	seen map[string]time.Time
-	bad  []string
-}
-
-func newArrivals(x *X, q *core.Queue[Msg], skew time.Duration) *arrivals {
-	a := &arrivals{x: x, sub: x.node(core.NodeOptions{}), skew: skew, due: map[string][2]time.Time{}, seen: map[string]time.Time{}}
-	if err := q.Listen(a.sub, a.listen); err != nil {
-		x.T.Fatalf("Listen: %v", err)
-	}
-	return a
-}
-
-func (a *arrivals) listen(_ context.Context, msgs []Msg) error {
-	now := time.Now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, m := range msgs {
-		d, ok := a.due[m.K]
-		switch {
-		case !ok:
-			a.bad = append(a.bad, fmt.Sprintf("unknown message %q", m.K))
-		case now.Before(d[0]):
-			a.bad = append(a.bad, fmt.Sprintf("%s arrived %v early (publisher clock off by %v)", m.K, d[0].Sub(now).Round(time.Millisecond), a.skew))
-		}
-		if _, ok := a.seen[m.K]; !ok {
-			a.seen[m.K] = now
-		}
-	}
-	return nil
-}
-
-// publish runs fn, which publishes key with a delay of d (in real time from the call).
-func (a *arrivals) publish(key string, d time.Duration, fn func() error) {
-	a.x.T.Helper()
-	before := time.Now()
-	a.mu.Lock()
-	a.due[key] = [2]time.Time{before.Add(d), before.Add(time.Hour)}
-	a.mu.Unlock()
-	if err := fn(); err != nil {
-		a.x.T.Fatalf("publishing %s: %v", key, err)
-	}
-	a.mu.Lock()
-	a.due[key] = [2]time.Time{before.Add(d), time.Now().Add(d + a.x.Caps.DueTolerance)}
-	a.mu.Unlock()
-}
-
-// wait waits for every published message and checks their arrival times.
-func (a *arrivals) wait() {
-	x := a.x
-	x.T.Helper()
-	a.mu.Lock()
-	n := len(a.due)
-	a.mu.Unlock()
-	x.eventually(func() bool {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return len(a.seen) == n
-	}, func() string {
-		a.mu.Lock()
-		defer a.mu.Unlock()
-		return fmt.Sprintf("%d of %d delayed messages from a publisher whose clock is off by %v arrived", len(a.seen), n, a.skew)
-	})
-	x.idle(a.sub)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, b := range a.bad {
-		x.T.Errorf("%s", b)
-	}
-	for k, at := range a.seen {
-		if late := at.Sub(a.due[k][1]); late > 0 {
-			x.T.Errorf("%s arrived %v after its delay plus the tolerance %v (publisher clock off by %v)", k, late.Round(time.Millisecond), x.Caps.DueTolerance, a.skew)
-		}
-	}
 }

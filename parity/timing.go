@@ -17,104 +17,132 @@ func init() {
 	)
 }
 
-// timed publishes messages with due times and checks, in the listener, that no copy of any of
-// them runs before its due time, and at the end that each arrived within DueTolerance.
-type timed struct {
+// arrivals records when a listening node runs each delayed message: the listener checks that
+// no copy runs before its earliest allowed time (real time), and wait that each arrived by its
+// latest expected time plus DueTolerance. note says, in failures, what the property varies.
+type arrivals struct {
 	x    *X
-	q    *core.Queue[Msg]
-	n    *core.Node
+	sub  *core.Node
+	note string
 	mu   sync.Mutex
-	due  map[string][2]time.Time // earliest allowed, latest expected
+	due  map[string][2]time.Time // earliest allowed, latest expected (real time)
 	seen map[string]time.Time
 	bad  []string
 }
 
-func newTimed(x *X) *timed {
-	t := &timed{x: x, due: map[string][2]time.Time{}, seen: map[string]time.Time{}}
-	t.q = declare(x, core.QueueConfig[Msg]{})
-	t.n = x.node(core.NodeOptions{})
-	if err := t.q.Listen(t.n, t.listen); err != nil {
+// newArrivals listens on q with sub and records the arrivals.
+func newArrivals(x *X, q *core.Queue[Msg], sub *core.Node, note string) *arrivals {
+	a := &arrivals{x: x, sub: sub, note: note, due: map[string][2]time.Time{}, seen: map[string]time.Time{}}
+	if err := q.Listen(sub, a.listen); err != nil {
 		x.T.Fatalf("Listen: %v", err)
 	}
-	return t
+	return a
 }
 
-func (t *timed) listen(_ context.Context, msgs []Msg) error {
+func (a *arrivals) listen(_ context.Context, msgs []Msg) error {
 	now := time.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, m := range msgs {
-		d, ok := t.due[m.K]
-		if !ok {
-			t.bad = append(t.bad, fmt.Sprintf("unknown message %q", m.K))
+		d, ok := a.due[m.K]
+		switch {
+		case !ok:
+			a.bad = append(a.bad, fmt.Sprintf("unknown message %q", m.K))
 			continue
+		case now.Before(d[0]):
+			a.bad = append(a.bad, fmt.Sprintf("%s arrived %v early%s", m.K, d[0].Sub(now).Round(time.Millisecond), a.note))
 		}
-		if now.Before(d[0]) {
-			t.bad = append(t.bad, fmt.Sprintf("%s arrived %v early", m.K, d[0].Sub(now)))
-		}
-		if _, ok := t.seen[m.K]; !ok {
-			t.seen[m.K] = now
+		if _, ok := a.seen[m.K]; !ok {
+			a.seen[m.K] = now
 		}
 	}
 	return nil
 }
 
-// publish publishes key with the delay d (After) or at the time at (At, when d is 0).
-func (t *timed) publish(key string, d time.Duration, at time.Time) {
-	t.x.T.Helper()
-	opt := core.At(at)
-	if d > 0 {
-		opt = core.After(d)
-	}
+// publishDue runs fn, which publishes key, allowed to run from lo(before) and expected by
+// hi(after) plus DueTolerance, before and after being the real time around the call.
+func (a *arrivals) publishDue(key string, fn func() error, lo func(before time.Time) time.Time, hi func(after time.Time) time.Time) {
+	a.x.T.Helper()
 	before := time.Now()
-	lo := at
-	if d > 0 {
-		lo = before.Add(d)
+	a.mu.Lock()
+	a.due[key] = [2]time.Time{lo(before), before.Add(time.Hour)}
+	a.mu.Unlock()
+	if err := fn(); err != nil {
+		a.x.T.Fatalf("publishing %s: %v", key, err)
 	}
-	t.mu.Lock()
-	t.due[key] = [2]time.Time{lo, {}}
-	t.mu.Unlock()
-	if err := t.q.Publish(context.Background(), t.n, Msg{K: key}, opt); err != nil {
-		t.x.T.Fatalf("Publish: %v", err)
-	}
-	after := time.Now()
-	hi := at
-	if d > 0 {
-		hi = after.Add(d)
-	}
-	if hi.Before(after) {
-		hi = after // a due time in the past means now
-	}
-	t.mu.Lock()
-	t.due[key] = [2]time.Time{lo, hi.Add(t.x.Caps.DueTolerance)}
-	t.mu.Unlock()
+	a.mu.Lock()
+	a.due[key] = [2]time.Time{lo(before), hi(time.Now()).Add(a.x.Caps.DueTolerance)}
+	a.mu.Unlock()
 }
 
-func (t *timed) wait() {
-	t.x.T.Helper()
-	t.mu.Lock()
-	n := len(t.due)
-	t.mu.Unlock()
-	t.x.eventually(func() bool {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		return len(t.seen) == n
+// publish runs fn, which publishes key with a delay of d (in real time from the call).
+func (a *arrivals) publish(key string, d time.Duration, fn func() error) {
+	a.x.T.Helper()
+	a.publishDue(key, fn, func(b time.Time) time.Time { return b.Add(d) }, func(t time.Time) time.Time { return t.Add(d) })
+}
+
+// wait waits for every published message and checks their arrival times.
+func (a *arrivals) wait() {
+	x := a.x
+	x.T.Helper()
+	a.mu.Lock()
+	n := len(a.due)
+	a.mu.Unlock()
+	x.eventually(func() bool {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return len(a.seen) == n
 	}, func() string {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		return fmt.Sprintf("%d of %d timed messages arrived", len(t.seen), n)
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return fmt.Sprintf("%d of %d delayed messages arrived%s", len(a.seen), n, a.note)
 	})
-	t.x.idle(t.n)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for _, b := range t.bad {
-		t.x.T.Errorf("%s", b)
+	x.idle(a.sub)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, b := range a.bad {
+		x.T.Errorf("%s", b)
 	}
-	for k, at := range t.seen {
-		if late := at.Sub(t.due[k][1]); late > 0 {
-			t.x.T.Errorf("%s arrived %v after its due time plus the tolerance %v", k, late, t.x.Caps.DueTolerance)
+	for k, at := range a.seen {
+		if late := at.Sub(a.due[k][1]); late > 0 {
+			x.T.Errorf("%s arrived %v after its due time plus the tolerance %v%s", k, late.Round(time.Millisecond), x.Caps.DueTolerance, a.note)
 		}
 	}
+}
+
+// timed is one node that publishes messages with due times and receives them (arrivals).
+type timed struct {
+	*arrivals
+	q *core.Queue[Msg]
+	n *core.Node
+}
+
+func newTimed(x *X) *timed {
+	q := declare(x, core.QueueConfig[Msg]{})
+	n := x.node(core.NodeOptions{})
+	return &timed{arrivals: newArrivals(x, q, n, ""), q: q, n: n}
+}
+
+// publishAt publishes key with the delay d (After) or at the time at (At, when d is 0).
+func (t *timed) publishAt(key string, d time.Duration, at time.Time) {
+	t.x.T.Helper()
+	fn := func(opt core.PublishOption) func() error {
+		return func() error { return t.q.Publish(context.Background(), t.n, Msg{K: key}, opt) }
+	}
+	if d > 0 {
+		t.publish(key, d, fn(core.After(d)))
+		return
+	}
+	// A due time in the past means now.
+	t.publishDue(key, fn(core.At(at)), func(time.Time) time.Time { return at },
+		func(after time.Time) time.Time { return later(at, after) })
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // delayedNotEarly: messages published with core.After never run before their delay and
@@ -122,7 +150,7 @@ func (t *timed) wait() {
 func delayedNotEarly(x *X) {
 	t := newTimed(x)
 	for i, d := range []time.Duration{0, 300 * time.Millisecond, time.Second, 1500 * time.Millisecond} {
-		t.publish(fmt.Sprintf("after-%d", i), d, time.Time{})
+		t.publishAt(fmt.Sprintf("after-%d", i), d, time.Time{})
 	}
 	t.wait()
 }
@@ -133,7 +161,7 @@ func scheduledNotEarly(x *X) {
 	t := newTimed(x)
 	now := time.Now()
 	for i, at := range []time.Time{now.Add(-time.Hour), now.Add(800 * time.Millisecond), now.Add(1200 * time.Millisecond)} {
-		t.publish(fmt.Sprintf("at-%d", i), 0, at)
+		t.publishAt(fmt.Sprintf("at-%d", i), 0, at)
 	}
 	t.wait()
 }
@@ -145,9 +173,9 @@ func delayBeyondNativeCap(x *X) {
 	long := 3 * time.Second
 	if c := x.Caps.MaxNativeDelay; c > 0 {
 		long = c + 1500*time.Millisecond
-		t.publish("twice-cap", 2*c+500*time.Millisecond, time.Time{})
-		t.publish("at-beyond-cap", 0, time.Now().Add(c+time.Second))
+		t.publishAt("twice-cap", 2*c+500*time.Millisecond, time.Time{})
+		t.publishAt("at-beyond-cap", 0, time.Now().Add(c+time.Second))
 	}
-	t.publish("beyond-cap", long, time.Time{})
+	t.publishAt("beyond-cap", long, time.Time{})
 	t.wait()
 }
