@@ -12,10 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/schemaset"
+	"github.com/txmq/txmq/ledger"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -58,7 +57,9 @@ type Config struct {
 	// DatabaseURL is the app's PostgreSQL database. When set, Open creates the outbox Store
 	// there (migrating its tables unless SkipMigrate), starts its relay and recovery sweep,
 	// and gives it to the node as Handoff and DeadLetters. Empty: no outbox, no dead-letter
-	// table.
+	// table. Behind PgBouncer in transaction pooling mode add txmq_pgbouncer=true (and
+	// optionally txmq_listen_url, a direct query-escaped postgres:// URL of the server for
+	// the relay's LISTEN connection, and txmq_poll_interval): see outbox.Options.PgBouncer.
 	DatabaseURL string
 	// Drain lists old backend URLs to keep consuming from until they are empty, after the
 	// Backend setting changed (see package drain). Publishing goes to Backend only.
@@ -80,11 +81,19 @@ type Config struct {
 	// Logger receives the logs of everything Open creates (unless Node.Logger or
 	// Outbox.Logger is set). Default slog.Default().
 	Logger *slog.Logger
-	// Node passes options to core.NewNode. Open sets Backend, and Handoff and DeadLetters
+	// Node passes options to NewNode. Open sets Backend, and Handoff and DeadLetters
 	// when a database is configured and they are not set.
-	Node core.NodeOptions
+	Node NodeOptions
 	// Outbox passes options to outbox.New. Open sets Schema (from Schema) and Backend.
 	Outbox outbox.Options
+	// Ledger turns the message ledger on (package ledger): a table in the app database
+	// recording every message's publish and outcome, so that App.Inspector (and txmq msg) can
+	// look any message up, list messages and cancel them on every backend. It needs
+	// DatabaseURL; Open migrates its table with the outbox's (unless SkipMigrate), sets Schema
+	// from Schema, and gives the ledger to the node (NodeOptions.Ledger). Its fields are
+	// ledger.Options (retention of completed entries, default 24 h; grouped-write period,
+	// default 100 ms). Default nil: no ledger.
+	Ledger *ledger.Options
 }
 
 // ConfigFromEnv returns the Config the environment describes (TXMQ_BACKEND,
@@ -178,8 +187,8 @@ func (c *Config) Validate() error {
 		if err := checkDatabaseScheme(c.DatabaseURL); err != nil {
 			return err
 		}
-		if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
-			return fmt.Errorf("%w: %s %s does not parse: %s; use postgres://user:password@host:5432/db", core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
+		if _, _, err := databaseConfig(c.DatabaseURL); err != nil {
+			return err
 		}
 	}
 	if c.Schema != "" && !schemaRe.MatchString(c.Schema) {

@@ -1,22 +1,244 @@
-// Package txmq opens a txmq app from settings: the backend, the app database with the
-// transactional outbox and dead letters, and the old backends to drain after a swap. It is the
-// one-setting entry point; package core is the API the app then uses (declaring queues,
-// listening, publishing), and core's doc explains the semantics.
+// Package txmq is durable background work for Go apps: declare queues, publish JSON messages
+// (atomically with the app's database transaction when it wants), register one listener per
+// queue. Where the bytes travel is a setting, not code: SQL jobs in the app's own Postgres,
+// memory, Redis, Amazon SQS or NATS JetStream. This is the one package an app imports (plus its
+// own database driver); adapter authors read package core instead.
+//
+//	var Emails = txmq.MustDeclare("emails", txmq.QueueConfig[Email]{Transactional: txmq.Try})
 //
 //	app, err := txmq.Open(ctx, nil) // reads TXMQ_BACKEND, TXMQ_DATABASE_URL, ...
 //	if err != nil { ... }
 //	defer app.Close(context.Background())
 //	_ = Emails.Listen(app.Node, sendEmail)
 //	_ = app.Node.Start(ctx)
-//	err = app.Store.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+//	err = app.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 //		// business writes with tx, then:
 //		return Emails.Publish(ctx, app.Node, Email{To: "a@example.com"})
 //	})
 //
+// Backends register their URL scheme when their adapter package is imported, the way
+// database/sql drivers do: memory:// is always there; an app that may run on Redis imports
+// _ "github.com/txmq/txmq/adapters/redis", and one whose operators may pick any backend imports
+// _ "github.com/txmq/txmq/adapters/all". Only the imported adapters' SDKs are linked.
+//
+// # Declaring, listening, publishing
+//
+// A queue is declared once, with a closed and validated config, usually in a package-level var:
+//
+//	var Emails = txmq.MustDeclare[Email]("emails", txmq.QueueConfig[Email]{Transactional: txmq.Try})
+//
+// A Node publishes and consumes on one Backend (memory, sqljobs, redis, sqs, nats; see
+// OpenBackend). Register one listener per queue per node, then Start:
+//
+//	node, _ := txmq.NewNode(backend, nil))
+//	_ = Emails.Listen(node, func(ctx context.Context, msgs []Email) error { ... })
+//	_ = node.Start(ctx)
+//	_ = Emails.Publish(ctx, node, Email{To: "a@example.com"})
+//
+// # Routing
+//
+// Where a publish goes depends on the queue's Transactional setting and on whether ctx carries an
+// app transaction (ContextWithTx, done for you by the outbox package):
+//
+//	mode     inside the app's transaction              outside
+//	Require  outbox row in the same transaction        error (ErrNoTransaction)
+//	Try      outbox row in the same transaction        immediate
+//	Never    held until commit, then immediate         immediate
+//
+// Nothing is published if the transaction rolls back. Immediate means the node's coalescing
+// buffer. A queue's buffer is flushed when the first of these comes: it holds MaxBatchMessages,
+// no message was added for FlushWindow (20 ms), or FlushCap (100 ms) passed since its first
+// message. The cap is measured from the first message, so a steady stream still leaves every
+// 100 ms: a plain publish waits at most about FlushCap plus one FlushTick (10 ms) before its
+// write starts, at any rate. A publish never waits for the backend. A
+// flush the backend refuses is handed to the outbox; only if that fails too is the batch
+// dropped, logged and counted (reason outbox_handoff_failed). A flush the backend refuses
+// permanently (an error wrapping ErrRejected: too large, invalid) is not handed to the outbox,
+// where it would be retried forever: it is written to the dead-letter sink, or, without one,
+// dropped, logged and counted, with reason rejected.
+//
+// # Size limits
+//
+// Each message of a publish call is checked before anything of the call is buffered or staged:
+// one message over the limit fails the whole call with an error wrapping ErrRejected (and
+// ErrInvalidPayload) that names the queue, the size, the limit and the setting to raise.
+// Batches are cut so that their encoded size stays under the batch limit (a batch always holds
+// at least one message). The limits are QueueConfig.MaxMessageBytes and MaxBatchBytes when set
+// (NoSizeLimit turns the library limit off for a queue), else NodeOptions.MaxMessageBytes and
+// MaxBatchBytes (default 1 MiB and 8 MiB), capped by the backend's own limit when its adapter
+// implements SizeLimiter: Redis reports the server's proto-max-bulk-len
+// (512 MB by default), sqljobs PostgreSQL's 1 GB value limit; SQS (which splits a batch by
+// messages, or uses its overflow store) and NATS (which chunks bodies over max_payload) report
+// none, and memory has none. The defaults are a library choice: 1 MiB is far above a typical
+// job payload and well below the size that makes a batch slow to encode, move and decode (one
+// large message published and delivered on one node peaks at about 4 times its size on the
+// heap, half of it encoding/json's transient buffers: BenchmarkLargeMessage in the memory
+// adapter); 8 MiB lets MaxBatchMessages medium-sized messages travel as one batch. Apps that move large documents raise the limits,
+// or better store the document elsewhere and publish its key.
+//
+// # Delivery and the failure policy
+//
+// Delivery is at-least-once and unordered (unless a queue is Ordered, below); listeners get a
+// slice of messages and must be idempotent. Each node runs one polling driver that asks the backend's Fetch for exactly the
+// free slots of the queues it listens to. A running batch holds a lease that the node extends.
+//
+// A run is counted when a batch is handed out: the budget (MaxAttempts, default 5) is the most
+// times a listener runs for one batch, whether a run fails or its node dies. A failed run is
+// retried after Backoff while the budget lasts; then the batch is dropped: logged, counted
+// (batches dropped, reason delivery_exhausted), written to the dead-letter sink if there is
+// one, and given to OnError once. A batch whose runs never settle (its nodes keep dying) is
+// dropped the same way with reason worker_lost when it comes back past its budget, without
+// running again. A batch that cannot be decoded is dropped at once (reason undecodable).
+// Panics in listeners are failures; panics and errors in OnError, the sink and metrics hooks
+// are logged and swallowed and never cause a redelivery.
+//
+// A batch takes the terminal path (dead letter, OnError) once per batch id. Settles (Ack, Retry,
+// Drop) that fail with ErrBackendUnavailable are tried three times with a short backoff within
+// the claim's fence; a batch whose Drop still failed comes back after its lease expires and is
+// then recognised by its id: by the node's bounded memory of the batches it dead-lettered, and
+// across nodes by a DeadLetterSink that answers ErrAlreadyDeadLettered (the outbox's store does,
+// keeping the first reason, error and attempts). Such a batch is dropped again without a second
+// dead letter, drop count or OnError. Without a sink the guarantee holds per node only.
+//
+// # Ordering
+//
+// A queue declared with QueueConfig.Ordered keeps per-key order: every publish names a key
+// (Key("acct-42"); publishing without one is an error naming the queue), and the messages of a
+// key reach the listener in the order of their publish calls, while different keys run in
+// parallel:
+//
+//	var Ledger = txmq.MustDeclare("ledger", txmq.QueueConfig[Entry]{Transactional: txmq.Try, Ordered: true})
+//	err := Ledger.Publish(ctx, node, entry, txmq.Key(entry.Account))
+//
+// What is promised, on every backend that supports it (see the README's table):
+//
+//   - A batch holds the messages of one key (the coalescing buffer groups by key; many keys
+//     still share one flush, and the queue's buffer counts as full when one key fills a
+//     batch), and at most one batch per key is in flight cluster-wide.
+//   - Order is the order of publish calls made by one node for one key. Inside a transaction
+//     it is the order of staging; across transactions that commit one after the other it is
+//     commit order (the outbox publishes a key's row only once every earlier row of the key
+//     has left it). Publishes of one key from different nodes at the same time, or from
+//     transactions that overlap, have no defined order between them: give a key one writer,
+//     or serialise its writers (a row lock on the account does).
+//   - A failing batch blocks its key through its retries and backoff (head of line), until it
+//     succeeds or is dead-lettered; then the key moves on. Other keys are not held up.
+//   - A delayed message (After, At) holds back the later messages of its key until it is due
+//     and done.
+//   - At-least-once still holds: a message may come twice (a lost lease, a duplicate copy),
+//     but a batch whose lease was lost runs again before the next batch of its key, so a
+//     repeat never overtakes a later message.
+//   - A replayed dead letter goes to the back of its key. A flush the backend refuses is
+//     handed to the outbox together with the rest of its key in that flush.
+//   - Exclusive and MaxConcurrentBatches keep their meaning, counted in batches.
+//
+// A node refuses an Ordered queue (at NewNode, Listen or Publish, naming the queue and the
+// adapter) when its backend does not enforce per-key order (core.KeyOrderer), and a drain
+// wrapper does not yet. Schedules on an Ordered queue are refused (they publish without a key).
+// A key is 1 to 128 bytes of printable ASCII without spaces (SQS's MessageGroupId set), the
+// same on every backend; hash longer keys.
+//
+// # Delays and clocks
+//
+// After(d) and At(t) are never delivered early, and a delay is judged on one clock at a time.
+// The publishing node turns the due time into a delay with its own clock (NodeOptions.Clock)
+// when it flushes (At(t) means t by that clock); the batch carries it as OutgoingBatch.Delay,
+// and the backend adds it to its own clock (Postgres clock_timestamp(), Redis TIME, SQS
+// DelaySeconds and message timestamps, the NATS server's clock for schedules). Outbox rows
+// store their due time on the app database's clock (its clock at the insert plus the delay)
+// and the relay and sweep pass on what is left. No absolute time crosses from one clock to
+// another, so clock skew between the app, its database and the backend cannot make a delay
+// early or late; txmq documents and tests a skew of up to MaxClockSkew (1 minute).
+//
+// Core also guards against an adapter that breaks this: the envelope records the due time on
+// the publisher's clock (Envelope.Due), and a batch that arrives more than twice MaxClockSkew
+// before it by the consuming node's clock (the two nodes' clocks may be that far apart, so
+// closer than that the guard cannot tell early from skew and stays silent) is given back
+// with Retry for what is left plus that allowance (late rather than early), with its attempt
+// count unchanged: it is not a run, no listener, OnError or dead letter is involved, and
+// Stats.EarlyArrivals counts it. With an adapter that retries in place (keeps the old body
+// and its delivery count) the give-back would count as a delivery; every adapter in this
+// module rewrites.
+//
+// # Leases and self-fencing
+//
+// A claim's lease ends at Claim.LeaseUntil on the backend unless the node extends it. The node
+// does not trust an extension it cannot confirm: a claim whose lease has not been confirmed
+// extended by LeaseUntil - LeaseMargin(Lease), on the node's own clock, is lost, whatever
+// Extend did (failed with ErrBackendUnavailable, timed out, hung, or the node was paused). A
+// timer per claim then cancels the listener's context at once with cause ErrLeaseLost (a hung
+// Extend cannot delay it: each Extend is bounded by the fence), and the node attempts no
+// settle for that claim; the batch runs again elsewhere after the backend's lease expires.
+// Every settle is itself bounded by the fence. Exclusive rests on this rule, not on Extend
+// calls succeeding: the other node can claim the batch only after LeaseUntil, and by then this
+// node stopped its listener and its settles.
+//
+// The margin is max(Lease/10, 1s), at most Lease/4 (30 s lease: 3 s; 2 s lease: 500 ms;
+// the 100 ms minimum lease: 25 ms). It covers the drift between the node's and the backend's
+// clocks over one lease (adapters report LeaseUntil on the node's clock, measured from before
+// the request, so only the rate differs, far below 10%), the time for the listener to see its
+// cancelled context, and the round trip of a settle that must land before the backend's lease
+// ends. The node extends a claim when less than three quarters of its lease is left (at once
+// for a claim that arrives with less, then ticking every tenth of the lease, each failed
+// extension tried again at the next tick), so extensions have at least half a lease to get
+// through before the fence.
+//
+// A listener sees its fence with LeaseDeadline(ctx); it moves forward with each confirmed
+// extension. A listener must return when ctx is done: its work may already be running
+// elsewhere, and its result is not settled.
+//
+// # Shutdown
+//
+// Close never loses accepted messages: the publish buffer is flushed on a context of its own,
+// whatever the ctx given to Close (an already cancelled one included). Every batch is written
+// while the backend accepts them, each write bounded by NodeOptions.CloseFlushTimeout (default
+// 15 s), so a healthy backend loses nothing however large the buffer; once a write fails, what
+// is not written yet goes straight to the outbox (Handoff), whose rows are due for the very
+// next sweep, so a backend that is down delays Close by about one CloseFlushTimeout. Close's
+// ctx bounds only the wait for running listeners.
+//
+// # Message ids
+//
+// Every message has an id: generated (unique, sortable by publish time) or given with ID or
+// IDs at publish. A listener reads the ids of its slice with MessageIDs(ctx); they are the same
+// in every run of a batch, through the outbox, a drain and a dead letter's replay. Ids do not
+// deduplicate: publishing an id twice delivers the message twice.
+//
+// # Lookup, listing and cancel
+//
+// App.Inspector (Node.Inspector) looks a message up by id (Inspector.Get), lists messages by
+// queue, state and publish time (Inspector.List) and cancels one that has not completed
+// (Inspector.Cancel); `txmq msg` does the same from the shell. With the ledger (Config.Ledger,
+// package ledger: a table in the app database where nodes record every publish and outcome in
+// grouped writes) this works on every backend, and a node leaves cancelled messages out of a
+// batch before the listener sees it (a batch left empty is acked). Without it, the backend's
+// adapter answers when it implements the optional core.BatchInspector (memory, Redis), and
+// cancels when it implements core.BatchEditor (memory). Otherwise the calls fail with ErrLookupUnsupported, whose
+// message starts "unknown: no ledger configured". A running batch is never interrupted by a
+// cancel.
+//
+// # Schedules and rate limits
+//
+// Queue.Schedule publishes a queue's messages at the ticks of a cron expression, each tick once
+// cluster-wide: nodes claim a tick in the app database (NodeOptions.Ticks, set by Open) in the
+// transaction that writes its outbox rows. QueueConfig.RateLimit caps the batches that start
+// per period: a token bucket per queue, shared by every node through the app database
+// (NodeOptions.Limiter, set by Open), per node without one. The driver takes start tokens
+// before a fetch and gives back those the fetch did not use.
+//
+// # Operations
+//
+// App.Pause and App.Resume stop and restart a queue on every node (a mark in the app database
+// that nodes read every NodeOptions.PauseCheck; running batches finish). App.HealthHandler
+// serves liveness (the polling driver turns) and readiness (backend, database, buffer and outbox
+// backlog) probes. Node.RunHistory gives each queue's runs per minute over the last hour, and
+// Registry.Info its settings, for dashboards (package ui). Packages prometheus and otel add
+// metrics and trace spans.
+//
 // # Settings
 //
 //	TXMQ_BACKEND               backend URL; default memory://. Every adapter's scheme is
-//	                           registered (this package imports adapters/all): memory://,
+//	                           registered (memory:// always; every other scheme when its adapter is imported, or adapters/all for all): memory://,
 //	                           postgres:// (SQL jobs), redis://, rediss://, sqs://, awssqs://,
 //	                           nats://. Each adapter documents its URL's parameters.
 //	TXMQ_DATABASE_URL          the app's PostgreSQL database; optional. With it: the outbox

@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/txmq/txmq"
 	_ "github.com/txmq/txmq/adapters/all"
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
@@ -78,7 +79,7 @@ func TestSwapDrill(t *testing.T) {
 	a.kill() // a crash: its batches in flight come back after their leases
 	b.stop(t)
 
-	old, err := core.OpenBackend(ctx, oldURL)
+	old, err := txmq.OpenBackend(ctx, oldURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,11 +93,11 @@ func TestSwapDrill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "drill", core.QueueConfig[struct {
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "drill", txmq.QueueConfig[struct {
 		K string `json:"k"`
-	}]{Transactional: core.Require, MaxBatchMessages: 20, MaxConcurrentBatches: core.Cap(4)})
-	pub, err := core.NewNode(&core.NodeOptions{Backend: memory.New(nil), Registry: reg, Logger: txmqtest.DiscardLogger()})
+	}]{Transactional: txmq.Require, MaxBatchMessages: 20, MaxConcurrentBatches: txmq.Cap(4)})
+	pub, err := txmq.NewNode(memory.New(nil), &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func missing(t *testing.T, pool *pgxpool.Pool, schema string) int {
 	return n
 }
 
-func depth(t *testing.T, b core.Backend) core.Depth {
+func depth(t *testing.T, b txmq.Backend) core.Depth {
 	t.Helper()
 	d, err := b.Depths(context.Background(), []string{"drill"})
 	if err != nil {

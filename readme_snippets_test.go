@@ -11,9 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/outbox"
 )
 
 // Signup and Signups are what the README's fragments after the Quick start refer to.
@@ -21,7 +19,7 @@ type Signup struct {
 	Email string `json:"email"`
 }
 
-var Signups = core.MustDeclare[Signup](nil, "readme-signups", core.QueueConfig[Signup]{Transactional: core.Try})
+var Signups = txmq.MustDeclare("readme-signups", txmq.QueueConfig[Signup]{Transactional: txmq.Try})
 
 // welcomed receives what welcome handled, for the tests.
 var welcomed = make(chan string, 16)
@@ -49,8 +47,8 @@ func backendIsASetting(ctx context.Context) error {
 		return err
 	}
 	// Publish inside your transaction: this needs TXMQ_DATABASE_URL (without it, RunInTx
-	// returns outbox.ErrNoDatabase, which names the setting).
-	err = app.Store.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	// returns txmq.ErrNoDatabase, which names the setting).
+	err = app.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		// your writes with tx, then, with the same ctx:
 		return Signups.Publish(ctx, app.Node, Signup{Email: "ada@example.com"})
 	})
@@ -98,8 +96,8 @@ func TestReadmeBackendIsASetting(t *testing.T) {
 	ctx := context.Background()
 	t.Setenv("TXMQ_BACKEND", "memory://")
 	t.Setenv("TXMQ_DATABASE_URL", "")
-	if err := backendIsASetting(ctx); !errors.Is(err, outbox.ErrNoDatabase) {
-		t.Fatalf("without a database: %v; want outbox.ErrNoDatabase", err)
+	if err := backendIsASetting(ctx); !errors.Is(err, txmq.ErrNoDatabase) {
+		t.Fatalf("without a database: %v; want txmq.ErrNoDatabase", err)
 	}
 	pool := testenv.PostgresPool(t)
 	t.Setenv("TXMQ_DATABASE_URL", testenv.PostgresURL(t))

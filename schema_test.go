@@ -1,4 +1,4 @@
-package txmq
+package txmq_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
 )
@@ -16,14 +16,14 @@ import (
 func TestConfigSchemaConflict(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		cfg     Config
+		cfg     txmq.Config
 		wantErr bool
 	}{
-		{Config{Schema: "a", Backend: "postgres://u:pw@h/db?txmq_schema=b"}, true},
-		{Config{Schema: "a", Backend: "postgresql://h/db?txmq_schema=a"}, false},
-		{Config{Schema: "a", Backend: "postgres://h/db"}, false},
-		{Config{Backend: "postgres://h/db?txmq_schema=b"}, false},
-		{Config{Schema: "a", Backend: "redis://127.0.0.1:6379/0?txmq_prefix=b"}, false},
+		{txmq.Config{Schema: "a", Backend: "postgres://u:pw@h/db?txmq_schema=b"}, true},
+		{txmq.Config{Schema: "a", Backend: "postgresql://h/db?txmq_schema=a"}, false},
+		{txmq.Config{Schema: "a", Backend: "postgres://h/db"}, false},
+		{txmq.Config{Backend: "postgres://h/db?txmq_schema=b"}, false},
+		{txmq.Config{Schema: "a", Backend: "redis://127.0.0.1:6379/0?txmq_prefix=b"}, false},
 	} {
 		err := tt.cfg.Validate()
 		if (err != nil) != tt.wantErr {
@@ -33,7 +33,7 @@ func TestConfigSchemaConflict(t *testing.T) {
 		if err == nil {
 			continue
 		}
-		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), `TXMQ_SCHEMA="a"`) || !strings.Contains(err.Error(), `txmq_schema="b"`) || strings.Contains(err.Error(), "pw") {
+		if !errors.Is(err, txmq.ErrInvalidConfig) || !strings.Contains(err.Error(), `TXMQ_SCHEMA="a"`) || !strings.Contains(err.Error(), `txmq_schema="b"`) || strings.Contains(err.Error(), "pw") {
 			t.Errorf("Validate() = %v, want ErrInvalidConfig naming both schemas, without the password", err)
 		}
 	}
@@ -46,7 +46,7 @@ func TestOpenSchemaFromBackendURL(t *testing.T) {
 	pool := testenv.PostgresPool(t)
 	schema := testenv.PostgresSchema(t, pool)
 	pgURL := testenv.PostgresURL(t)
-	app, err := Open(context.Background(), &Config{Backend: pgURL + "&txmq_schema=" + schema, DatabaseURL: pgURL, Logger: txmqtest.DiscardLogger()})
+	app, err := txmq.Open(context.Background(), &txmq.Config{Backend: pgURL + "&txmq_schema=" + schema, DatabaseURL: pgURL, Logger: txmqtest.DiscardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package txmq
+package txmq_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -28,6 +29,15 @@ var secretForms = []string{
 	"redis://hunter2@127.0.0.1:1/0?txmq_lease=nope",
 	"redis://127.0.0.1:1/0?password=hunter2",
 	"redis://user:hunter2@127.0.0.1:port/0",
+	// redis+cluster and rediss+cluster: the same, with several nodes.
+	"redis+cluster://:hunter2@127.0.0.1:1,127.0.0.1:2/",
+	"rediss+cluster://user:hunter2@127.0.0.1:1,127.0.0.1:2/?txmq_prefix=p&dial_timeout=1s",
+	"redis+cluster://hunter2@127.0.0.1:1/",
+	"redis+cluster://user:hunter2@127.0.0.1:1,127.0.0.1:2/3",
+	"redis+cluster://user:hunter2@127.0.0.1:1,,127.0.0.1:2/",
+	"redis+cluster://user:hunter2@127.0.0.1:1/?txmq_bogus=1",
+	"redis+cluster://127.0.0.1:1/?password=hunter2",
+	"redis+cluster://user:hunter2@127.0.0.1:1,127.0.0.1/",
 	// postgres and postgresql (sqljobs).
 	"postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=1",
 	"postgresql://u:hunter2@127.0.0.1:1/db?connect_timeout=1&txmq_schema=jobs",
@@ -70,7 +80,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			if got := core.Redact(raw); strings.Contains(got, "hunter2") {
 				t.Errorf("core.Redact(%q) = %q", raw, got)
 			}
-			if be, err := core.OpenBackend(ctx, raw); err != nil {
+			if be, err := txmq.OpenBackend(ctx, raw); err != nil {
 				if strings.Contains(err.Error(), "hunter2") {
 					t.Errorf("OpenBackend error leaks the secret: %v", err)
 				}
@@ -79,12 +89,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 			}
 			var logs syncBuffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			for _, cfg := range []*Config{
+			for _, cfg := range []*txmq.Config{
 				{Backend: raw},
 				{Backend: "memory://", Drain: []string{raw}},
 			} {
 				cfg.Logger = log
-				app, err := Open(ctx, cfg)
+				app, err := txmq.Open(ctx, cfg)
 				if err != nil {
 					if strings.Contains(err.Error(), "hunter2") {
 						t.Errorf("Open error leaks the secret: %v", err)
@@ -124,7 +134,7 @@ func TestDatabaseSecretsNeverLeak(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			app, err := Open(ctx, &Config{Backend: "memory://", DatabaseURL: raw, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+			app, err := txmq.Open(ctx, &txmq.Config{Backend: "memory://", DatabaseURL: raw, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			if err == nil {
 				_ = app.Close(ctx)
 				t.Fatal("Open of an unreachable database succeeded")

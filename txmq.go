@@ -11,10 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+	_ "github.com/txmq/txmq/adapters/memory" // the embedded default, memory://
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
 	"github.com/txmq/txmq/internal/schemaset"
+	"github.com/txmq/txmq/ledger"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -22,7 +23,7 @@ import (
 // backend it uses, and with a database the outbox Store and its pool.
 type App struct {
 	// Node publishes and, once started, runs listeners. Open does not start it.
-	Node *core.Node
+	Node *Node
 	// Store is the outbox and dead-letter store; nil without a database, and then its methods
 	// return outbox.ErrNoDatabase (naming TXMQ_DATABASE_URL) instead of panicking. Use
 	// Store.RunInTx (or WithTx) to publish inside the app's transactions.
@@ -32,6 +33,11 @@ type App struct {
 	Backend core.Backend
 	// Pool is the app database pool; nil without a database. The app may use it.
 	Pool *pgxpool.Pool
+	// Ledger records the life of every message in the app database (Config.Ledger); nil
+	// when the ledger is off. App.Inspector reads it.
+	Ledger *ledger.Ledger
+
+	backendName string // the backend URL, redacted, for errors
 
 	closeOnce sync.Once
 	closeErr  error
@@ -79,8 +85,8 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 		return nil, err
 	}
 	app.Backend = backend
+	app.backendName = core.Redact(c.Backend)
 	nodeOpts := c.Node
-	nodeOpts.Backend = backend
 	if nodeOpts.Logger == nil {
 		nodeOpts.Logger = c.Logger
 	}
@@ -94,8 +100,27 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 		if nodeOpts.DeadLetters == nil {
 			nodeOpts.DeadLetters = app.Store
 		}
+		if nodeOpts.Pauses == nil {
+			nodeOpts.Pauses = app.Store
+		}
+		if nodeOpts.Ticks == nil {
+			nodeOpts.Ticks = app.Store
+		}
+		if nodeOpts.Limiter == nil {
+			nodeOpts.Limiter = app.Store
+		}
+		if c.Ledger != nil {
+			if err := app.openLedger(ctx, &c); err != nil {
+				return fail(err)
+			}
+			if nodeOpts.Ledger == nil {
+				nodeOpts.Ledger = app.Ledger
+			}
+		}
+	} else if c.Ledger != nil {
+		return fail(fmt.Errorf("%w: Config.Ledger is set but the app has no database: the ledger lives in the app's PostgreSQL; set %s (Config.DatabaseURL) or leave Config.Ledger nil", core.ErrInvalidConfig, EnvDatabaseURL))
 	}
-	if app.Node, err = core.NewNode(&nodeOpts); err != nil {
+	if app.Node, err = NewNode(backend, &nodeOpts); err != nil {
 		return fail(err)
 	}
 	attrs := []any{"backend", core.Redact(c.Backend)}
@@ -135,7 +160,11 @@ func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 
 // openStore connects to the app database, migrates, and starts the outbox store.
 func (a *App) openStore(ctx context.Context, c *Config) error {
-	pool, err := pgxpool.New(ctx, c.DatabaseURL)
+	cfg, pooler, err := databaseConfig(c.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("txmq: %s %s: %s", EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactText(err.Error(), c.DatabaseURL))
 	}
@@ -147,6 +176,15 @@ func (a *App) openStore(ctx context.Context, c *Config) error {
 	}
 	o := c.Outbox
 	o.Schema, o.Backend = c.Schema, a.Backend
+	if pooler.PgBouncer {
+		o.PgBouncer = true
+	}
+	if pooler.ListenURL != "" {
+		o.ListenURL = pooler.ListenURL
+	}
+	if pooler.PollInterval > 0 {
+		o.PollInterval = pooler.PollInterval
+	}
 	if o.Logger == nil {
 		o.Logger = c.Logger
 	}
@@ -161,21 +199,45 @@ func (a *App) openStore(ctx context.Context, c *Config) error {
 	}
 	a.Store = store
 	if err := store.Start(ctx); err != nil {
-		return core.RedactError(fmt.Errorf("%s %s: starting the outbox relay of schema %q (it holds one connection of the pool for LISTEN; check the database and its connection limit): %w",
+		return core.RedactError(fmt.Errorf("%s %s: starting the outbox relay of schema %q (it holds one connection for LISTEN, of the pool or of txmq_listen_url; check the database and its connection limit): %w",
 			EnvDatabaseURL, core.Redact(c.DatabaseURL), c.Schema, err), c.DatabaseURL)
 	}
 	return nil
 }
 
+// openLedger migrates (unless SkipMigrate) and starts the ledger in the app's schema.
+func (a *App) openLedger(ctx context.Context, c *Config) error {
+	o := *c.Ledger
+	o.Schema = c.Schema
+	if o.Logger == nil {
+		o.Logger = c.Logger
+	}
+	if !c.SkipMigrate {
+		if err := ledger.Migrate(ctx, a.Pool, &o); err != nil {
+			return fmt.Errorf("migrating the ledger table in schema %q (or set %s=false and run txmq migrate): %w", c.Schema, EnvMigrate, err)
+		}
+	}
+	l, err := ledger.New(a.Pool, &o)
+	if err != nil {
+		return err
+	}
+	a.Ledger = l
+	return nil
+}
+
 // Close stops the app in order: the node (stops fetching, flushes its publish buffer to the
-// backend or the outbox, waits for running listeners until ctx is done), then the outbox
-// store (its relay and sweep), then the backend, then the pool. It returns every error met.
+// backend or the outbox, waits for running listeners until ctx is done), then the ledger
+// (its last grouped write), then the outbox store (its relay and sweep), then the backend,
+// then the pool. It returns every error met.
 // Closing twice is safe.
 func (a *App) Close(ctx context.Context) error {
 	a.closeOnce.Do(func() {
 		var errs []error
 		if a.Node != nil {
 			errs = append(errs, a.Node.Close(ctx))
+		}
+		if a.Ledger != nil {
+			errs = append(errs, a.Ledger.Close(context.WithoutCancel(ctx)))
 		}
 		if a.Store != nil {
 			errs = append(errs, a.Store.Close(ctx))

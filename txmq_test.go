@@ -1,4 +1,4 @@
-package txmq
+package txmq_test
 
 import (
 	"bytes"
@@ -9,8 +9,13 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/jackc/pgx/v5"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
 	"github.com/txmq/txmq/internal/testenv"
@@ -38,16 +43,16 @@ func (s *syncBuffer) String() string {
 func TestOpenMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	app, err := Open(ctx, &Config{Logger: txmqtest.DiscardLogger()})
+	app, err := txmq.Open(ctx, &txmq.Config{Logger: txmqtest.DiscardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if app.Store != nil || app.Pool != nil {
 		t.Fatalf("no database configured, yet Store %v Pool %v", app.Store, app.Pool)
 	}
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "greetings", core.QueueConfig[string]{Transactional: core.Try})
-	app2, err := Open(ctx, &Config{Backend: "memory://", Logger: txmqtest.DiscardLogger(), Node: core.NodeOptions{Registry: reg}})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "greetings", txmq.QueueConfig[string]{Transactional: txmq.Try})
+	app2, err := txmq.Open(ctx, &txmq.Config{Backend: "memory://", Logger: txmqtest.DiscardLogger(), Node: txmq.NodeOptions{Registry: reg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +74,7 @@ func TestOpenMemory(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("message not delivered")
 	}
-	for _, a := range []*App{app, app2} {
+	for _, a := range []*txmq.App{app, app2} {
 		if err := a.Close(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +89,7 @@ func TestOpenErrorsRedactPasswords(t *testing.T) {
 	ctx := context.Background()
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	for _, cfg := range []*Config{
+	for _, cfg := range []*txmq.Config{
 		{Backend: "nosuch://u:hunter2@h"},
 		{Backend: "memory://", DatabaseURL: "postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=1"},
 		{Backend: "memory://?bogus=1"},
@@ -92,7 +97,7 @@ func TestOpenErrorsRedactPasswords(t *testing.T) {
 		{Backend: "memory://", Drain: []string{"postgres://u@127.0.0.1:1/db?sslmode=bogus&sslpassword=hunter2"}},
 	} {
 		cfg.Logger = log
-		_, err := Open(ctx, cfg)
+		_, err := txmq.Open(ctx, cfg)
 		if err == nil {
 			t.Fatalf("Open(%s) succeeded", cfg.Backend)
 		}
@@ -119,19 +124,19 @@ func TestOpenRedactsPasswordParameters(t *testing.T) {
 	if strings.Contains(dbURL, "?") {
 		sep = "&"
 	}
-	app, err := Open(ctx, &Config{Backend: "memory://", DatabaseURL: dbURL + sep + "password=hunter2", Schema: schema, Logger: log})
+	app, err := txmq.Open(ctx, &txmq.Config{Backend: "memory://", DatabaseURL: dbURL + sep + "password=hunter2", Schema: schema, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := app.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []*Config{
+	for _, cfg := range []*txmq.Config{
 		{Backend: "memory://", DatabaseURL: "postgres://u@127.0.0.1:1/db?connect_timeout=1&password=hunter2"},
 		{Backend: "memory://", DatabaseURL: "host=127.0.0.1 port=1 user=u dbname=db connect_timeout=1 password=hunter2"},
 	} {
 		cfg.Logger = log
-		if _, err := Open(ctx, cfg); err == nil {
+		if _, err := txmq.Open(ctx, cfg); err == nil {
 			t.Fatal("Open of an unreachable database succeeded")
 		} else if strings.Contains(err.Error(), "hunter2") {
 			t.Fatalf("error leaks a password: %v", err)
@@ -153,10 +158,10 @@ func TestOpenWithDatabaseAndDrain(t *testing.T) {
 	schema := testenv.PostgresSchema(t, pool)
 	oldName, newName := testenv.UniqueName("old"), testenv.UniqueName("new")
 
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "orders", core.QueueConfig[string]{Transactional: core.Require, MaxAttempts: 1})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "orders", txmq.QueueConfig[string]{Transactional: txmq.Require, MaxAttempts: 1})
 	// Work left in the old backend by the app before the swap.
-	before, err := Open(ctx, &Config{Backend: "memory://" + oldName, Logger: txmqtest.DiscardLogger(), Node: core.NodeOptions{Registry: reg}})
+	before, err := txmq.Open(ctx, &txmq.Config{Backend: "memory://" + oldName, Logger: txmqtest.DiscardLogger(), Node: txmq.NodeOptions{Registry: reg}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,11 +178,11 @@ func TestOpenWithDatabaseAndDrain(t *testing.T) {
 	_ = before.Node.Close(ctx)
 
 	var logs syncBuffer
-	app, err := Open(ctx, &Config{
+	app, err := txmq.Open(ctx, &txmq.Config{
 		Backend: "memory://" + newName, DatabaseURL: dbURL, Schema: schema,
 		Drain: []string{"memory://" + oldName}, DrainCheckInterval: 50 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-		Node:   core.NodeOptions{Registry: reg, PollWait: 50 * time.Millisecond},
+		Node:   txmq.NodeOptions{Registry: reg, PollWait: 50 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -222,10 +227,10 @@ func TestOpenWithDatabaseAndDrain(t *testing.T) {
 }
 
 func rawBatch(queue string, msgs ...string) core.OutgoingBatch {
-	env := &core.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
+	env := &envelope.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
 	for _, m := range msgs {
 		env.MessageIDs = append(env.MessageIDs, core.NewID())
 		env.Messages = append(env.Messages, []byte(`"`+m+`"`))
 	}
-	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: core.EncodeEnvelope(env), Messages: len(msgs)}
+	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: envelope.Encode(env), Messages: len(msgs)}
 }

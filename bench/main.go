@@ -44,9 +44,9 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/sqljobs"
 	"github.com/txmq/txmq/bench/internal/txmqbench"
-	"github.com/txmq/txmq/core"
 )
 
 var (
@@ -208,9 +208,9 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int, profi
 	}
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "bench", core.QueueConfig[benchMsg]{Transactional: core.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: core.Cap(*workers)})
-	pub, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "bench", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: txmq.Cap(*workers)})
+	pub, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -257,7 +257,7 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int, profi
 
 	var got atomic.Int64
 	done := make(chan struct{})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet})
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -499,9 +499,9 @@ func txmqSteady(ctx context.Context, pool *pgxpool.Pool) steadyResult {
 	defer drop()
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "steady", core.QueueConfig[int64]{Transactional: core.Try, MaxConcurrentBatches: core.Cap(*workers)})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "steady", txmq.QueueConfig[int64]{Transactional: txmq.Try, MaxConcurrentBatches: txmq.Cap(*workers)})
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -664,13 +664,13 @@ func txmqIdle(ctx context.Context) idleResult {
 	defer drop()
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
-	reg := core.NewRegistry()
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet})
+	reg := txmq.NewRegistry()
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet})
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, name := range queueNames() {
-		q := core.MustDeclare(reg, name, core.QueueConfig[int]{Transactional: core.Try, MaxConcurrentBatches: core.Cap(1)})
+		q := txmq.MustDeclareIn(reg, name, txmq.QueueConfig[int]{Transactional: txmq.Try, MaxConcurrentBatches: txmq.Cap(1)})
 		if err := q.Listen(node, func(context.Context, []int) error { return nil }); err != nil {
 			log.Fatal(err)
 		}

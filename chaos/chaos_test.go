@@ -41,6 +41,10 @@ type scenario struct {
 	// lossy, when set, says why this backend loses acknowledged data by its nature under this
 	// fault: its figures are printed but missing and overlaps do not fail the test.
 	lossy string
+	// settledAfter, when set on a lossy scenario, still fails the test when a message committed
+	// more than this long after the last fault ended was never delivered: what the backend
+	// loses by nature is lost during the fault, and the service must work again after it.
+	settledAfter time.Duration
 	// inject runs the fault(s) and returns their windows. It runs on its own goroutine: it
 	// reports problems as an error, never through t.
 	inject func(r *rig) ([]fault, error)
@@ -91,6 +95,7 @@ func TestChaos(t *testing.T) {
 		{name: "sqljobs", scenarios: sqljobsScenarios},
 		{name: "redis", scenarios: redisScenarios},
 		{name: "nats", scenarios: natsScenarios},
+		{name: "redis-cluster", scenarios: redisClusterScenarios},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()
@@ -285,6 +290,12 @@ func runScenario(t *testing.T, backend string, app *appDB, sc scenarioRun) {
 	}
 	if sc.lossy != "" {
 		t.Logf("chaos[%s]: %s", name, sc.lossy)
+		if sc.settledAfter > 0 && len(faults) > 0 {
+			if late := missingAfter(committed, runs, faults[len(faults)-1].end.Add(sc.settledAfter)); len(late) > 0 {
+				t.Errorf("chaos[%s]: %d messages committed more than %v after the fault ended were never delivered (for example %v): the backend did not work again after the fault",
+					name, len(late), sc.settledAfter, late[:min(len(late), 5)])
+			}
+		}
 		return
 	}
 	if f.missing != 0 {
@@ -293,6 +304,25 @@ func runScenario(t *testing.T, backend string, app *appDB, sc scenarioRun) {
 	if f.overlaps != 0 {
 		t.Errorf("chaos[%s]: %d runs of the Exclusive queue overlapped another run", name, f.overlaps)
 	}
+}
+
+// missingAfter returns the keys committed after since that no successful run delivered.
+func missingAfter(committed map[string]commit, runs []*runRec, since time.Time) []string {
+	seen := map[string]bool{}
+	for _, r := range runs {
+		if r.ok {
+			for _, k := range r.keys {
+				seen[k] = true
+			}
+		}
+	}
+	var out []string
+	for k, c := range committed {
+		if c.at.After(since) && !seen[k] {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // report prints the figure line on stdout and appends it to $TXMQ_CHAOS_SUMMARY.

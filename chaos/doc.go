@@ -5,7 +5,9 @@
 // (kill -9 of workers, the backend paused with SIGSTOP for longer than the lease, the backend
 // killed and restarted on the same data directory, the app database's connections cut through
 // a TCP proxy), and checks what was delivered against the ground truth the publisher committed
-// in PostgreSQL.
+// in PostgreSQL. A Redis Cluster of three masters and three replicas gets one drill of its own,
+// redis-cluster/kill-master: the master holding the work queue is killed and a replica promoted
+// (see cluster_test.go).
 //
 // Each scenario prints one line, and appends it to the file $TXMQ_CHAOS_SUMMARY names:
 //

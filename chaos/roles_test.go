@@ -15,12 +15,13 @@ import (
 	"syscall"
 	"time"
 
+	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/core"
 )
 
 // msg is the message of both chaos queues: a key unique across the whole scenario.
@@ -34,11 +35,11 @@ type msg struct {
 // is immediate. MaxAttempts is high so that only a real loss (never the retry policy) can
 // make a committed message missing.
 var (
-	workQueue = core.MustDeclare(nil, "chaos_work", core.QueueConfig[msg]{
-		Transactional: core.Try, MaxBatchMessages: 20, MaxConcurrentBatches: core.Cap(4), MaxAttempts: 25,
+	workQueue = txmq.MustDeclare("chaos_work", txmq.QueueConfig[msg]{
+		Transactional: txmq.Try, MaxBatchMessages: 20, MaxConcurrentBatches: txmq.Cap(4), MaxAttempts: 25,
 	})
-	exclQueue = core.MustDeclare(nil, "chaos_excl", core.QueueConfig[msg]{
-		Transactional: core.Try, MaxBatchMessages: 20, Exclusive: true, MaxAttempts: 25,
+	exclQueue = txmq.MustDeclare("chaos_excl", txmq.QueueConfig[msg]{
+		Transactional: txmq.Try, MaxBatchMessages: 20, Exclusive: true, MaxAttempts: 25,
 	})
 )
 
@@ -112,7 +113,7 @@ func openApp(ctx context.Context, log *slog.Logger, drops *sync.Map) (*txmq.App,
 	cfg.Node.Lease = lease
 	cfg.Node.ClaimTimeout = lease
 	cfg.Node.PollWait = 200 * time.Millisecond
-	cfg.Node.Hooks = &core.Hooks{Dropped: func(queue, reason string, messages int) {
+	cfg.Node.Hooks = &txmq.Hooks{Dropped: func(queue, reason string, messages int) {
 		v, _ := drops.LoadOrStore(queue+"/"+reason, new(atomic.Int64))
 		v.(*atomic.Int64).Add(int64(messages))
 	}}

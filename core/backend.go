@@ -23,8 +23,11 @@ import (
 //     DelaySeconds, a NATS schedule in server time) plus the delay, never the publisher's
 //     absolute due time, which is on another clock. This holds for delays beyond the backend's
 //     native cap too.
-//   - Fetch claims at most Free batches for each requested queue (Unlimited means no cap, but an
-//     adapter may return fewer), only due batches, and only for the queues in the request.
+//   - Fetch claims at most Free batches for each requested queue and at most Max in all, only
+//     due batches, and only for the queues in the request. A node sends a normalised request
+//     (see FetchRequest.Normalize: every Free concrete, between 1 and Max, an Exclusive queue's
+//     1); an adapter's Fetch calls req.Normalize() first (free for a normal request) so a
+//     hand-built one means the same, and never re-derives limits or defaults of its own.
 //   - Exclusive queues have at most one claimed batch in the whole cluster: the adapter enforces
 //     it with its own mechanism, across every node sharing the backend, released on Ack, Retry,
 //     Drop and on lease expiry.
@@ -37,7 +40,9 @@ import (
 //     Deliveries (a retry in place). Either way core's attempt count stays right, because core
 //     counts a run as Envelope.Attempt + Claim.Deliveries.
 //   - Fetch honours ctx: cancellation interrupts waiting, but a claim the backend already made
-//     must be returned (with a nil error), never silently stranded.
+//     is returned (with a nil error) or, when its reply was lost to the cancellation, comes
+//     back after its lease; never stranded. The package doc's "Rules every adapter follows"
+//     states the rest: concurrency, Body ownership, Close, no retries of its own, cancellation.
 type Backend interface {
 	// Publish stores one encoded batch.
 	Publish(ctx context.Context, b OutgoingBatch) error
@@ -52,19 +57,23 @@ type Backend interface {
 
 	// Retry releases the claim and makes the batch claimable again after delay. body is the
 	// batch re-encoded with its attempt count updated; see the type doc for rewrite vs in place.
+	// body is the adapter's for the call only: one that keeps it copies it.
 	Retry(ctx context.Context, c *Claim, body []byte, delay time.Duration) error
 
 	// Drop removes a batch that core has given up on (after it reached the dead-letter sink,
 	// if one is configured). reason is one of the Reason constants, for the adapter's own logs.
 	Drop(ctx context.Context, c *Claim, reason string) error
 
-	// Extend pushes the claim's lease to now+lease and updates c.LeaseUntil.
+	// Extend pushes the claim's lease to now+lease and updates c.LeaseUntil (a node always
+	// passes its lease; LeaseOr gives the default for a hand-made call without one).
 	Extend(ctx context.Context, c *Claim, lease time.Duration) error
 
 	// Depths reports how many batches of each named queue are ready, in flight and delayed.
 	Depths(ctx context.Context, queues []string) (map[string]Depth, error)
 
-	// Close releases the adapter's resources. Batches stay stored.
+	// Close ends waiting fetches and releases the adapter's resources; later calls fail with
+	// an error wrapping ErrClosed, and closing twice returns nil. Batches stay stored (in the
+	// memory adapter the store is the client: they go with it).
 	Close() error
 }
 
@@ -76,7 +85,8 @@ type PollWaitHinter interface {
 	PollWaitHint() time.Duration
 }
 
-// Unlimited is the Free value of a queue without a concurrency cap on this node.
+// Unlimited is the Free value of a queue without a concurrency cap, in a hand-built request;
+// Normalize turns it into Max, and a node never sends it.
 const Unlimited = -1
 
 // OutgoingBatch is one encoded batch on its way into a backend.
@@ -85,8 +95,9 @@ type OutgoingBatch struct {
 	ID string
 	// Queue is the declared queue name.
 	Queue string
-	// Body is the encoded envelope; opaque to adapters. Core never modifies it once it is
-	// passed to Publish.
+	// Body is the encoded envelope; opaque to adapters. It is the adapter's for the duration
+	// of Publish only: the caller may reuse the buffer once Publish returns, so an adapter that
+	// keeps the bytes copies them.
 	Body []byte
 	// Delay is how long after this publish the batch may first be claimed, measured from the
 	// moment the backend stores it on the backend's own clock; 0 means now. Core (and the
@@ -102,6 +113,14 @@ type OutgoingBatch struct {
 	Exclusive bool
 	// Messages is the number of messages in the batch, for metrics and logs.
 	Messages int
+	// Key is the batch's ordering key on an ordered queue (every message of the batch has it),
+	// empty on other queues. An adapter that implements KeyOrderer keeps the batches of one
+	// queue and key in order (see KeyOrderer); the key is also inside Body (the envelope), so
+	// a retry, a replay or a drain keeps it.
+	Key string
+	// MessageIDs are the ids of the batch's messages, in order, when the engine built it (for
+	// the ledger); nil otherwise. Adapters ignore it.
+	MessageIDs []string
 }
 
 // DelayFrom returns how long the batch must wait before it may be claimed: Delay when it is
@@ -121,11 +140,15 @@ func (b OutgoingBatch) DelayFrom(now time.Time) time.Duration {
 type QueueSlots struct {
 	// Queue is the declared queue name.
 	Queue string
-	// Free is how many batches this node can start now for the queue, or Unlimited. It is
-	// never 0: full queues are left out of the request.
+	// Free is how many batches this node can start now for the queue: between 1 and the
+	// request's Max (full queues are left out of the request), 1 for an Exclusive queue, Max
+	// for a queue without a cap. Hand-built requests may say Unlimited (see Normalize).
 	Free int
 	// Exclusive asks for cluster-wide mutual exclusion on this queue.
 	Exclusive bool
+	// Ordered reports the queue's Ordered setting (its batches carry keys), for adapters
+	// that store keyed batches apart and must know where to look (SQS's FIFO queue).
+	Ordered bool
 }
 
 // FetchRequest asks an adapter for work.
@@ -134,12 +157,14 @@ type FetchRequest struct {
 	Node string
 	// Queues lists the queues this node listens to and has free slots for.
 	Queues []QueueSlots
-	// Lease is how long a claim stays valid unless extended.
+	// Lease is how long a claim stays valid unless extended (the node's NodeOptions.Lease;
+	// DefaultLease in a hand-built request without one).
 	Lease time.Duration
 	// Wait is how long Fetch may block when nothing is due; 0 means return at once.
 	Wait time.Duration
-	// Max caps the total number of claims returned when every queue is Unlimited; adapters
-	// treat it as a hint.
+	// Max caps the total number of claims one Fetch returns, across all its queues (the
+	// node's NodeOptions.FetchMax; DefaultFetchMax in a hand-built request without one). An
+	// adapter that must fix each queue's number up front splits it with Shares.
 	Max int
 }
 
@@ -149,8 +174,10 @@ type Claim struct {
 	Queue string
 	// ID is the batch id the adapter stored it under.
 	ID string
-	// Body is the encoded envelope as stored. It is read-only: core never modifies it, so an
-	// adapter may hand out the slice it stores without copying it.
+	// Body is the encoded envelope as stored. It is the caller's once Fetch returns and
+	// read-only: core never modifies it, so an adapter may hand out a slice it stores without
+	// copying it, as long as the adapter never writes to that slice either (a Retry's rewrite
+	// stores a new slice).
 	Body []byte
 	// Deliveries counts how many times the backend handed out this body since it was stored or
 	// last rewritten by Retry, this delivery included (1 on the first). Only hand-outs count:
@@ -172,7 +199,15 @@ type Depth struct {
 	InFlight int64
 	// Delayed batches are waiting for their NotBefore or retry time.
 	Delayed int64
+	// OldestReady is when the longest-waiting ready batch became claimable (published, due,
+	// retried or its lease ran out), on the backend's clock. Optional for adapters: zero when
+	// no batch is ready or the backend cannot tell cheaply within its Depths call. It is never
+	// set while Ready is 0. Compare depths' counts with Counts, not ==.
+	OldestReady time.Time
 }
+
+// Counts returns d without OldestReady, for comparing batch counts.
+func (d Depth) Counts() Depth { return Depth{Ready: d.Ready, InFlight: d.InFlight, Delayed: d.Delayed} }
 
 // Reasons a batch is dropped; used in metrics labels, logs and the dead-letter store.
 const (

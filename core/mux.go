@@ -35,6 +35,14 @@ func RegisterBackend(scheme string, open Opener) {
 	openers[scheme] = open
 }
 
+// RegisterSchemes is RegisterBackend for each of schemes, with one opener: for an adapter
+// reachable under several names (redis:// and rediss://), from its package's init func.
+func RegisterSchemes(open Opener, schemes ...string) {
+	for _, s := range schemes {
+		RegisterBackend(s, open)
+	}
+}
+
 // Schemes returns the registered URL schemes, sorted.
 func Schemes() []string {
 	openersMu.RLock()
@@ -63,6 +71,10 @@ func OpenBackend(ctx context.Context, rawURL string) (Backend, error) {
 		return nil, fmt.Errorf("%w: backend URL %s has no scheme; write scheme://..., one of: %s (import the adapter package to register its scheme)", ErrInvalidConfig, shown, strings.Join(Schemes(), ", "))
 	}
 	if open == nil {
+		scheme := strings.ToLower(u.Scheme)
+		if pkg, ok := adapterOf[scheme]; ok {
+			return nil, fmt.Errorf("%w: backend URL %s: scheme %q is not registered in this program (registered: %s); its adapter registers it when imported: add import _ %q to your main package, or _ \"github.com/txmq/txmq/adapters/all\" for every backend", ErrInvalidConfig, shown, scheme, strings.Join(Schemes(), ", "), pkg)
+		}
 		return nil, fmt.Errorf("%w: backend URL %s: unknown scheme %q; registered schemes: %s (import the adapter package to register its scheme)", ErrInvalidConfig, shown, RedactText(u.Scheme, rawURL), strings.Join(Schemes(), ", "))
 	}
 	b, err := open(ctx, u)
@@ -70,6 +82,21 @@ func OpenBackend(ctx context.Context, rawURL string) (Backend, error) {
 		return nil, &openError{shown: shown, err: RedactError(err, rawURL)}
 	}
 	return b, nil
+}
+
+// adapterOf names the package of this module's adapter for each of their schemes, for the
+// error of an app that opens one without importing it.
+var adapterOf = map[string]string{
+	"memory":         "github.com/txmq/txmq/adapters/memory",
+	"postgres":       "github.com/txmq/txmq/adapters/sqljobs",
+	"postgresql":     "github.com/txmq/txmq/adapters/sqljobs",
+	"redis":          "github.com/txmq/txmq/adapters/redis",
+	"rediss":         "github.com/txmq/txmq/adapters/redis",
+	"redis+cluster":  "github.com/txmq/txmq/adapters/redis",
+	"rediss+cluster": "github.com/txmq/txmq/adapters/redis",
+	"sqs":            "github.com/txmq/txmq/adapters/sqs",
+	"awssqs":         "github.com/txmq/txmq/adapters/sqs",
+	"nats":           "github.com/txmq/txmq/adapters/nats",
 }
 
 // openError is an opener's error with the URL it was opening. Its text has one "txmq: " prefix:

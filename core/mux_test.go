@@ -52,3 +52,23 @@ func TestOpenBackendErrorsHaveOnePrefix(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenBackendNamesTheImport: a scheme of this module's adapters that the program did not
+// import fails with an error that names the import to add (core's tests import no adapter).
+func TestOpenBackendNamesTheImport(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ url, pkg string }{
+		{"redis://127.0.0.1:6379/0", "github.com/txmq/txmq/adapters/redis"},
+		{"postgres://u:secretpw@127.0.0.1/db", "github.com/txmq/txmq/adapters/sqljobs"},
+		{"sqs://127.0.0.1:4566", "github.com/txmq/txmq/adapters/sqs"},
+		{"nats://tok@127.0.0.1:4222", "github.com/txmq/txmq/adapters/nats"},
+	} {
+		_, err := OpenBackend(context.Background(), tc.url)
+		if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), `import _ "`+tc.pkg+`"`) || !strings.Contains(err.Error(), "adapters/all") {
+			t.Errorf("OpenBackend(%s) = %v; want ErrInvalidConfig naming import _ %q and adapters/all", Redact(tc.url), err, tc.pkg)
+		}
+		if strings.Contains(err.Error(), "secretpw") || strings.Contains(err.Error(), "tok@") {
+			t.Errorf("OpenBackend(%s): the error shows a secret: %v", Redact(tc.url), err)
+		}
+	}
+}

@@ -45,139 +45,43 @@ type Pending struct {
 	NotBefore time.Time
 	// Trace is the publisher's trace context, if any.
 	Trace map[string]string
+	// Key is the ordering key of an ordered queue's publish (empty otherwise): batches hold
+	// the messages of one key only, in the order the key's publishes were made or staged.
+	Key string
 
-	spec  *queueSpec
-	clock Clock // the publishing node's clock, on which NotBefore was computed
-	// maxBatchBytes is the batch size limit in force when the call was published (0: none).
-	maxBatchBytes int
+	// Batcher is what cuts this publish into batches: the queue's settings, the publishing
+	// node's clock (on which NotBefore was computed) and the size limits in force when the call
+	// was published. The node that made the Pending sets it; a Tx passes it on untouched.
+	Batcher Batcher
+}
+
+// Batcher cuts the Pendings of one queue into encoded batches. The engine implements it; a Tx
+// (the outbox) reaches it through Batches.
+type Batcher interface {
+	// Batches cuts ps (all of one queue) into batches; see the package function Batches.
+	Batches(ps []*Pending, now time.Time) ([]OutgoingBatch, error)
 }
 
 // Batches applies the queue's Dedup to the messages of ps, cuts them into batches of at most
 // MaxBatchMessages and at most the batch size limit in force at publish (see the package doc's
 // size limits), and encodes each. All of ps must be of one queue; messages with different
-// NotBefore times go in different batches (in order of first appearance), each with the trace
+// NotBefore times (or, on an ordered queue, different keys) go in different batches (in order of first appearance; on an ordered queue in publish order per key), each with the trace
 // context of its first publish. Each batch's Delay is its due time minus the publishing node's
 // clock now (now when the Pending was not made by a node). The outbox calls it before commit.
 func Batches(ps []*Pending, now time.Time) ([]OutgoingBatch, error) {
-	return batches(ps, now, true)
-}
-
-// dueKey identifies a due time exactly (time.Time is not a safe map key).
-type dueKey struct {
-	sec  int64
-	nsec int
-}
-
-func batches(ps []*Pending, now time.Time, dedup bool) ([]OutgoingBatch, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
-	spec := ps[0].spec
-	if spec == nil {
-		return nil, fmt.Errorf("%w: Pending for queue %q was not made by core", ErrInvalidConfig, ps[0].Queue)
+	if ps[0].Batcher == nil {
+		return nil, fmt.Errorf("%w: Pending for queue %q was not made by a node (no Batcher)", ErrInvalidConfig, ps[0].Queue)
 	}
-	type group struct {
-		due      time.Time
-		clock    Clock
-		trace    map[string]string
-		count    int
-		msgs     []Message
-		maxBytes int // the lowest batch size limit of its publishes; 0: none
-	}
-	// First pass: find each publish's group (by exact due time) and count the messages, so
-	// that each group's slice is allocated once. Most flushes have a single group.
-	var (
-		groups []group
-		index  map[dueKey]int
-		of     = make([]int, len(ps))
-	)
-	for i, p := range ps {
-		if p.spec != spec {
-			return nil, fmt.Errorf("%w: Batches got queues %q and %q together; call it per queue", ErrInvalidConfig, spec.name, p.Queue)
-		}
-		g := len(groups) - 1
-		switch {
-		case g >= 0 && groups[g].due.Equal(p.NotBefore):
-		case g < 0:
-			groups = append(groups, group{due: p.NotBefore, clock: p.clock, trace: p.Trace})
-			g = 0
-		default:
-			if index == nil { // a second due time: until now there was one group
-				index = map[dueKey]int{{groups[0].due.Unix(), groups[0].due.Nanosecond()}: 0}
-			}
-			k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond()}
-			var ok bool
-			if g, ok = index[k]; !ok {
-				g = len(groups)
-				index[k] = g
-				groups = append(groups, group{due: p.NotBefore, clock: p.clock, trace: p.Trace})
-			}
-		}
-		of[i] = g
-		groups[g].count += len(p.Messages)
-		if l := p.maxBatchBytes; l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
-			groups[g].maxBytes = l
-		}
-	}
-	for i, p := range ps {
-		g := &groups[of[i]]
-		if g.msgs == nil {
-			g.msgs = make([]Message, 0, g.count)
-		}
-		g.msgs = append(g.msgs, p.Messages...)
-	}
-	var out []OutgoingBatch
-	for _, g := range groups {
-		msgs := g.msgs
-		if dedup && spec.dedup != nil {
-			var err error
-			if msgs, err = spec.dedup(msgs); err != nil {
-				return nil, err
-			}
-		}
-		var delay time.Duration
-		if !g.due.IsZero() {
-			pubNow := now
-			if g.clock != nil {
-				pubNow = g.clock.Now()
-			}
-			delay = g.due.Sub(pubNow)
-		}
-		out = appendBatches(out, spec, msgs, g.due, delay, g.trace, now, g.maxBytes)
-	}
-	return out, nil
+	return ps[0].Batcher.Batches(ps, now)
 }
 
-// appendBatches slices msgs by the queue's MaxBatchMessages and encodes each slice. due is the
-// publisher's due time and delay what is left of it by the publisher's clock; a batch whose
-// delay is not positive is due now (zero NotBefore and Delay, no due time in the envelope).
-// When maxBytes > 0, slices are also cut so that each encoded batch stays within maxBytes (at
-// least one message per batch).
-func appendBatches(out []OutgoingBatch, spec *queueSpec, msgs []Message, due time.Time, delay time.Duration, trace map[string]string, now time.Time, maxBytes int) []OutgoingBatch {
-	if delay <= 0 {
-		due, delay = time.Time{}, 0
-	}
-	for len(msgs) > 0 {
-		n := min(len(msgs), spec.maxBatch)
-		if maxBytes > 0 {
-			size := envelopeOverhead(spec.name, trace)
-			for i := range n {
-				size += len(msgs[i].Body) + len(msgs[i].ID) + perMessageOverhead
-				if i > 0 && size > maxBytes {
-					n = i
-					break
-				}
-			}
-		}
-		chunk := msgs[:n]
-		msgs = msgs[n:]
-		env := &Envelope{ID: NewID(), Queue: spec.name, Created: now, Due: due, Trace: trace,
-			MessageIDs: make([]string, n), Messages: make([]json.RawMessage, 0, n)}
-		for i, m := range chunk {
-			env.MessageIDs[i] = m.ID
-			env.Messages = append(env.Messages, m.Body)
-		}
-		out = append(out, OutgoingBatch{ID: env.ID, Queue: spec.name, Body: EncodeEnvelope(env), Delay: delay, NotBefore: due, Exclusive: spec.exclusive, Messages: n})
-	}
-	return out
+// Message is one encoded message of a publish call.
+type Message struct {
+	// ID is the message id, assigned at publish.
+	ID string
+	// Body is the message's JSON.
+	Body json.RawMessage
 }

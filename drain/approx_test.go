@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
 	"github.com/txmq/txmq/txmqtest"
@@ -159,14 +160,14 @@ func TestGatedExclusiveDoesNotSpin(t *testing.T) {
 	t.Parallel()
 	primary, oldMem := newMemory(t), newMemory(t)
 	old := &counting{Backend: oldMem}
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "x", core.QueueConfig[string]{Transactional: core.Never, Exclusive: true})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "x", txmq.QueueConfig[string]{Transactional: txmq.Never, Exclusive: true})
 	publish(t, oldMem, rawBatch("x", true, "old"))
 	if cs := fetch(t, oldMem, core.QueueSlots{Queue: "x", Free: 1, Exclusive: true}); len(cs) != 1 {
 		t.Fatalf("old fetch: %d claims", len(cs))
 	}
 	d := drain.New(primary, []core.Backend{old}, &drain.Options{Logger: txmqtest.DiscardLogger()})
-	node := txmqtest.StartNode(t, &core.NodeOptions{Backend: d, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 5 * time.Second})
+	node := txmqtest.StartNode(t, d, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 5 * time.Second})
 	if err := q.Listen(node, func(context.Context, []string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}

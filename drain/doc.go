@@ -6,7 +6,7 @@
 // TXMQ_DRAIN_BACKENDS=postgres://...; the root txmq package reads both and calls New):
 //
 //	be := drain.New(redisBackend, []core.Backend{sqlJobsBackend}, nil)
-//	node, _ := core.NewNode(&core.NodeOptions{Backend: be})
+//	node, _ := txmq.NewNode(be, nil)
 //
 // # What each call does
 //
@@ -36,8 +36,15 @@
 //     waits for its next run. Draining therefore takes at least as long as the longest retry
 //     chain in progress (with core's default backoff and budget, about 15 s).
 //   - Depths adds up the primary and every old backend, drained ones included.
-//   - Close closes the primary and every old backend. Old backends stay open until then, a
+//   - Close ends waiting fetches and closes the primary and every old backend; every later
+//     call fails with an error wrapping core.ErrClosed. Old backends stay open until then, a
 //     drained one included, for its re-checks (one idle client or pool each).
+//
+// # Ordered queues
+//
+// The wrapper does not implement core.KeyOrderer (it would have to run a key's batches on the
+// old backend before the new one's), so a node over it refuses an Ordered queue
+// (txmq.QueueConfig.Ordered) with an error naming the queue and the wrapper.
 //
 // # When an old backend is drained, and why that is not final
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/txmq/txmq/core"
@@ -55,6 +56,10 @@ type Backend struct {
 	mu       sync.Mutex
 	queues   map[string]bool // every queue Fetch was asked for so far
 	maxLease time.Duration   // the longest lease Fetch was asked for so far
+
+	closed    atomic.Bool
+	closeCtx  context.Context // cancelled by Close: ends waiting fetches
+	closeDone context.CancelFunc
 }
 
 var _ core.Backend = (*Backend)(nil)
@@ -77,6 +82,7 @@ func New(primary core.Backend, old []core.Backend, opts *Options) core.Backend {
 		o.RecheckInterval = DefaultRecheckInterval
 	}
 	d := &Backend{primary: primary, log: o.Logger, interval: o.CheckInterval, recheck: o.RecheckInterval, queues: map[string]bool{}}
+	d.closeCtx, d.closeDone = context.WithCancel(context.Background())
 	for i, b := range old {
 		if b == nil {
 			continue
@@ -105,11 +111,20 @@ func (d *Backend) Draining() []string {
 
 // Publish stores the batch in the primary backend.
 func (d *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
+	if err := d.usable("publish"); err != nil {
+		return err
+	}
 	return d.primary.Publish(ctx, b)
 }
 
 // Fetch asks the old backends first (without waiting), then the primary with the slots left.
 func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	if err := d.usable("fetch"); err != nil {
+		return nil, err
+	}
+	ctx, stop := d.closing(ctx)
+	defer stop()
+	req = req.Normalize()
 	d.remember(req)
 	left := append([]core.QueueSlots(nil), req.Queues...)
 	var out []*core.Claim
@@ -147,7 +162,7 @@ func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cla
 		return nil, nil
 	}
 	left = gated
-	if len(left) == 0 || (req.Max > 0 && len(out) >= req.Max && allUnlimited(left)) {
+	if len(left) == 0 || len(out) >= req.Max {
 		return out, nil
 	}
 	sub := req
@@ -160,6 +175,9 @@ func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cla
 	out = append(out, cs...)
 	if err != nil {
 		if len(out) == 0 {
+			if d.closed.Load() {
+				return nil, d.usable("fetch")
+			}
 			return nil, err
 		}
 		if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
@@ -171,6 +189,9 @@ func (d *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cla
 
 // Ack acknowledges the claim on the backend it came from.
 func (d *Backend) Ack(ctx context.Context, c *core.Claim) error {
+	if err := d.usable("ack"); err != nil {
+		return err
+	}
 	if h, ok := c.Handle.(*handle); ok {
 		return h.settle(c, func(b core.Backend) error { return b.Ack(ctx, h.inner) })
 	}
@@ -180,6 +201,9 @@ func (d *Backend) Ack(ctx context.Context, c *core.Claim) error {
 // Retry retries the claim on the backend it came from (an old backend keeps its own batches
 // until they finish; see the package doc).
 func (d *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay time.Duration) error {
+	if err := d.usable("retry"); err != nil {
+		return err
+	}
 	if h, ok := c.Handle.(*handle); ok {
 		return h.settle(c, func(b core.Backend) error { return b.Retry(ctx, h.inner, body, delay) })
 	}
@@ -188,6 +212,9 @@ func (d *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay t
 
 // Drop drops the claim on the backend it came from.
 func (d *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
+	if err := d.usable("drop"); err != nil {
+		return err
+	}
 	if h, ok := c.Handle.(*handle); ok {
 		return h.settle(c, func(b core.Backend) error { return b.Drop(ctx, h.inner, reason) })
 	}
@@ -196,6 +223,9 @@ func (d *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error 
 
 // Extend extends the claim's lease on the backend it came from and updates c.LeaseUntil.
 func (d *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
+	if err := d.usable("extend"); err != nil {
+		return err
+	}
 	h, ok := c.Handle.(*handle)
 	if !ok {
 		return d.primary.Extend(ctx, c, lease)
@@ -209,8 +239,12 @@ func (d *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration
 }
 
 // Depths adds up the depths of the primary and of every old backend, drained ones included
-// (a node still on the old setting may have published there since).
+// (a node still on the old setting may have published there since). OldestReady is the
+// earliest non-zero one among them.
 func (d *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
+	if err := d.usable("depths"); err != nil {
+		return nil, err
+	}
 	sum, err := d.primary.Depths(ctx, queues)
 	if err != nil {
 		return nil, err
@@ -232,14 +266,22 @@ func (d *Backend) Depths(ctx context.Context, queues []string) (map[string]core.
 			t.Ready += v.Ready
 			t.InFlight += v.InFlight
 			t.Delayed += v.Delayed
+			if !v.OldestReady.IsZero() && (t.OldestReady.IsZero() || v.OldestReady.Before(t.OldestReady)) {
+				t.OldestReady = v.OldestReady
+			}
 			out[q] = t
 		}
 	}
 	return out, nil
 }
 
-// Close closes the primary and every old backend not closed yet.
+// Close ends waiting fetches, closes the primary and every old backend not closed yet, and
+// makes every later call fail with an error wrapping core.ErrClosed. Closing twice is a no-op.
 func (d *Backend) Close() error {
+	if d.closed.Swap(true) {
+		return nil
+	}
+	d.closeDone()
 	errs := []error{d.primary.Close()}
 	for _, o := range d.olds {
 		errs = append(errs, o.closeNow())
@@ -322,29 +364,15 @@ func take(left []core.QueueSlots, queue string) []core.QueueSlots {
 		if left[i].Exclusive || left[i].Free == 1 {
 			return append(left[:i:i], left[i+1:]...)
 		}
-		if left[i].Free != core.Unlimited {
-			left[i].Free--
-		}
+		left[i].Free--
 		return left
 	}
 	return left
 }
 
-// maxLeft is the Max hint for the next backend after got claims (0: no hint).
+// maxLeft is the Max for the next backend after got claims of a request's limit.
 func maxLeft(limit, got int) int {
-	if limit <= 0 {
-		return limit
-	}
 	return max(limit-got, 1)
-}
-
-func allUnlimited(qs []core.QueueSlots) bool {
-	for _, q := range qs {
-		if q.Free != core.Unlimited {
-			return false
-		}
-	}
-	return true
 }
 
 func isZero(d core.Depth) bool { return d.Ready == 0 && d.InFlight == 0 && d.Delayed == 0 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
 	"github.com/txmq/txmq/txmqtest"
@@ -122,14 +123,14 @@ func TestExclusiveWaitsForOld(t *testing.T) {
 func TestDrainRunsOldWorkThenStopsPolling(t *testing.T) {
 	t.Parallel()
 	primary, old1, old2 := newMemory(t), newMemory(t), newMemory(t)
-	reg := core.NewRegistry()
-	q, err := core.Declare(reg, "jobs", core.QueueConfig[string]{Transactional: core.Never})
+	reg := txmq.NewRegistry()
+	q, err := txmq.DeclareIn(reg, "jobs", txmq.QueueConfig[string]{Transactional: txmq.Never})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []string
 	for i, old := range []core.Backend{old1, old2} {
-		n := txmqtest.StartNode(t, &core.NodeOptions{Backend: old, Registry: reg, Logger: txmqtest.DiscardLogger()})
+		n := txmqtest.StartNode(t, old, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger()})
 		for j := range 200 {
 			k := fmt.Sprintf("old%d-%d", i, j)
 			want = append(want, k)
@@ -147,7 +148,7 @@ func TestDrainRunsOldWorkThenStopsPolling(t *testing.T) {
 	pc, o1, o2 := &counting{Backend: primary}, &counting{Backend: old1}, &counting{Backend: old2}
 	d := drain.New(pc, []core.Backend{o1, o2}, &drain.Options{Logger: txmqtest.DiscardLogger(), CheckInterval: 50 * time.Millisecond})
 	rec := txmqtest.NewRecorder(func(s string) string { return s })
-	node := txmqtest.StartNode(t, &core.NodeOptions{Backend: d, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 50 * time.Millisecond})
+	node := txmqtest.StartNode(t, d, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 50 * time.Millisecond})
 	if err := rec.Listen(q, node, func(context.Context, []string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -197,8 +198,8 @@ func TestDrainRunsOldWorkThenStopsPolling(t *testing.T) {
 func TestExclusivePeakOneAcrossOldAndPrimary(t *testing.T) {
 	t.Parallel()
 	primary, old := newMemory(t), newMemory(t)
-	reg := core.NewRegistry()
-	q, err := core.Declare(reg, "reports", core.QueueConfig[string]{Transactional: core.Never, Exclusive: true, MaxBatchMessages: 1})
+	reg := txmq.NewRegistry()
+	q, err := txmq.DeclareIn(reg, "reports", txmq.QueueConfig[string]{Transactional: txmq.Never, Exclusive: true, MaxBatchMessages: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,10 +212,10 @@ func TestExclusivePeakOneAcrossOldAndPrimary(t *testing.T) {
 	var conc concurrency
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	var nodes []*core.Node
+	var nodes []*txmq.Node
 	for range 3 {
 		d := drain.New(&counting{Backend: primary}, []core.Backend{&counting{Backend: old}}, &drain.Options{Logger: txmqtest.DiscardLogger(), CheckInterval: 50 * time.Millisecond})
-		n := txmqtest.StartNode(t, &core.NodeOptions{Backend: d, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 20 * time.Millisecond})
+		n := txmqtest.StartNode(t, d, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 20 * time.Millisecond})
 		if err := q.Listen(n, func(_ context.Context, msgs []string) error {
 			conc.enter()
 			defer conc.leave()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
 )
@@ -47,13 +49,13 @@ func newMemory(t *testing.T) *memory.Backend {
 
 // rawBatch encodes a batch of string messages.
 func rawBatch(queue string, exclusive bool, msgs ...string) core.OutgoingBatch {
-	env := &core.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
+	env := &envelope.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
 	for _, m := range msgs {
 		b, _ := json.Marshal(m)
 		env.MessageIDs = append(env.MessageIDs, core.NewID())
 		env.Messages = append(env.Messages, b)
 	}
-	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: core.EncodeEnvelope(env), Exclusive: exclusive, Messages: len(msgs)}
+	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: envelope.Encode(env), Exclusive: exclusive, Messages: len(msgs)}
 }
 
 func publish(t *testing.T, b core.Backend, batches ...core.OutgoingBatch) {
@@ -80,7 +82,7 @@ func depth(t *testing.T, b core.Backend, queue string) core.Depth {
 	if err != nil {
 		t.Fatalf("Depths: %v", err)
 	}
-	return d[queue]
+	return d[queue].Counts() // OldestReady is checked by the Depth tests
 }
 
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, what string) {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+
 	_ "github.com/txmq/txmq/adapters/redis"
 	_ "github.com/txmq/txmq/adapters/sqljobs"
 	"github.com/txmq/txmq/core"

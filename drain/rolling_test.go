@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
 	"github.com/txmq/txmq/internal/testenv"
@@ -22,25 +23,25 @@ import (
 // they may be the same value for an in-process backend).
 func rollingDeploy(t *testing.T, primary, oldClient, oldPublisher core.Backend, opts drain.Options) {
 	t.Helper()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, testenv.UniqueName("rolling"), core.QueueConfig[string]{Transactional: core.Never})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, testenv.UniqueName("rolling"), txmq.QueueConfig[string]{Transactional: txmq.Never})
 	opts.Logger = txmqtest.TestLogger(t)
 	d := drain.New(primary, []core.Backend{oldClient}, &opts)
 	t.Cleanup(func() { _ = d.Close() })
 	db := d.(*drain.Backend)
 	rec := txmqtest.NewRecorder(func(s string) string { return s })
-	node := txmqtest.StartNode(t, &core.NodeOptions{Backend: d, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 50 * time.Millisecond})
+	node := txmqtest.StartNode(t, d, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: 50 * time.Millisecond})
 	if err := rec.Listen(q, node, func(context.Context, []string) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, func() bool { return len(db.Draining()) == 0 }, "the drain node declares the empty old backend drained")
 
-	oldNode := txmqtest.StartNode(t, &core.NodeOptions{Backend: oldPublisher, Registry: reg, Logger: txmqtest.DiscardLogger()})
+	oldNode := txmqtest.StartNode(t, oldPublisher, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger()})
 	var want []string
 	sent := map[string]time.Time{}
 	for i := range 12 {
 		for _, p := range []struct {
-			n   *core.Node
+			n   *txmq.Node
 			key string
 		}{{oldNode, fmt.Sprint("old-", i)}, {node, fmt.Sprint("new-", i)}} {
 			want = append(want, p.key)

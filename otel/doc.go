@@ -2,7 +2,7 @@
 // context is stored in the batch envelope, and the listener's context is its remote child, so
 // spans a listener starts join the publisher's trace.
 //
-//	opts := &core.NodeOptions{Backend: b}
+//	opts := &txmq.NodeOptions{}
 //	otel.Configure(opts) // uses the global propagator (otelapi.GetTextMapPropagator)
 //
 // A batch coalesces the messages of several publish calls; it carries the trace context of the

@@ -6,7 +6,7 @@ import (
 	otelapi "go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/propagation"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 )
 
 // Inject returns the trace context of ctx as a string map for a batch envelope, or nil when ctx
@@ -25,8 +25,8 @@ func Extract(ctx context.Context, trace map[string]string) context.Context {
 	return otelapi.GetTextMapPropagator().Extract(ctx, propagation.MapCarrier(trace))
 }
 
-// Configure sets opts.InjectTrace and opts.ExtractTrace to Inject and Extract.
-func Configure(opts *core.NodeOptions) {
-	opts.InjectTrace = Inject
-	opts.ExtractTrace = Extract
+// Configure sets opts.Tracer to a Tracer on the global provider and propagator: spans for
+// publish calls and listener runs, and the trace context carried through batches.
+func Configure(opts *txmq.NodeOptions) {
+	opts.Tracer = NewTracer(nil)
 }

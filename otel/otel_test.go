@@ -9,8 +9,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
-	"github.com/txmq/txmq/core"
 	txmqotel "github.com/txmq/txmq/otel"
 )
 
@@ -21,13 +21,13 @@ func TestTraceContextCrossesTheBackend(t *testing.T) {
 	pubCtx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: traceID, SpanID: spanID, TraceFlags: trace.FlagsSampled}))
 
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "traced", core.QueueConfig[int]{Transactional: core.Try})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "traced", txmq.QueueConfig[int]{Transactional: txmq.Try})
 	be := memory.New(nil)
 	defer be.Close()
-	opts := &core.NodeOptions{Backend: be, Registry: reg, FlushWindow: time.Millisecond}
+	opts := &txmq.NodeOptions{Registry: reg, FlushWindow: time.Millisecond}
 	txmqotel.Configure(opts)
-	n, err := core.NewNode(opts)
+	n, err := txmq.NewNode(be, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

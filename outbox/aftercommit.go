@@ -51,6 +51,9 @@ type afterCommit struct {
 
 	skipped int       // rows left to the sweep since the last log
 	logged  time.Time // when that log was last written
+
+	keyed int               // pending rows of ordered queues
+	busy  map[orderKey]bool // ordering keys a publisher is publishing rows of
 }
 
 // handOff queues rows, which a RunInTx transaction committed, for the after-commit
@@ -86,6 +89,11 @@ func (s *Store) handOff(rows []row) {
 		return
 	}
 	a.pending = append(a.pending, rows...)
+	for _, r := range rows {
+		if r.batch.Key != "" {
+			a.keyed++
+		}
+	}
 	if a.idle == nil {
 		a.idle = make(chan struct{})
 	}
@@ -105,9 +113,18 @@ func (s *Store) publishPending() {
 	a := &s.ac
 	for {
 		a.mu.Lock()
-		if len(a.pending) == 0 || a.abandon {
-			left := len(a.pending)
-			a.pending = nil
+		var page []row
+		var mine map[orderKey]bool
+		if !a.abandon {
+			page, mine = a.takePage()
+		}
+		if len(page) == 0 {
+			// Nothing left, Close gave up, or every pending row waits for an ordering key
+			// that another publisher holds (that publisher takes them next).
+			left := 0
+			if a.abandon {
+				left, a.pending, a.keyed = len(a.pending), nil, 0
+			}
 			a.active--
 			if a.active == 0 && a.idle != nil {
 				close(a.idle)
@@ -119,12 +136,59 @@ func (s *Store) publishPending() {
 			}
 			return
 		}
+		a.mu.Unlock()
+		s.publishCommitted(page)
+		if len(mine) > 0 {
+			a.mu.Lock()
+			for k := range mine {
+				delete(a.busy, k)
+			}
+			a.mu.Unlock()
+		}
+	}
+}
+
+// takePage takes the next page of pending rows, under a.mu. Rows of an ordering key that
+// another publisher holds stay pending, and so do the later rows of that key, so that one
+// key's rows are published by one publisher at a time, in the order they were committed;
+// the keys taken are marked busy and returned.
+func (a *afterCommit) takePage() ([]row, map[orderKey]bool) {
+	if a.keyed == 0 {
 		n := min(len(a.pending), afterCommitPage)
 		page := a.pending[:n:n]
 		a.pending = a.pending[n:]
-		a.mu.Unlock()
-		s.publishCommitted(page)
+		return page, nil
 	}
+	var page, rest []row
+	var mine, held map[orderKey]bool
+	for _, r := range a.pending {
+		if len(page) >= afterCommitPage {
+			rest = append(rest, r)
+			continue
+		}
+		if r.batch.Key != "" {
+			k := orderKey{r.batch.Queue, r.batch.Key}
+			if held[k] || (a.busy[k] && !mine[k]) {
+				if held == nil {
+					held = map[orderKey]bool{}
+				}
+				held[k] = true
+				rest = append(rest, r)
+				continue
+			}
+			if mine == nil {
+				mine = map[orderKey]bool{}
+			}
+			if a.busy == nil {
+				a.busy = map[orderKey]bool{}
+			}
+			mine[k], a.busy[k] = true, true
+			a.keyed--
+		}
+		page = append(page, r)
+	}
+	a.pending = rest
+	return page, mine
 }
 
 // WaitIdle waits until the after-commit publishing of every RunInTx that returned before the
@@ -150,8 +214,8 @@ func (s *Store) WaitIdle(ctx context.Context) error {
 }
 
 // closeAfterCommit refuses further hand-offs and waits, until ctx is done, for the
-// publishers to publish the rows already handed over; then they stop after their current
-// page and the rest stays in the outbox.
+// publishers to publish the rows already handed over; then they start no other publish (the
+// one in progress, if any, ends on its own) and the rest stays in the outbox.
 func (s *Store) closeAfterCommit(ctx context.Context) error {
 	a := &s.ac
 	a.mu.Lock()
@@ -202,14 +266,26 @@ func (s *Store) publishCommitted(rows []row) {
 			"rows", len(rows), "error", err)
 		return
 	}
-	var published, released []int64
+	guard, err := s.newOrderGuard(db, s.pool, claimed)
+	if err != nil {
+		s.log.Error("txmq outbox: checking the order of committed rows failed; they stay in the outbox for the recovery sweep",
+			"rows", len(claimed), "error", err)
+		s.releaseCommitted(db, appendIDs(nil, claimed))
+		return
+	}
+	var published, released, waiting []int64
 	for i, r := range claimed {
-		if pub.Err() != nil { // the page's budget is spent: leave the rest to the sweep
+		if pub.Err() != nil || s.abandoned() { // the page's budget is spent, or Close gave up: leave the rest to the sweep
 			released = appendIDs(released, claimed[i:])
 			break
 		}
+		if !guard.may(r) { // an earlier row of its key is still in the table
+			waiting = append(waiting, r.id)
+			continue
+		}
 		perr := s.publishOne(pub, r.batch)
 		if perr == nil {
+			guard.done(r)
 			published = append(published, r.id)
 			s.safeHook(func() {
 				if s.o.Hooks != nil && s.o.Hooks.Published != nil {
@@ -218,7 +294,10 @@ func (s *Store) publishCommitted(rows []row) {
 			})
 			continue
 		}
-		unavailable := errors.Is(perr, core.ErrBackendUnavailable)
+		// A publish that ran out of the page's budget (the backend hangs) is the backend being
+		// unavailable too: the rows go to the sweep at once, without an attempt or a backoff,
+		// as a refused connection does (the sweep counts attempts of its own).
+		unavailable := errors.Is(perr, core.ErrBackendUnavailable) || pub.Err() != nil
 		s.safeHook(func() {
 			if s.o.Hooks != nil && s.o.Hooks.PublishFailed != nil {
 				s.o.Hooks.PublishFailed(r.batch.Queue, viaCommit, unavailable)
@@ -230,6 +309,7 @@ func (s *Store) publishCommitted(rows []row) {
 			released = appendIDs(released, claimed[i:])
 			break
 		}
+		guard.block(r)
 		s.recordCommitFailure(db, r, perr)
 	}
 	if len(published) > 0 {
@@ -239,11 +319,27 @@ func (s *Store) publishCommitted(rows []row) {
 				"rows", len(published), "error", err)
 		}
 	}
-	if len(released) > 0 {
-		if _, err := s.pool.Exec(db, `UPDATE `+s.outbox+` SET next_attempt_at = NULL WHERE id = ANY($1)`, released); err != nil {
-			s.log.Error("txmq outbox: giving back the lease of rows not published after commit failed; they are retried once it ends",
-				"rows", len(released), "error", err)
+	s.releaseCommitted(db, released)
+	if len(waiting) > 0 {
+		// Due now for the relay, which publishes them once the earlier rows of their keys are
+		// gone (no attempt counted).
+		if _, err := s.pool.Exec(db, `UPDATE `+s.outbox+` SET next_attempt_at = now() WHERE id = ANY($1)`, waiting); err != nil {
+			s.log.Error("txmq outbox: scheduling rows that wait for earlier rows of their ordering key failed; they are retried once their lease ends",
+				"rows", len(waiting), "error", err)
 		}
+		s.wake()
+	}
+}
+
+// releaseCommitted gives back the lease of after-commit rows not published: no next-attempt
+// time, so the sweep takes them over after Options.RecoveryAge.
+func (s *Store) releaseCommitted(db context.Context, ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	if _, err := s.pool.Exec(db, `UPDATE `+s.outbox+` SET next_attempt_at = NULL WHERE id = ANY($1)`, ids); err != nil {
+		s.log.Error("txmq outbox: giving back the lease of rows not published after commit failed; they are retried once it ends",
+			"rows", len(ids), "error", err)
 	}
 }
 
@@ -323,4 +419,11 @@ func appendIDs(ids []int64, rows []row) []int64 {
 		ids = append(ids, r.id)
 	}
 	return ids
+}
+
+// abandoned reports whether Close gave up waiting for the after-commit publishers.
+func (s *Store) abandoned() bool {
+	s.ac.mu.Lock()
+	defer s.ac.mu.Unlock()
+	return s.ac.abandon
 }

@@ -117,7 +117,10 @@ func TestCloseLeavesUnpublishedRowsInTheOutbox(t *testing.T) {
 	e := setup(t, func(o *outbox.Options) { o.PublishTimeout = 5 * time.Second })
 	release := e.hang(t)
 	ctx := context.Background()
-	for i := range 3 {
+	// More rows than publishers: some take a page of several rows, whose later rows must not be
+	// published once Close gave up (the backend answers again right after Close).
+	const rows = 12
+	for i := range rows {
 		if err := e.store.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 			return e.orders.Publish(ctx, e.node, msg{i})
 		}); err != nil {
@@ -135,7 +138,7 @@ func TestCloseLeavesUnpublishedRowsInTheOutbox(t *testing.T) {
 		t.Fatalf("Close took %v, want it bounded by its ctx (200 ms)", took)
 	}
 	if err := e.store.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return e.orders.Publish(ctx, e.node, msg{3})
+		return e.orders.Publish(ctx, e.node, msg{rows})
 	}); err != nil {
 		t.Fatalf("RunInTx after Close = %v; the store stays usable", err)
 	}
@@ -143,8 +146,8 @@ func TestCloseLeavesUnpublishedRowsInTheOutbox(t *testing.T) {
 	if err := e.store.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.outboxRows(t); n != 4 {
-		t.Fatalf("%d outbox rows after Close, want 4 (none published)", n)
+	if n := e.outboxRows(t); n != rows+1 {
+		t.Fatalf("%d outbox rows after Close, want %d (none published)", n, rows+1)
 	}
 	if n := len(e.be.published()); n != 0 {
 		t.Fatalf("%d batches published after Close, want 0", n)
@@ -181,7 +184,9 @@ func TestFullHandOffQueueLeavesRowsForTheSweep(t *testing.T) {
 	var logs lockedBuffer
 	e := setup(t, func(o *outbox.Options) {
 		o.PublishTimeout = 5 * time.Second
-		o.RecoveryAge = 50 * time.Millisecond
+		// An after-commit publisher gives up on a hung publish within the recovery age: it must
+		// outlast the 8 calls (slow under -race on a loaded machine) for the queue to stay full.
+		o.RecoveryAge = 2 * time.Second
 		o.BackoffBase = time.Millisecond
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
@@ -206,8 +211,7 @@ func TestFullHandOffQueueLeavesRowsForTheSweep(t *testing.T) {
 	}
 	release() // the hung publishes fail (an attempt each); the later ones go through
 	e.settle(t)
-	time.Sleep(60 * time.Millisecond) // past the recovery age
-	waitFor(t, 10*time.Second, "the sweep to publish the rows left in the outbox", func() bool {
+	waitFor(t, 15*time.Second, "the sweep to publish the rows left in the outbox (older than the recovery age)", func() bool {
 		if _, err := e.store.SweepOnce(ctx); err != nil {
 			t.Logf("SweepOnce: %v", err)
 		}

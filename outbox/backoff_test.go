@@ -41,7 +41,7 @@ func TestOptionsDefaults(t *testing.T) {
 func TestInsertSQL(t *testing.T) {
 	t.Parallel()
 	got := insertSQL(`"s"."t"`, 2, true)
-	want := `INSERT INTO "s"."t" (queue, batch_id, body, not_before, exclusive, next_attempt_at) VALUES ($1,$2,$3,clock_timestamp()+$4::bigint*interval '1 microsecond',$5,now()),($6,$7,$8,clock_timestamp()+$9::bigint*interval '1 microsecond',$10,now())`
+	want := `INSERT INTO "s"."t" (queue, batch_id, body, not_before, exclusive, order_key, next_attempt_at) VALUES ($1,$2,$3,clock_timestamp()+$4::bigint*interval '1 microsecond',$5,$6,now()),($7,$8,$9,clock_timestamp()+$10::bigint*interval '1 microsecond',$11,$12,now())`
 	if got != want {
 		t.Fatalf("insertSQL =\n%s\nwant\n%s", got, want)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
@@ -48,7 +50,7 @@ type DeadLetterRow struct {
 	Queue string
 	// BatchID is the batch id (empty if the batch could not be decoded).
 	BatchID string
-	// Body is the batch as stored (core.DecodeEnvelope reads it).
+	// Body is the batch as stored (envelope.Decode reads it).
 	Body []byte
 	// Exclusive is the queue's Exclusive setting when the batch was stored.
 	Exclusive bool
@@ -216,12 +218,12 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 			return fmt.Errorf("txmq outbox: dead letter %d (queue %q, batch %s) was replayed at %s and has not failed since: %w",
 				id, d.Queue, d.BatchID, d.ReplayedAt.Format(time.RFC3339), ErrAlreadyReplayed)
 		}
-		body, err := core.ReencodeAttempt(d.Body, 0)
+		body, err := envelope.ReencodeAttempt(d.Body, 0)
 		if err != nil {
 			return fmt.Errorf("txmq outbox: dead letter %d of queue %q (reason %s) is not a readable batch and cannot be replayed; inspect it and purge it: %w",
 				id, d.Queue, d.Reason, err)
 		}
-		env, err := core.DecodeEnvelope(body)
+		env, err := envelope.Decode(body)
 		if err != nil {
 			return fmt.Errorf("txmq outbox: dead letter %d of queue %q: %w", id, d.Queue, err)
 		}
@@ -229,7 +231,8 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 			return fmt.Errorf("%w: txmq outbox: dead letter %d is stored under queue %q but its batch names queue %q; not replayed",
 				core.ErrUndecodable, id, d.Queue, env.Queue)
 		}
-		b := core.OutgoingBatch{ID: env.ID, Queue: d.Queue, Body: body, Exclusive: d.Exclusive}
+		// A replayed batch of an ordered queue goes to the back of its key.
+		b := core.OutgoingBatch{ID: env.ID, Queue: d.Queue, Body: body, Exclusive: d.Exclusive, Key: env.Key}
 		pctx, cancel := context.WithTimeout(ctx, s.o.PublishTimeout)
 		err = s.publishOne(pctx, b)
 		cancel()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 )
@@ -14,7 +16,7 @@ import (
 func deadBatch(t *testing.T, queue string, attempt int) *core.DeadLetter {
 	t.Helper()
 	id := core.NewID()
-	body := core.EncodeEnvelope(&core.Envelope{ID: id, Queue: queue, Attempt: attempt, Created: time.Now(),
+	body := envelope.Encode(&envelope.Envelope{ID: id, Queue: queue, Attempt: attempt, Created: time.Now(),
 		MessageIDs: []string{core.NewID()}, Messages: []json.RawMessage{json.RawMessage(`{"n":1}`)}})
 	return &core.DeadLetter{Queue: queue, BatchID: id, Body: body, Reason: core.ReasonDeliveryExhausted,
 		Error: "listener failed", Attempts: attempt, Messages: 1, At: time.Now()}
@@ -68,7 +70,7 @@ func TestDeadLetters(t *testing.T) {
 	if len(pub) != 1 || pub[0].ID != a.BatchID || pub[0].Queue != "orders" {
 		t.Fatalf("replay published %+v", pub)
 	}
-	env, err := core.DecodeEnvelope(pub[0].Body)
+	env, err := envelope.Decode(pub[0].Body)
 	if err != nil || env.Attempt != 0 {
 		t.Fatalf("replayed envelope attempt = %v, %v; want 0", env, err)
 	}

@@ -5,11 +5,13 @@ import (
 	"log"
 	"os"
 
+	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
-	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -19,7 +21,7 @@ type Order struct {
 }
 
 // OrderPlaced is published if and only if the order's transaction commits.
-var OrderPlaced = core.MustDeclare(nil, "order-placed", core.QueueConfig[Order]{Transactional: core.Require})
+var OrderPlaced = txmq.MustDeclare("order-placed", txmq.QueueConfig[Order]{Transactional: txmq.Require})
 
 // Publishing in a transaction: the message becomes an outbox row of the same transaction, is
 // published right after the commit, and is never published if the transaction rolls back.
@@ -40,7 +42,7 @@ func ExampleStore_RunInTx() {
 	}
 	_ = store.Start(ctx) // the relay and the recovery sweep
 	defer store.Close(ctx)
-	node, err := core.NewNode(&core.NodeOptions{Backend: backend, Handoff: store, DeadLetters: store})
+	node, err := txmq.NewNode(backend, &txmq.NodeOptions{Handoff: store, DeadLetters: store})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func ExampleStore_WithTx() {
 	store, _ := outbox.New(pool, &outbox.Options{Backend: backend})
 	_ = store.Start(ctx)
 	defer store.Close(ctx)
-	node, _ := core.NewNode(&core.NodeOptions{Backend: backend, Handoff: store, DeadLetters: store})
+	node, _ := txmq.NewNode(backend, &txmq.NodeOptions{Handoff: store, DeadLetters: store})
 	defer node.Close(ctx)
 
 	tx, err := pool.Begin(ctx)

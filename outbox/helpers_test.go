@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
@@ -82,7 +85,7 @@ func (b *fakeBackend) messages(t *testing.T, queue string) []int {
 		if ob.Queue != queue {
 			continue
 		}
-		env, err := core.DecodeEnvelope(ob.Body)
+		env, err := envelope.Decode(ob.Body)
 		if err != nil {
 			t.Fatalf("published batch %s is not an envelope: %v", ob.ID, err)
 		}
@@ -122,10 +125,10 @@ type env struct {
 	schema string
 	be     *fakeBackend
 	store  *outbox.Store
-	node   *core.Node
-	orders *core.Queue[msg] // Try
-	strict *core.Queue[msg] // Require
-	notes  *core.Queue[msg] // Never
+	node   *txmq.Node
+	orders *txmq.Queue[msg] // Try
+	strict *txmq.Queue[msg] // Require
+	notes  *txmq.Queue[msg] // Never
 	biz    string           // quoted business table
 }
 
@@ -133,8 +136,13 @@ var quiet = slog.New(slog.DiscardHandler)
 
 func setup(t *testing.T, mod func(*outbox.Options)) *env {
 	t.Helper()
+	return setupOn(t, testenv.PostgresPool(t), mod)
+}
+
+// setupOn is setup on the given pool.
+func setupOn(t *testing.T, pool *pgxpool.Pool, mod func(*outbox.Options)) *env {
+	t.Helper()
 	ctx := context.Background()
-	pool := testenv.PostgresPool(t)
 	e := &env{pool: pool, schema: testenv.PostgresSchema(t, pool), be: &fakeBackend{}}
 	o := &outbox.Options{Schema: e.schema, Backend: e.be, Logger: quiet}
 	if mod != nil {
@@ -147,11 +155,11 @@ func setup(t *testing.T, mod func(*outbox.Options)) *env {
 	if e.store, err = outbox.New(pool, o); err != nil {
 		t.Fatal(err)
 	}
-	reg := core.NewRegistry()
-	e.orders = must(core.Declare(reg, "orders", core.QueueConfig[msg]{Transactional: core.Try}))
-	e.strict = must(core.Declare(reg, "strict", core.QueueConfig[msg]{Transactional: core.Require, MaxBatchMessages: 2}))
-	e.notes = must(core.Declare(reg, "notes", core.QueueConfig[msg]{Transactional: core.Never}))
-	e.node = must(core.NewNode(&core.NodeOptions{Backend: e.be, Registry: reg, Logger: quiet, Handoff: e.store}))
+	reg := txmq.NewRegistry()
+	e.orders = must(txmq.DeclareIn(reg, "orders", txmq.QueueConfig[msg]{Transactional: txmq.Try}))
+	e.strict = must(txmq.DeclareIn(reg, "strict", txmq.QueueConfig[msg]{Transactional: txmq.Require, MaxBatchMessages: 2}))
+	e.notes = must(txmq.DeclareIn(reg, "notes", txmq.QueueConfig[msg]{Transactional: txmq.Never}))
+	e.node = must(txmq.NewNode(e.be, &txmq.NodeOptions{Registry: reg, Logger: quiet, Handoff: e.store}))
 	t.Cleanup(func() { _ = e.node.Close(context.Background()) })
 	e.biz = pgx.Identifier{e.schema, "biz"}.Sanitize()
 	if _, err := pool.Exec(ctx, "CREATE TABLE "+e.biz+" (id int PRIMARY KEY)"); err != nil {
@@ -197,7 +205,7 @@ func (e *env) handoff(t *testing.T, n int) []core.OutgoingBatch {
 	bs := make([]core.OutgoingBatch, n)
 	for i := range bs {
 		id := core.NewID()
-		bs[i] = core.OutgoingBatch{ID: id, Queue: "orders", Body: core.EncodeEnvelope(&core.Envelope{
+		bs[i] = core.OutgoingBatch{ID: id, Queue: "orders", Body: envelope.Encode(&envelope.Envelope{
 			ID: id, Queue: "orders", Created: time.Now(), MessageIDs: []string{core.NewID()},
 			Messages: []json.RawMessage{json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))},
 		})}

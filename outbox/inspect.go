@@ -27,7 +27,7 @@ type OutboxRow struct {
 	Queue string
 	// BatchID is the batch id.
 	BatchID string
-	// Body is the encoded batch (core.DecodeEnvelope reads it).
+	// Body is the encoded batch (envelope.Decode reads it).
 	Body []byte
 	// NotBefore is the batch's earliest delivery time, zero for none.
 	NotBefore time.Time

@@ -3,7 +3,6 @@ package outbox
 import (
 	"context"
 	"embed"
-	"fmt"
 	"io/fs"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -17,24 +16,14 @@ const Component = "outbox"
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
+var migrations = pgmigrate.Component{Name: Component, Files: pgmigrate.Sub(migrationFiles, "migrations")}
+
 // Migrations returns the outbox's migration files (NNNN_name.sql at the root), for tools.
-func Migrations() fs.FS {
-	return pgmigrate.Sub(migrationFiles, "migrations")
-}
+func Migrations() fs.FS { return migrations.Files }
 
 // Migrate creates or upgrades the outbox and dead-letter tables in opts.Schema (default
 // "txmq"). It is safe to call from several processes at once and a no-op when up to date.
 // Only Schema is read from opts; nil means the defaults.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, opts *Options) error {
-	o, err := opts.withDefaults()
-	if err != nil {
-		return err
-	}
-	if pool == nil {
-		return fmt.Errorf("outbox: Migrate needs a *pgxpool.Pool")
-	}
-	if _, err := pgmigrate.Migrate(ctx, pool, Migrations(), Component, o.Schema); err != nil {
-		return fmt.Errorf("outbox: migrating schema %q: %w", o.Schema, err)
-	}
-	return nil
+	return migrations.Migrate(ctx, pool, func() (string, error) { o, err := opts.withDefaults(); return o.Schema, err })
 }

@@ -1,18 +1,18 @@
 package outbox
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/optdefault"
 	"github.com/txmq/txmq/internal/pgmigrate"
 )
 
 // Defaults of Options.
 const (
 	// DefaultSchema is the schema holding txmq's tables.
-	DefaultSchema = "txmq"
+	DefaultSchema = pgmigrate.DefaultSchema
 	// DefaultRecoveryAge is how old an unscheduled row must be before the sweep takes it over.
 	DefaultRecoveryAge = 60 * time.Second
 	// DefaultSweepInterval is the period of the recovery sweep (which also runs at Start).
@@ -28,6 +28,9 @@ const (
 	// DefaultMaxAttempts is a row's publish budget: with the default backoff (1 min doubling
 	// to 10 min) 20 failed attempts take about 3 hours.
 	DefaultMaxAttempts = 20
+	// DefaultPollInterval is how often the relay looks for due rows when it has no LISTEN
+	// connection (Options.PgBouncer without Options.ListenURL).
+	DefaultPollInterval = 250 * time.Millisecond
 )
 
 // Options configures a Store. Zero fields mean the documented defaults.
@@ -65,6 +68,23 @@ type Options struct {
 	// dead-lettered at once with reason core.ReasonRejected. Default 20 (about 3 hours with
 	// the default backoff).
 	MaxAttempts int
+	// PgBouncer says the pool goes through PgBouncer (or another pooler) in transaction
+	// pooling mode, where a server connection is lent for one transaction only and LISTEN
+	// does not work. The store keeps no session state across statements in any case
+	// (settings are transaction-local, locks are row locks); what this changes is the relay:
+	// it LISTENs on ListenURL when set, and otherwise looks for due rows every PollInterval
+	// instead of waiting for NOTIFY. The pool must not use named prepared statements (pgx's
+	// default) unless the pooler supports them: set default_query_exec_mode=exec in its URL
+	// (txmq.Open does it for a TXMQ_DATABASE_URL with txmq_pgbouncer=true). Default false.
+	PgBouncer bool
+	// ListenURL is a PostgreSQL URL of the server itself (not a pooler) on which the relay
+	// opens its LISTEN connection. Default "": a connection taken from the pool, or with
+	// PgBouncer no LISTEN at all (see PollInterval).
+	ListenURL string
+	// PollInterval is how often the relay looks for due rows when it has no LISTEN
+	// connection (PgBouncer without ListenURL): the delay of rows committed by app-managed
+	// transactions (WithTx, WithSQLTx). Default 250 ms.
+	PollInterval time.Duration
 	// Logger receives the store's logs. Default slog.Default().
 	Logger *slog.Logger
 	// Hooks receives the store's events, for metrics. Optional.
@@ -85,55 +105,40 @@ type Hooks struct {
 }
 
 // withDefaults returns a copy of o (nil allowed) with defaults filled in, or a config error.
-func (o *Options) withDefaults() (Options, error) {
-	var c Options
+func (o *Options) withDefaults() (c Options, err error) {
 	if o != nil {
 		c = *o
 	}
-	if c.Schema == "" {
-		c.Schema = DefaultSchema
-	}
-	if !pgmigrate.ValidSchema(c.Schema) {
-		return c, fmt.Errorf("%w: outbox: Options.Schema %q: use 1-50 characters of letters, digits and '_', not starting with a digit", core.ErrInvalidConfig, c.Schema)
+	if c.Schema, err = pgmigrate.Schema("outbox", c.Schema); err != nil {
+		return c, err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	for _, d := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"RecoveryAge", &c.RecoveryAge, DefaultRecoveryAge},
-		{"SweepInterval", &c.SweepInterval, DefaultSweepInterval},
-		{"BackoffBase", &c.BackoffBase, DefaultBackoffBase},
-		{"BackoffMax", &c.BackoffMax, DefaultBackoffMax},
-		{"PublishTimeout", &c.PublishTimeout, DefaultPublishTimeout},
-	} {
-		if *d.v < 0 {
-			return c, fmt.Errorf("%w: outbox: Options.%s is %v; it must be >= 0 (0 means the default %v)", core.ErrInvalidConfig, d.name, *d.v, d.def)
-		}
-		if *d.v == 0 {
-			*d.v = d.def
-		}
+	if err := optdefault.Fill("outbox",
+		optdefault.Field[time.Duration]{Name: "RecoveryAge", V: &c.RecoveryAge, Def: DefaultRecoveryAge},
+		optdefault.Field[time.Duration]{Name: "SweepInterval", V: &c.SweepInterval, Def: DefaultSweepInterval},
+		optdefault.Field[time.Duration]{Name: "BackoffBase", V: &c.BackoffBase, Def: DefaultBackoffBase},
+		optdefault.Field[time.Duration]{Name: "BackoffMax", V: &c.BackoffMax, Def: DefaultBackoffMax},
+		optdefault.Field[time.Duration]{Name: "PublishTimeout", V: &c.PublishTimeout, Def: DefaultPublishTimeout},
+		optdefault.Field[time.Duration]{Name: "PollInterval", V: &c.PollInterval, Def: DefaultPollInterval},
+	); err != nil {
+		return c, err
 	}
-	if c.SweepPageSize < 0 {
-		return c, fmt.Errorf("%w: outbox: Options.SweepPageSize is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, c.SweepPageSize, DefaultSweepPageSize)
-	}
-	if c.MaxAttempts < 0 {
-		return c, fmt.Errorf("%w: outbox: Options.MaxAttempts is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, c.MaxAttempts, DefaultMaxAttempts)
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
-	}
-	if c.SweepPageSize == 0 {
-		c.SweepPageSize = DefaultSweepPageSize
+	if err := optdefault.Fill("outbox",
+		optdefault.Field[int]{Name: "SweepPageSize", V: &c.SweepPageSize, Def: DefaultSweepPageSize},
+		optdefault.Field[int]{Name: "MaxAttempts", V: &c.MaxAttempts, Def: DefaultMaxAttempts},
+	); err != nil {
+		return c, err
 	}
 	if c.BackoffMax < c.BackoffBase {
 		c.BackoffMax = c.BackoffBase
 	}
 	return c, nil
 }
+
+// polls reports whether the relay polls instead of LISTENing (PgBouncer without ListenURL).
+func (o *Options) polls() bool { return o.PgBouncer && o.ListenURL == "" }
 
 // channel is the NOTIFY channel of a schema's outbox.
 func channel(schema string) string { return "txmq_outbox_" + schema }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
@@ -53,7 +55,7 @@ func deadLetterRowSQL(dead string) string {
 // could not even be released or rolled back).
 func (s *Store) deadLetterRow(db context.Context, tx pgx.Tx, r row, via, reason string, attempts int, cause error) (moved bool, err error) {
 	msgs := 0
-	if env, derr := core.DecodeEnvelope(r.batch.Body); derr == nil {
+	if env, derr := envelope.Decode(r.batch.Body); derr == nil {
 		msgs = len(env.Messages)
 	}
 	text := cause.Error()

@@ -102,13 +102,21 @@ func (s *Store) publishOne(ctx context.Context, b core.OutgoingBatch) error {
 // rolls back (published rows are then published again later: at-least-once).
 func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, via string) (published, tried int, stop, err error) {
 	ok := make([]int64, 0, len(rows))
+	guard, err := s.newOrderGuard(db, tx, rows)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("txmq outbox: %w", err)
+	}
 	for _, r := range rows {
 		if pub.Err() != nil {
 			break // the page's budget is spent: leave the rest untried
 		}
 		tried++
+		if !guard.may(r) {
+			continue // an earlier row of its key is still waiting: a later pass takes it
+		}
 		perr := s.publishOne(pub, r.batch)
 		if perr == nil {
+			guard.done(r)
 			ok = append(ok, r.id)
 			s.safeHook(func() {
 				if s.o.Hooks != nil && s.o.Hooks.Published != nil {
@@ -135,9 +143,11 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 				return 0, tried, stop, err
 			}
 			if moved {
+				guard.done(r)
 				continue
 			}
 		}
+		guard.block(r)
 		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
 		s.log.Warn("txmq outbox: publish failed, row scheduled again",
 			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", via, "attempts", attempts, "retry_in", delay, "error", perr)
@@ -193,7 +203,7 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 	defer cancel()
 	var stop error
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rs, err := tx.Query(ctx, `SELECT id, queue, batch_id, body, `+remainingSQL+`, exclusive, attempts FROM `+s.outbox+`
+		rs, err := tx.Query(ctx, `SELECT id, queue, batch_id, body, `+remainingSQL+`, exclusive, attempts, coalesce(order_key, '') FROM `+s.outbox+`
 			WHERE id > $1 AND (next_attempt_at <= now()
 				OR (next_attempt_at IS NULL AND created_at <= now() - $2 * interval '1 microsecond'))
 			ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`,
@@ -205,7 +215,7 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 		for rs.Next() {
 			var r row
 			var left *int64
-			if err := rs.Scan(&r.id, &r.batch.Queue, &r.batch.ID, &r.batch.Body, &left, &r.batch.Exclusive, &r.attempts); err != nil {
+			if err := rs.Scan(&r.id, &r.batch.Queue, &r.batch.ID, &r.batch.Body, &left, &r.batch.Exclusive, &r.attempts, &r.batch.Key); err != nil {
 				rs.Close()
 				return err
 			}

@@ -22,7 +22,9 @@ const (
 // NOTIFY from an app-managed transaction (WithTx, WithSQLTx), publishes the due rows; it
 // reconnects on failure and catches up after each (re)connection. The sweep (SweepOnce) runs
 // at once and then every Options.SweepInterval. Start returns after the first LISTEN succeeded,
-// or its error; ctx bounds that first connection only and is not retained.
+// or its error; ctx bounds that first connection only and is not retained. The LISTEN
+// connection is opened on Options.ListenURL when set; with Options.PgBouncer and no ListenURL
+// there is none, and the relay looks for due rows every Options.PollInterval instead.
 func (s *Store) Start(ctx context.Context) error {
 	if s == nil {
 		return errNoStore("Start")
@@ -38,25 +40,34 @@ func (s *Store) Start(ctx context.Context) error {
 	}
 	s.started = true
 	s.mu.Unlock()
-	conn, err := s.listen(ctx)
-	if err != nil {
-		s.mu.Lock()
-		s.started = false
-		s.mu.Unlock()
-		return err
+	var conn *pgx.Conn
+	if !s.o.polls() {
+		var err error
+		if conn, err = s.listen(ctx); err != nil {
+			s.mu.Lock()
+			s.started = false
+			s.mu.Unlock()
+			return err
+		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
 	if s.closed { // Close ran while we connected: it found nothing to stop
 		s.mu.Unlock()
 		cancel()
-		_ = conn.Close(context.Background())
+		if conn != nil {
+			_ = conn.Close(context.Background())
+		}
 		return fmt.Errorf("txmq outbox: Start: the store was closed while starting: %w", core.ErrClosed)
 	}
 	s.cancel = cancel
 	s.loops.Add(2) // under s.mu, so never concurrent with Close's Wait
 	s.mu.Unlock()
-	go s.listenLoop(runCtx, conn)
+	if s.o.polls() {
+		go s.pollLoop(runCtx)
+	} else {
+		go s.listenLoop(runCtx, conn)
+	}
 	go s.workLoop(runCtx)
 	return nil
 }
@@ -98,13 +109,23 @@ func (s *Store) Close(ctx context.Context) error {
 	}
 }
 
-// listen opens a dedicated connection and LISTENs on the store's channel.
+// listen opens a dedicated connection (on Options.ListenURL when set, else taken from the
+// pool) and LISTENs on the store's channel.
 func (s *Store) listen(ctx context.Context) (*pgx.Conn, error) {
-	pc, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("txmq outbox: connecting the relay's LISTEN connection: %w", err)
+	var conn *pgx.Conn
+	if s.listenCfg != nil {
+		c, err := pgx.ConnectConfig(ctx, s.listenCfg.Copy())
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: connecting the relay's LISTEN connection to Options.ListenURL %s: %w", core.Redact(s.o.ListenURL), core.RedactError(err, s.o.ListenURL))
+		}
+		conn = c
+	} else {
+		pc, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: connecting the relay's LISTEN connection: %w", err)
+		}
+		conn = pc.Hijack()
 	}
-	conn := pc.Hijack()
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
 		_ = conn.Close(context.Background())
 		return nil, fmt.Errorf("txmq outbox: LISTEN %s: %w", s.channel, err)
@@ -150,6 +171,21 @@ func (s *Store) listenLoop(ctx context.Context, conn *pgx.Conn) {
 			continue
 		}
 		s.wake()
+	}
+}
+
+// pollLoop wakes the work loop every Options.PollInterval: the relay without LISTEN.
+func (s *Store) pollLoop(ctx context.Context) {
+	defer s.loops.Done()
+	t := time.NewTicker(s.o.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.wake()
+		}
 	}
 }
 

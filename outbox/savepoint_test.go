@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/internal/testenv"
 )
 
@@ -259,7 +259,7 @@ func TestSavepointsDiscardTheirMessages(t *testing.T) {
 				if _, err := h.Exec(ctx, "INSERT INTO "+e.biz+" VALUES ($1)", n); err != nil {
 					return err
 				}
-				for _, q := range []*core.Queue[msg]{e.orders, e.strict, e.notes} {
+				for _, q := range []*txmq.Queue[msg]{e.orders, e.strict, e.notes} {
 					if err := q.Publish(ctx, e.node, msg{n}); err != nil {
 						return err
 					}

@@ -20,16 +20,17 @@ import (
 var ErrNotFound = errors.New("txmq outbox: not found")
 
 // Store is the outbox and dead-letter store in one schema of the app's PostgreSQL database.
-// It implements core.Handoff and core.DeadLetterSink; give it to core.NodeOptions. Its methods
+// It implements core.Handoff and core.DeadLetterSink; give it to txmq.NodeOptions. Its methods
 // are safe for concurrent use.
 type Store struct {
-	pool    *pgxpool.Pool
-	o       Options
-	log     *slog.Logger
-	backend core.Backend
-	outbox  string // quoted table names
-	dead    string
-	channel string
+	pool      *pgxpool.Pool
+	o         Options
+	log       *slog.Logger
+	backend   core.Backend
+	outbox    string // quoted table names
+	dead      string
+	channel   string
+	listenCfg *pgx.ConnConfig // Options.ListenURL parsed; nil: a connection of the pool
 
 	mu      sync.Mutex
 	started bool
@@ -59,8 +60,22 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 	if o.Backend == nil {
 		return nil, fmt.Errorf("%w: outbox: Options.Backend is required: the outbox publishes its rows there (use the node's backend)", core.ErrInvalidConfig)
 	}
+	if o.PgBouncer {
+		switch pool.Config().ConnConfig.DefaultQueryExecMode {
+		case pgx.QueryExecModeDescribeExec:
+			return nil, fmt.Errorf("%w: outbox: Options.PgBouncer is set but the pool uses pgx.QueryExecModeDescribeExec, whose describe and execute round trips may land on two server connections; use default_query_exec_mode=exec in the pool's URL (or ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec)", core.ErrInvalidConfig)
+		case pgx.QueryExecModeCacheStatement:
+			o.Logger.Warn("txmq outbox: Options.PgBouncer is set but the pool uses named prepared statements (pgx's default); that works only with PgBouncer >= 1.21 and max_prepared_statements > 0, else set default_query_exec_mode=exec in the pool's URL")
+		}
+	}
+	var listenCfg *pgx.ConnConfig
+	if o.ListenURL != "" {
+		if listenCfg, err = pgx.ParseConfig(o.ListenURL); err != nil {
+			return nil, fmt.Errorf("%w: outbox: Options.ListenURL %s: %v; give a postgres:// URL of the server itself (not the pooler)", core.ErrInvalidConfig, core.Redact(o.ListenURL), core.RedactError(err, o.ListenURL))
+		}
+	}
 	return &Store{
-		pool: pool, o: o, backend: o.Backend,
+		pool: pool, o: o, backend: o.Backend, listenCfg: listenCfg,
 		log:     o.Logger.With("txmq_component", "outbox", "txmq_schema", o.Schema),
 		outbox:  pgx.Identifier{o.Schema, "txmq_outbox"}.Sanitize(),
 		dead:    pgx.Identifier{o.Schema, "txmq_dead_letters"}.Sanitize(),
@@ -106,7 +121,7 @@ type querier interface {
 const insertChunk = 1000
 
 // outboxCols are the columns every insert sets.
-const outboxCols = 5
+const outboxCols = 6
 
 // insertSQL returns a multi-row INSERT of n rows into table with $n placeholders. due sets
 // next_attempt_at to now() (rows the relay publishes at once); otherwise it stays NULL. A
@@ -117,7 +132,7 @@ func insertSQL(table string, n int, due bool) string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO ")
 	b.WriteString(table)
-	b.WriteString(" (queue, batch_id, body, not_before, exclusive")
+	b.WriteString(" (queue, batch_id, body, not_before, exclusive, order_key")
 	if due {
 		b.WriteString(", next_attempt_at")
 	}
@@ -166,7 +181,11 @@ func insertArgs(batches []core.OutgoingBatch) []any {
 		if d := b.DelayFrom(now); d > 0 {
 			delay = int64((d + time.Microsecond - 1) / time.Microsecond)
 		}
-		args = append(args, b.Queue, b.ID, b.Body, delay, b.Exclusive)
+		var key any
+		if b.Key != "" {
+			key = b.Key
+		}
+		args = append(args, b.Queue, b.ID, b.Body, delay, b.Exclusive, key)
 	}
 	return args
 }

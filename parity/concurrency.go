@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -32,9 +33,9 @@ func sleepy(d time.Duration) func(context.Context, []Msg) error {
 // exclusiveAcrossThreeNodes: three nodes listen to an Exclusive queue; at most one batch runs
 // at any time in the whole cluster, and everything is delivered.
 func exclusiveAcrossThreeNodes(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{Exclusive: true, MaxBatchMessages: 1})
+	q := declare(x, txmq.QueueConfig[Msg]{Exclusive: true, MaxBatchMessages: 1})
 	rec := newRecorder()
-	nodes := []*core.Node{x.node(core.NodeOptions{}), x.node(core.NodeOptions{}), x.node(core.NodeOptions{})}
+	nodes := []*txmq.Node{x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})}
 	for _, n := range nodes {
 		listen(x, rec, q, n, sleepy(5*time.Millisecond))
 	}
@@ -50,36 +51,36 @@ func exclusiveAcrossThreeNodes(x *X) {
 	}
 }
 
-// maxConcurrentBatches: with core.Cap(2) no node ever runs more than 2 (+CapOvershoot) batches
+// maxConcurrentBatches: with txmq.Cap(2) no node ever runs more than 2 (+CapOvershoot) batches
 // of the queue at once; batches over the cap still run (later), never bounced.
 func maxConcurrentBatches(x *X) {
 	const limit = 2
-	q := declare(x, core.QueueConfig[Msg]{MaxConcurrentBatches: core.Cap(limit), MaxBatchMessages: 1})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxConcurrentBatches: txmq.Cap(limit), MaxBatchMessages: 1})
 	rec := newRecorder()
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
 	listen(x, rec, q, a, sleepy(20*time.Millisecond))
 	listen(x, rec, q, b, sleepy(20*time.Millisecond))
 	keys := publishKeys(x, q, a, "c", 40, 40)
 	waitDelivered(x, rec, keys)
 	x.idle(a, b)
 	assertSame(x, rec, keys)
-	for _, n := range []*core.Node{a, b} {
+	for _, n := range []*txmq.Node{a, b} {
 		if p := rec.NodePeak(q.Name(), n.ID()); p > limit+CapOvershoot {
 			x.T.Fatalf("node %s ran %d batches at once; MaxConcurrentBatches is %d (documented overshoot %d)", n.ID(), p, limit, CapOvershoot)
 		}
 	}
 }
 
-// capFuncChanges: a core.CapFunc is re-read at every check, so raising and lowering it while
+// capFuncChanges: a txmq.CapFunc is re-read at every check, so raising and lowering it while
 // the node runs takes effect. A lowered cap applies from the node's next Fetch: a Fetch that
 // was already waiting, asked with the old cap's free slots, may still fill them (the soft
 // throttle's documented slack), so each phase first lets such a Fetch run out.
 func capFuncChanges(x *X) {
 	var limit atomic.Int64
 	limit.Store(1)
-	q := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 1, MaxConcurrentBatches: core.CapFunc(func() (int, error) { return int(limit.Load()), nil })})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 1, MaxConcurrentBatches: txmq.CapFunc(func() (int, error) { return int(limit.Load()), nil })})
 	rec := newRecorder()
-	n := x.node(core.NodeOptions{})
+	n := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, n, sleepy(40*time.Millisecond))
 	phase := func(name string, cap int64, count int) int {
 		limit.Store(cap)
@@ -151,13 +152,13 @@ func fetchWithinFreeSlots(x *X) {
 	}
 
 	// The same through a node with three queues under load.
-	qc := declare(x, core.QueueConfig[Msg]{MaxConcurrentBatches: core.Cap(3), MaxBatchMessages: 1})
-	qx := declare(x, core.QueueConfig[Msg]{Exclusive: true, MaxBatchMessages: 1})
-	qu := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 1})
+	qc := declare(x, txmq.QueueConfig[Msg]{MaxConcurrentBatches: txmq.Cap(3), MaxBatchMessages: 1})
+	qx := declare(x, txmq.QueueConfig[Msg]{Exclusive: true, MaxBatchMessages: 1})
+	qu := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 1})
 	rec := newRecorder()
-	n, chk := x.nodeChecked(core.NodeOptions{})
+	n, chk := x.nodeChecked(txmq.NodeOptions{})
 	var keys []string
-	for _, q := range []*core.Queue[Msg]{qc, qx, qu} {
+	for _, q := range []*txmq.Queue[Msg]{qc, qx, qu} {
 		listen(x, rec, q, n, sleepy(10*time.Millisecond))
 		keys = append(keys, publishKeys(x, q, n, q.Name(), 20, 20)...)
 	}
@@ -190,11 +191,11 @@ func countOf(cs []*core.Claim, queue string) int {
 // noListenerNoBatches: node B listens to q1 only and never receives a batch of q2, which node
 // A (listening to both) gets entirely.
 func noListenerNoBatches(x *X) {
-	q1 := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 2})
-	q2 := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 2})
+	q1 := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 2})
+	q2 := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 2})
 	rec1, rec2 := newRecorder(), newRecorder()
-	a := x.node(core.NodeOptions{})
-	b, chk := x.nodeChecked(core.NodeOptions{})
+	a := x.node(txmq.NodeOptions{})
+	b, chk := x.nodeChecked(txmq.NodeOptions{})
 	listen(x, rec1, q1, a, nil)
 	listen(x, rec2, q2, a, nil)
 	listen(x, rec1, q1, b, nil)

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/txmqtest"
 )
 
@@ -29,9 +29,9 @@ func init() {
 // the delivered set is the published set, nothing spurious; under Dup every message arrives
 // at least twice.
 func deliveredSetIsPublishedSet(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 25})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 25})
 	rec := newRecorder()
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
 	listen(x, rec, q, a, nil)
 	listen(x, rec, q, b, nil)
 	var keys []string
@@ -50,16 +50,16 @@ func deliveredSetIsPublishedSet(x *X) {
 // gets exactly its own messages.
 func queuesStayIsolated(x *X) {
 	const queues, per = 20, 15
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
 	type qr struct {
-		q    *core.Queue[Msg]
+		q    *txmq.Queue[Msg]
 		rec  *txmqtest.Recorder[Msg]
 		keys []string
 	}
 	all := make([]*qr, queues)
 	var wrong atomic.Int64
 	for i := range all {
-		r := &qr{q: declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 4}), rec: newRecorder()}
+		r := &qr{q: declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 4}), rec: newRecorder()}
 		prefix := r.q.Name() + "/"
 		check := func(_ context.Context, msgs []Msg) error {
 			for _, m := range msgs {
@@ -91,15 +91,15 @@ func queuesStayIsolated(x *X) {
 // burstArrives: 10,000 messages published in bursts of 500 from two nodes at once all arrive.
 func burstArrives(x *X) {
 	const total, burst = 10000, 500
-	q := declare(x, core.QueueConfig[Msg]{})
+	q := declare(x, txmq.QueueConfig[Msg]{})
 	rec := newRecorder()
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
 	listen(x, rec, q, a, nil)
 	listen(x, rec, q, b, nil)
 	keys := make([][]string, 2)
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	for i, n := range []*core.Node{a, b} {
+	for i, n := range []*txmq.Node{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -130,10 +130,10 @@ func burstArrives(x *X) {
 // largeBatchArrivesIntact: one batch of about 600 KiB (80 messages of 4 KiB and one of
 // 300 KiB), over SQS's 256 KiB limit, arrives with every byte intact.
 func largeBatchArrivesIntact(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{})
+	q := declare(x, txmq.QueueConfig[Msg]{})
 	rec := newRecorder()
 	var biggest atomic.Int64
-	n := x.node(core.NodeOptions{})
+	n := x.node(txmq.NodeOptions{})
 	want := map[string]string{}
 	var msgs []Msg
 	for i := range 81 {
@@ -220,9 +220,9 @@ type ShapeNested struct {
 // jsonShapeRoundTrips: nested objects, unicode, the int64/uint64 extremes in typed fields and
 // float64 precision arrive exactly as published.
 func jsonShapeRoundTrips(x *X) {
-	q := declare(x, core.QueueConfig[Shape]{})
+	q := declare(x, txmq.QueueConfig[Shape]{})
 	rec := txmqtest.NewRecorder(func(s Shape) string { return s.K })
-	n := x.node(core.NodeOptions{})
+	n := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, n, nil)
 	var nested ShapeNested
 	nested.Deeper.Name = "ünïcödé ✓ 日本語 🎉"

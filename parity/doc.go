@@ -5,9 +5,14 @@
 //
 //	func TestParity(t *testing.T) { parity.Run(t, harness{}) }
 //
-// The suite makes its own nodes (core.NewNode on Env.Backend, a fresh core.Registry and
+// The adapter may live in any module (TestOutOfModuleAdapter builds one in a throwaway
+// module): everything a harness needs is exported here. A harness whose backend is a server
+// breaks it with a Proxy per Env (NewProxy). The transaction properties run the outbox in
+// PostgreSQL: Options.PostgresURL (RunWith), else TXMQ_POSTGRES_URL, else the local default.
+//
+// The suite makes its own nodes (txmq.NewNode on Env.Backend, a fresh txmq.Registry and
 // unique queue names per property, a short lease and a fast backoff), simulates node crashes
-// with core.Node.Halt and backend outages with Env.Break/Env.Restore, and adapts to the
+// with txmq.Node.Halt and backend outages with Env.Break/Env.Restore, and adapts to the
 // backend's Caps; it never skips a property. Each property is a named subtest
 // (group/property, for example "leases/lost_lease_settle_errors"), and the ones where it
 // matters run a second time with every batch stored twice (suffix "_dup", see
@@ -18,6 +23,16 @@
 // (also appended to the file named by TXMQ_PARITY_SUMMARY, since go test hides a passing
 // package's output without -v). Skipped properties (the Postgres ones, locally, when no
 // database answers) are counted as skipped, never as passed.
+//
+// The group "ordering" checks per-key order (txmq.QueueConfig.Ordered). On an adapter that does
+// not implement core.KeyOrderer its property "declare" checks that nodes refuse an Ordered
+// queue, and every other ordering property is counted "not supported by the adapter", neither
+// passed nor skipped.
+//
+// The group "contract" drives one raw client (or a few) without nodes, one property per rule of
+// package core's "Rules every adapter follows" (concurrency, Body ownership, Close, no
+// retries of its own, cancellation) plus the Exclusive and lease rules on raw clients; its
+// time bounds are PromptBound, UnavailableBound and CloseBound.
 //
 // # Concurrency
 //

@@ -7,9 +7,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/txmqtest"
 )
@@ -23,19 +25,23 @@ type X struct {
 	// Dup is set when every published batch is stored twice.
 	Dup bool
 	// Registry is the property's own registry.
-	Registry *core.Registry
+	Registry *txmq.Registry
 	// DeadLetters records the dead letters of the property's nodes.
 	DeadLetters *txmqtest.DeadLetterRecorder
 
 	h      Harness
+	opts   Options
 	logger *slog.Logger
 
 	mu     sync.Mutex
 	checks []*checked
+
+	// unsupported is set by a property that needs a capability the adapter lacks.
+	unsupported atomic.Bool
 }
 
 func (s *suite) newX(t *testing.T, dup bool) *X {
-	x := &X{T: t, Caps: s.caps, Dup: dup, Registry: core.NewRegistry(), DeadLetters: &txmqtest.DeadLetterRecorder{}, h: s.h}
+	x := &X{T: t, Caps: s.caps, Dup: dup, Registry: txmq.NewRegistry(), DeadLetters: &txmqtest.DeadLetterRecorder{}, h: s.h, opts: s.opts}
 	if os.Getenv("TXMQ_PARITY_LOG") != "" {
 		x.logger = txmqtest.TestLogger(t)
 	} else {
@@ -89,17 +95,28 @@ func (x *X) rawClient() core.Backend {
 
 // node makes a started node on a new client of the Env with the suite's settings (zero
 // fields of o), closed in t.Cleanup.
-func (x *X) node(o core.NodeOptions) *core.Node {
+func (x *X) node(o txmq.NodeOptions) *txmq.Node {
 	n, _ := x.nodeChecked(o)
 	return n
 }
 
+// nodeOn is node on backend be instead of a new client.
+func (x *X) nodeOn(be core.Backend, o txmq.NodeOptions) *txmq.Node {
+	n, _ := x.nodeCheckedOn(be, o)
+	return n
+}
+
 // nodeChecked is node that also returns the node's checking client.
-func (x *X) nodeChecked(o core.NodeOptions) (*core.Node, *checked) {
+func (x *X) nodeChecked(o txmq.NodeOptions) (*txmq.Node, *checked) {
+	return x.nodeCheckedOn(nil, o)
+}
+
+// nodeCheckedOn is nodeChecked on be when it is not nil (the checking client is then nil).
+func (x *X) nodeCheckedOn(be core.Backend, o txmq.NodeOptions) (*txmq.Node, *checked) {
 	x.T.Helper()
 	var c *checked
-	if o.Backend == nil {
-		o.Backend, c = x.client()
+	if be == nil {
+		be, c = x.client()
 	}
 	o.Registry = x.Registry
 	if o.Lease == 0 {
@@ -114,7 +131,7 @@ func (x *X) nodeChecked(o core.NodeOptions) (*core.Node, *checked) {
 	if o.Logger == nil {
 		o.Logger = x.logger
 	}
-	return txmqtest.StartNode(x.T, &o), c
+	return txmqtest.StartNode(x.T, be, &o), c
 }
 
 // eventually waits up to Caps.Timeout for cond.
@@ -152,6 +169,9 @@ type checked struct {
 	perFetch map[string]int // by queue, most claims in one fetch
 	bad      []string
 }
+
+// Unwrap returns the wrapped client, so capabilities (core.OrdersKeys) are seen through it.
+func (c *checked) Unwrap() core.Backend { return c.Backend }
 
 func (c *checked) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 	claims, err := c.Backend.Fetch(ctx, req)
@@ -221,12 +241,12 @@ func msgKey(m Msg) string { return m.K }
 func newRecorder() *txmqtest.Recorder[Msg] { return txmqtest.NewRecorder(msgKey) }
 
 // declare declares a queue with a unique name in x's registry.
-func declare[T any](x *X, cfg core.QueueConfig[T]) *core.Queue[T] {
+func declare[T any](x *X, cfg txmq.QueueConfig[T]) *txmq.Queue[T] {
 	x.T.Helper()
 	if cfg.Transactional == 0 {
-		cfg.Transactional = core.Try
+		cfg.Transactional = txmq.Try
 	}
-	q, err := core.Declare(x.Registry, x.queueName(), cfg)
+	q, err := txmq.DeclareIn(x.Registry, x.queueName(), cfg)
 	if err != nil {
 		x.T.Fatalf("declaring a queue: %v", err)
 	}
@@ -234,7 +254,7 @@ func declare[T any](x *X, cfg core.QueueConfig[T]) *core.Queue[T] {
 }
 
 // listen registers rec's recording listener for q on n, failing the test on error.
-func listen[T any](x *X, rec *txmqtest.Recorder[T], q *core.Queue[T], n *core.Node, fn func(ctx context.Context, msgs []T) error) {
+func listen[T any](x *X, rec *txmqtest.Recorder[T], q *txmq.Queue[T], n *txmq.Node, fn func(ctx context.Context, msgs []T) error) {
 	x.T.Helper()
 	if err := rec.Listen(q, n, fn); err != nil {
 		x.T.Fatalf("Listen: %v", err)
@@ -243,13 +263,13 @@ func listen[T any](x *X, rec *txmqtest.Recorder[T], q *core.Queue[T], n *core.No
 
 // publishKeys publishes count messages keyed prefix-i on n, perCall messages per PublishMany
 // call, and returns the keys.
-func publishKeys(x *X, q *core.Queue[Msg], n *core.Node, prefix string, count, perCall int, opts ...core.PublishOption) []string {
+func publishKeys(x *X, q *txmq.Queue[Msg], n *txmq.Node, prefix string, count, perCall int, opts ...txmq.PublishOption) []string {
 	x.T.Helper()
 	return publishKeysCtx(context.Background(), x, q, n, prefix, count, perCall, opts...)
 }
 
 // publishKeysCtx is publishKeys with ctx (which may carry a transaction).
-func publishKeysCtx(ctx context.Context, x *X, q *core.Queue[Msg], n *core.Node, prefix string, count, perCall int, opts ...core.PublishOption) []string {
+func publishKeysCtx(ctx context.Context, x *X, q *txmq.Queue[Msg], n *txmq.Node, prefix string, count, perCall int, opts ...txmq.PublishOption) []string {
 	x.T.Helper()
 	keys := make([]string, 0, count)
 	batch := make([]Msg, 0, perCall)
@@ -307,7 +327,7 @@ func limit(s []string, n int) []string {
 }
 
 // idle waits for the nodes to be idle (two consecutive observations).
-func (x *X) idle(nodes ...*core.Node) {
+func (x *X) idle(nodes ...*txmq.Node) {
 	x.T.Helper()
 	txmqtest.WaitIdle(x.T, nodes...)
 }
@@ -317,7 +337,7 @@ func (x *X) idle(nodes ...*core.Node) {
 func sleep(d time.Duration) { time.Sleep(d) }
 
 // sumDropped adds the nodes' Dropped counters for reason.
-func sumDropped(reason string, nodes ...*core.Node) int64 {
+func sumDropped(reason string, nodes ...*txmq.Node) int64 {
 	var n int64
 	for _, nd := range nodes {
 		n += nd.Stats().Dropped[reason]

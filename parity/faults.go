@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -49,10 +50,9 @@ func (f *faulty) Drop(ctx context.Context, c *core.Claim, reason string) error {
 }
 
 // faultyNode returns a started node on a new checked client wrapped in faulty.
-func (x *X) faultyNode(o core.NodeOptions) (*core.Node, *faulty) {
+func (x *X) faultyNode(o txmq.NodeOptions) (*txmq.Node, *faulty) {
 	x.T.Helper()
 	c, _ := x.client()
 	f := &faulty{Backend: c}
-	o.Backend = f
-	return x.node(o), f
+	return x.nodeOn(f, o), f
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -42,7 +45,9 @@ func holdWhileRunning(x *X, exclusive bool) {
 	runBudget(x, exclusive, func(q core.QueueSlots, published <-chan struct{}, stop <-chan struct{}) {
 		h := x.rawClient()
 		warmUp(x, h, q)
-		<-published
+		if !waitPublished(published, stop) {
+			return
+		}
 		for i := 0; ; i++ {
 			holdOnce(x, h, q)
 			// Back after more than a lease (the held receives' leases ran out), then after
@@ -67,7 +72,9 @@ func holdWhileRunning(x *X, exclusive bool) {
 func budgetAcrossCloses(x *X) {
 	shared := x.rawClient() == x.rawClient()
 	runBudget(x, false, func(q core.QueueSlots, published <-chan struct{}, stop <-chan struct{}) {
-		<-published
+		if !waitPublished(published, stop) {
+			return
+		}
 		for i := 0; ; i++ {
 			h := x.rawClient()
 			warmUp(x, h, q)
@@ -86,6 +93,18 @@ func budgetAcrossCloses(x *X) {
 	})
 }
 
+// waitPublished waits until published or stop is closed and reports whether published was: a
+// property that fails before its batches are stored closes only stop, and its disturbing
+// goroutine must end then rather than wait forever (the property's cleanup waits for it).
+func waitPublished(published, stop <-chan struct{}) bool {
+	select {
+	case <-published:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
 // runBudget publishes budgetBatches one-message batches to a queue with MaxAttempts 3 whose
 // listener always fails (an Exclusive queue when exclusive, with half as many batches), runs
 // disturb(slots, published, stop) in the background meanwhile (the listening node starts a
@@ -94,7 +113,7 @@ func budgetAcrossCloses(x *X) {
 // and MaxAttempts attempts.
 func runBudget(x *X, exclusive bool, disturb func(slots core.QueueSlots, published, stop <-chan struct{})) {
 	const budget = 3
-	q := declare(x, core.QueueConfig[Msg]{MaxAttempts: budget, MaxBatchMessages: 1, Exclusive: exclusive})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: budget, MaxBatchMessages: 1, Exclusive: exclusive})
 	batches := budgetBatches
 	if exclusive {
 		batches /= 2
@@ -117,7 +136,7 @@ func runBudget(x *X, exclusive bool, disturb func(slots core.QueueSlots, publish
 		}
 		<-done
 	}()
-	b := x.node(core.NodeOptions{Lease: budgetLease(x), Backoff: func(int) time.Duration { return 200 * time.Millisecond }})
+	b := x.node(txmq.NodeOptions{Lease: budgetLease(x), Backoff: func(int) time.Duration { return 200 * time.Millisecond }})
 	// The batches are stored, then the disturbing clients receive some of them before the
 	// listening node asks.
 	keys := publishKeys(x, q, b, "budget", batches, 1)
@@ -150,7 +169,7 @@ func runBudget(x *X, exclusive bool, disturb func(slots core.QueueSlots, publish
 		if l.Reason != core.ReasonDeliveryExhausted || l.Attempts != budget {
 			bad = append(bad, fmt.Sprintf("dead letter of batch %s: reason %s after %d attempts (want %s after %d)", l.BatchID, l.Reason, l.Attempts, core.ReasonDeliveryExhausted, budget))
 		}
-		if env, err := core.DecodeEnvelope(l.Body); err == nil {
+		if env, err := envelope.Decode(l.Body); err == nil {
 			for _, m := range env.Messages {
 				seen[string(m)]++
 			}
@@ -193,12 +212,12 @@ func holdOnce(x *X, h core.Backend, slots core.QueueSlots) {
 // attempt count of the runs before this one and no delay, so that they are not runs either.
 func giveBack(x *X, h core.Backend, claims []*core.Claim) {
 	for _, c := range claims {
-		env, err := core.DecodeEnvelope(c.Body)
+		env, err := envelope.Decode(c.Body)
 		if err != nil {
 			x.T.Errorf("holder got an undecodable batch %s: %v", c.ID, err)
 			continue
 		}
-		body, err := core.ReencodeAttempt(c.Body, env.Attempt+c.Deliveries-1)
+		body, err := envelope.ReencodeAttempt(c.Body, env.Attempt+c.Deliveries-1)
 		if err != nil {
 			x.T.Errorf("re-encoding batch %s: %v", c.ID, err)
 			continue

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -21,8 +21,8 @@ func init() {
 }
 
 // ClockSkewBound is the app/backend (and node/node) clock difference the suite publishes
-// under: core.MaxClockSkew, the bound txmq documents.
-const ClockSkewBound = core.MaxClockSkew
+// under: txmq.MaxClockSkew, the bound txmq documents.
+const ClockSkewBound = txmq.MaxClockSkew
 
 // skewedClock is a node clock off by a fixed amount.
 type skewedClock time.Duration
@@ -36,9 +36,9 @@ func (s skewedClock) Now() time.Time { return time.Now().Add(time.Duration(s)) }
 // publisher's clock is behind (where an absolute due time would make it early) or ahead (where
 // it would make it late by the skew): on time.
 func skewedPublisher(x *X, skew time.Duration) {
-	q := declare(x, core.QueueConfig[Msg]{})
-	pub := x.node(core.NodeOptions{Clock: skewedClock(skew)})
-	a := newArrivals(x, q, x.node(core.NodeOptions{}), fmt.Sprintf(" (publisher clock off by %v)", skew))
+	q := declare(x, txmq.QueueConfig[Msg]{})
+	pub := x.node(txmq.NodeOptions{Clock: skewedClock(skew)})
+	a := newArrivals(x, q, x.node(txmq.NodeOptions{}), fmt.Sprintf(" (publisher clock off by %v)", skew))
 	for _, c := range []struct {
 		key string
 		d   time.Duration
@@ -48,9 +48,9 @@ func skewedPublisher(x *X, skew time.Duration) {
 		{"after-3s", 3 * time.Second, false},
 		{"at-2s", 2 * time.Second, true},
 	} {
-		opt := core.After(c.d)
+		opt := txmq.After(c.d)
 		if c.at {
-			opt = core.At(skewedClock(skew).Now().Add(c.d))
+			opt = txmq.At(skewedClock(skew).Now().Add(c.d))
 		}
 		a.publish(c.key, c.d, func() error { return q.Publish(context.Background(), pub, Msg{K: c.key}, opt) })
 	}
@@ -62,9 +62,9 @@ func skewedPublisher(x *X, skew time.Duration) {
 // died after COMMIT and published later by another process's recovery sweep. The due time is
 // kept on the app database's clock and the sweep passes on what is left of the delay.
 func skewedOutbox(x *X, skew time.Duration) {
-	q := declare(x, core.QueueConfig[Msg]{Transactional: core.Require})
-	pub := x.node(core.NodeOptions{Clock: skewedClock(skew)})
-	a := newArrivals(x, q, x.node(core.NodeOptions{}), fmt.Sprintf(" (publisher clock off by %v)", skew))
+	q := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Require})
+	pub := x.node(txmq.NodeOptions{Clock: skewedClock(skew)})
+	a := newArrivals(x, q, x.node(txmq.NodeOptions{}), fmt.Sprintf(" (publisher clock off by %v)", skew))
 	live := x.store(x.rawClient(), outbox.Options{})
 	dead := x.sameSchemaStore(live, unavailable{x.rawClient()}, outbox.Options{})
 	sweeper := x.sameSchemaStore(live, x.rawClient(), outbox.Options{RecoveryAge: time.Millisecond})
@@ -74,7 +74,7 @@ func skewedOutbox(x *X, skew time.Duration) {
 	}{{"commit-3s", live}, {"swept-3s", dead}} {
 		a.publish(c.key, 3*time.Second, func() error {
 			return c.s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
-				return q.Publish(ctx, pub, Msg{K: c.key}, core.After(3*time.Second))
+				return q.Publish(ctx, pub, Msg{K: c.key}, txmq.After(3*time.Second))
 			})
 		})
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 )
 
 func init() {
@@ -19,8 +19,8 @@ func init() {
 // context of its own. A node opened afterwards receives all of them.
 func closeWithDoneCtx(x *X) {
 	const n = 20
-	q := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 5})
-	a := x.node(core.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 5})
+	a := x.node(txmq.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour})
 	keys := publishKeys(x, q, a, "closing", n, 2)
 	x.eventually(func() bool { return a.Stats().Buffered == n }, func() string {
 		return fmt.Sprintf("node buffers %d messages before Close; want %d", a.Stats().Buffered, n)
@@ -32,7 +32,7 @@ func closeWithDoneCtx(x *X) {
 		x.T.Fatalf("after Close with a done ctx: %d buffered, %d of %d published, dropped %v; want every message stored", s.Buffered, s.PublishedMessages, n, s.Dropped)
 	}
 	rec := newRecorder()
-	b := x.node(core.NodeOptions{})
+	b := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, b, nil)
 	waitDelivered(x, rec, keys)
 	x.idle(b)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -24,7 +25,7 @@ func init() {
 // never run at once. The cluster-wide peak of running batches (counted outside the nodes) is 1,
 // and every message is delivered.
 func exclusiveUnderLeaseFault(x *X, fault string) {
-	q := declare(x, core.QueueConfig[Msg]{Exclusive: true, MaxBatchMessages: 1, MaxAttempts: 20})
+	q := declare(x, txmq.QueueConfig[Msg]{Exclusive: true, MaxBatchMessages: 1, MaxAttempts: 20})
 	rec, ok := newRecorder(), newRecorder()
 	work := x.Caps.Lease * 3 / 2 // longer than a lease: without a fence, A would still run when B claims
 	started := make(chan struct{}, 64)
@@ -50,7 +51,7 @@ func exclusiveUnderLeaseFault(x *X, fault string) {
 			return nil
 		}
 	}
-	a, f := x.faultyNode(core.NodeOptions{})
+	a, f := x.faultyNode(txmq.NodeOptions{})
 	switch fault {
 	case "fail":
 		f.extendFails.Store(true)
@@ -68,7 +69,7 @@ func exclusiveUnderLeaseFault(x *X, fault string) {
 		a.Freeze()
 		time.AfterFunc(2*x.Caps.Lease, a.Thaw)
 	}
-	b := x.node(core.NodeOptions{})
+	b := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, b, fn(false))
 	waitDelivered(x, ok, keys)
 	x.idle(a, b)

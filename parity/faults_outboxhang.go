@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 )
@@ -44,14 +45,14 @@ func (f frozen) thaw() { f.once.Do(func() { close(f.gate) }) }
 // again every committed message is delivered, once, by the after-commit publishers or the
 // recovery sweep.
 func txHungBackend(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{Transactional: core.Require})
+	q := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Require})
 	rec := newRecorder()
-	n := x.node(core.NodeOptions{})
+	n := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, n, nil)
 	f := frozen{Backend: x.rawClient(), gate: make(chan struct{}), once: &sync.Once{}}
 	x.T.Cleanup(f.thaw)
 	s := x.store(f, outbox.Options{PublishTimeout: 20 * time.Second, RecoveryAge: 200 * time.Millisecond, SweepInterval: 100 * time.Millisecond})
-	const calls, deadline = 6, 500 * time.Millisecond
+	const calls, deadline = 6, 3 * time.Second // room for the app database on a loaded machine; a call waiting for the backend takes PublishTimeout (20 s)
 	var (
 		mu   sync.Mutex
 		keys []string

@@ -9,8 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/jackc/pgx/v5"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 )
@@ -64,10 +67,10 @@ func (r *refusing) Publish(ctx context.Context, b core.OutgoingBatch) error {
 // message and delivers it intact.
 func oversizeRefusedAtCall(x *X) {
 	const limit = 2048
-	small := declare(x, core.QueueConfig[Msg]{})
-	large := declare(x, core.QueueConfig[Msg]{MaxMessageBytes: 16 << 10})
+	small := declare(x, txmq.QueueConfig[Msg]{})
+	large := declare(x, txmq.QueueConfig[Msg]{MaxMessageBytes: 16 << 10})
 	rec := newRecorder()
-	n := x.node(core.NodeOptions{MaxMessageBytes: limit})
+	n := x.node(txmq.NodeOptions{MaxMessageBytes: limit})
 	listen(x, rec, small, n, nil)
 	listen(x, rec, large, n, nil)
 	big := strings.Repeat("b", 4<<10)
@@ -96,9 +99,9 @@ func oversizeRefusedAtCall(x *X) {
 // oversizeTxRefusedAtCall: inside a transaction the same refusal comes at the call, before any
 // outbox row is written; the app sees the error and nothing of the transaction is published.
 func oversizeTxRefusedAtCall(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{Transactional: core.Require})
+	q := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Require})
 	rec := newRecorder()
-	n := x.node(core.NodeOptions{MaxMessageBytes: 2048})
+	n := x.node(txmq.NodeOptions{MaxMessageBytes: 2048})
 	listen(x, rec, q, n, nil)
 	s := x.store(x.rawClient(), outbox.Options{})
 	err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
@@ -129,12 +132,12 @@ func oversizeTxRefusedAtCall(x *X) {
 // once (reason rejected, the backend's error), counted, never handed to the outbox, and the
 // flushes after it are delivered.
 func refusedFlushDeadLettered(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{})
+	q := declare(x, txmq.QueueConfig[Msg]{})
 	rec := newRecorder()
 	c, _ := x.client()
 	r := newRefusing(c)
 	s := x.store(x.rawClient(), outbox.Options{RecoveryAge: time.Millisecond})
-	n := x.node(core.NodeOptions{Backend: r, Handoff: s})
+	n := x.nodeOn(r, txmq.NodeOptions{Handoff: s})
 	listen(x, rec, q, n, nil)
 	if err := q.PublishMany(context.Background(), n, []Msg{{K: "p1", P: poisonMark}, {K: "p2"}}); err != nil {
 		x.T.Fatalf("PublishMany: %v", err)
@@ -165,11 +168,11 @@ func refusedFlushDeadLettered(x *X) {
 // of the page) are published by the same sweep; the refused row is dead-lettered once, with
 // reason rejected, and a later sweep does not try it again.
 func refusedRowNeverBlocks(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{})
+	q := declare(x, txmq.QueueConfig[Msg]{})
 	rec := newRecorder()
 	r := newRefusing(x.rawClient())
 	s := x.store(r, outbox.Options{RecoveryAge: time.Millisecond, SweepPageSize: 4})
-	n := x.node(core.NodeOptions{})
+	n := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, n, nil)
 	var batches []core.OutgoingBatch
 	var keys []string
@@ -183,7 +186,7 @@ func refusedRowNeverBlocks(x *X) {
 		}
 		body, _ := json.Marshal(Msg{K: k, P: p})
 		id := core.NewID()
-		batches = append(batches, core.OutgoingBatch{ID: id, Queue: q.Name(), Messages: 1, Body: core.EncodeEnvelope(&core.Envelope{
+		batches = append(batches, core.OutgoingBatch{ID: id, Queue: q.Name(), Messages: 1, Body: envelope.Encode(&envelope.Envelope{
 			ID: id, Queue: q.Name(), Created: time.Now(), MessageIDs: []string{core.NewID()}, Messages: []json.RawMessage{body}})})
 	}
 	if err := s.Handoff(x.ctx(), batches); err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -24,12 +24,12 @@ func init() {
 // savepoint keeps its messages, and rolling back an outer savepoint discards the inner ones it
 // released. Require, Try and Never queues alike; exactly the kept messages are delivered.
 func txSavepoints(x *X) {
-	qr := declare(x, core.QueueConfig[Msg]{Transactional: core.Require})
-	qt := declare(x, core.QueueConfig[Msg]{Transactional: core.Try})
-	qn := declare(x, core.QueueConfig[Msg]{Transactional: core.Never})
+	qr := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Require})
+	qt := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Try})
+	qn := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Never})
 	rec := newRecorder()
-	n := x.node(core.NodeOptions{})
-	queues := []*core.Queue[Msg]{qr, qt, qn}
+	n := x.node(txmq.NodeOptions{})
+	queues := []*txmq.Queue[Msg]{qr, qt, qn}
 	for _, q := range queues {
 		listen(x, rec, q, n, nil)
 	}

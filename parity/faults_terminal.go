@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -24,17 +25,17 @@ func init() {
 func terminalOnce(x *X, dropFails int64) {
 	const budget = 2
 	var onErr atomic.Int64
-	q := declare(x, core.QueueConfig[Msg]{MaxAttempts: budget, OnError: func([]Msg, error, int) error { onErr.Add(1); return nil }})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: budget, OnError: func([]Msg, error, int) error { onErr.Add(1); return nil }})
 	rec := newRecorder()
 	fail := func(context.Context, []Msg) error { return errBoom }
-	a, f := x.faultyNode(core.NodeOptions{})
+	a, f := x.faultyNode(txmq.NodeOptions{})
 	f.dropFails.Store(dropFails)
 	listen(x, rec, q, a, fail)
 	publishKeys(x, q, a, "doomed", 1, 1)
 	x.eventually(func() bool { return x.DeadLetters.Count(q.Name()) >= 1 }, func() string {
 		return fmt.Sprintf("the batch dead-lettered on node A; runs so far: %s", rec.Summary())
 	})
-	b := x.node(core.NodeOptions{})
+	b := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, b, fail)
 	probe := x.rawClient()
 	x.eventually(func() bool { return f.drops.Load() >= 1 && depths(x, probe, q.Name()) == core.Depth{} },

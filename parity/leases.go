@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -20,10 +21,10 @@ func init() {
 // crashedNodeBatchMoves: a node that dies while running a batch (no settle) loses its lease,
 // and another node gets and finishes the batch.
 func crashedNodeBatchMoves(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{})
+	q := declare(x, txmq.QueueConfig[Msg]{})
 	rec, ok := newRecorder(), newRecorder()
 	started := make(chan struct{}, 4)
-	a := x.node(core.NodeOptions{})
+	a := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, a, func(ctx context.Context, _ []Msg) error {
 		started <- struct{}{}
 		<-ctx.Done()
@@ -36,7 +37,7 @@ func crashedNodeBatchMoves(x *X) {
 		x.T.Fatalf("node A never ran the batch")
 	}
 	a.Halt()
-	b := x.node(core.NodeOptions{})
+	b := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, b, func(_ context.Context, msgs []Msg) error { ok.Record(msgs...); return nil })
 	waitDelivered(x, ok, keys)
 	x.idle(b)
@@ -48,9 +49,9 @@ func crashedNodeBatchMoves(x *X) {
 // longListenerKeepsLease: a listener that runs three leases long is not redelivered while its
 // node lives (the node extends the lease), and no extension is refused.
 func longListenerKeepsLease(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{})
+	q := declare(x, txmq.QueueConfig[Msg]{})
 	rec := newRecorder()
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
 	long := sleepy(3 * x.Caps.Lease)
 	listen(x, rec, q, a, long)
 	listen(x, rec, q, b, long)

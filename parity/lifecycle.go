@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -22,12 +23,12 @@ func init() {
 // context: when it returns, the running batches finished and were settled, and every buffered
 // message is in the backend, where another node finds it.
 func closeDrains(x *X) {
-	slow := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 1})
-	buffered := declare(x, core.QueueConfig[Msg]{})
+	slow := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 1})
+	buffered := declare(x, txmq.QueueConfig[Msg]{})
 	recSlow, recBuf := newRecorder(), newRecorder()
 	started := make(chan struct{}, 8)
 	var finished atomic.Int64
-	a := x.node(core.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour})
+	a := x.node(txmq.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour})
 	listen(x, recSlow, slow, a, func(ctx context.Context, _ []Msg) error {
 		started <- struct{}{}
 		time.Sleep(500 * time.Millisecond)
@@ -60,7 +61,7 @@ func closeDrains(x *X) {
 	if s := a.Stats(); s.InFlight != 0 || s.Buffered != 0 {
 		x.T.Fatalf("after Close: %d in flight, %d buffered", s.InFlight, s.Buffered)
 	}
-	b := x.node(core.NodeOptions{})
+	b := x.node(txmq.NodeOptions{})
 	listen(x, recBuf, buffered, b, nil)
 	listen(x, recSlow, slow, b, nil)
 	waitDelivered(x, recBuf, bufKeys)
@@ -74,15 +75,15 @@ func closeDrains(x *X) {
 // publishAfterClose: publishing on a closed node fails with core.ErrClosed, and so does
 // registering a listener.
 func publishAfterClose(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{})
-	n := x.node(core.NodeOptions{})
+	q := declare(x, txmq.QueueConfig[Msg]{})
+	n := x.node(txmq.NodeOptions{})
 	if err := n.Close(context.Background()); err != nil {
 		x.T.Fatalf("Close: %v", err)
 	}
 	if err := q.Publish(context.Background(), n, Msg{K: "late"}); !errors.Is(err, core.ErrClosed) {
 		x.T.Fatalf("Publish after Close: %v; want an error wrapping core.ErrClosed", err)
 	}
-	if err := q.PublishMany(context.Background(), n, []Msg{{K: "late"}}, core.After(time.Second)); !errors.Is(err, core.ErrClosed) {
+	if err := q.PublishMany(context.Background(), n, []Msg{{K: "late"}}, txmq.After(time.Second)); !errors.Is(err, core.ErrClosed) {
 		x.T.Fatalf("delayed PublishMany after Close: %v; want core.ErrClosed", err)
 	}
 	if err := q.Listen(n, func(context.Context, []Msg) error { return nil }); !errors.Is(err, core.ErrClosed) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -47,7 +48,7 @@ func publishUnavailable(x *X) {
 // nodesRecover: nodes ride out an outage: a batch whose settle failed during it runs again
 // after Restore, and what is published after Restore is delivered.
 func nodesRecover(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 4})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 4})
 	rec, ok := newRecorder(), newRecorder()
 	release := make(chan struct{})
 	started := make(chan struct{}, 64)
@@ -66,7 +67,7 @@ func nodesRecover(x *X) {
 		ok.Record(msgs...)
 		return nil
 	}
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
 	listen(x, rec, q, a, fn)
 	listen(x, rec, q, b, fn)
 	before := publishKeys(x, q, a, "before", 20, 4)

@@ -128,16 +128,40 @@ func register(group string, ps ...property) {
 type suite struct {
 	h    Harness
 	caps Caps
+	opts Options
 	sem  chan struct{}
 
 	ran, passed, failed, skipped atomic.Int64
 	mu                           sync.Mutex
 	failures                     []string
+
+	// unsupported counts properties of a capability the adapter does not have (see
+	// X.needOrdering): neither passed nor skipped for a missing service.
+	unsupported atomic.Int64
 }
 
-// Run runs every property against h, each as a subtest, and prints a summary line.
-func Run(t *testing.T, h Harness) {
+// Options are what the suite needs from the test's surroundings rather than from the
+// adapter. A nil *Options, and every zero field, means the default documented on the field.
+type Options struct {
+	// PostgresURL is the PostgreSQL database in which the transaction properties run the
+	// outbox (package outbox) in front of the adapter, each property in a schema of its own,
+	// dropped at its end. Empty means the TXMQ_POSTGRES_URL environment variable, else
+	// postgres://postgres@127.0.0.1:5432/test?sslmode=disable. When the database does not
+	// answer those properties are skipped (counted as skipped, never as passed), or fail
+	// when CI=true or TXMQ_REQUIRE_SERVICES=1.
+	PostgresURL string
+}
+
+// Run runs every property against h, each as a subtest, and prints a summary line. It is
+// RunWith with the default Options.
+func Run(t *testing.T, h Harness) { RunWith(t, h, nil) }
+
+// RunWith is Run with opts (nil means the defaults).
+func RunWith(t *testing.T, h Harness, opts *Options) {
 	s := &suite{h: h, caps: h.Capabilities().withDefaults()}
+	if opts != nil {
+		s.opts = *opts
+	}
 	s.sem = make(chan struct{}, s.caps.Parallel)
 	if s.caps.MaxNativeDelay > 20*time.Second {
 		t.Fatalf("parity[%s]: Caps.MaxNativeDelay is %v: expose a short test cap (a few seconds) so the suite can publish a longer delay quickly", h.Name(), s.caps.MaxNativeDelay)
@@ -146,6 +170,9 @@ func Run(t *testing.T, h Harness) {
 		line := fmt.Sprintf("parity[%s]: %d properties ran, %d passed, %d failed", h.Name(), s.ran.Load(), s.passed.Load(), s.failed.Load())
 		if n := s.skipped.Load(); n > 0 {
 			line += fmt.Sprintf(", %d skipped (not passed)", n)
+		}
+		if n := s.unsupported.Load(); n > 0 {
+			line += fmt.Sprintf(", %d not supported by the adapter (not passed)", n)
 		}
 		s.mu.Lock()
 		sort.Strings(s.failures)
@@ -205,9 +232,12 @@ func (s *suite) runProp(t *testing.T, p property, dup bool) {
 		s.sem <- struct{}{}
 		defer func() { <-s.sem }()
 		s.ran.Add(1)
+		var x *X
 		// Registered first, so it runs last: after every other cleanup has had its say.
 		t.Cleanup(func() {
 			switch {
+			case x != nil && x.unsupported.Load() && !t.Failed():
+				s.unsupported.Add(1)
 			case t.Failed():
 				s.failed.Add(1)
 				s.mu.Lock()
@@ -219,7 +249,7 @@ func (s *suite) runProp(t *testing.T, p property, dup bool) {
 				s.passed.Add(1)
 			}
 		})
-		x := s.newX(t, dup)
+		x = s.newX(t, dup)
 		p.run(x)
 	})
 }

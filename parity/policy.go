@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 )
 
@@ -34,7 +37,7 @@ func batchSig(msgs []Msg) string {
 // failedBatchIsRedelivered: every batch fails on its first run and succeeds on a later one;
 // every message ends up processed, and ran at least twice.
 func failedBatchIsRedelivered(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 5})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 5})
 	rec, ok := newRecorder(), newRecorder()
 	var mu sync.Mutex
 	failed := map[string]bool{}
@@ -50,7 +53,7 @@ func failedBatchIsRedelivered(x *X) {
 		ok.Record(msgs...)
 		return nil
 	}
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
 	listen(x, rec, q, a, fn)
 	listen(x, rec, q, b, fn)
 	keys := publishKeys(x, q, a, "r", 40, 5)
@@ -73,7 +76,7 @@ func exhaustedBudget(x *X) {
 	const budget = 3
 	var onErr atomic.Int64
 	var onErrAttempts sync.Map
-	q := declare(x, core.QueueConfig[Msg]{MaxAttempts: budget, OnError: func(msgs []Msg, err error, attempts int) error {
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: budget, OnError: func(msgs []Msg, err error, attempts int) error {
 		onErr.Add(1)
 		onErrAttempts.Store(onErr.Load(), attempts)
 		if !errors.Is(err, errBoom) {
@@ -83,7 +86,7 @@ func exhaustedBudget(x *X) {
 	}})
 	rec := newRecorder()
 	fail := func(context.Context, []Msg) error { return errBoom }
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
 	listen(x, rec, q, a, fail)
 	listen(x, rec, q, b, fail)
 	publishKeys(x, q, a, "doomed", 1, 1)
@@ -113,7 +116,7 @@ func exhaustedBudget(x *X) {
 		if l.Reason != core.ReasonDeliveryExhausted || l.Attempts != budget || l.Messages != 1 || l.Queue != q.Name() {
 			x.T.Errorf("dead letter %+v: want reason %s, %d attempts, 1 message, queue %s", l, core.ReasonDeliveryExhausted, budget, q.Name())
 		}
-		if env, err := core.DecodeEnvelope(l.Body); err != nil || env.Queue != q.Name() || len(env.Messages) != 1 {
+		if env, err := envelope.Decode(l.Body); err != nil || env.Queue != q.Name() || len(env.Messages) != 1 {
 			x.T.Errorf("dead letter body is not the batch: %v", err)
 		}
 	}
@@ -127,11 +130,11 @@ func exhaustedBudget(x *X) {
 func retriesRespectBackoff(x *X) {
 	const unit = 300 * time.Millisecond
 	backoff := func(run int) time.Duration { return time.Duration(run) * unit }
-	q := declare(x, core.QueueConfig[Msg]{MaxAttempts: 3})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 3})
 	rec := newRecorder()
 	var mu sync.Mutex
 	var starts []time.Time
-	n := x.node(core.NodeOptions{Backoff: backoff})
+	n := x.node(txmq.NodeOptions{Backoff: backoff})
 	listen(x, rec, q, n, func(context.Context, []Msg) error {
 		mu.Lock()
 		defer mu.Unlock()
@@ -162,7 +165,7 @@ func retriesRespectBackoff(x *X) {
 func poisonWorkerLost(x *X) {
 	const budget = 2
 	var onErr atomic.Int64
-	q := declare(x, core.QueueConfig[Msg]{MaxAttempts: budget, OnError: func(_ []Msg, err error, _ int) error {
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: budget, OnError: func(_ []Msg, err error, _ int) error {
 		onErr.Add(1)
 		return nil
 	}})
@@ -173,10 +176,10 @@ func poisonWorkerLost(x *X) {
 		<-ctx.Done() // the node is halted from the test goroutine
 		return ctx.Err()
 	}
-	pub := x.node(core.NodeOptions{})
+	pub := x.node(txmq.NodeOptions{})
 	publishKeys(x, q, pub, "poison", 1, 1)
 	for i := range budget {
-		n := x.node(core.NodeOptions{})
+		n := x.node(txmq.NodeOptions{})
 		listen(x, rec, q, n, poison)
 		select {
 		case <-started:
@@ -185,7 +188,7 @@ func poisonWorkerLost(x *X) {
 		}
 		n.Halt() // dies holding the batch: no settle
 	}
-	last := x.node(core.NodeOptions{})
+	last := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, last, poison)
 	x.eventually(func() bool { return x.DeadLetters.Count(q.Name()) >= 1 }, func() string {
 		return fmt.Sprintf("the poison batch dead-lettered (%s)", rec.Summary())

@@ -6,18 +6,20 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/txmq/txmq/core"
 )
 
 // rawBatch encodes a batch of Msg keys for driving a backend directly.
 func rawBatch(queue string, exclusive bool, keys ...string) core.OutgoingBatch {
-	env := &core.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
+	env := &envelope.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
 	for _, k := range keys {
 		b, _ := json.Marshal(Msg{K: k})
 		env.MessageIDs = append(env.MessageIDs, core.NewID())
 		env.Messages = append(env.Messages, b)
 	}
-	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: core.EncodeEnvelope(env), Exclusive: exclusive, Messages: len(keys)}
+	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: envelope.Encode(env), Exclusive: exclusive, Messages: len(keys)}
 }
 
 // fetchOne fetches from b until it hands out one claim of queue, within Caps.Timeout.
@@ -55,7 +57,7 @@ func depths(x *X, b core.Backend, queue string) core.Depth {
 	if err != nil {
 		x.T.Fatalf("Depths: %v", err)
 	}
-	return d[queue]
+	return d[queue].Counts() // the counts: OldestReady is optional for adapters
 }
 
 func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }

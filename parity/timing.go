@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 )
 
 func init() {
@@ -22,7 +22,7 @@ func init() {
 // latest expected time plus DueTolerance. note says, in failures, what the property varies.
 type arrivals struct {
 	x    *X
-	sub  *core.Node
+	sub  *txmq.Node
 	note string
 	mu   sync.Mutex
 	due  map[string][2]time.Time // earliest allowed, latest expected (real time)
@@ -31,7 +31,7 @@ type arrivals struct {
 }
 
 // newArrivals listens on q with sub and records the arrivals.
-func newArrivals(x *X, q *core.Queue[Msg], sub *core.Node, note string) *arrivals {
+func newArrivals(x *X, q *txmq.Queue[Msg], sub *txmq.Node, note string) *arrivals {
 	a := &arrivals{x: x, sub: sub, note: note, due: map[string][2]time.Time{}, seen: map[string]time.Time{}}
 	if err := q.Listen(sub, a.listen); err != nil {
 		x.T.Fatalf("Listen: %v", err)
@@ -113,28 +113,28 @@ func (a *arrivals) wait() {
 // timed is one node that publishes messages with due times and receives them (arrivals).
 type timed struct {
 	*arrivals
-	q *core.Queue[Msg]
-	n *core.Node
+	q *txmq.Queue[Msg]
+	n *txmq.Node
 }
 
 func newTimed(x *X) *timed {
-	q := declare(x, core.QueueConfig[Msg]{})
-	n := x.node(core.NodeOptions{})
+	q := declare(x, txmq.QueueConfig[Msg]{})
+	n := x.node(txmq.NodeOptions{})
 	return &timed{arrivals: newArrivals(x, q, n, ""), q: q, n: n}
 }
 
 // publishAt publishes key with the delay d (After) or at the time at (At, when d is 0).
 func (t *timed) publishAt(key string, d time.Duration, at time.Time) {
 	t.x.T.Helper()
-	fn := func(opt core.PublishOption) func() error {
+	fn := func(opt txmq.PublishOption) func() error {
 		return func() error { return t.q.Publish(context.Background(), t.n, Msg{K: key}, opt) }
 	}
 	if d > 0 {
-		t.publish(key, d, fn(core.After(d)))
+		t.publish(key, d, fn(txmq.After(d)))
 		return
 	}
 	// A due time in the past means now.
-	t.publishDue(key, fn(core.At(at)), func(time.Time) time.Time { return at },
+	t.publishDue(key, fn(txmq.At(at)), func(time.Time) time.Time { return at },
 		func(after time.Time) time.Time { return later(at, after) })
 }
 
@@ -145,7 +145,7 @@ func later(a, b time.Time) time.Time {
 	return b
 }
 
-// delayedNotEarly: messages published with core.After never run before their delay and
+// delayedNotEarly: messages published with txmq.After never run before their delay and
 // arrive within DueTolerance of it.
 func delayedNotEarly(x *X) {
 	t := newTimed(x)
@@ -155,7 +155,7 @@ func delayedNotEarly(x *X) {
 	t.wait()
 }
 
-// scheduledNotEarly: messages published with core.At never run before their time; a time in
+// scheduledNotEarly: messages published with txmq.At never run before their time; a time in
 // the past means now.
 func scheduledNotEarly(x *X) {
 	t := newTimed(x)

@@ -7,16 +7,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
 )
 
 // The transactional properties run the Postgres outbox (package outbox) against the adapter:
-// the app database comes from internal/testenv (TXMQ_POSTGRES_URL; skipped locally when it
-// does not answer, a failure under CI=true). A skipped property is reported as skipped, never
-// as passed.
+// the app database is Options.PostgresURL, else TXMQ_POSTGRES_URL or the local default
+// (skipped locally when it does not answer, a failure under CI=true). A skipped property is
+// reported as skipped, never as passed.
 
 func init() {
 	register("transactions",
@@ -29,10 +31,19 @@ func init() {
 	)
 }
 
+// postgresPool returns a new pool on the suite's database, closed in x.T's cleanup.
+func (x *X) postgresPool() *pgxpool.Pool {
+	x.T.Helper()
+	if u := x.opts.PostgresURL; u != "" {
+		return testenv.PostgresPoolAt(x.T, u, "parity.Options.PostgresURL")
+	}
+	return testenv.PostgresPool(x.T)
+}
+
 // store opens an outbox Store in a fresh schema of the test database, publishing to backend.
 func (x *X) store(backend core.Backend, o outbox.Options) *outbox.Store {
 	x.T.Helper()
-	pool := testenv.PostgresPool(x.T)
+	pool := x.postgresPool()
 	o.Schema = testenv.PostgresSchema(x.T, pool)
 	o.Backend = backend
 	if o.Logger == nil {
@@ -62,7 +73,7 @@ func (x *X) sameSchemaStore(s *outbox.Store, backend core.Backend, o outbox.Opti
 	if o.Logger == nil {
 		o.Logger = x.logger
 	}
-	s2, err := outbox.New(testenv.PostgresPool(x.T), &o)
+	s2, err := outbox.New(x.postgresPool(), &o)
 	if err != nil {
 		x.T.Fatalf("outbox.New: %v", err)
 	}
@@ -88,18 +99,18 @@ var errRollback = errors.New("parity: roll back")
 // txRollback: messages published inside a transaction that rolls back (Require, Try and
 // Never queues alike) are never delivered; a later committed transaction's are.
 func txRollback(x *X) {
-	qr := declare(x, core.QueueConfig[Msg]{Transactional: core.Require})
-	qt := declare(x, core.QueueConfig[Msg]{Transactional: core.Try})
-	qn := declare(x, core.QueueConfig[Msg]{Transactional: core.Never})
+	qr := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Require})
+	qt := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Try})
+	qn := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Never})
 	rec := newRecorder()
-	n := x.node(core.NodeOptions{})
-	for _, q := range []*core.Queue[Msg]{qr, qt, qn} {
+	n := x.node(txmq.NodeOptions{})
+	for _, q := range []*txmq.Queue[Msg]{qr, qt, qn} {
 		listen(x, rec, q, n, nil)
 	}
 	s := x.store(x.rawClient(), outbox.Options{})
 	publishAll := func(ctx context.Context, prefix string) []string {
 		var keys []string
-		for _, q := range []*core.Queue[Msg]{qr, qt, qn} {
+		for _, q := range []*txmq.Queue[Msg]{qr, qt, qn} {
 			for i := range 5 {
 				k := fmt.Sprintf("%s-%s-%d", prefix, q.Name(), i)
 				if err := q.Publish(ctx, n, Msg{K: k}); err != nil {
@@ -136,19 +147,19 @@ func txRollback(x *X) {
 // txCommit: a committed transaction's messages on Require, Try and Never queues are all
 // delivered, and its outbox rows are gone.
 func txCommit(x *X) {
-	qr := declare(x, core.QueueConfig[Msg]{Transactional: core.Require, MaxBatchMessages: 7})
-	qt := declare(x, core.QueueConfig[Msg]{Transactional: core.Try})
-	qn := declare(x, core.QueueConfig[Msg]{Transactional: core.Never})
+	qr := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Require, MaxBatchMessages: 7})
+	qt := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Try})
+	qn := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Never})
 	rec := newRecorder()
-	a, b := x.node(core.NodeOptions{}), x.node(core.NodeOptions{})
-	for _, q := range []*core.Queue[Msg]{qr, qt, qn} {
+	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
+	for _, q := range []*txmq.Queue[Msg]{qr, qt, qn} {
 		listen(x, rec, q, a, nil)
 		listen(x, rec, q, b, nil)
 	}
 	s := x.store(x.rawClient(), outbox.Options{})
 	var keys []string
 	if err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
-		for _, q := range []*core.Queue[Msg]{qr, qt, qn} {
+		for _, q := range []*txmq.Queue[Msg]{qr, qt, qn} {
 			keys = append(keys, publishKeysCtx(ctx, x, q, a, "commit-"+q.Name(), 30, 4)...)
 		}
 		return nil
@@ -173,9 +184,9 @@ func (unavailable) Publish(context.Context, core.OutgoingBatch) error {
 // republished by another process's recovery sweep once they are older than the recovery
 // age, and delivered.
 func txCrashAfterCommit(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{Transactional: core.Require, MaxBatchMessages: 5})
+	q := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Require, MaxBatchMessages: 5})
 	rec := newRecorder()
-	n := x.node(core.NodeOptions{})
+	n := x.node(txmq.NodeOptions{})
 	dead := x.store(unavailable{x.rawClient()}, outbox.Options{})
 	var keys []string
 	if err := dead.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
@@ -204,10 +215,10 @@ func txCrashAfterCommit(x *X) {
 // handoffDuringOutage: publishes buffered while the backend is broken are handed to the
 // outbox (none dropped) and delivered after Restore by the recovery sweep.
 func handoffDuringOutage(x *X) {
-	q := declare(x, core.QueueConfig[Msg]{MaxBatchMessages: 10})
+	q := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 10})
 	rec := newRecorder()
 	s := x.store(x.rawClient(), outbox.Options{RecoveryAge: 300 * time.Millisecond, SweepInterval: 200 * time.Millisecond, BackoffBase: 200 * time.Millisecond, BackoffMax: time.Second})
-	n := x.node(core.NodeOptions{Handoff: s})
+	n := x.node(txmq.NodeOptions{Handoff: s})
 	listen(x, rec, q, n, nil)
 	x.Env.Break(x.T)
 	keys := publishKeys(x, q, n, "outage", 45, 5)

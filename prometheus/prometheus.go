@@ -7,7 +7,7 @@ import (
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 )
 
 // Metrics holds the collectors behind the hooks, for tests and custom registration.
@@ -92,8 +92,8 @@ func register[C promclient.Collector](reg promclient.Registerer, c C) (C, error)
 }
 
 // Hooks returns core hooks that update m.
-func (m *Metrics) Hooks() *core.Hooks {
-	return &core.Hooks{
+func (m *Metrics) Hooks() *txmq.Hooks {
+	return &txmq.Hooks{
 		Published: func(queue string, messages int) {
 			m.BatchesPublished.WithLabelValues(queue).Inc()
 			m.MessagesPublished.WithLabelValues(queue).Add(float64(messages))
@@ -114,8 +114,8 @@ func (m *Metrics) Hooks() *core.Hooks {
 	}
 }
 
-// NewHooks registers the metrics with reg and returns hooks for core.NodeOptions.Hooks.
-func NewHooks(reg promclient.Registerer) (*core.Hooks, error) {
+// NewHooks registers the metrics with reg and returns hooks for txmq.NodeOptions.Hooks.
+func NewHooks(reg promclient.Registerer) (*txmq.Hooks, error) {
 	m, err := NewMetrics(reg)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 	promclient "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
 	txmqprom "github.com/txmq/txmq/prometheus"
@@ -26,12 +27,12 @@ func TestMetricsAfterRun(t *testing.T) {
 	if _, err := txmqprom.NewHooks(reg); err != nil { // a second node in the same process
 		t.Fatalf("second registration: %v", err)
 	}
-	qreg := core.NewRegistry()
-	ok := core.MustDeclare(qreg, "ok", core.QueueConfig[int]{Transactional: core.Try})
-	bad := core.MustDeclare(qreg, "bad", core.QueueConfig[int]{Transactional: core.Try, MaxAttempts: 2})
+	qreg := txmq.NewRegistry()
+	ok := txmq.MustDeclareIn(qreg, "ok", txmq.QueueConfig[int]{Transactional: txmq.Try})
+	bad := txmq.MustDeclareIn(qreg, "bad", txmq.QueueConfig[int]{Transactional: txmq.Try, MaxAttempts: 2})
 	be := memory.New(nil)
 	defer be.Close()
-	n, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: qreg, Hooks: hooks,
+	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: qreg, Hooks: hooks,
 		Backoff: func(int) time.Duration { return time.Millisecond }, FlushWindow: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -13,12 +13,17 @@
 #
 # Exports:
 #   TXMQ_POSTGRES_URL      postgres://USER@127.0.0.1:PORT/test?sslmode=disable
+#   TXMQ_PGBOUNCER_URL     postgres://USER@127.0.0.1:PORT/test?sslmode=disable: a PgBouncer
+#                          (Debian's pgbouncer) in transaction pooling mode in front of
+#                          TXMQ_POSTGRES_URL's server, always started here (never reused)
 #   TXMQ_REDIS_URL         redis://127.0.0.1:PORT/0
+#   TXMQ_REDIS_CLUSTER_URL redis+cluster://127.0.0.1:P1,...,127.0.0.1:P6/ (3 masters + 3 replicas)
 #   TXMQ_SQS_ENDPOINT      http://127.0.0.1:PORT   (fauxqs 1.9.2, .ci/fauxqs)
 #   TXMQ_REQUIRE_SERVICES  1  (Go tests fail instead of skipping when a service is missing)
 #   TXMQ_NATS_URL          NOT exported by default: see the NATS section below.
 #
-# Knobs (optional): TXMQ_POSTGRES_PORT (5432), TXMQ_REDIS_PORT (6379),
+# Knobs (optional): TXMQ_POSTGRES_PORT (5432), TXMQ_PGBOUNCER_PORT (16432), TXMQ_REDIS_PORT (6379),
+# TXMQ_REDIS_CLUSTER_PORT (17000, the first of the cluster's six),
 # TXMQ_SQS_PORT (4566) choose the local port to probe / start on; a port taken
 # by something else makes the script start its own instance on a free port.
 
@@ -119,6 +124,41 @@ _txmq_pg_use() {
 	_txmq_say "postgres $how $TXMQ_POSTGRES_URL"
 }
 
+# _txmq_pg_capacity PORT: the suites run side by side (parity properties in parallel, each
+# with pools of its own, the ledger and outbox stores, PgBouncer's server connections), which
+# takes more than PostgreSQL's default 100 connections ("sorry, too many clients already").
+# On the machine's own cluster (port 5432, Debian's /etc/postgresql, as root) it raises
+# max_connections to 300 with ALTER SYSTEM and a restart, once: the setting stays. Any other
+# server is used as it is, with a warning.
+_txmq_pg_capacity() {
+	local port=$1 want=300 have user ver
+	user="$(_txmq_pg_user "$port")" || return 0
+	have="$(psql -X -q -h 127.0.0.1 -p "$port" -U "$user" -d postgres -Atc 'show max_connections' </dev/null 2>/dev/null)"
+	if [ -z "$have" ] || [ "$have" -ge "$want" ]; then
+		return 0
+	fi
+	if [ "$port" != 5432 ] || [ -z "$(ls /etc/postgresql 2>/dev/null)" ] || [ "$(id -u)" != 0 ]; then
+		_txmq_warn "postgres: max_connections is $have; the suites side by side may need $want (raise it if tests fail with 'too many clients')"
+		return 0
+	fi
+	ver="$(ls /etc/postgresql | sort -V | tail -n 1)"
+	if ! psql -X -q -h 127.0.0.1 -p "$port" -U "$user" -d postgres -c "alter system set max_connections = $want" >/dev/null 2>&1 </dev/null ||
+		! pg_ctlcluster --skip-systemctl-redirect "$ver" main restart >/dev/null 2>&1; then
+		_txmq_warn "postgres: could not raise max_connections from $have to $want; using it as it is"
+		return 0
+	fi
+	local i
+	for i in $(seq 1 60); do
+		if _txmq_pg_user "$port" >/dev/null; then
+			_txmq_say "postgres max_connections $have -> $want (ALTER SYSTEM, cluster $ver/main restarted)"
+			return 0
+		fi
+		sleep 0.5
+	done
+	_txmq_warn "postgres: cluster $ver/main did not come back after the restart"
+	return 1
+}
+
 # _txmq_pg_throwaway PORT: initdb + start a private trust-auth cluster.
 _txmq_pg_throwaway() {
 	local port=$1 ver bin dir as_pg=()
@@ -141,7 +181,7 @@ _txmq_pg_throwaway() {
 		return 1
 	fi
 	if ! "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
-		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
 		start >/dev/null 2>&1; then
 		_txmq_warn "postgres: pg_ctl start failed:"
 		tail -n 20 "$dir/postgres.log" >&2
@@ -172,7 +212,7 @@ _txmq_postgres() {
 
 	# Something on the port: reuse it if trust auth lets us in.
 	if _txmq_tcp 127.0.0.1 "$port"; then
-		if _txmq_pg_use "$port" reused; then
+		if _txmq_pg_capacity "$port" && _txmq_pg_use "$port" reused; then
 			return 0
 		fi
 		_txmq_warn "postgres: port $port answers but trust login fails; starting a private server"
@@ -182,7 +222,7 @@ _txmq_postgres() {
 		ver="$(ls /etc/postgresql | sort -V | tail -n 1)"
 		if _txmq_as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start >/dev/null 2>&1; then
 			echo "pgcluster $ver main" >>"$_TXMQ_STARTED"
-			if _txmq_pg_use "$port" started; then
+			if _txmq_pg_capacity "$port" && _txmq_pg_use "$port" started; then
 				return 0
 			fi
 			_txmq_warn "postgres: cluster $ver/main started but trust login fails; starting a private server"
@@ -192,6 +232,93 @@ _txmq_postgres() {
 
 	_txmq_pg_throwaway "$port" || return 1
 	_txmq_pg_use "$port" started
+}
+
+# ----------------------------------------------------------------- PgBouncer
+#
+# A private PgBouncer in transaction pooling mode in front of the PostgreSQL
+# above, for the sqljobs-pgbouncer parity suite: a server connection is held
+# only for the length of a transaction, so nothing of a session (prepared
+# statements, LISTEN, SET) survives from one statement to the next, as in
+# production poolers. Its config, pid file and log live in the services dir,
+# never in /etc. auth_type=any with the database's user fixed: any client user
+# name is accepted and logs in as TXMQ_POSTGRES_URL's user (trust auth). It
+# holds at most 20 server connections and closes idle ones after 15 s, so that
+# the other packages' tests, run at the same time, keep PostgreSQL's slots.
+
+_txmq_pgbouncer() {
+	local hostport host pgport user port dir pid runas=()
+	if [ -z "${TXMQ_POSTGRES_URL:-}" ]; then
+		_txmq_warn "pgbouncer: no TXMQ_POSTGRES_URL to put it in front of"
+		return 1
+	fi
+	# A PgBouncer this shell already started: keep it.
+	if [ -n "${TXMQ_PGBOUNCER_URL:-}" ] && [ -s "$_TXMQ_SERVICES_DIR/pgbouncer/pgbouncer.pid" ] &&
+		kill -0 "$(cat "$_TXMQ_SERVICES_DIR/pgbouncer/pgbouncer.pid")" 2>/dev/null; then
+		_txmq_say "pgbouncer reused $TXMQ_PGBOUNCER_URL"
+		return 0
+	fi
+	if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then
+		_txmq_apt_install pgbouncer || return 1
+	fi
+	hostport="${TXMQ_POSTGRES_URL#*://}"
+	user="${hostport%%@*}"
+	[ "$user" = "$hostport" ] && user="$(id -un)"
+	user="${user%%:*}"
+	hostport="${hostport##*@}"
+	hostport="${hostport%%/*}"
+	host="${hostport%:*}"
+	pgport="${hostport##*:}"
+	[ "$pgport" = "$hostport" ] && pgport=5432
+	port="$(_txmq_free_port "${TXMQ_PGBOUNCER_PORT:-16432}")" || return 1
+	dir="$_TXMQ_SERVICES_DIR/pgbouncer"
+	mkdir -p "$dir"
+	cat >"$dir/pgbouncer.ini" <<-INI
+		[databases]
+		* = host=$host port=$pgport user=$user
+
+		[pgbouncer]
+		listen_addr = 127.0.0.1
+		listen_port = $port
+		unix_socket_dir =
+		auth_type = any
+		pool_mode = transaction
+		max_client_conn = 2000
+		default_pool_size = 15
+		reserve_pool_size = 5
+		max_db_connections = 20
+		server_idle_timeout = 15
+		server_lifetime = 3600
+		ignore_startup_parameters = extra_float_digits
+		pidfile = $dir/pgbouncer.pid
+		logfile = $dir/pgbouncer.log
+	INI
+	if [ "$(id -u)" = 0 ]; then
+		# PgBouncer refuses to run as root: it drops to the postgres user (-u).
+		chown -R postgres:postgres "$dir"
+		runas=(-u postgres)
+	fi
+	if ! "$(command -v pgbouncer || echo /usr/sbin/pgbouncer)" -d "${runas[@]}" "$dir/pgbouncer.ini" >"$dir/start.log" 2>&1 </dev/null; then
+		_txmq_warn "pgbouncer: failed to start:"
+		tail -n 20 "$dir/start.log" "$dir/pgbouncer.log" >&2 2>/dev/null
+		return 1
+	fi
+	for _ in $(seq 1 100); do
+		[ -s "$dir/pgbouncer.pid" ] && _txmq_tcp 127.0.0.1 "$port" && break
+		sleep 0.1
+	done
+	pid="$(cat "$dir/pgbouncer.pid" 2>/dev/null)"
+	if [ -n "$pid" ]; then
+		echo "pid $pid pgbouncer" >>"$_TXMQ_STARTED"
+	fi
+	export TXMQ_PGBOUNCER_URL="postgres://$user@127.0.0.1:$port/test?sslmode=disable"
+	if ! PGCONNECT_TIMEOUT=5 psql -X -q "$TXMQ_PGBOUNCER_URL" -Atc 'select 1' >/dev/null 2>&1 </dev/null; then
+		_txmq_warn "pgbouncer: started but $TXMQ_PGBOUNCER_URL does not answer:"
+		tail -n 20 "$dir/pgbouncer.log" >&2
+		unset TXMQ_PGBOUNCER_URL
+		return 1
+	fi
+	_txmq_say "pgbouncer started $TXMQ_PGBOUNCER_URL (transaction pooling, pid $pid)"
 }
 
 # --------------------------------------------------------------------- Redis
@@ -265,6 +392,115 @@ _txmq_redis() {
 	fi
 	export TXMQ_REDIS_URL="redis://127.0.0.1:$port/0"
 	_txmq_say "redis started $TXMQ_REDIS_URL"
+}
+
+# ------------------------------------------------------------- Redis Cluster
+#
+# A real Redis Cluster on loopback for parity[redis-cluster]: six
+# `redis-server --cluster-enabled yes` nodes (three masters, three replicas, made
+# by `redis-cli --cluster create --cluster-replicas 1`), no persistence, each in
+# a directory of its own, on the first free ports from TXMQ_REDIS_CLUSTER_PORT
+# (17000) up to 200 above it (each node also needs its cluster bus port, +10000).
+# TXMQ_REDIS_CLUSTER_URL names them in the adapter's public cluster URL form,
+# redis+cluster://127.0.0.1:P1,127.0.0.1:P2,.../ ; an already-set one that
+# answers with cluster_state:ok is reused and never stopped.
+
+# _txmq_rcluster_ok HOST PORT: does a cluster node answer there with cluster_state:ok?
+_txmq_rcluster_ok() {
+	timeout 3 redis-cli -h "$1" -p "$2" cluster info 2>/dev/null | tr -d '\r' | grep -qx 'cluster_state:ok'
+}
+
+_txmq_redis_cluster() {
+	local first="${TXMQ_REDIS_CLUSTER_PORT:-17000}" hostport host port p dir ports=() addrs=() urlhosts ok
+	local limit=$((first + 200))
+
+	if [ -n "${TXMQ_REDIS_CLUSTER_URL:-}" ]; then
+		hostport="${TXMQ_REDIS_CLUSTER_URL#*://}"
+		hostport="${hostport##*@}"
+		hostport="${hostport%%/*}"
+		hostport="${hostport%%\?*}"
+		hostport="${hostport%%,*}"
+		host="${hostport%:*}"
+		port="${hostport##*:}"
+		[ "$port" = "$hostport" ] && port=6379
+		if command -v redis-cli >/dev/null 2>&1 && _txmq_rcluster_ok "$host" "$port"; then
+			_txmq_say "redis-cluster reused $TXMQ_REDIS_CLUSTER_URL"
+			return 0
+		fi
+		_txmq_warn "redis-cluster: TXMQ_REDIS_CLUSTER_URL=$TXMQ_REDIS_CLUSTER_URL does not answer with cluster_state:ok; starting a local cluster instead"
+		unset TXMQ_REDIS_CLUSTER_URL
+	fi
+
+	if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
+		_txmq_apt_install redis-server redis-tools || return 1
+	fi
+
+	# Six free ports whose cluster bus ports (+10000) are free too.
+	p=$first
+	while [ "${#ports[@]}" -lt 6 ]; do
+		p="$(_txmq_free_port "$p")" || return 1
+		if [ "$p" -ge "$limit" ]; then
+			_txmq_warn "redis-cluster: no 6 free ports (with their bus ports +10000) in $first..$((limit - 1)); set TXMQ_REDIS_CLUSTER_PORT"
+			return 1
+		fi
+		if ! _txmq_tcp 127.0.0.1 $((p + 10000)); then
+			ports+=("$p")
+		fi
+		p=$((p + 1))
+	done
+
+	for p in "${ports[@]}"; do
+		dir="$_TXMQ_SERVICES_DIR/redis-cluster-$p"
+		mkdir -p "$dir"
+		if ! redis-server --daemonize yes --bind 127.0.0.1 --port "$p" --save "" --appendonly no \
+			--cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 2000 \
+			--dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" </dev/null >/dev/null 2>&1; then
+			_txmq_warn "redis-cluster: redis-server on port $p failed to start"
+			return 1
+		fi
+		addrs+=("127.0.0.1:$p")
+	done
+	for p in "${ports[@]}"; do
+		dir="$_TXMQ_SERVICES_DIR/redis-cluster-$p"
+		for _ in $(seq 1 100); do
+			[ -s "$dir/redis.pid" ] && _txmq_redis_ping 127.0.0.1 "$p" && break
+			sleep 0.1
+		done
+		if [ -s "$dir/redis.pid" ]; then
+			echo "pid $(cat "$dir/redis.pid") redis-cluster-node" >>"$_TXMQ_STARTED"
+		fi
+		if ! _txmq_redis_ping 127.0.0.1 "$p"; then
+			_txmq_warn "redis-cluster: node on port $p does not answer:"
+			tail -n 20 "$dir/redis.log" >&2
+			return 1
+		fi
+	done
+
+	if ! timeout 60 redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes \
+		>"$_TXMQ_SERVICES_DIR/redis-cluster-create.log" 2>&1 </dev/null; then
+		_txmq_warn "redis-cluster: redis-cli --cluster create failed:"
+		tail -n 20 "$_TXMQ_SERVICES_DIR/redis-cluster-create.log" >&2
+		return 1
+	fi
+	# Every node must agree the cluster is up before a test connects.
+	for _ in $(seq 1 300); do # ~30 s
+		ok=1
+		for p in "${ports[@]}"; do
+			_txmq_rcluster_ok 127.0.0.1 "$p" || { ok=0 && break; }
+		done
+		[ "$ok" = 1 ] && break
+		sleep 0.1
+	done
+	if [ "$ok" != 1 ]; then
+		_txmq_warn "redis-cluster: cluster_state is not ok after 30 s"
+		return 1
+	fi
+	urlhosts="$(
+		IFS=,
+		echo "${addrs[*]}"
+	)"
+	export TXMQ_REDIS_CLUSTER_URL="redis+cluster://$urlhosts/"
+	_txmq_say "redis-cluster started $TXMQ_REDIS_CLUSTER_URL (3 masters, 3 replicas)"
 }
 
 # ---------------------------------------------------------------------- NATS
@@ -391,6 +627,19 @@ _txmq_chaos_deps() {
 	_txmq_say "chaos: installed ${pkgs[*]}"
 }
 
+# ---------------------------------------------------------------- browser test
+#
+# The dashboard's browser test (ui/browser_test.go) drives Debian's Chromium,
+# headless, against a server on loopback.
+
+_txmq_chromium() {
+	if [ -n "${TXMQ_CHROMIUM:-}" ] || command -v chromium >/dev/null 2>&1; then
+		return 0
+	fi
+	_txmq_apt_install chromium || return 1
+	_txmq_say "ui: installed chromium"
+}
+
 # ---------------------------------------------------------------------- stop
 
 # txmq_services_stop: stop exactly what this script started, newest first.
@@ -436,10 +685,13 @@ txmq_services_stop() {
 txmq_services_start() {
 	local rc=0
 	_txmq_postgres || rc=1
+	_txmq_pgbouncer || rc=1
 	_txmq_redis || rc=1
+	_txmq_redis_cluster || rc=1
 	_txmq_nats || rc=1
 	_txmq_sqs || rc=1
 	_txmq_chaos_deps || rc=1
+	_txmq_chromium || rc=1
 	export TXMQ_REQUIRE_SERVICES=1
 	return "$rc"
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/txmqtest"
 )
@@ -33,8 +34,8 @@ func TestStatsBufferedCountsFlushInProgress(t *testing.T) {
 	t.Parallel()
 	k := txmqtest.New(t, nil)
 	g := &gatedPublish{Backend: k.Memory, entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	q := txmqtest.Declare(k, "slowpub", core.QueueConfig[job]{Transactional: core.Try})
-	n := k.Node(&core.NodeOptions{Backend: g})
+	q := txmqtest.DeclareIn(k, "slowpub", txmq.QueueConfig[job]{Transactional: txmq.Try})
+	n := txmqtest.StartNode(t, g, &txmq.NodeOptions{Registry: k.Registry, Logger: k.Logger})
 	defer close(g.gate)
 	publishJobs(t, q, n, 0, 1)
 	select {

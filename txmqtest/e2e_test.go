@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/txmqtest"
 )
@@ -35,7 +36,7 @@ func forBoth(t *testing.T, fn func(t *testing.T, k *txmqtest.Kit, copies int)) {
 	}
 }
 
-func publishJobs(t *testing.T, q *core.Queue[job], n *core.Node, from, count int, opts ...core.PublishOption) []string {
+func publishJobs(t *testing.T, q *txmq.Queue[job], n *txmq.Node, from, count int, opts ...txmq.PublishOption) []string {
 	t.Helper()
 	var keys []string
 	for i := from; i < from+count; i++ {
@@ -50,10 +51,10 @@ func publishJobs(t *testing.T, q *core.Queue[job], n *core.Node, from, count int
 func TestDeliveredSetEqualsPublished(t *testing.T) {
 	t.Parallel()
 	forBoth(t, func(t *testing.T, k *txmqtest.Kit, copies int) {
-		q := txmqtest.Declare(k, "jobs", core.QueueConfig[job]{Transactional: core.Try, MaxBatchMessages: 10})
+		q := txmqtest.DeclareIn(k, "jobs", txmq.QueueConfig[job]{Transactional: txmq.Try, MaxBatchMessages: 10})
 		rec := txmqtest.NewRecorder(jobKey)
 		a, b := k.Node(nil), k.Node(nil)
-		for _, n := range []*core.Node{a, b} {
+		for _, n := range []*txmq.Node{a, b} {
 			if err := rec.Listen(q, n, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +74,7 @@ func TestDeliveredSetEqualsPublished(t *testing.T) {
 func TestFailureLeadsToRedelivery(t *testing.T) {
 	t.Parallel()
 	forBoth(t, func(t *testing.T, k *txmqtest.Kit, copies int) {
-		q := txmqtest.Declare(k, "flaky", core.QueueConfig[job]{Transactional: core.Try, MaxAttempts: 3})
+		q := txmqtest.DeclareIn(k, "flaky", txmq.QueueConfig[job]{Transactional: txmq.Try, MaxAttempts: 3})
 		rec, ok := txmqtest.NewRecorder(jobKey), txmqtest.NewRecorder(jobKey)
 		n := k.Node(nil)
 		if err := rec.Listen(q, n, func(_ context.Context, msgs []job) error {
@@ -104,7 +105,7 @@ func TestExhaustedBudgetDeadLetters(t *testing.T) {
 	forBoth(t, func(t *testing.T, k *txmqtest.Kit, copies int) {
 		var mu sync.Mutex
 		onErr := 0
-		q := txmqtest.Declare(k, "doomed", core.QueueConfig[job]{Transactional: core.Try, MaxAttempts: 2,
+		q := txmqtest.DeclareIn(k, "doomed", txmq.QueueConfig[job]{Transactional: txmq.Try, MaxAttempts: 2,
 			OnError: func([]job, error, int) error { mu.Lock(); onErr++; mu.Unlock(); return nil }})
 		rec := txmqtest.NewRecorder(jobKey)
 		n := k.Node(nil)
@@ -127,10 +128,10 @@ func TestExhaustedBudgetDeadLetters(t *testing.T) {
 func TestExclusiveAcrossTwoNodes(t *testing.T) {
 	t.Parallel()
 	forBoth(t, func(t *testing.T, k *txmqtest.Kit, copies int) {
-		q := txmqtest.Declare(k, "serial", core.QueueConfig[job]{Transactional: core.Try, Exclusive: true, MaxBatchMessages: 1})
+		q := txmqtest.DeclareIn(k, "serial", txmq.QueueConfig[job]{Transactional: txmq.Try, Exclusive: true, MaxBatchMessages: 1})
 		rec := txmqtest.NewRecorder(jobKey)
 		a, b := k.Node(nil), k.Node(nil)
-		for _, n := range []*core.Node{a, b} {
+		for _, n := range []*txmq.Node{a, b} {
 			if err := rec.Listen(q, n, func(context.Context, []job) error { time.Sleep(3 * time.Millisecond); return nil }); err != nil {
 				t.Fatal(err)
 			}
@@ -147,7 +148,7 @@ func TestExclusiveAcrossTwoNodes(t *testing.T) {
 func TestMaxConcurrentBatches(t *testing.T) {
 	t.Parallel()
 	forBoth(t, func(t *testing.T, k *txmqtest.Kit, copies int) {
-		q := txmqtest.Declare(k, "capped", core.QueueConfig[job]{Transactional: core.Try, MaxConcurrentBatches: core.Cap(3), MaxBatchMessages: 1})
+		q := txmqtest.DeclareIn(k, "capped", txmq.QueueConfig[job]{Transactional: txmq.Try, MaxConcurrentBatches: txmq.Cap(3), MaxBatchMessages: 1})
 		rec := txmqtest.NewRecorder(jobKey)
 		n := k.Node(nil)
 		if err := rec.Listen(q, n, func(context.Context, []job) error { time.Sleep(10 * time.Millisecond); return nil }); err != nil {
@@ -165,7 +166,7 @@ func TestMaxConcurrentBatches(t *testing.T) {
 func TestDelayedNotEarly(t *testing.T) {
 	t.Parallel()
 	forBoth(t, func(t *testing.T, k *txmqtest.Kit, copies int) {
-		q := txmqtest.Declare(k, "later", core.QueueConfig[job]{Transactional: core.Try})
+		q := txmqtest.DeclareIn(k, "later", txmq.QueueConfig[job]{Transactional: txmq.Try})
 		rec := txmqtest.NewRecorder(jobKey)
 		n := k.Node(nil)
 		var mu sync.Mutex
@@ -181,7 +182,7 @@ func TestDelayedNotEarly(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		keys := publishJobs(t, q, n, 0, 3, core.After(300*time.Millisecond))
+		keys := publishJobs(t, q, n, 0, 3, txmq.After(300*time.Millisecond))
 		k.Eventually(10*time.Second, func() bool { return rec.MinCount(keys) >= copies })
 		k.WaitIdle(n)
 		mu.Lock()
@@ -195,13 +196,13 @@ func TestDelayedNotEarly(t *testing.T) {
 func TestWaitIdleSeesDelayed(t *testing.T) {
 	t.Parallel()
 	k := txmqtest.New(t, nil)
-	q := txmqtest.Declare(k, "idle", core.QueueConfig[job]{Transactional: core.Try})
+	q := txmqtest.DeclareIn(k, "idle", txmq.QueueConfig[job]{Transactional: txmq.Try})
 	rec := txmqtest.NewRecorder(jobKey)
 	n := k.Node(nil)
 	if err := rec.Listen(q, n, nil); err != nil {
 		t.Fatal(err)
 	}
-	publishJobs(t, q, n, 0, 1, core.After(200*time.Millisecond))
+	publishJobs(t, q, n, 0, 1, txmq.After(200*time.Millisecond))
 	k.WaitIdle(n) // must not return while the batch waits as delayed
 	if rec.Distinct() != 1 {
 		t.Fatalf("WaitIdle returned before the delayed message was delivered (%s)", rec.Summary())
@@ -211,7 +212,7 @@ func TestWaitIdleSeesDelayed(t *testing.T) {
 func TestDuplicateStoresTwice(t *testing.T) {
 	t.Parallel()
 	k := txmqtest.New(t, &txmqtest.Options{DuplicateDelivery: true})
-	q := txmqtest.Declare(k, "twice", core.QueueConfig[job]{Transactional: core.Try})
+	q := txmqtest.DeclareIn(k, "twice", txmq.QueueConfig[job]{Transactional: txmq.Try})
 	n := k.Node(nil)
 	publishJobs(t, q, n, 0, 1)
 	k.Eventually(5*time.Second, func() bool { return n.Stats().PublishedBatches == 1 })

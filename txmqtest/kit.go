@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
 )
@@ -29,7 +30,7 @@ const (
 )
 
 // Backoff is the test retry backoff: 10 ms doubling to 50 ms, with core's ±20% jitter.
-var Backoff = core.ExponentialBackoff(10*time.Millisecond, 50*time.Millisecond)
+var Backoff = txmq.ExponentialBackoff(10*time.Millisecond, 50*time.Millisecond)
 
 // Options configures a Kit. A nil *Options means every default.
 type Options struct {
@@ -48,7 +49,7 @@ type Kit struct {
 	// T is the test the kit belongs to.
 	T testing.TB
 	// Registry is a fresh registry: declare the test's queues in it.
-	Registry *core.Registry
+	Registry *txmq.Registry
 	// Memory is the memory backend under Backend (Break and Restore simulate an outage).
 	Memory *memory.Backend
 	// Backend is what nodes use: Memory, wrapped by Duplicate under DuplicateDelivery.
@@ -69,7 +70,7 @@ func New(t testing.TB, opts *Options) *Kit {
 	}
 	mem := memory.New(o.Memory)
 	t.Cleanup(func() { _ = mem.Close() })
-	k := &Kit{T: t, Registry: core.NewRegistry(), Memory: mem, Backend: mem, DeadLetters: &DeadLetterRecorder{}}
+	k := &Kit{T: t, Registry: txmq.NewRegistry(), Memory: mem, Backend: mem, DeadLetters: &DeadLetterRecorder{}}
 	if o.DuplicateDelivery {
 		k.Backend = Duplicate(mem)
 	}
@@ -84,7 +85,7 @@ func New(t testing.TB, opts *Options) *Kit {
 // NodeDefaults fills the zero fields of o with test-friendly settings: the short Lease,
 // PollWait, FlushWindow and FlushTick above, the fast Backoff, FlushCap 1 s, ClaimTimeout 5 s
 // and a logger that discards. It is what Kit.Node and the parity suite use.
-func NodeDefaults(o *core.NodeOptions) {
+func NodeDefaults(o *txmq.NodeOptions) {
 	if o.Lease == 0 {
 		o.Lease = Lease
 	}
@@ -112,16 +113,13 @@ func NodeDefaults(o *core.NodeOptions) {
 }
 
 // Node returns a started node on the kit's backend and registry, closed in t.Cleanup. opts
-// may be nil; its zero fields get the kit's backend, registry, dead-letter recorder, logger
+// may be nil; its zero fields get the kit's registry, dead-letter recorder, logger
 // and NodeDefaults. Listeners may be added after Start.
-func (k *Kit) Node(opts *core.NodeOptions) *core.Node {
+func (k *Kit) Node(opts *txmq.NodeOptions) *txmq.Node {
 	k.T.Helper()
-	var o core.NodeOptions
+	var o txmq.NodeOptions
 	if opts != nil {
 		o = *opts
-	}
-	if o.Backend == nil {
-		o.Backend = k.Backend
 	}
 	if o.Registry == nil {
 		o.Registry = k.Registry
@@ -132,18 +130,22 @@ func (k *Kit) Node(opts *core.NodeOptions) *core.Node {
 	if o.Logger == nil {
 		o.Logger = k.Logger
 	}
-	return StartNode(k.T, &o)
+	return StartNode(k.T, k.Backend, &o)
 }
 
-// StartNode makes a node with NodeDefaults applied to a copy of opts, starts it and closes it
-// in t.Cleanup (within CloseTimeout). It fails the test if the node cannot be made.
-func StartNode(t testing.TB, opts *core.NodeOptions) *core.Node {
+// StartNode makes a node on backend with NodeDefaults applied to a copy of opts (nil: none),
+// starts it and closes it in t.Cleanup (within CloseTimeout). It fails the test if the node
+// cannot be made.
+func StartNode(t testing.TB, backend core.Backend, opts *txmq.NodeOptions) *txmq.Node {
 	t.Helper()
-	o := *opts
+	var o txmq.NodeOptions
+	if opts != nil {
+		o = *opts
+	}
 	NodeDefaults(&o)
-	n, err := core.NewNode(&o)
+	n, err := txmq.NewNode(backend, &o)
 	if err != nil {
-		t.Fatalf("txmqtest: core.NewNode: %v", err)
+		t.Fatalf("txmqtest: txmq.NewNode: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), CloseTimeout)
@@ -159,9 +161,9 @@ func StartNode(t testing.TB, opts *core.NodeOptions) *core.Node {
 }
 
 // Declare declares a queue in the kit's registry, failing the test on error.
-func Declare[T any](k *Kit, name string, cfg core.QueueConfig[T]) *core.Queue[T] {
+func DeclareIn[T any](k *Kit, name string, cfg txmq.QueueConfig[T]) *txmq.Queue[T] {
 	k.T.Helper()
-	q, err := core.Declare(k.Registry, name, cfg)
+	q, err := txmq.DeclareIn(k.Registry, name, cfg)
 	if err != nil {
 		k.T.Fatalf("txmqtest: declaring %q: %v", name, err)
 	}
@@ -169,7 +171,7 @@ func Declare[T any](k *Kit, name string, cfg core.QueueConfig[T]) *core.Queue[T]
 }
 
 // WaitIdle waits until nodes are idle; see the package function.
-func (k *Kit) WaitIdle(nodes ...*core.Node) {
+func (k *Kit) WaitIdle(nodes ...*txmq.Node) {
 	k.T.Helper()
 	WaitIdle(k.T, nodes...)
 }
@@ -222,7 +224,7 @@ const IdleTimeout = 20 * time.Second
 // zero depth in its backend (ready, in flight and delayed). It needs two consecutive idle
 // observations, because a single one races the fetch loop (a claim on its way to a worker is
 // counted nowhere for an instant). It fails the test after IdleTimeout.
-func WaitIdle(t testing.TB, nodes ...*core.Node) {
+func WaitIdle(t testing.TB, nodes ...*txmq.Node) {
 	t.Helper()
 	deadline := time.Now().Add(IdleTimeout)
 	streak := 0
@@ -244,7 +246,7 @@ func WaitIdle(t testing.TB, nodes ...*core.Node) {
 }
 
 // idle returns "" when nodes are idle, or what is still busy.
-func idle(nodes []*core.Node) string {
+func idle(nodes []*txmq.Node) string {
 	for _, n := range nodes {
 		s := n.Stats()
 		if s.InFlight != 0 || s.Buffered != 0 {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/txmqtest"
 )
 
@@ -17,7 +17,7 @@ type Signup struct {
 // README:begin
 func TestSignup(t *testing.T) {
 	k := txmqtest.New(t, &txmqtest.Options{DuplicateDelivery: true}) // every batch arrives twice
-	q := txmqtest.Declare(k, "signups", core.QueueConfig[Signup]{Transactional: core.Try})
+	q := txmqtest.DeclareIn(k, "signups", txmq.QueueConfig[Signup]{Transactional: txmq.Try})
 	n := k.Node(nil) // started, closed at cleanup
 	welcomed := txmqtest.NewRecorder(func(s Signup) string { return s.Email })
 	if err := welcomed.Listen(q, n, nil); err != nil { // your listener goes in place of nil

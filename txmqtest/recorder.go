@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 )
 
 // Recorder records what listeners receive: which messages arrived (a set keyed by a key func),
@@ -57,7 +57,7 @@ func (r *Recorder[T]) Key(v T) string { return r.key(v) }
 
 // Listen registers on node n a listener for q that records every run (under q's name and n's
 // id) and then calls fn; a nil fn just succeeds.
-func (r *Recorder[T]) Listen(q *core.Queue[T], n *core.Node, fn func(ctx context.Context, msgs []T) error) error {
+func (r *Recorder[T]) Listen(q *txmq.Queue[T], n *txmq.Node, fn func(ctx context.Context, msgs []T) error) error {
 	return q.Listen(n, r.Wrap(q.Name(), n.ID(), fn))
 }
 

@@ -16,31 +16,16 @@ type Options struct {
 	// in Fetch always uses real timers, so tests with a fake clock should fetch with Wait 0.
 	Clock func() time.Time
 
-	// DefaultLease is the lease given when a FetchRequest or an Extend asks for zero or a
-	// negative duration. Default 30s.
-	DefaultLease time.Duration
-
-	// FetchLimit caps the claims one Fetch hands out across its Unlimited queues when the
-	// request's Max is 0, so one node cannot swallow a whole backlog. Default 1000.
-	FetchLimit int
-
 	// Seed seeds the random pick among due batches. Default 0: a random seed. Set it when a
 	// test wants a reproducible (still non-FIFO) delivery order.
 	Seed uint64
 }
 
-const (
-	defaultLease      = 30 * time.Second
-	defaultFetchLimit = 1000
-)
-
 // Backend is an in-process core.Backend. It is safe for concurrent use by any number of nodes;
 // every node handed the same *Backend shares its queues. The zero value is not usable: call New.
 type Backend struct {
-	clock        func() time.Time
-	defaultLease time.Duration
-	fetchLimit   int
-	name         string // set by Open for a named backend
+	clock func() time.Time
+	name  string // set by Open for a named backend
 
 	mu     sync.Mutex
 	rng    *rand.Rand
@@ -61,30 +46,21 @@ func New(opts *Options) *Backend {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	if o.DefaultLease <= 0 {
-		o.DefaultLease = defaultLease
-	}
-	if o.FetchLimit <= 0 {
-		o.FetchLimit = defaultFetchLimit
-	}
 	seed1, seed2 := o.Seed, o.Seed^0x9e3779b97f4a7c15
 	if o.Seed == 0 {
 		seed1, seed2 = rand.Uint64(), rand.Uint64()
 	}
 	return &Backend{
-		clock:        o.Clock,
-		defaultLease: o.DefaultLease,
-		fetchLimit:   o.FetchLimit,
-		rng:          rand.New(rand.NewPCG(seed1, seed2)),
-		queues:       make(map[string]*queue),
-		done:         make(chan struct{}),
+		clock:  o.Clock,
+		rng:    rand.New(rand.NewPCG(seed1, seed2)),
+		queues: make(map[string]*queue),
+		done:   make(chan struct{}),
 	}
 }
 
 // Publish stores the batch, claimable once its delay (b.DelayFrom) has passed on the backend's
-// clock. It keeps b.Body without copying it (core never modifies a body it published; other
-// callers must not either), and claims hand out the same read-only bytes, so a large batch is
-// held once.
+// clock. It stores a copy of b.Body (the caller may reuse its buffer once Publish returns),
+// and claims hand out that copy, read-only, so a large batch is held once.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: publish batch %s to queue %q: %w", b.ID, b.Queue, err)
@@ -100,18 +76,26 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	now := be.clock()
 	q := be.queueLocked(b.Queue)
 	q.advance(now)
-	rec := &record{id: b.ID, q: q, body: b.Body} // core never modifies a published Body: no copy
-	if d := b.DelayFrom(now); d > 0 {
+	rec := &record{id: b.ID, q: q, body: clone(b.Body)}
+	if b.Key != "" {
+		var due time.Time
+		if d := b.DelayFrom(now); d > 0 {
+			due = now.Add(d)
+		}
+		q.pushKeyed(rec, b.Key, due, now)
+	} else if d := b.DelayFrom(now); d > 0 {
 		q.pushDelayed(rec, now.Add(d))
 	} else {
-		q.pushReady(rec)
+		q.pushReady(rec, now)
 	}
 	q.notify()
 	return nil
 }
 
 // Depths reports the ready, in-flight and delayed batches of each named queue; a queue never
-// seen reports zeros.
+// seen reports zeros. Batches of an ordered key waiting behind an earlier one count as delayed.
+// OldestReady is when the longest-waiting ready batch became claimable (its publish, due time,
+// retry or lease end), found by a scan of the queue's ready batches.
 func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memory: depths: %w", err)
@@ -131,9 +115,10 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 		}
 		q.advance(now)
 		out[name] = core.Depth{
-			Ready:    int64(len(q.ready)),
-			InFlight: int64(q.inflight.Len()),
-			Delayed:  int64(q.delayed.Len()),
+			Ready:       int64(len(q.ready)),
+			InFlight:    int64(q.inflight.Len()),
+			Delayed:     int64(q.delayed.Len() + q.held),
+			OldestReady: q.oldestReady(),
 		}
 	}
 	return out, nil
@@ -155,20 +140,16 @@ func (be *Backend) Close() error {
 // Break simulates a backend outage, for tests: until Restore, every call (Fetch included, and
 // fetches already waiting) fails with an error wrapping core.ErrBackendUnavailable. Stored
 // batches and leases are kept, and leases keep running out as they would in a real outage.
-func (be *Backend) Break() {
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	be.broken = true
-	for _, q := range be.queues {
-		q.notify()
-	}
-}
+func (be *Backend) Break() { be.setBroken(true) }
 
 // Restore ends an outage started by Break, for tests.
-func (be *Backend) Restore() {
+func (be *Backend) Restore() { be.setBroken(false) }
+
+// setBroken starts or ends a simulated outage and wakes every waiting fetch.
+func (be *Backend) setBroken(broken bool) {
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	be.broken = false
+	be.broken = broken
 	for _, q := range be.queues {
 		q.notify()
 	}

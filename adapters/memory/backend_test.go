@@ -132,7 +132,7 @@ func TestDepths(t *testing.T) {
 		"never-seen": {},
 	}
 	for q, w := range want {
-		if got[q] != w {
+		if got[q].Counts() != w {
 			t.Errorf("depth %s = %+v, want %+v", q, got[q], w)
 		}
 	}
@@ -148,23 +148,23 @@ func TestDepths(t *testing.T) {
 	}
 }
 
-// TestPublishSharesBody: the stored batch and its claims share the published bytes (bodies
-// are read-only once published, see core.OutgoingBatch and core.Claim), so a large batch is
-// held once; a rewrite by Retry stores its own copy.
-func TestPublishSharesBody(t *testing.T) {
+// TestPublishCopiesBody: Publish stores its own copy of the body (the caller's buffer is the
+// caller's again once Publish returns, see core.OutgoingBatch), and every claim of the batch
+// shares that copy (claims are read-only, see core.Claim), so a large batch is held once.
+func TestPublishCopiesBody(t *testing.T) {
 	t.Parallel()
 	be := newReal(t)
 	body := []byte("hello")
 	must(t, be.Publish(context.Background(), core.OutgoingBatch{ID: "b1", Queue: "q", Body: body}))
+	copy(body, "XXXXX")
 	c := fetch(t, be, one("q"))[0]
-	if string(c.Body) != "hello" || &c.Body[0] != &body[0] {
-		t.Fatalf("claim body %q is a copy of the published bytes; want them shared", c.Body)
+	if string(c.Body) != "hello" {
+		t.Fatalf("claim body %q; want the bytes as published", c.Body)
 	}
-	// A claim's Body is read-only (core.Claim) and shares the stored bytes: no copy per
-	// delivery.
 	must(t, be.Retry(context.Background(), c, nil, 0))
-	if c2 := fetch(t, be, one("q"))[0]; string(c2.Body) != "hello" {
-		t.Fatalf("stored body %q after a retry in place", c2.Body)
+	c2 := fetch(t, be, one("q"))[0]
+	if string(c2.Body) != "hello" || &c2.Body[0] != &c.Body[0] {
+		t.Fatalf("stored body %q after a retry in place, shared with the first claim: %v; want the same bytes", c2.Body, &c2.Body[0] == &c.Body[0])
 	}
 }
 

@@ -2,20 +2,44 @@
 // single-node apps. It implements core.Backend with everything kept in the process's memory, so
 // batches survive nothing: not a restart, not Close.
 //
-// Create one Backend and hand the same value to every node that should share work; nodes sharing
-// a Backend behave like nodes sharing a Redis or an SQS queue:
+// Create one Backend and hand the same value to every node that should share work; nodes
+// sharing a Backend behave like nodes sharing a Redis or an SQS queue:
 //
 //	be := memory.New(nil)
 //	defer be.Close()
-//	node, err := core.NewNode(&core.NodeOptions{Backend: be})
+//	node, err := txmq.NewNode(be, nil)
 //
-// # Semantics
+// # URL and parameters
 //
-//   - Publish keeps the body without copying it (published bodies are read-only, see
-//     core.OutgoingBatch); the batch is claimable no earlier than its delay after the publish,
+// The memory:// scheme is always registered (the txmq package imports this one). Open reads:
+//
+//	memory://                 a new, private Backend on every call
+//	memory://NAME             the process-wide Backend of that name, created on first use
+//	memory://NAME?txmq_lease=30s&txmq_fetch_limit=1000&txmq_seed=42
+//
+// Several nodes in one process share work by naming the same backend; once it is closed, the
+// next Open of the name starts a fresh, empty one. Parameters follow the scheme of every
+// adapter, txmq_<name>:
+//
+//	txmq_lease        Options.DefaultLease (a Go duration such as 30s)
+//	txmq_fetch_limit  Options.FetchLimit
+//	txmq_seed         Options.Seed
+//
+// The names of earlier versions, lease, fetch_limit and seed, are deprecated aliases, still
+// accepted; a URL that gives both names of one parameter with different values is refused,
+// naming both. Parameters apply when the Backend is created and are ignored when the name is
+// already open. A memory backend cannot be reached from another process (the txmq CLI's status
+// command says so).
+//
+// # Delivery semantics
+//
+//   - Publish stores a copy of the body (the caller's buffer is its own again once Publish
+//     returns, see core.OutgoingBatch), and every claim of the batch hands out that copy,
+//     read-only; the batch is claimable no earlier than its delay after the publish,
 //     on the backend's clock (Options.Clock).
 //   - Fetch picks due batches in a random order, never FIFO, so listeners that silently depend
-//     on publish order fail in tests rather than in production. Each pick is O(log n).
+//     on publish order fail in tests rather than in production. Options.Seed makes the order
+//     reproducible (still not FIFO).
 //   - Exclusive queues (QueueSlots.Exclusive) have at most one claimed batch across every node
 //     sharing the Backend, released on Ack, Retry, Drop and lease expiry.
 //   - A claim holds a lease until Claim.LeaseUntil; an expired lease makes the batch claimable by
@@ -24,8 +48,34 @@
 //   - Retry rewrites: the new body is stored and Deliveries restarts at 0.
 //   - Lease expiry is detected lazily by every call, and a waiting Fetch sets its timer to the
 //     earliest delayed due time or lease end among its queues, so it wakes without a reaper
-//     goroutine. The Backend starts no goroutines.
+//     goroutine.
+//
+// # Ordering
+//
+// The Backend enforces per-key order (core.KeyOrderer) for batches that carry a key
+// (txmq.QueueConfig.Ordered): each queue keeps a lane, a FIFO list, per key with stored
+// batches. Only a lane's first batch is ever ready, delayed or in flight; the others are held
+// (counted as Delayed in Depths) until every earlier one of their key is acked or dropped. A
+// retried or expired head stays first, and a delayed head holds its key back. Cost: one map
+// entry per key with stored batches (forgotten when its lane empties), O(1) per publish and
+// settle; unkeyed batches are untouched.
+//
+// # Limits
+//
+// No size limit of its own (the Backend does not implement core.SizeLimiter; core's NodeOptions
+// limits apply), no delay cap, and as many queues as memory holds. One Fetch hands out at most
+// Options.FetchLimit claims (default 1000) across its Unlimited queues when the request's Max
+// is 0. Everything is lost when the process ends.
+//
+// # Errors
 //
 // Break and Restore simulate an outage for tests: while broken, every call fails with an error
-// wrapping core.ErrBackendUnavailable.
+// wrapping core.ErrBackendUnavailable. After Close every call fails with an error wrapping
+// core.ErrClosed. A bad URL parameter, an empty queue name, or a claim this Backend did not
+// hand out is an error wrapping core.ErrInvalidConfig; a lost lease is core.ErrLeaseLost.
+//
+// # Cost
+//
+// Each pick is O(log n) in the queue's due batches. The Backend starts no goroutines: an idle
+// node costs one timer per waiting Fetch, and nothing else.
 package memory

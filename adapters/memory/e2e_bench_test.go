@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
-	"github.com/txmq/txmq/core"
 )
 
 type e2eMsg struct {
@@ -24,9 +24,9 @@ type e2eMsg struct {
 func BenchmarkEndToEnd(b *testing.B) {
 	be := memory.New(nil)
 	defer be.Close()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "e2e", core.QueueConfig[e2eMsg]{Transactional: core.Try, MaxBatchMessages: 100})
-	n, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg,
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "e2e", txmq.QueueConfig[e2eMsg]{Transactional: txmq.Try, MaxBatchMessages: 100})
+	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), FlushTick: time.Millisecond, FlushWindow: 5 * time.Millisecond})
 	if err != nil {
 		b.Fatal(err)

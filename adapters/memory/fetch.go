@@ -11,56 +11,40 @@ import (
 // one in tests) cannot make it spin.
 const minWait = time.Millisecond
 
-// Fetch claims due batches for the queues in req, at most each queue's Free, picking among due
-// batches at random. When nothing is due it blocks up to req.Wait, waking at once when a
-// publish, retry, settle or lease expiry on one of its queues may let it claim. Cancelling ctx
-// ends the wait with an empty result and a nil error; claims already made are always returned.
-//
-// Unlimited queues share one budget per call: req.Max when positive, Options.FetchLimit
-// otherwise. An Exclusive queue yields at most one claim, and none while any node holds one.
+// Fetch claims due batches for the queues in req (normalised: see core.FetchRequest.Normalize),
+// at most each queue's Free and req.Max in all, picking among due batches at random. When
+// nothing is due it blocks up to req.Wait (core.ClaimWait), waking at once when a publish,
+// retry, settle or lease expiry on one of its queues may let it claim. Cancelling ctx ends the
+// wait with an empty result and a nil error; claims already made are always returned. An
+// Exclusive queue yields none while any node holds one of its batches.
 func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
-	lease := req.Lease
-	if lease <= 0 {
-		lease = be.defaultLease
-	}
-	var (
-		deadline time.Time
-		w        *waiter
-		timer    *time.Timer
-	)
-	if req.Wait > 0 {
-		deadline = time.Now().Add(req.Wait)
-	}
+	req = req.Normalize()
+	var w *waiter
 	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
 		if w != nil {
 			be.unregister(w, req.Queues)
 		}
 	}()
-	for {
+	return core.ClaimWait(ctx, core.WaitOptions{
+		Wait: req.Wait,
+		Wake: func() <-chan struct{} { return w.ch },
+		Done: be.done,
+		Closed: func() error {
+			be.mu.Lock()
+			defer be.mu.Unlock()
+			return be.usableLocked("fetch", "")
+		},
+		MinTimer: minWait,
+	}, func() ([]*core.Claim, time.Duration, error) {
 		be.mu.Lock()
+		defer be.mu.Unlock()
 		if err := be.usableLocked("fetch", ""); err != nil {
-			be.mu.Unlock()
-			return nil, err
-		}
-		if ctx.Err() != nil {
-			be.mu.Unlock()
-			return []*core.Claim{}, nil
+			return nil, -1, err
 		}
 		now := be.clock()
-		claims, next := be.claimLocked(req, lease, now)
-		if len(claims) > 0 || req.Wait <= 0 || len(req.Queues) == 0 {
-			be.mu.Unlock()
-			return claims, nil
-		}
-		sleep := time.Until(deadline)
-		if sleep <= 0 {
-			be.mu.Unlock()
-			return claims, nil
-		}
-		if w == nil {
+		claims, next := be.claimLocked(req, now)
+		if len(claims) == 0 && req.Wait > 0 && w == nil {
+			// Registered under the lock of the claim that found nothing: no wake-up is lost.
 			w = &waiter{ch: make(chan struct{}, 1)}
 			for _, qs := range req.Queues {
 				q := be.queueLocked(qs.Queue)
@@ -70,29 +54,17 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 				q.waiters[w] = struct{}{}
 			}
 		}
-		be.mu.Unlock()
-
-		if !next.IsZero() {
-			sleep = min(sleep, max(next.Sub(now), minWait))
+		if next.IsZero() {
+			return claims, -1, nil
 		}
-		if timer == nil {
-			timer = time.NewTimer(sleep)
-		} else {
-			timer.Reset(sleep)
-		}
-		select {
-		case <-w.ch:
-		case <-timer.C:
-		case <-ctx.Done():
-		case <-be.done:
-		}
-	}
+		return claims, next.Sub(now), nil
+	})
 }
 
 // claimLocked claims what req allows at now and returns the claims and the earliest time one
 // of the requested queues may have more (zero when none pending). Queues are visited from a
-// random start so a shared budget does not always favour the first one.
-func (be *Backend) claimLocked(req core.FetchRequest, lease time.Duration, now time.Time) ([]*core.Claim, time.Time) {
+// random start so the shared Max does not always favour the first one.
+func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Claim, time.Time) {
 	claims := []*core.Claim{}
 	var next time.Time
 	n := len(req.Queues)
@@ -100,10 +72,7 @@ func (be *Backend) claimLocked(req core.FetchRequest, lease time.Duration, now t
 		return claims, next
 	}
 	budget := req.Max
-	if budget <= 0 {
-		budget = be.fetchLimit
-	}
-	leaseEnd := now.Add(lease)
+	leaseEnd := now.Add(req.Lease)
 	start := be.rng.IntN(n)
 	for i := range n {
 		qs := req.Queues[(start+i)%n]
@@ -111,24 +80,14 @@ func (be *Backend) claimLocked(req core.FetchRequest, lease time.Duration, now t
 		if q.advance(now) {
 			q.notify() // expired leases may interest other blocked fetches too
 		}
-		want := qs.Free
-		unlimited := want < 0
-		if unlimited {
-			want = budget
-		}
-		if qs.Exclusive {
-			if q.inflight.Len() > 0 {
-				want = 0
-			} else {
-				want = min(want, 1)
-			}
+		want := min(qs.Free, budget)
+		if qs.Exclusive && q.inflight.Len() > 0 {
+			want = 0
 		}
 		for ; want > 0 && len(q.ready) > 0; want-- {
 			r := q.takeRandom(be.rng)
 			claims = append(claims, be.handOut(r, req.Node, leaseEnd))
-			if unlimited {
-				budget--
-			}
+			budget--
 		}
 		if t := q.nextEvent(); !t.IsZero() && (next.IsZero() || t.Before(next)) {
 			next = t

@@ -95,14 +95,34 @@ func TestFreeSlots(t *testing.T) {
 	}
 }
 
-func TestFetchLimitCapsUnlimited(t *testing.T) {
+func TestMaxCapsTheWholeFetch(t *testing.T) {
 	t.Parallel()
-	be := New(&Options{FetchLimit: 3})
+	be := New(nil)
 	defer be.Close()
 	publishN(t, be, "a", 5)
 	publishN(t, be, "b", 5)
-	if cs := fetch(t, be, all("a"), all("b")); len(cs) != 3 {
-		t.Fatalf("claimed %d, want FetchLimit 3 shared by the unlimited queues", len(cs))
+	publishN(t, be, "c", 5)
+	cs, err := be.Fetch(context.Background(), core.FetchRequest{Node: "n1", Lease: 10 * time.Second, Max: 4,
+		Queues: []core.QueueSlots{all("a"), all("b"), {Queue: "c", Free: 2}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 4 {
+		t.Fatalf("claimed %d, want Max 4 across the queues", len(cs))
+	}
+	c := 0
+	for _, cl := range cs {
+		if cl.Queue == "c" {
+			c++
+		}
+	}
+	if c > 2 {
+		t.Fatalf("claimed %d of queue c with 2 free slots", c)
+	}
+	// Max 0 means core.DefaultFetchMax.
+	publishN(t, be, "d", core.DefaultFetchMax+5)
+	if cs := fetch(t, be, all("d")); len(cs) != core.DefaultFetchMax {
+		t.Fatalf("claimed %d without a Max, want core.DefaultFetchMax", len(cs))
 	}
 }
 

@@ -76,13 +76,20 @@ func one(queue string) core.QueueSlots { return core.QueueSlots{Queue: queue, Fr
 
 func all(queue string) core.QueueSlots { return core.QueueSlots{Queue: queue, Free: core.Unlimited} }
 
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func depth(t testing.TB, be *Backend, queue string) core.Depth {
 	t.Helper()
 	d, err := be.Depths(context.Background(), []string{queue})
 	if err != nil {
 		t.Fatalf("depths: %v", err)
 	}
-	return d[queue]
+	return d[queue].Counts() // OldestReady is checked by the Depth tests
 }
 
 // waitForWaiters blocks until n fetches are blocked on queue, or fails after 2 s.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
-	"github.com/txmq/txmq/core"
 )
 
 // largeDoc is a message carrying one large document.
@@ -56,9 +56,9 @@ func BenchmarkLargeMessage(b *testing.B) {
 	const size = 100 << 20
 	be := memory.New(nil)
 	defer be.Close()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "large", core.QueueConfig[largeDoc]{Transactional: core.Try, MaxMessageBytes: core.NoSizeLimit, MaxBatchBytes: core.NoSizeLimit})
-	n, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "large", txmq.QueueConfig[largeDoc]{Transactional: txmq.Try, MaxMessageBytes: txmq.NoSizeLimit, MaxBatchBytes: txmq.NoSizeLimit})
+	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		FlushTick: time.Millisecond, FlushWindow: time.Millisecond})
 	if err != nil {
 		b.Fatal(err)

@@ -77,37 +77,6 @@ func TestLeaseLost(t *testing.T) {
 	}
 }
 
-func TestSettleTwiceIsNoop(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	settles := map[string]func(be *Backend, c *core.Claim) error{
-		"ack":   func(be *Backend, c *core.Claim) error { return be.Ack(ctx, c) },
-		"drop":  func(be *Backend, c *core.Claim) error { return be.Drop(ctx, c, core.ReasonDeliveryExhausted) },
-		"retry": func(be *Backend, c *core.Claim) error { return be.Retry(ctx, c, []byte("v2"), time.Hour) },
-	}
-	for first, f := range settles {
-		for second, g := range settles {
-			t.Run(first+" then "+second, func(t *testing.T) {
-				t.Parallel()
-				be, _ := newFake(t)
-				publish(t, be, "q", "b1", time.Time{})
-				c := fetch(t, be, one("q"))[0]
-				must(t, f(be, c))
-				before := depth(t, be, "q")
-				if err := g(be, c); err != nil {
-					t.Fatalf("second settle: %v, want nil", err)
-				}
-				if err := be.Extend(ctx, c, time.Minute); err != nil {
-					t.Fatalf("extend after settle: %v, want nil", err)
-				}
-				if d := depth(t, be, "q"); d != before {
-					t.Fatalf("second settle changed depth %+v -> %+v", before, d)
-				}
-			})
-		}
-	}
-}
-
 func TestExtend(t *testing.T) {
 	t.Parallel()
 	be, clk := newFake(t)

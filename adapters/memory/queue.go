@@ -13,6 +13,7 @@ const (
 	stateDelayed                   // in queue.delayed, keyed by its due time
 	stateInFlight                  // in queue.inflight, keyed by its lease end
 	stateGone                      // acked or dropped
+	stateHeld                      // in a lane behind an earlier record of its key; at is its due time
 )
 
 // record is one stored batch.
@@ -23,9 +24,10 @@ type record struct {
 	deliveries int // handouts since stored or last rewritten by Retry
 
 	state state
-	at    time.Time // due time while delayed, lease end while in flight
+	at    time.Time // due time while delayed, lease end while in flight, claimable since while ready
 	idx   int       // position in the heap of its state (unused while ready)
 	lease *lease    // the current claim while in flight, nil otherwise
+	lane  *lane     // the record's ordering lane (a keyed batch), nil otherwise
 }
 
 // queue is the state of one queue name. Every field is guarded by Backend.mu.
@@ -41,6 +43,11 @@ type queue struct {
 	// claims, which the exclusive check reads.
 	inflight timeHeap
 
+	// lanes are the ordered keys with stored batches (see lane); held counts the records
+	// waiting in them behind their key's head.
+	lanes map[string]*lane
+	held  int
+
 	// waiters are the fetches blocked on this queue.
 	waiters map[*waiter]struct{}
 }
@@ -48,8 +55,9 @@ type queue struct {
 // waiter is one blocked Fetch; ch has room for one wake-up so notify never blocks.
 type waiter struct{ ch chan struct{} }
 
-func (q *queue) pushReady(r *record) {
-	r.state, r.at, r.idx = stateReady, time.Time{}, -1
+// pushReady makes r ready; since is when it became claimable (Depths reports the oldest).
+func (q *queue) pushReady(r *record, since time.Time) {
+	r.state, r.at, r.idx = stateReady, since, -1
 	q.ready = append(q.ready, r)
 }
 
@@ -61,6 +69,17 @@ func (q *queue) pushDelayed(r *record, due time.Time) {
 func (q *queue) pushInFlight(r *record, leaseEnd time.Time) {
 	r.state, r.at = stateInFlight, leaseEnd
 	q.inflight.push(r)
+}
+
+// oldestReady is the earliest time a ready record became claimable, zero when none is ready.
+func (q *queue) oldestReady() time.Time {
+	var oldest time.Time
+	for _, r := range q.ready {
+		if oldest.IsZero() || r.at.Before(oldest) {
+			oldest = r.at
+		}
+	}
+	return oldest
 }
 
 // takeRandom removes and returns a random ready record; q.ready must not be empty.
@@ -88,11 +107,12 @@ func (q *queue) advance(now time.Time) bool {
 	for q.inflight.Len() > 0 && !now.Before(q.inflight.peek().at) {
 		r := q.inflight.pop()
 		r.lease = nil
-		q.pushReady(r)
+		q.pushReady(r, r.at)
 		moved = true
 	}
 	for q.delayed.Len() > 0 && !q.delayed.peek().at.After(now) {
-		q.pushReady(q.delayed.pop())
+		r := q.delayed.pop()
+		q.pushReady(r, r.at)
 		moved = true
 	}
 	return moved

@@ -20,15 +20,17 @@ type lease struct {
 
 // Ack removes a successfully processed batch.
 func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
-	return be.settle(ctx, "ack", c, func(q *queue, r *record, _ time.Time) {
+	return be.settle(ctx, "ack", c, func(q *queue, r *record, now time.Time) {
 		r.state, r.body = stateGone, nil
+		q.finishKeyed(r, now)
 	})
 }
 
 // Drop removes a batch core has given up on; reason is not kept.
 func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
-	return be.settle(ctx, "drop", c, func(q *queue, r *record, _ time.Time) {
+	return be.settle(ctx, "drop", c, func(q *queue, r *record, now time.Time) {
 		r.state, r.body = stateGone, nil
+		q.finishKeyed(r, now)
 	})
 }
 
@@ -44,20 +46,18 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 		if delay > 0 {
 			q.pushDelayed(r, now.Add(delay))
 		} else {
-			q.pushReady(r)
+			q.pushReady(r, now)
 		}
 	})
 }
 
-// Extend pushes the claim's lease to now+lease (Options.DefaultLease when lease <= 0) and
+// Extend pushes the claim's lease to now+lease (core.LeaseOr: the default when lease <= 0) and
 // updates c.LeaseUntil. Extending a claim already settled by its holder is a no-op.
 func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memory: extend %s: %w", describe(c), err)
+		return fmt.Errorf("memory: extend %s: %w", c.String(), err)
 	}
-	if lease <= 0 {
-		lease = be.defaultLease
-	}
+	lease = core.LeaseOr(lease)
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	l, now, err := be.holdLocked("extend", c)
@@ -77,7 +77,7 @@ func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duratio
 // Exclusive queue and may make the batch ready again.
 func (be *Backend) settle(ctx context.Context, op string, c *core.Claim, apply func(q *queue, r *record, now time.Time)) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memory: %s %s: %w", op, describe(c), err)
+		return fmt.Errorf("memory: %s %s: %w", op, c.String(), err)
 	}
 	be.mu.Lock()
 	defer be.mu.Unlock()
@@ -98,7 +98,7 @@ func (be *Backend) settle(ctx context.Context, op string, c *core.Claim, apply f
 // an error wrapping core.ErrLeaseLost when the lease expired (the record is put back as ready
 // at once) or the batch was handed out again since.
 func (be *Backend) holdLocked(op string, c *core.Claim) (*lease, time.Time, error) {
-	if err := be.usableLocked(op, claimQueue(c)); err != nil {
+	if err := be.usableLocked(op, c.QueueName()); err != nil {
 		return nil, time.Time{}, err
 	}
 	if c == nil {
@@ -106,7 +106,7 @@ func (be *Backend) holdLocked(op string, c *core.Claim) (*lease, time.Time, erro
 	}
 	l, ok := c.Handle.(*lease)
 	if !ok || l == nil || l.owner != be {
-		return nil, time.Time{}, fmt.Errorf("%w: memory: %s %s: the claim was not handed out by this backend; settle a claim with the backend that fetched it", core.ErrInvalidConfig, op, describe(c))
+		return nil, time.Time{}, fmt.Errorf("%w: memory: %s %s: the claim was not handed out by this backend; settle a claim with the backend that fetched it", core.ErrInvalidConfig, op, c.String())
 	}
 	if l.settled {
 		return nil, time.Time{}, nil
@@ -122,21 +122,7 @@ func (be *Backend) holdLocked(op string, c *core.Claim) (*lease, time.Time, erro
 	}
 	if r.lease != l {
 		return nil, time.Time{}, fmt.Errorf("memory: %s %s (delivery %d): the lease ran out and the batch may already run elsewhere; do not settle it again: %w",
-			op, describe(c), c.Deliveries, core.ErrLeaseLost)
+			op, c.String(), c.Deliveries, core.ErrLeaseLost)
 	}
 	return l, now, nil
-}
-
-func claimQueue(c *core.Claim) string {
-	if c == nil {
-		return ""
-	}
-	return c.Queue
-}
-
-func describe(c *core.Claim) string {
-	if c == nil {
-		return "nil claim"
-	}
-	return fmt.Sprintf("batch %s of queue %q", c.ID, c.Queue)
 }

@@ -28,6 +28,7 @@ type Backend struct {
 	done   chan struct{}  // closed by Close
 	wake   chan struct{}  // closed and replaced whenever a poll delivers or ends
 	polls  sync.WaitGroup // running pulls; Close waits for them
+	acks   flushGroup     // confirms plain acks (see flushGroup)
 
 	// noStashSweep leaves stashed messages to Fetch and Close (tests of a sweep that could
 	// not run).
@@ -86,6 +87,7 @@ func newBackend(nc *natsgo.Conn, o Options) (*Backend, error) {
 	}
 	return &Backend{
 		opts:      o,
+		acks:      flushGroup{nc: nc, timeout: o.Timeout},
 		nc:        nc,
 		js:        js,
 		chunkSize: chunk,

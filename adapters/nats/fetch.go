@@ -32,16 +32,16 @@ type stashed struct {
 
 // slot is one requested queue in a Fetch.
 type slot struct {
-	q         *queueState
-	cons      jetstream.Consumer
-	ackWait   time.Duration
-	want      int // claims still allowed, for capped queues
-	unlimited bool
-	polled    bool // this Fetch started or joined a pull for the queue
+	q       *queueState
+	cons    jetstream.Consumer
+	ackWait time.Duration
+	want    int  // claims of the queue still allowed (the request's Max caps them all)
+	polled  bool // this Fetch started or joined a pull for the queue
 }
 
-// Fetch claims due batches for the queues in req, at most each queue's Free (an Exclusive
-// queue at most one, and the server's MaxAckPending 1 keeps it at one cluster-wide).
+// Fetch claims due batches for the queues in req (normalised: see core.FetchRequest.Normalize),
+// at most each queue's Free and req.Max in all (an Exclusive queue at most one, and the
+// server's MaxAckPending 1 keeps it at one cluster-wide).
 //
 // Each queue has at most one outstanding pull request per Backend. A pull asks for the
 // queue's free slots and waits up to req.Wait (capped at a quarter of the lease, so that a
@@ -58,6 +58,7 @@ type slot struct {
 // current one).
 func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 	claims := []*core.Claim{}
+	req = req.Normalize()
 	if len(req.Queues) == 0 {
 		return claims, nil
 	}
@@ -65,14 +66,8 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		return nil, err
 	}
 	lease := req.Lease
-	if lease <= 0 {
-		lease = be.opts.DefaultLease
-	}
 	deadline := time.Now().Add(req.Wait)
 	budget := req.Max
-	if budget <= 0 {
-		budget = be.opts.FetchLimit
-	}
 	slots := make([]*slot, 0, len(req.Queues))
 	for _, qs := range req.Queues {
 		if err := checkQueue("fetch", qs.Queue); err != nil {
@@ -86,11 +81,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		if err != nil {
 			return nil, err
 		}
-		s := &slot{q: q, cons: cons, ackWait: ackWait, want: qs.Free, unlimited: qs.Free < 0}
-		if qs.Exclusive {
-			s.want, s.unlimited = 1, false
-		}
-		slots = append(slots, s)
+		slots = append(slots, &slot{q: q, cons: cons, ackWait: ackWait, want: qs.Free})
 	}
 	start := rand.IntN(len(slots))
 	var timer *time.Timer
@@ -132,10 +123,7 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		remaining := time.Until(deadline)
 		waiting := false // a pull this Fetch may still get something from
 		for _, s := range slots {
-			want := s.want
-			if s.unlimited {
-				want = budget
-			}
+			want := min(s.want, budget)
 			if want <= 0 {
 				continue
 			}
@@ -202,11 +190,7 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 	now := time.Now()
 	epoch := be.connEpoch()
 	for len(s.q.stash) > 0 {
-		want := s.want
-		if s.unlimited {
-			want = budget
-		}
-		if want <= 0 {
+		if min(s.want, budget) <= 0 {
 			break
 		}
 		st := s.q.stash[0]
@@ -223,11 +207,8 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 			continue
 		}
 		claims = append(claims, be.claim(s.q, st))
-		if s.unlimited {
-			budget--
-		} else {
-			s.want--
-		}
+		s.want--
+		budget--
 	}
 	return claims, budget, release
 }
@@ -272,6 +253,7 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 				delivered = true
 				be.mu.Lock()
 				q.idle = false
+				be.sweepLaterLocked(q, sent.Add(ackWait/2))
 				be.mu.Unlock()
 			}
 			st := be.prepare(q, m, sent, ackWait)
@@ -282,8 +264,12 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 			// Stashed even after Close: Close waits for this pull and gives back the stash.
 			be.mu.Lock()
 			q.stash = append(q.stash, st)
-			be.sweepLaterLocked(q, st)
-			be.broadcastLocked()
+			if len(q.stash) == 1 {
+				// Only a stash that was empty can have a Fetch waiting for it: a Fetch waits
+				// after finding each of its queues' stashes empty, and the append that
+				// filled one woke it.
+				be.broadcastLocked()
+			}
 			be.mu.Unlock()
 		}
 		err = mb.Error()

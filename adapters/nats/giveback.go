@@ -2,7 +2,6 @@ package nats
 
 import (
 	"context"
-	"slices"
 	"strconv"
 	"time"
 
@@ -54,24 +53,36 @@ func (be *Backend) requeue(q *queueState, st *stashed) {
 	}
 }
 
-// sweepLaterLocked gives st back when half its lease is gone if no Fetch has taken it by then
-// (a node at capacity does not fetch the queue), rather than letting the lease run out, which
-// the server would count as a delivery.
-func (be *Backend) sweepLaterLocked(q *queueState, st *stashed) {
+// sweepLaterLocked gives back, at at (when half their lease is gone), the messages of q's
+// stash whose lease is half gone by then, if no Fetch has taken them (a node at capacity does
+// not fetch the queue), rather than letting the lease run out, which the server would count
+// as a delivery. A pull arms it once for all it delivers (they share one lease start), not
+// once per message.
+func (be *Backend) sweepLaterLocked(q *queueState, at time.Time) {
 	if be.noStashSweep {
 		return
 	}
-	time.AfterFunc(time.Until(st.leaseUntil.Add(-st.ackWait/2)), func() {
+	time.AfterFunc(time.Until(at), func() {
 		be.mu.Lock()
-		i := slices.Index(q.stash, st)
-		if be.closed || i < 0 {
-			// Handed out, given back by a Fetch, or left to Close (which gives back what
-			// its pulls stash before it closes the connection, well within the lease).
+		if be.closed {
+			// Left to Close, which gives back what its pulls stash before it closes the
+			// connection, well within the lease.
 			be.mu.Unlock()
 			return
 		}
-		q.stash = slices.Delete(q.stash, i, i+1)
+		now := time.Now()
+		var release []*stashed
+		keep := q.stash[:0]
+		for _, st := range q.stash {
+			if st.leaseUntil.Sub(now) <= st.ackWait/2 {
+				release = append(release, st)
+			} else {
+				keep = append(keep, st)
+			}
+		}
+		clear(q.stash[len(keep):])
+		q.stash = keep
 		be.mu.Unlock()
-		be.giveBack([]*stashed{st})
+		be.giveBack(release)
 	})
 }

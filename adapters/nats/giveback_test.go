@@ -15,7 +15,9 @@ import (
 // whole body, chunked bodies included (the copy keeps the chunk references).
 func TestStashGivenBackWithoutCount(t *testing.T) {
 	t.Parallel()
-	lease := 800 * time.Millisecond
+	// The cancelled Fetch's pull stays outstanding for a quarter of the lease: 1 s leaves a
+	// loaded machine room to publish both batches into it.
+	lease := 4 * time.Second
 	a := openBackend(t, natsenv.NATSURL(t), &Options{ChunkSize: 1024})
 	b := sibling(t, a)
 	big := bytes.Repeat([]byte("x"), 3000) // three chunks

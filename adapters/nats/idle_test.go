@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/internal/testenv/natsenv"
@@ -50,11 +51,11 @@ func TestIdlePullsOutliveThePollWait(t *testing.T) {
 // sends per idle queue per hour: go test -run '^$' -bench Idle -benchtime 1x ./adapters/nats.
 func BenchmarkIdle(b *testing.B) {
 	be := openBackend(b, natsenv.NATSURL(b), nil)
-	reg := core.NewRegistry()
-	n := txmqtest.StartNode(b, &core.NodeOptions{Backend: be, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: time.Second, Lease: 30 * time.Second})
+	reg := txmq.NewRegistry()
+	n := txmqtest.StartNode(b, be, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: time.Second, Lease: 30 * time.Second})
 	const queues = 5
 	for i := range queues {
-		q := core.MustDeclare(reg, fmt.Sprintf("idle%d", i), core.QueueConfig[int]{Transactional: core.Try})
+		q := txmq.MustDeclareIn(reg, fmt.Sprintf("idle%d", i), txmq.QueueConfig[int]{Transactional: txmq.Try})
 		if err := q.Listen(n, func(context.Context, []int) error { return nil }); err != nil {
 			b.Fatal(err)
 		}

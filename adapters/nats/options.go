@@ -35,23 +35,14 @@ type Options struct {
 	MaxAge time.Duration
 
 	// AckWait is the least lease of every claim: a queue's consumer gets an AckWait of at
-	// least this and at least the request's Lease (core's NodeOptions.Lease, or DefaultLease
-	// when that is zero). An existing consumer with a shorter AckWait is updated; a longer one
+	// least this and at least the request's Lease (core's NodeOptions.Lease). An existing consumer with a shorter AckWait is updated; a longer one
 	// is kept, because lowering it would shorten leases other clients hold. Default 0: the
 	// request's Lease alone.
 	AckWait time.Duration
 
-	// DefaultLease is the lease used when neither AckWait nor the request gives one.
-	// Default 30s.
-	DefaultLease time.Duration
-
 	// MaxAckPending caps the claimed (unacked) batches of a non-exclusive queue across all
 	// nodes; Exclusive queues always use 1. Default 10000.
 	MaxAckPending int
-
-	// FetchLimit caps the claims one Fetch hands out across its Unlimited queues when the
-	// request's Max is 0. Default 100.
-	FetchLimit int
 
 	// IdlePull is how long the pull request of an idle queue (one whose last pull delivered
 	// nothing) waits on the server, across the node's Fetch calls, instead of ending with the
@@ -105,9 +96,7 @@ type Options struct {
 
 const (
 	defaultPrefix        = "txmq"
-	defaultLease         = 30 * time.Second
 	defaultMaxAckPending = 10000
-	defaultFetchLimit    = 100
 	defaultTimeout       = 5 * time.Second
 	defaultReconnectWait = 250 * time.Millisecond
 	defaultIdlePull      = 30 * time.Second
@@ -136,17 +125,11 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Replicas < 0 || c.Replicas > 5 {
 		return c, fmt.Errorf("%w: nats: Replicas %d must be between 1 and 5", core.ErrInvalidConfig, c.Replicas)
 	}
-	if c.MaxAge < 0 || c.AckWait < 0 || c.DefaultLease < 0 || c.Timeout < 0 || c.LeaseMargin < 0 || c.ReconnectWait < 0 || c.IdlePull < 0 {
+	if c.MaxAge < 0 || c.AckWait < 0 || c.Timeout < 0 || c.LeaseMargin < 0 || c.ReconnectWait < 0 || c.IdlePull < 0 {
 		return c, fmt.Errorf("%w: nats: durations in Options must not be negative", core.ErrInvalidConfig)
-	}
-	if c.DefaultLease == 0 {
-		c.DefaultLease = defaultLease
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = defaultMaxAckPending
-	}
-	if c.FetchLimit <= 0 {
-		c.FetchLimit = defaultFetchLimit
 	}
 	if c.Timeout == 0 {
 		c.Timeout = defaultTimeout

@@ -136,10 +136,7 @@ func (be *Backend) streamConfig(q *queueState) jetstream.StreamConfig {
 func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, lease time.Duration) (jetstream.Consumer, time.Duration, error) {
 	q.setup.Lock()
 	defer q.setup.Unlock()
-	wantWait := max(be.opts.AckWait, lease)
-	if wantWait <= 0 {
-		wantWait = be.opts.DefaultLease
-	}
+	wantWait := max(be.opts.AckWait, lease) // lease > 0: Fetch normalised its request
 	if q.cons != nil && q.exclusive == exclusive && q.ackWait >= wantWait {
 		return q.cons, q.ackWait, nil
 	}

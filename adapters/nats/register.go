@@ -3,13 +3,15 @@ package nats
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net"
 	"net/url"
-	"sort"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/urlparams"
 )
 
 // Scheme is the URL scheme this package registers with core.RegisterBackend.
@@ -37,14 +39,16 @@ var urlParams = map[string]func(o *Options, v string) error{
 	"txmq_timeout":         func(o *Options, v string) error { return duration(v, &o.Timeout) },
 	"txmq_idle_pull":       func(o *Options, v string) error { return duration(v, &o.IdlePull) },
 	"txmq_max_ack_pending": func(o *Options, v string) error { return atoi(v, &o.MaxAckPending) },
-	"txmq_fetch_limit":     func(o *Options, v string) error { return atoi(v, &o.FetchLimit) },
-	"txmq_name":            func(o *Options, v string) error { o.Name = v; return nil },
-	"txmq_creds":           func(o *Options, v string) error { o.CredentialsFile = v; return nil },
-	"txmq_nkey":            func(o *Options, v string) error { o.NKeySeedFile = v; return nil },
-	"txmq_tls_ca":          func(o *Options, v string) error { o.RootCAFiles = append(o.RootCAFiles, v); return nil },
-	"txmq_tls_cert":        func(o *Options, v string) error { o.ClientCertFile = v; return nil },
-	"txmq_tls_key":         func(o *Options, v string) error { o.ClientKeyFile = v; return nil },
-	"txmq_servers":         nil, // handled by Open
+	// txmq_fetch_limit set an option the node always overrode (its NodeOptions.FetchMax
+	// decides): accepted for old URLs, checked and ignored.
+	"txmq_fetch_limit": func(_ *Options, v string) error { var n int; return atoi(v, &n) },
+	"txmq_name":        func(o *Options, v string) error { o.Name = v; return nil },
+	"txmq_creds":       func(o *Options, v string) error { o.CredentialsFile = v; return nil },
+	"txmq_nkey":        func(o *Options, v string) error { o.NKeySeedFile = v; return nil },
+	"txmq_tls_ca":      func(o *Options, v string) error { o.RootCAFiles = append(o.RootCAFiles, v); return nil },
+	"txmq_tls_cert":    func(o *Options, v string) error { o.ClientCertFile = v; return nil },
+	"txmq_tls_key":     func(o *Options, v string) error { o.ClientKeyFile = v; return nil },
+	"txmq_servers":     nil, // handled by Open
 }
 
 // Open opens a Backend from a URL, as core.OpenBackend does for TXMQ_BACKEND=nats://...:
@@ -52,7 +56,11 @@ var urlParams = map[string]func(o *Options, v string) error{
 //	nats://[user:password@]host:port[?txmq_prefix=app&txmq_replicas=3&...]
 //
 // The host (and user info, passed to the server as credentials and never logged) names the
-// server to dial; txmq_servers adds more, comma separated (nats://b:4222,nats://c:4222).
+// server to dial; a cluster is named by comma-separated hosts, nats://a:4222,b:4222,c:4222 (a
+// list without ports means 4222 for each; give every host a port or none, as Go's URL parser
+// requires; the user info applies to each), and txmq_servers adds more,
+// comma separated (nats://b:4222,nats://c:4222). With a cluster, txmq_replicas=3 replicates
+// every stream and consumer on three servers.
 // Query parameters set Options: txmq_prefix, txmq_replicas, txmq_storage (file|memory),
 // txmq_max_age, txmq_ack_wait, txmq_timeout, txmq_idle_pull (Go durations), txmq_max_ack_pending,
 // txmq_fetch_limit, txmq_name, txmq_creds (a .creds file), txmq_nkey (an NKey seed file),
@@ -73,15 +81,11 @@ func parseURL(u *url.URL) (*Options, string, error) {
 	}
 	opts := &Options{}
 	q := u.Query()
-	keys := make([]string, 0, len(q))
-	for k := range q {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(q))
 	for _, k := range keys {
 		set, known := urlParams[k]
 		if !known {
-			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, core.RedactURL(u), k, acceptedParams())
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, core.RedactURL(u), k, urlparams.Names(urlParams))
 		}
 		if set == nil {
 			continue
@@ -94,8 +98,19 @@ func parseURL(u *url.URL) (*Options, string, error) {
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, "", err
 	}
-	first := url.URL{Scheme: "nats", User: u.User, Host: u.Host}
-	servers := []string{first.String()}
+	// nats://a:4222,b:4222,c or nats://a,b,c: one server per comma-separated host, each with
+	// the URL's user info, the port 4222 when it names none.
+	var servers []string
+	for _, h := range strings.Split(u.Host, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: an empty host in the server list; want nats://host1:port,host2:port", core.ErrInvalidConfig, core.RedactURL(u))
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(strings.Trim(h, "[]"), "4222")
+		}
+		s := url.URL{Scheme: "nats", User: u.User, Host: h}
+		servers = append(servers, s.String())
+	}
 	if extra := q.Get("txmq_servers"); extra != "" {
 		for _, s := range strings.Split(extra, ",") {
 			if s = strings.TrimSpace(s); s != "" {
@@ -106,35 +121,14 @@ func parseURL(u *url.URL) (*Options, string, error) {
 	return opts, strings.Join(servers, ","), nil
 }
 
-func acceptedParams() string {
-	names := make([]string, 0, len(urlParams))
-	for k := range urlParams {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+// atoi sets *dst to v, a positive integer.
+func atoi(v string, dst *int) (err error) {
+	*dst, err = urlparams.Int(v)
+	return err
 }
 
-func atoi(v string, dst *int) error {
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return fmt.Errorf("not an integer")
-	}
-	if n <= 0 {
-		return fmt.Errorf("must be positive")
-	}
-	*dst = n
-	return nil
-}
-
-func duration(v string, dst *time.Duration) error {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("not a Go duration such as 30s")
-	}
-	if d <= 0 {
-		return fmt.Errorf("must be positive")
-	}
-	*dst = d
-	return nil
+// duration sets *dst to v, a positive Go duration.
+func duration(v string, dst *time.Duration) (err error) {
+	*dst, err = urlparams.Duration(v)
+	return err
 }

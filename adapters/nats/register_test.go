@@ -11,6 +11,7 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/internal/urlfuzz"
 )
 
 func TestParseURL(t *testing.T) {
@@ -26,12 +27,17 @@ func TestParseURL(t *testing.T) {
 				return o.Prefix == "app" && o.Replicas == 3 && o.MemoryStorage && o.MaxAge == 24*time.Hour && o.AckWait == 45*time.Second
 			}},
 		{url: "nats://a:4222?txmq_servers=nats://b:4222,nats://c:4222", servers: "nats://a:4222,nats://b:4222,nats://c:4222"},
+		{url: "nats://a:4222,b:5222,c:6222?txmq_replicas=3", servers: "nats://a:4222,nats://b:5222,nats://c:6222", check: func(o *Options) bool { return o.Replicas == 3 }},
+		{url: "nats://u:secret@a,b,c", servers: "nats://u:secret@a:4222,nats://u:secret@b:4222,nats://u:secret@c:4222"},
+		{url: "nats://a:4222,,c:4222", err: "empty host"},
 		{url: "nats://a:4222?txmq_creds=/x.creds&txmq_nkey=/seed&txmq_tls_ca=/ca.pem&txmq_tls_cert=/c.pem&txmq_tls_key=/k.pem&txmq_timeout=2s&txmq_name=svc&txmq_idle_pull=12s",
 			servers: "nats://a:4222",
 			check: func(o *Options) bool {
 				return o.CredentialsFile == "/x.creds" && o.NKeySeedFile == "/seed" && o.RootCAFiles[0] == "/ca.pem" &&
 					o.ClientCertFile == "/c.pem" && o.ClientKeyFile == "/k.pem" && o.Timeout == 2*time.Second && o.Name == "svc" && o.IdlePull == 12*time.Second
 			}},
+		{url: "nats://a:4222?txmq_max_ack_pending=5&txmq_fetch_limit=9&txmq_storage=file", servers: "nats://a:4222",
+			check: func(o *Options) bool { return o.MaxAckPending == 5 && !o.MemoryStorage }}, // txmq_fetch_limit: accepted and ignored
 		{url: "nats://a:4222?txmq_prefx=x", err: "unknown parameter \"txmq_prefx\"; accepted: txmq_ack_wait"},
 		{url: "nats://a:4222?foo=1", err: "unknown parameter \"foo\""},
 		{url: "nats://a:4222?txmq_replicas=0", err: "must be positive"},
@@ -83,4 +89,11 @@ func TestOpenBackendURL(t *testing.T) {
 	if _, err := core.OpenBackend(context.Background(), "nats://u:hunter2@127.0.0.1:1?txmq_bogus=1"); err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("bad URL: %v (must fail without the password)", err)
 	}
+}
+
+// TestURLParamNames: every parameter the URL parser consumes follows the scheme every adapter
+// uses (txmq_<snake_case>).
+func TestURLParamNames(t *testing.T) {
+	t.Parallel()
+	urlfuzz.CheckParamNames(t, urlParams, nil)
 }

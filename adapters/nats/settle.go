@@ -25,8 +25,10 @@ var (
 // the lease is tracked here: leaseUntil is a conservative estimate of the server's deadline
 // (timed from before the request that delivered or extended it), and a settle or extension
 // within LeaseMargin of it, or after it, is refused with core.ErrLeaseLost without contacting
-// the server. Every settle and extension is a request the server answers (a "double ack"), so
-// success means the server applied it.
+// the server. Every other settle and extension is a request the server answers (a "double
+// ack"), so success means the server applied it; an Ack is a plain +ACK confirmed as read by
+// the server with a shared round trip (see flushGroup): an Ack the server read but could not
+// apply leaves the batch to run again after its AckWait, which at-least-once allows.
 type handle struct {
 	be      *Backend
 	q       *queueState
@@ -41,10 +43,15 @@ type handle struct {
 	lost       bool
 }
 
-// Ack removes a successfully processed batch (and its chunks, if it had any).
+// Ack removes a successfully processed batch (and its chunks, if it had any). It publishes a
+// plain +ACK and returns once a PING/PONG round trip shared with the other Acks of the moment
+// confirms that the server read it (see flushGroup), rather than a double ack per message.
 func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	return be.settle(ctx, "ack", c, func(ctx context.Context, h *handle) error {
-		return h.request(ctx, ackAck)
+		if err := be.nc.Publish(h.msg.Reply(), ackAck); err != nil {
+			return err
+		}
+		return be.acks.wait(ctx)
 	})
 }
 
@@ -77,30 +84,20 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 // c.LeaseUntil. JetStream leases are the consumer's AckWait: the new lease is AckWait from
 // now, whatever lease is asked for. Extending a settled claim is a no-op.
 func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
-	h, err := be.handleOf(ctx, "extend", c)
-	if err != nil {
-		return err
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.settled {
+	return be.held(ctx, "extend", c, func(h *handle) error {
+		sent := time.Now()
+		if err := h.request(ctx, ackProgress); err != nil {
+			return wrap(fmt.Sprintf("extend batch %s", c.ID), c.Queue, err)
+		}
+		h.leaseUntil = sent.Add(h.ackWait)
+		c.LeaseUntil = h.leaseUntil
 		return nil
-	}
-	if err := h.holdLocked("extend", c); err != nil {
-		return err
-	}
-	sent := time.Now()
-	if err := h.request(ctx, ackProgress); err != nil {
-		return wrap(fmt.Sprintf("extend batch %s", c.ID), c.Queue, err)
-	}
-	h.leaseUntil = sent.Add(h.ackWait)
-	c.LeaseUntil = h.leaseUntil
-	return nil
+	})
 }
 
-// settle runs apply on a held claim: a no-op for a settled claim, core.ErrLeaseLost for a
-// lost one. The claim counts as settled only when apply succeeds.
-func (be *Backend) settle(ctx context.Context, op string, c *core.Claim, apply func(ctx context.Context, h *handle) error) error {
+// held runs fn on c's handle, locked, when this Backend handed c out and still holds it: a
+// no-op for a settled claim, core.ErrLeaseLost for a lost one.
+func (be *Backend) held(ctx context.Context, op string, c *core.Claim, fn func(h *handle) error) error {
 	h, err := be.handleOf(ctx, op, c)
 	if err != nil {
 		return err
@@ -113,14 +110,22 @@ func (be *Backend) settle(ctx context.Context, op string, c *core.Claim, apply f
 	if err := h.holdLocked(op, c); err != nil {
 		return err
 	}
-	if err := apply(ctx, h); err != nil {
-		return wrap(fmt.Sprintf("%s batch %s", op, c.ID), c.Queue, err)
-	}
-	h.settled = true
-	if h.chunkID != "" {
-		be.purgeChunks(h.q, h.chunkID)
-	}
-	return nil
+	return fn(h)
+}
+
+// settle runs apply on a held claim: a no-op for a settled claim, core.ErrLeaseLost for a
+// lost one. The claim counts as settled only when apply succeeds.
+func (be *Backend) settle(ctx context.Context, op string, c *core.Claim, apply func(ctx context.Context, h *handle) error) error {
+	return be.held(ctx, op, c, func(h *handle) error {
+		if err := apply(ctx, h); err != nil {
+			return wrap(fmt.Sprintf("%s batch %s", op, c.ID), c.Queue, err)
+		}
+		h.settled = true
+		if h.chunkID != "" {
+			be.purgeChunks(h.q, h.chunkID)
+		}
+		return nil
+	})
 }
 
 // handleOf returns the claim's handle, checking that this Backend handed it out.

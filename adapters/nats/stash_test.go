@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,21 +11,40 @@ import (
 )
 
 // stashOne leaves one delivered but unhanded message of queue in be's stash: a Fetch is
-// cancelled while its pull is outstanding, then a batch is published into that pull.
+// cancelled while its pull is outstanding, then a batch is published into that pull. The
+// pull lives a quarter of the lease; on a loaded machine the publish can miss it, and the
+// batch then waits in the stream: it is taken and acked, and the setup tries again.
 func stashOne(t *testing.T, be *Backend, queue string, lease time.Duration) {
 	t.Helper()
+	pub := sibling(t, be)
 	fetchWait(t, be, 0, lease, all(queue)) // create the consumer
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	if cs, err := be.Fetch(ctx, core.FetchRequest{Node: "n", Lease: lease, Wait: lease, Queues: []core.QueueSlots{one(queue)}}); err != nil || len(cs) != 0 {
-		t.Fatalf("cancelled fetch: %d claims, %v", len(cs), err)
+	for attempt := range 5 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+		if cs, err := be.Fetch(ctx, core.FetchRequest{Node: "n", Lease: lease, Wait: lease, Queues: []core.QueueSlots{one(queue)}}); err != nil || len(cs) != 0 {
+			t.Fatalf("cancelled fetch: %d claims, %v", len(cs), err)
+		}
+		publish(t, pub, queue, fmt.Sprintf("s%d", attempt), time.Time{})
+		deadline := time.Now().Add(2 * lease)
+		for time.Now().Before(deadline) {
+			be.mu.Lock()
+			n, polling := len(be.queues[queue].stash), be.queues[queue].polling
+			be.mu.Unlock()
+			if n == 1 {
+				return
+			}
+			if !polling {
+				break // the pull expired before the batch arrived
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		for _, c := range fetchN(t, pub, 1, lease, one(queue)) {
+			if err := pub.Ack(context.Background(), c); err != nil {
+				t.Fatalf("ack a batch that missed the pull: %v", err)
+			}
+		}
 	}
-	publish(t, sibling(t, be), queue, "s1", time.Time{})
-	eventually(t, "the batch reaches the stash", func() bool {
-		be.mu.Lock()
-		defer be.mu.Unlock()
-		return len(be.queues[queue].stash) == 1
-	})
+	t.Fatalf("no batch reached the stash in 5 attempts")
 }
 
 // A stashed message whose lease ran out has been redelivered to another node: giving it back

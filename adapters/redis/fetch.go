@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 	"time"
 
@@ -25,92 +26,54 @@ const maxSubscribeWait = 250 * time.Millisecond
 // minWait is the shortest timer a waiting Fetch arms, so it never spins.
 const minWait = time.Millisecond
 
-// Fetch claims due batches for the queues in req, at most each queue's Free, with one claim
-// script per queue pipelined in a single round trip. A Fetch that may wait (req.Wait > 0)
-// skips the queues known to be idle (see claimDue), so an idle node sends no command per
-// queue per poll. When nothing is due it blocks up to
-// req.Wait on the queues' wake-up channels (see waker), waking within milliseconds of a
-// publish, retry or freed exclusive lease on one of them, and at the earliest due time or lease
-// end the scripts reported. Cancelling ctx ends the wait with an empty result and a nil error;
-// the claim round trip itself runs detached from ctx (bounded by Options.CallTimeout), so
-// claims Redis made are always returned, never stranded.
-//
-// Unlimited queues share one budget per call, req.Max when positive and Options.FetchLimit
-// otherwise, split evenly between them up front (the scripts run in one round trip, so the
-// split cannot follow what each queue holds). An Exclusive queue yields at most one claim, and
-// none while any node holds a live lease on it.
+// Fetch claims due batches for the queues in req (normalised: see core.FetchRequest.Normalize),
+// at most each queue's Free and req.Max in all, split between the queues up front by
+// core.FetchRequest.Shares (the scripts run in one round trip, so the split cannot follow what
+// each queue holds), with one claim script per queue pipelined in a single round trip. A Fetch
+// that may wait (req.Wait > 0) skips the queues known to be idle (see claimDue), so an idle
+// node sends no command per queue per poll. When nothing is due it blocks up to req.Wait
+// (core.ClaimWait) on the queues' wake-up channels (see waker), waking within milliseconds of
+// a publish, retry or freed exclusive lease on one of them, and at the earliest due time or
+// lease end the scripts reported. Cancelling ctx ends the wait with an empty result and a nil
+// error; the claim round trip itself runs detached from ctx (bounded by Options.CallTimeout),
+// so claims Redis made are always returned, never stranded. An Exclusive queue yields none
+// while any node holds a live lease on it.
 func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 	if err := be.usable("fetch", ""); err != nil {
 		return nil, err
 	}
+	req = req.Normalize()
 	if len(req.Queues) == 0 {
 		return []*core.Claim{}, nil
 	}
-	lease := req.Lease
-	if lease <= 0 {
-		lease = be.defaultLease
-	}
 	var (
-		deadline time.Time
 		w        *waiter
-		timer    *time.Timer
 		channels []string
 	)
-	if req.Wait > 0 {
-		deadline = time.Now().Add(req.Wait)
+	if req.Wait > 0 && ctx.Err() == nil {
+		// Listen before looking, so a publish between the claim and the wait wakes us.
+		channels = make([]string, len(req.Queues))
+		for i, qs := range req.Queues {
+			channels[i] = be.keys.keys(qs.Queue).wake
+		}
+		w = be.wake.register(channels)
+		defer be.wake.unregister(w, channels)
+		be.wake.ensure(ctx, channels, min(req.Wait, maxSubscribeWait))
 	}
-	defer func() {
-		if timer != nil {
-			timer.Stop()
+	return core.ClaimWait(ctx, core.WaitOptions{
+		Wait:     req.Wait,
+		Wake:     func() <-chan struct{} { return w.ch },
+		Done:     be.done,
+		Closed:   func() error { return be.usable("fetch", "") },
+		MinTimer: minWait,
+	}, func() ([]*core.Claim, time.Duration, error) {
+		claims, next, err := be.claimDue(ctx, req, channels)
+		if err != nil && len(claims) > 0 {
+			be.log.Warn("txmq redis: some queues could not be fetched; returning the claims made", "error", err)
+			return claims, next, nil
 		}
-		if w != nil {
-			be.wake.unregister(w, channels)
-		}
-	}()
-	for {
-		if ctx.Err() != nil {
-			return []*core.Claim{}, nil
-		}
-		if req.Wait > 0 && w == nil {
-			// Listen before looking, so a publish between the claim and the wait wakes us.
-			channels = make([]string, len(req.Queues))
-			for i, qs := range req.Queues {
-				channels[i] = be.keys.keys(qs.Queue).wake
-			}
-			w = be.wake.register(channels)
-			be.wake.ensure(ctx, channels, min(time.Until(deadline), maxSubscribeWait))
-		}
-		claims, next, err := be.claimDue(ctx, req, lease, channels)
-		if err != nil {
-			if len(claims) > 0 {
-				be.log.Warn("txmq redis: some queues could not be fetched; returning the claims made", "error", err)
-				return claims, nil
-			}
-			return nil, err
-		}
-		if len(claims) > 0 || req.Wait <= 0 {
-			return claims, nil
-		}
-		sleep := time.Until(deadline)
-		if sleep <= 0 {
-			return claims, nil
-		}
-		if next >= 0 {
-			sleep = min(sleep, max(next, minWait))
-		}
-		if timer == nil {
-			timer = time.NewTimer(sleep)
-		} else {
-			timer.Reset(sleep)
-		}
-		select {
-		case <-w.ch:
-		case <-timer.C:
-		case <-ctx.Done():
-		case <-be.done:
-			return nil, be.usable("fetch", "")
-		}
-	}
+		return claims, next, err
+	})
 }
 
 // claimDue runs the claim scripts of the queues of req that may have something claimable and
@@ -131,9 +94,9 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 // Redis Cluster, where it would be a different slot), nothing that can go stale on the server.
 // Each node still looks at each idle queue once per IdleRecheck: 1,000 idle queues cost
 // 1,000/IdleRecheck claim scripts per second per node, whatever the poll wait.
-func (be *Backend) claimDue(ctx context.Context, req core.FetchRequest, lease time.Duration, channels []string) ([]*core.Claim, time.Duration, error) {
+func (be *Backend) claimDue(ctx context.Context, req core.FetchRequest, channels []string) ([]*core.Claim, time.Duration, error) {
 	if channels == nil {
-		claims, next, _, err := be.claim(ctx, req, lease)
+		claims, next, _, err := be.claim(ctx, req)
 		return claims, next, err
 	}
 	now := time.Now()
@@ -153,7 +116,7 @@ func (be *Backend) claimDue(ctx context.Context, req core.FetchRequest, lease ti
 	)
 	if len(sub.Queues) > 0 {
 		var looks []look
-		claims, _, looks, err = be.claim(ctx, sub, lease)
+		claims, _, looks, err = be.claim(ctx, sub)
 		for j, lk := range looks {
 			ch := channels[idx[j]]
 			if !lk.idle {
@@ -182,50 +145,47 @@ type look struct {
 	next time.Duration
 }
 
-// claim runs the claim script of every requested queue in one round trip and returns the
-// claims, how long until one of the queues may have more without a wake-up (negative when
-// none pending), what each queue's script found, and the first error. Claims of queues that
+// claim runs the claim script of every requested queue with a share of req.Max (see
+// core.FetchRequest.Shares; the extra claims go to a queue picked at random, so none starves)
+// in one round trip and returns the claims, how long until one of the queues may have more
+// without a wake-up (negative when none pending), what each queue's script found (a queue
+// without a share is not looked at: not idle), and the first error. Claims of queues that
 // succeeded are returned even when another queue failed.
-func (be *Backend) claim(ctx context.Context, req core.FetchRequest, lease time.Duration) ([]*core.Claim, time.Duration, []look, error) {
+func (be *Backend) claim(ctx context.Context, req core.FetchRequest) ([]*core.Claim, time.Duration, []look, error) {
 	n := len(req.Queues)
-	budget := req.Max
-	if budget <= 0 {
-		budget = be.fetchLimit
-	}
-	unlimited := 0
-	for _, qs := range req.Queues {
-		if qs.Free < 0 && !qs.Exclusive {
-			unlimited++
+	shares := req.Shares(mrand.IntN(max(n, 1)))
+	run := make([]int, 0, n) // the queues with a share
+	for i, sh := range shares {
+		if sh > 0 {
+			run = append(run, i)
 		}
 	}
-	share := budget
-	if unlimited > 1 {
-		share = max(1, (budget+unlimited-1)/unlimited)
-	}
+	lease := req.Lease
 	base := newTokenBase()
 	leaseMs := max(int64(lease/time.Millisecond), 1)
 	// Detached from ctx: once the scripts are sent, their claims must come back to us.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), be.callTimeout)
 	defer cancel()
 	start := time.Now()
-	cmds, err := be.runScripts(cctx, claimScript, n, func(i int) ([]string, []any) {
+	cmds, err := be.runScripts(cctx, claimScript, len(run), func(j int) ([]string, []any) {
+		i := run[j]
 		qs := req.Queues[i]
-		want := qs.Free
-		if want < 0 {
-			want = share
-		}
 		excl := "0"
 		if qs.Exclusive {
-			excl, want = "1", min(want, 1)
+			excl = "1"
 		}
-		return be.keys.keys(qs.Queue).script, []any{want, leaseMs, base + strconv.Itoa(i), excl, reclaimLimit}
+		return be.keys.keys(qs.Queue).script, []any{shares[i], leaseMs, base + strconv.Itoa(i), excl, reclaimLimit}
 	})
 	leaseUntil := start.Add(lease)
 	claims := []*core.Claim{}
 	next := time.Duration(-1)
 	looks := make([]look, n)
+	for i := range looks {
+		looks[i].next = -1
+	}
 	var firstErr error
-	for i, cmd := range cmds {
+	for j, cmd := range cmds {
+		i := run[j]
 		qs := req.Queues[i]
 		if cmd == nil || cmd.Err() != nil {
 			if firstErr == nil {

@@ -5,7 +5,8 @@ import "sync"
 // queueKeys are the Redis names of one queue's state. All share the hash tag {prefix:queue},
 // so Redis Cluster keeps them in one slot and every script touches one node.
 type queueKeys struct {
-	// script holds due, body, lease, dlv and tok in the order the scripts expect (KEYS[1..5]).
+	// script holds due, body, lease, dlv, tok, ktail, knext, bkey and hdue in the order the
+	// scripts expect (KEYS[1..9]; the last four serve ordered queues, see ordering.go).
 	script []string
 	// wake is the Pub/Sub channel a publish, retry or freed exclusive lease notifies.
 	wake string
@@ -25,8 +26,9 @@ func (c *keyCache) keys(queue string) *queueKeys {
 	}
 	tag := "{" + c.prefix + ":" + queue + "}"
 	k := &queueKeys{
-		script: []string{tag + ":due", tag + ":body", tag + ":lease", tag + ":dlv", tag + ":tok"},
-		wake:   tag + ":wake",
+		script: []string{tag + ":due", tag + ":body", tag + ":lease", tag + ":dlv", tag + ":tok",
+			tag + ":ktail", tag + ":knext", tag + ":bkey", tag + ":hdue"},
+		wake: tag + ":wake",
 	}
 	actual, _ := c.m.LoadOrStore(queue, k)
 	return actual.(*queueKeys)

@@ -14,6 +14,9 @@ const shortLease = 200 * time.Millisecond
 
 func TestLeaseExpiryRedelivers(t *testing.T) {
 	t.Parallel()
+	// Long enough that the checks "under lease" (one fetch, one depth) finish
+	// inside it on a loaded -race CI machine; shortLease (200 ms) was not.
+	const shortLease = time.Second
 	a := newTestBackend(t, "", nil)
 	b := newTestBackend(t, a.Prefix(), nil) // another node takes it over
 	publish(t, a, "q", "b1", time.Time{})
@@ -22,6 +25,7 @@ func TestLeaseExpiryRedelivers(t *testing.T) {
 		if want%2 == 0 {
 			node = b
 		}
+		handedOut := time.Now()
 		cs := fetchLease(t, node, shortLease, all("q"))
 		if len(cs) != 1 || cs[0].Deliveries != want {
 			t.Fatalf("handout %d: got %d claims (%+v), want one with Deliveries %d", want, len(cs), cs, want)
@@ -32,7 +36,7 @@ func TestLeaseExpiryRedelivers(t *testing.T) {
 		if d := depth(t, a, "q"); d != (core.Depth{InFlight: 1}) {
 			t.Fatalf("depth under lease = %+v", d)
 		}
-		time.Sleep(shortLease + 20*time.Millisecond)
+		time.Sleep(time.Until(handedOut.Add(shortLease + 20*time.Millisecond)))
 		if d := depth(t, a, "q"); d != (core.Depth{Ready: 1}) {
 			t.Fatalf("depth after lease end = %+v, want 1 ready", d)
 		}

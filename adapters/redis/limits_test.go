@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/txmqtest"
 )
@@ -16,7 +19,7 @@ import (
 // bigBatch returns an encoded batch of queue with one message of about size bytes.
 func bigBatch(queue string, size int) core.OutgoingBatch {
 	id := core.NewID()
-	body := core.EncodeEnvelope(&core.Envelope{ID: id, Queue: queue, Created: time.Now(), MessageIDs: []string{core.NewID()},
+	body := envelope.Encode(&envelope.Envelope{ID: id, Queue: queue, Created: time.Now(), MessageIDs: []string{core.NewID()},
 		Messages: []json.RawMessage{json.RawMessage(`"` + strings.Repeat("x", size) + `"`)}})
 	return core.OutgoingBatch{ID: id, Queue: queue, Body: body, Messages: 1}
 }
@@ -109,10 +112,10 @@ func TestNodeDeadLettersOversizeFlush(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer be.Close()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "docs", core.QueueConfig[string]{Transactional: core.Try, MaxMessageBytes: 4 << 20})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "docs", txmq.QueueConfig[string]{Transactional: txmq.Try, MaxMessageBytes: 4 << 20})
 	dl := &deadLetters{}
-	n, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, DeadLetters: dl, Logger: txmqtest.DiscardLogger(), FlushWindow: 5 * time.Millisecond})
+	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, DeadLetters: dl, Logger: txmqtest.DiscardLogger(), FlushWindow: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

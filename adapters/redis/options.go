@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -22,6 +23,13 @@ type Options struct {
 
 	// Addr is the server's host:port. Default "127.0.0.1:6379".
 	Addr string
+	// ClusterAddrs, when not empty, makes the Backend talk to a Redis Cluster: it makes a
+	// goredis.ClusterClient seeded with these host:port addresses (any of the cluster's nodes;
+	// the client discovers the others and follows slot moves and failovers), and Addr and DB
+	// are ignored (a cluster has database 0 only). Every script and pipeline of one queue stays
+	// in the slot of the queue's hash tag (see keys.go). The redis+cluster:// URL sets it.
+	// Default nil: one server at Addr.
+	ClusterAddrs []string
 	// Username is the ACL user name (Redis 6+). Default "": the default user.
 	Username string
 	// Password is the ACL user's password, or the requirepass password when Username is
@@ -38,8 +46,8 @@ type Options struct {
 	ReadTimeout time.Duration
 	// WriteTimeout bounds sending a command. Default 3s.
 	WriteTimeout time.Duration
-	// PoolSize is the most connections the client opens. Default 10 per GOMAXPROCS (the
-	// go-redis default).
+	// PoolSize is the most connections the client opens (to each node, on a cluster). Default
+	// 10 per GOMAXPROCS (the go-redis default).
 	PoolSize int
 	// MaxRetries is how many times the client retries a command that failed on the network.
 	// Default 3; negative disables retries. Retrying is safe: a publish of a stored id is
@@ -50,14 +58,6 @@ type Options struct {
 	// Prefix starts every key name, so several apps or tests can share one Redis. It must not
 	// contain '{' or '}' (it goes inside the keys' hash tag). Default "txmq".
 	Prefix string
-
-	// DefaultLease is the lease given when a FetchRequest or an Extend asks for zero or a
-	// negative duration. Default 30s.
-	DefaultLease time.Duration
-
-	// FetchLimit caps the claims one Fetch hands out across its Unlimited queues when the
-	// request's Max is 0. Default 1000.
-	FetchLimit int
 
 	// IdleRecheck is how long a queue whose claim found nothing pending goes without another
 	// claim script from this Backend's waiting fetches, unless a wake-up (Pub/Sub) arrives for
@@ -101,8 +101,6 @@ const (
 	// DefaultPrefix is the key prefix used when Options.Prefix is empty.
 	DefaultPrefix      = "txmq"
 	defaultAddr        = "127.0.0.1:6379"
-	defaultLease       = 30 * time.Second
-	defaultFetchLimit  = 1000
 	defaultCallTimeout = 10 * time.Second
 	defaultIdleRecheck = 30 * time.Second
 )
@@ -120,14 +118,13 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Prefix == "" {
 		c.Prefix = DefaultPrefix
 	}
+	for i, a := range c.ClusterAddrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return c, fmt.Errorf("%w: redis: ClusterAddrs[%d] is %q: %v; give each cluster node as host:port", core.ErrInvalidConfig, i, a, err)
+		}
+	}
 	if strings.ContainsAny(c.Prefix, "{}") {
 		return c, fmt.Errorf("%w: redis: Prefix %q contains '{' or '}'; key names put the prefix inside a {hash tag}, so pick a prefix without braces", core.ErrInvalidConfig, c.Prefix)
-	}
-	if c.DefaultLease <= 0 {
-		c.DefaultLease = defaultLease
-	}
-	if c.FetchLimit <= 0 {
-		c.FetchLimit = defaultFetchLimit
 	}
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = defaultCallTimeout
@@ -142,6 +139,30 @@ func (o *Options) withDefaults() (Options, error) {
 		return c, fmt.Errorf("%w: redis: MaxBatchBytes is %d; use the server's proto-max-bulk-len in bytes, or 0 to read it from the server", core.ErrInvalidConfig, c.MaxBatchBytes)
 	}
 	return c, nil
+}
+
+// newClient makes the go-redis client of a Backend that makes its own: a cluster client when
+// ClusterAddrs is set, else a single-server client.
+func (o *Options) newClient() goredis.UniversalClient {
+	if len(o.ClusterAddrs) > 0 {
+		return goredis.NewClusterClient(o.clusterOptions())
+	}
+	return goredis.NewClient(o.clientOptions())
+}
+
+// clusterOptions builds the go-redis cluster options of a Backend that makes its own client.
+func (o *Options) clusterOptions() *goredis.ClusterOptions {
+	return &goredis.ClusterOptions{
+		Addrs:        o.ClusterAddrs,
+		Username:     o.Username,
+		Password:     o.Password,
+		TLSConfig:    o.TLS,
+		DialTimeout:  o.DialTimeout,
+		ReadTimeout:  o.ReadTimeout,
+		WriteTimeout: o.WriteTimeout,
+		PoolSize:     o.PoolSize,
+		MaxRetries:   o.MaxRetries,
+	}
 }
 
 // clientOptions builds the go-redis options of a Backend that makes its own client.

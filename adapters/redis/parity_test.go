@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/parity"
 	"github.com/txmq/txmq/txmqtest"
 )
@@ -27,13 +26,13 @@ func (parityHarness) Capabilities() parity.Caps {
 func (parityHarness) Open(t *testing.T) parity.Env {
 	ro := testRedisOptions(t)
 	prefix := uniquePrefix(t) // keys deleted in cleanup, straight on the server
-	proxy := testenv.NewProxy(t, ro.Addr)
+	proxy := parity.NewProxy(t, ro.Addr)
 	return &parityEnv{prefix: prefix, proxy: proxy, username: ro.Username, password: ro.Password, db: ro.DB}
 }
 
 type parityEnv struct {
 	prefix             string
-	proxy              *testenv.Proxy
+	proxy              *parity.Proxy
 	username, password string
 	db                 int
 }

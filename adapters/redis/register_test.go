@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/urlfuzz"
 )
 
 func TestOpenURL(t *testing.T) {
@@ -18,17 +20,15 @@ func TestOpenURL(t *testing.T) {
 	tests := []struct {
 		url     string
 		prefix  string
-		lease   time.Duration
-		limit   int
 		addr    string
 		db      int
 		tls     bool
 		user    string
 		wantErr string // substring; the error must wrap ErrInvalidConfig
 	}{
-		{url: "redis://127.0.0.1:6379/0", prefix: "txmq", lease: 30 * time.Second, limit: 1000, addr: "127.0.0.1:6379"},
-		{url: "redis://10.0.0.5/3?txmq_prefix=app&txmq_lease=5s&txmq_fetch_limit=7&dial_timeout=2s", prefix: "app", lease: 5 * time.Second, limit: 7, addr: "10.0.0.5:6379", db: 3},
-		{url: "rediss://alice:s3cret@cache.example:6380/1?txmq_prefix=x", prefix: "x", lease: 30 * time.Second, limit: 1000, addr: "cache.example:6380", db: 1, tls: true, user: "alice"},
+		{url: "redis://127.0.0.1:6379/0", prefix: "txmq", addr: "127.0.0.1:6379"},
+		{url: "redis://10.0.0.5/3?txmq_prefix=app&txmq_lease=5s&txmq_fetch_limit=7&dial_timeout=2s", prefix: "app", addr: "10.0.0.5:6379", db: 3},
+		{url: "rediss://alice:s3cret@cache.example:6380/1?txmq_prefix=x", prefix: "x", addr: "cache.example:6380", db: 1, tls: true, user: "alice"},
 		{url: "redis://:s3cret@127.0.0.1:6379/0?txmq_bogus=1", wantErr: `unknown parameter "txmq_bogus"; accepted txmq_ parameters: txmq_call_timeout, txmq_fetch_limit, txmq_goredis_logs, txmq_idle_recheck, txmq_lease, txmq_prefix`},
 		{url: "redis://127.0.0.1/0?txmq_lease=-1s", wantErr: "txmq_lease"},
 		{url: "redis://127.0.0.1/0?txmq_fetch_limit=x", wantErr: "txmq_fetch_limit"},
@@ -57,9 +57,8 @@ func TestOpenURL(t *testing.T) {
 			defer b.Close()
 			be := b.(*Backend)
 			o := be.rdb.(*goredis.Client).Options()
-			if be.Prefix() != tt.prefix || be.defaultLease != tt.lease || be.fetchLimit != tt.limit ||
-				o.Addr != tt.addr || o.DB != tt.db || (o.TLSConfig != nil) != tt.tls || o.Username != tt.user {
-				t.Fatalf("got prefix %q lease %v limit %d addr %s db %d tls %v user %q", be.Prefix(), be.defaultLease, be.fetchLimit, o.Addr, o.DB, o.TLSConfig != nil, o.Username)
+			if be.Prefix() != tt.prefix || o.Addr != tt.addr || o.DB != tt.db || (o.TLSConfig != nil) != tt.tls || o.Username != tt.user {
+				t.Fatalf("got prefix %q addr %s db %d tls %v user %q", be.Prefix(), o.Addr, o.DB, o.TLSConfig != nil, o.Username)
 			}
 		})
 	}
@@ -79,5 +78,28 @@ func TestOpenURLWorks(t *testing.T) {
 	publish(t, be, "q", "b1", time.Time{})
 	if cs := fetch(t, be, all("q")); len(cs) != 1 {
 		t.Fatalf("claimed %d, want 1", len(cs))
+	}
+}
+
+// TestURLParamNames: every parameter the URL parser consumes follows the scheme every adapter
+// uses (txmq_<snake_case>).
+func TestURLParamNames(t *testing.T) {
+	t.Parallel()
+	urlfuzz.CheckParamNames(t, urlParams, nil)
+}
+
+// TestURLParamsSet: the txmq_ parameters that TestOpenURL does not look at set their Options.
+func TestURLParamsSet(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse("redis://127.0.0.1/0?txmq_call_timeout=2s&txmq_idle_recheck=12s&txmq_goredis_logs=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _, err := parseURL(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.CallTimeout != 2*time.Second || o.IdleRecheck != 12*time.Second || !o.GoRedisLogs {
+		t.Fatalf("got CallTimeout %v IdleRecheck %v GoRedisLogs %v; want 2s 12s true", o.CallTimeout, o.IdleRecheck, o.GoRedisLogs)
 	}
 }

@@ -55,11 +55,26 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // after its claim found nothing ready there (an Exclusive queue with a live lease aside, which
 // the settle wakes), so while ready batches are queued nobody waits for this one, and a
 // backlog being published costs no PUBLISH per batch (nor a wake-up on every subscribed node).
+//
+// ARGV[5], when present and not empty, is the batch's ordering key (see ordering.go): the
+// batch becomes the key's tail; behind an earlier batch of its key it is held (in no set, its
+// due time kept in hdue) instead of entering the due set.
 var publishScript = goredis.NewScript(nowLua + `
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
-local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1]
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
+local key = ARGV[5]
+if key and key ~= '' then
+  redis.call('HSET', KEYS[8], ARGV[1], key)
+  local tail = redis.call('HGET', KEYS[6], key)
+  redis.call('HSET', KEYS[6], key, ARGV[1])
+  if tail then
+    redis.call('HSET', KEYS[7], tail, ARGV[1])
+    redis.call('HSET', KEYS[9], ARGV[1], now + tonumber(ARGV[3]))
+    return 1
+  end
+end
+local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1]
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 if not ready then redis.call('PUBLISH', ARGV[4], '1') end
 return 1
@@ -221,6 +236,23 @@ local function flush()
 end
 local out = {}
 local wake = false
+-- An ordered queue's batches have a key (bkey); removing one makes the next of its key due.
+local ordered = redis.call('EXISTS', KEYS[8]) == 1
+local function nextOfKey(id)
+  local key = redis.call('HGET', KEYS[8], id)
+  if not key then return end
+  redis.call('HDEL', KEYS[8], id)
+  local nxt = redis.call('HGET', KEYS[7], id)
+  if nxt then
+    redis.call('HDEL', KEYS[7], id)
+    local due = tonumber(redis.call('HGET', KEYS[9], nxt)) or now
+    redis.call('HDEL', KEYS[9], nxt)
+    redis.call('ZADD', KEYS[1], due, nxt)
+    wake = true
+  elseif redis.call('HGET', KEYS[6], key) == id then
+    redis.call('HDEL', KEYS[6], key)
+  end
+end
 -- settle k, given the batch's current token and lease end.
 local function one(k, tok, leaseEnd)
   local base = 2 + (k - 1) * 7
@@ -247,6 +279,7 @@ local function one(k, tok, leaseEnd)
   w.lease[#w.lease + 1] = id
   w.tok[#w.tok + 1] = id
   if op == 'ack' then
+    if ordered then nextOfKey(id) end
     w.body[#w.body + 1] = id
     w.dlv[#w.dlv + 1] = id
   else
@@ -281,11 +314,21 @@ return out
 `
 
 // depthScript counts one queue's batches by state at the server's now, read-only. An expired
-// lease not yet reclaimed counts as ready, as the next claim will see it. Reply: {ready,
-// inflight, delayed}.
+// lease not yet reclaimed counts as ready, as the next claim will see it; a batch held behind
+// an earlier one of its ordering key counts as delayed. oldest is the lowest score (ms) among
+// the due entries of the ready set and the expired leases, two O(log n) range reads, -1 when
+// none is ready. Reply: {ready, inflight, delayed, oldest}.
 var depthScript = goredis.NewScript(nowLua + `
 local ready = redis.call('ZCOUNT', KEYS[1], '-inf', now) + redis.call('ZCOUNT', KEYS[3], '-inf', now)
-local delayed = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+local delayed = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf') + redis.call('HLEN', KEYS[9])
 local inflight = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
-return {ready, inflight, delayed}
+local oldest = -1
+for _, k in ipairs({KEYS[1], KEYS[3]}) do
+  local r = redis.call('ZRANGEBYSCORE', k, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
+  if r[2] then
+    local s = tonumber(r[2])
+    if oldest < 0 or s < oldest then oldest = s end
+  end
+end
+return {ready, inflight, delayed, oldest}
 `)

@@ -41,14 +41,12 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 	return be.settle(ctx, "retry", c, opRetry, delay, body)
 }
 
-// Extend pushes the claim's lease to now+lease (Options.DefaultLease when lease <= 0) on the
+// Extend pushes the claim's lease to now+lease (core.LeaseOr: the default when lease <= 0) on the
 // server's clock, and updates c.LeaseUntil (on this machine's clock, measured from before the
 // call, so it never runs past the server's). Extending a claim already settled by its holder
 // is a no-op.
 func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
-	if lease <= 0 {
-		lease = be.defaultLease
-	}
+	lease = core.LeaseOr(lease)
 	start := time.Now()
 	h, err := be.hold("extend", c)
 	if err != nil || h == nil {
@@ -79,7 +77,7 @@ func (be *Backend) settle(ctx context.Context, what string, c *core.Claim, op st
 // hold checks the claim and returns its handle locked, or nil (and a nil error) when the
 // claim was already settled.
 func (be *Backend) hold(what string, c *core.Claim) (*handle, error) {
-	if err := be.usable(what, claimQueue(c)); err != nil {
+	if err := be.usable(what, c.QueueName()); err != nil {
 		return nil, err
 	}
 	if c == nil {
@@ -87,7 +85,7 @@ func (be *Backend) hold(what string, c *core.Claim) (*handle, error) {
 	}
 	h, ok := c.Handle.(*handle)
 	if !ok || h == nil || h.owner == nil || h.owner.keys.prefix != be.keys.prefix {
-		return nil, fmt.Errorf("%w: redis: %s %s: the claim was not handed out by a Redis backend with prefix %q; settle a claim with the backend that fetched it", core.ErrInvalidConfig, what, describe(c), be.keys.prefix)
+		return nil, fmt.Errorf("%w: redis: %s %s: the claim was not handed out by a Redis backend with prefix %q; settle a claim with the backend that fetched it", core.ErrInvalidConfig, what, c.String(), be.keys.prefix)
 	}
 	h.mu.Lock()
 	if h.settled {
@@ -117,25 +115,11 @@ func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h 
 	}
 	res, err := be.settles.run(ctx, k, [settleArgs]any{c.ID, h.token, op, ms, hasBody, body, notify})
 	if err != nil {
-		return be.wrap(fmt.Sprintf("%s %s", what, describe(c)), err)
+		return be.wrap(fmt.Sprintf("%s %s", what, c.String()), err)
 	}
 	if res < 0 {
 		return fmt.Errorf("redis: %s %s (delivery %d): the lease ran out and the batch may already run elsewhere; do not settle it again: %w",
-			what, describe(c), c.Deliveries, core.ErrLeaseLost)
+			what, c.String(), c.Deliveries, core.ErrLeaseLost)
 	}
 	return nil
-}
-
-func claimQueue(c *core.Claim) string {
-	if c == nil {
-		return ""
-	}
-	return c.Queue
-}
-
-func describe(c *core.Claim) string {
-	if c == nil {
-		return "nil claim"
-	}
-	return fmt.Sprintf("batch %s of queue %q", c.ID, c.Queue)
 }

@@ -176,6 +176,7 @@ func (w *waker) loop(ps *goredis.PubSub) {
 			}
 			silent = 0
 			failures++
+			reloadSlots(w.rdb) // a cluster's subscription reconnects to the slot's current master
 			if failures == 1 {
 				w.log.Debug("txmq redis: wake-up subscription lost its connection; reconnecting", "error", err)
 			}

@@ -26,6 +26,8 @@ type Backend struct {
 	sql     statements
 	channel string
 
+	listenConfig *pgx.ConnConfig // Options.ListenURL parsed; nil: the pool's
+
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
@@ -34,6 +36,8 @@ type Backend struct {
 	lis     *listener
 	deletes *group // Acks and Drops
 	extends *group // Extends
+	// keyedDeletes groups the Acks and Drops of ordered queues' batches (sqlAckKeyed).
+	keyedDeletes *group
 
 	hbMu sync.Mutex
 	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
@@ -66,16 +70,22 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	if !slices.Contains(versions, 2) {
 		o.Logger.Warn("sqljobs: the jobs tables lack migration 2 (the state index); run sqljobs.Migrate or `txmq migrate`: until then Depths reads every row of a queue", "schema", o.Schema)
 	}
+	listenConfig, err := checkPooler(pool, &o)
+	if err != nil {
+		return nil, err
+	}
 	be := &Backend{
-		pool:    pool,
-		o:       o,
-		sql:     render(o.Schema),
-		channel: channel(o.Schema),
-		done:    make(chan struct{}),
-		hb:      map[string]time.Time{},
+		listenConfig: listenConfig,
+		pool:         pool,
+		o:            o,
+		sql:          render(o.Schema),
+		channel:      channel(o.Schema),
+		done:         make(chan struct{}),
+		hb:           map[string]time.Time{},
 	}
 	be.lis = newListener(be)
 	be.deletes = newGroup(be, be.execDeletes)
+	be.keyedDeletes = newGroup(be, be.execKeyedDeletes)
 	be.extends = newGroup(be, be.execExtends)
 	if o.ReapInterval > 0 {
 		be.wg.Add(1)
@@ -105,6 +115,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		body = []byte{}
 	}
 	return be.run(ctx, op, func(ctx context.Context) error {
+		if b.Key != "" {
+			return be.publishKeyed(ctx, b, body, delayUs)
+		}
 		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel)
 		return err
 	})
@@ -112,6 +125,8 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 
 // Depths reports the ready, in-flight and delayed batches of each named queue in one query.
 // A batch whose lease ran out counts as ready; a queue without batches reports zeros.
+// OldestReady is the smallest due time (run_at, a lease end for an expired lease) among the
+// ready batches, on the database's clock, from the same index-only scan.
 func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
 	if err := be.usable("depths"); err != nil {
 		return nil, err
@@ -123,11 +138,16 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 			return err
 		}
 		var (
-			q    string
-			d    core.Depth
-			scan = []any{&q, &d.Ready, &d.InFlight, &d.Delayed}
+			q      string
+			d      core.Depth
+			oldest *time.Time
+			scan   = []any{&q, &d.Ready, &d.InFlight, &d.Delayed, &oldest}
 		)
 		_, err = pgx.ForEachRow(rows, scan, func() error {
+			d.OldestReady = time.Time{}
+			if oldest != nil {
+				d.OldestReady = *oldest
+			}
 			out[q] = d
 			return nil
 		})
@@ -160,6 +180,27 @@ func (be *Backend) Pool() *pgxpool.Pool { return be.pool }
 
 // Schema returns the schema holding the Backend's tables.
 func (be *Backend) Schema() string { return be.o.Schema }
+
+// checkPooler checks the pool and Options.ListenURL against Options.PgBouncer and returns
+// ListenURL's connection settings (nil without one).
+func checkPooler(pool *pgxpool.Pool, o *Options) (*pgx.ConnConfig, error) {
+	if o.PgBouncer {
+		switch pool.Config().ConnConfig.DefaultQueryExecMode {
+		case pgx.QueryExecModeDescribeExec:
+			return nil, fmt.Errorf("%w: sqljobs: Options.PgBouncer is set but the pool uses pgx.QueryExecModeDescribeExec, whose describe and execute round trips may land on two server connections; use default_query_exec_mode=exec in the pool's URL (or ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeExec)", core.ErrInvalidConfig)
+		case pgx.QueryExecModeCacheStatement:
+			o.Logger.Warn("sqljobs: Options.PgBouncer is set but the pool uses named prepared statements (pgx's default); that works only with PgBouncer >= 1.21 and max_prepared_statements > 0, else set default_query_exec_mode=exec in the pool's URL")
+		}
+	}
+	if o.ListenURL == "" {
+		return nil, nil
+	}
+	cfg, err := pgx.ParseConfig(o.ListenURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sqljobs: Options.ListenURL %s: %v; give a postgres:// URL of the server itself (not the pooler)", core.ErrInvalidConfig, core.Redact(o.ListenURL), core.RedactError(err, o.ListenURL))
+	}
+	return cfg, nil
+}
 
 // usable returns the error of a call made after Close.
 func (be *Backend) usable(op string) error {

@@ -4,15 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/puddle/v2"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/netfail"
 )
 
 // classify is the one place where database errors are sorted: an error meaning the database
@@ -62,19 +60,7 @@ func Unavailable(err error) bool {
 	if errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, pgconn.ErrConnClosed) {
 		return true
 	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
-		return true
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) ||
-		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true // dial, read and write failures of the connection itself
-	}
-	return false
+	return netfail.Lost(err) // dial, read and write failures of the connection itself
 }
 
 // rejected reports whether err is the database refusing a value permanently: a data exception

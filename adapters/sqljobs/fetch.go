@@ -3,7 +3,6 @@ package sqljobs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -17,16 +16,17 @@ import (
 // minTimer is the shortest timer a waiting Fetch arms, so rounding cannot make it spin.
 const minTimer = 5 * time.Millisecond
 
-// Fetch claims due batches for the queues in req in one statement (see the package doc): at
-// most Free of each capped queue, at most one of an Exclusive queue and none while any node
-// holds one, and for the Unlimited queues together at most req.Max (Options.FetchLimit when
-// req.Max is 0), shared round-robin.
+// Fetch claims due batches for the queues in req (normalised: see core.FetchRequest.Normalize)
+// in one statement (see the package doc): at most Free of each queue and req.Max in all,
+// shared round-robin, and none of an Exclusive queue while any node holds one.
 //
-// When nothing is claimable and req.Wait > 0 it waits, on the Backend's one LISTEN
-// connection, for a publish, retry or exclusive release on one of its queues, and on a timer
-// for the next delayed batch or lease end among them; each wake-up claims again. When the
-// wait ends with nothing it returns an empty slice without another query (the caller's next
-// Fetch claims at once), unless the listener is down, when it polls once more.
+// When nothing is claimable and req.Wait > 0 it waits (core.ClaimWait), on the Backend's one
+// LISTEN connection, for a publish, retry or exclusive release on one of its queues, and on a
+// timer for the next delayed batch or lease end among them; each wake-up claims again. When
+// the wait ends with nothing it returns an empty slice without another query (the caller's
+// next Fetch claims at once), unless the listener is down, when it polls once more. Without
+// a LISTEN connection (Options.PgBouncer and no ListenURL) it claims again every
+// Options.PollInterval instead.
 //
 // The claim statement runs detached from ctx's cancellation (bounded by QueryTimeout), so a
 // claim the database made is always returned; cancelling ctx only ends the wait, with what
@@ -35,62 +35,34 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 	if err := be.usable("fetch"); err != nil {
 		return nil, err
 	}
+	req = req.Normalize()
 	if len(req.Queues) == 0 || ctx.Err() != nil {
 		return []*core.Claim{}, nil
 	}
-	p := be.claimParams(req)
+	p := claimParamsOf(req)
 	if err := be.heartbeat(ctx, p.queues); err != nil && errors.Is(err, core.ErrBackendUnavailable) {
 		return nil, err
 	}
-
-	var (
-		w        *waiter
-		deadline time.Time
-		timer    *time.Timer
-	)
-	if req.Wait > 0 {
-		deadline = time.Now().Add(req.Wait)
-		w = be.lis.register(p.queues) // before the first claim: no NOTIFY falls in between
+	wo := core.WaitOptions{Wait: req.Wait, Done: be.done, MinTimer: minTimer}
+	switch {
+	case req.Wait <= 0:
+	case be.o.polls():
+		// No LISTEN through a transaction pooler: claim again every PollInterval.
+		wo.Wake = func() <-chan struct{} { return pollTimer(be.o.PollInterval) }
+	default:
+		w := be.lis.register(p.queues) // before the first claim: no NOTIFY falls in between
 		defer be.lis.unregister(w, p.queues)
-		defer func() {
-			if timer != nil {
-				timer.Stop()
-			}
-		}()
+		wo.Wake = func() <-chan struct{} { return w.ch }
+		wo.LastLook = func() bool { return !be.lis.healthy() }
 	}
-	for {
-		claims, next, err := be.claim(ctx, p)
-		if err != nil || len(claims) > 0 || req.Wait <= 0 {
-			return claims, err
-		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			return claims, nil
-		}
-		sleep, atDeadline := remaining, true
-		if next >= 0 && next < remaining {
-			sleep, atDeadline = max(next, minTimer), false
-		}
-		if timer == nil {
-			timer = time.NewTimer(sleep)
-		} else {
-			timer.Reset(sleep)
-		}
-		select {
-		case <-w.ch:
-		case <-timer.C:
-			if atDeadline && be.lis.healthy() {
-				return claims, nil
-			}
-			if atDeadline {
-				deadline = time.Now() // poll once more, then return
-			}
-		case <-ctx.Done():
-			return claims, nil
-		case <-be.done:
-			return claims, nil
-		}
-	}
+	return core.ClaimWait(ctx, wo, func() ([]*core.Claim, time.Duration, error) { return be.claim(ctx, p) })
+}
+
+// pollTimer returns a channel closed after d.
+func pollTimer(d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	time.AfterFunc(d, func() { close(ch) })
+	return ch
 }
 
 // claimParams are one Fetch's statement arguments.
@@ -103,17 +75,16 @@ type claimParams struct {
 	lease  int64 // µs
 }
 
-// claimParams normalises req: queues sorted (exclusive locks are then always taken in the
-// same order, so concurrent claims cannot deadlock) and deduplicated, Exclusive queues limited
-// to one. Unlimited queues share the budget (req.Max or FetchLimit) round-robin; each one's
-// scan may lock up to min(budget, max(2*budget/n, 10)) rows (n Unlimited queues), written as
-// a negative limit, so a single busy queue still fills the budget while many busy queues do
-// not lock n*budget rows to hand out budget of them.
-func (be *Backend) claimParams(req core.FetchRequest) claimParams {
+// claimParamsOf turns a normalised request into statement arguments: queues sorted (exclusive
+// locks are then always taken in the same order, so concurrent claims cannot deadlock) and
+// deduplicated. The queues share req.Max round-robin; each one's scan may lock up to
+// min(Free, max(2*Max/n, 10)) rows (n queues), so a single busy queue still fills Max while
+// many busy queues do not lock n*Max rows to hand out Max of them.
+func claimParamsOf(req core.FetchRequest) claimParams {
 	qs := make([]core.QueueSlots, 0, len(req.Queues))
 	seen := make(map[string]bool, len(req.Queues))
 	for _, s := range req.Queues {
-		if s.Queue == "" || seen[s.Queue] || (s.Free <= 0 && s.Free != core.Unlimited) {
+		if s.Queue == "" || seen[s.Queue] {
 			continue
 		}
 		seen[s.Queue] = true
@@ -124,44 +95,19 @@ func (be *Backend) claimParams(req core.FetchRequest) claimParams {
 		queues: make([]string, len(qs)),
 		limits: make([]int32, len(qs)),
 		excl:   make([]bool, len(qs)),
+		budget: int32(min(req.Max, math.MaxInt32)),
 		node:   req.Node,
+		lease:  micros(req.Lease),
+	}
+	scan := 0
+	if len(qs) > 0 {
+		scan = min(req.Max, max((2*req.Max+len(qs)-1)/len(qs), 10))
 	}
 	for i, s := range qs {
 		p.queues[i] = s.Queue
 		p.excl[i] = s.Exclusive
-		switch {
-		case s.Exclusive:
-			p.limits[i] = 1
-		case s.Free == core.Unlimited:
-			p.limits[i] = -1 // set below
-		default:
-			p.limits[i] = int32(min(s.Free, math.MaxInt32))
-		}
+		p.limits[i] = int32(min(s.Free, scan, math.MaxInt32))
 	}
-	budget := req.Max
-	if budget <= 0 {
-		budget = be.o.FetchLimit
-	}
-	p.budget = int32(min(budget, math.MaxInt32))
-	unl := 0
-	for _, l := range p.limits {
-		if l < 0 {
-			unl++
-		}
-	}
-	if unl > 0 {
-		per := min(int(p.budget), max((2*int(p.budget)+unl-1)/unl, 10))
-		for i, l := range p.limits {
-			if l < 0 {
-				p.limits[i] = -int32(per)
-			}
-		}
-	}
-	lease := req.Lease
-	if lease <= 0 {
-		lease = be.o.DefaultLease
-	}
-	p.lease = micros(lease)
 	return p
 }
 
@@ -182,12 +128,13 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 		var (
 			id, token   *int64
 			queue, bid  *string
+			key         *string
 			body        []byte
 			deliveries  *int32
 			until       *time.Time
 			nextSeconds *float64
 		)
-		_, err = pgx.ForEachRow(rows, []any{&id, &queue, &bid, &body, &deliveries, &token, &until, &nextSeconds}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&id, &queue, &bid, &body, &deliveries, &token, &until, &nextSeconds, &key}, func() error {
 			if id == nil {
 				if nextSeconds != nil {
 					next = max(0, time.Duration(*nextSeconds*float64(time.Second)))
@@ -200,7 +147,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 				Body:       append([]byte(nil), body...),
 				Deliveries: int(*deliveries),
 				LeaseUntil: *until,
-				Handle:     &handle{be: be, id: *id, token: *token, excl: p.exclusive(*queue)},
+				Handle:     &handle{be: be, id: *id, token: *token, excl: p.exclusive(*queue), queue: *queue, key: deref(key)},
 			})
 			return nil
 		})
@@ -251,10 +198,10 @@ func (be *Backend) heartbeat(ctx context.Context, queues []string) error {
 	return err
 }
 
-// describe names a claim in errors.
-func describe(c *core.Claim) string {
-	if c == nil {
-		return "nil claim"
+// deref returns *s, or "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
 	}
-	return fmt.Sprintf("batch %s of queue %q", c.ID, c.Queue)
+	return *s
 }

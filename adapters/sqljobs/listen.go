@@ -10,7 +10,8 @@ import (
 )
 
 // listener is a Backend's one LISTEN connection, shared by every waiting Fetch. It is opened
-// by the first Fetch that waits, outside the pool (with the pool's connection settings), and
+// by the first Fetch that waits, outside the pool (with Options.ListenURL's connection
+// settings when set, else the pool's; never with PgBouncer and no ListenURL), and
 // reopened with backoff when it breaks. A NOTIFY's payload is a queue name; it wakes the
 // fetches waiting on that queue. A (re)connect wakes every waiting fetch, because
 // notifications sent while it was down are lost.
@@ -144,7 +145,11 @@ func (l *listener) run(ctx context.Context) {
 // session opens one LISTEN connection and dispatches its notifications until it fails;
 // connected is called once LISTEN is in effect.
 func (l *listener) session(ctx context.Context, connected func()) error {
-	cfg := l.be.pool.Config().ConnConfig.Copy()
+	cfg := l.be.listenConfig
+	if cfg == nil {
+		cfg = l.be.pool.Config().ConnConfig
+	}
+	cfg = cfg.Copy()
 	cctx, cancel := context.WithTimeout(ctx, l.be.o.QueryTimeout)
 	conn, err := pgx.ConnectConfig(cctx, cfg)
 	if err == nil {

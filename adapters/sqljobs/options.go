@@ -12,11 +12,7 @@ import (
 // Defaults of Options.
 const (
 	// DefaultSchema is the schema holding the jobs tables, the same as the outbox's.
-	DefaultSchema = "txmq"
-	// DefaultLease is the lease given when a Fetch or Extend asks for zero or less.
-	DefaultLease = 30 * time.Second
-	// DefaultFetchLimit caps the claims of a Fetch's Unlimited queues when FetchRequest.Max is 0.
-	DefaultFetchLimit = 1000
+	DefaultSchema = pgmigrate.DefaultSchema
 	// DefaultQueryTimeout bounds every statement the Backend runs.
 	DefaultQueryTimeout = 10 * time.Second
 	// DefaultAbandonedAfter is how long a queue must go unfetched by every node before the
@@ -31,6 +27,9 @@ const (
 	DefaultSettleWindow = time.Millisecond
 	// DefaultSettleBatch is how many settles one statement takes at most.
 	DefaultSettleBatch = 100
+	// DefaultPollInterval is how often a waiting Fetch claims again when the Backend has no
+	// LISTEN connection (Options.PgBouncer without Options.ListenURL).
+	DefaultPollInterval = 100 * time.Millisecond
 	// maxHeartbeatInterval is the longest a queue's heartbeat goes unwritten while fetched.
 	maxHeartbeatInterval = time.Minute
 )
@@ -44,14 +43,6 @@ type Options struct {
 	// Schema holds the jobs tables. Default "txmq" (the outbox's schema). It must match
 	// ^[A-Za-z_][A-Za-z0-9_]{0,49}$ because it also names the NOTIFY channel.
 	Schema string
-
-	// DefaultLease is the lease of a claim when FetchRequest.Lease or Extend's lease is zero or
-	// negative. Default 30 s.
-	DefaultLease time.Duration
-
-	// FetchLimit caps the claims one Fetch hands out across its Unlimited queues when
-	// FetchRequest.Max is 0. Default 1000.
-	FetchLimit int
 
 	// QueryTimeout bounds every statement, detached from the caller's cancellation where a
 	// claim could otherwise be stranded (Fetch). An unreachable database therefore fails a call
@@ -94,6 +85,28 @@ type Options struct {
 	// Default nil: abandoned batches are left in place, logged and counted, never deleted.
 	DeadLetters core.DeadLetterSink
 
+	// PgBouncer says the pool goes through PgBouncer (or another pooler) in transaction
+	// pooling mode, where a server connection is lent for one transaction only. The Backend
+	// keeps no state across statements in any case (each claim, settle and publish is one
+	// statement, or one pipelined implicit transaction, with transaction-local settings); what
+	// this changes is the wake-ups: LISTEN does not work through such a pooler, so the Backend
+	// opens its LISTEN connection on ListenURL when it is set, and otherwise waiting fetches
+	// claim again every PollInterval. The pool itself must not use named prepared statements
+	// (pgx's default) unless the pooler supports them (PgBouncer >= 1.21 with
+	// max_prepared_statements > 0): set default_query_exec_mode=exec in its URL (a
+	// postgres:// backend URL with txmq_pgbouncer=true does it). Default false.
+	PgBouncer bool
+
+	// ListenURL is a PostgreSQL URL of the server itself (not a pooler) on which the Backend
+	// opens its one LISTEN connection. Default "": the pool's connection settings, or with
+	// PgBouncer no LISTEN connection at all (polling, see PollInterval).
+	ListenURL string
+
+	// PollInterval is how often a waiting Fetch claims again when the Backend has no LISTEN
+	// connection (PgBouncer without ListenURL). Default 100 ms. Each poll is one claim
+	// statement per waiting node.
+	PollInterval time.Duration
+
 	// Logger receives the Backend's logs (listener reconnects, the reaper). Default
 	// slog.Default().
 	Logger *slog.Logger
@@ -101,25 +114,21 @@ type Options struct {
 
 // withDefaults returns a copy of o (nil allowed) with the defaults filled in, or an error
 // wrapping core.ErrInvalidConfig.
-func (o *Options) withDefaults() (Options, error) {
-	var c Options
+func (o *Options) withDefaults() (c Options, err error) {
 	if o != nil {
 		c = *o
 	}
-	if c.Schema == "" {
-		c.Schema = DefaultSchema
-	}
-	if !pgmigrate.ValidSchema(c.Schema) {
-		return c, fmt.Errorf("%w: sqljobs: Options.Schema %q: use 1-50 characters of letters, digits and '_', not starting with a digit", core.ErrInvalidConfig, c.Schema)
+	if c.Schema, err = pgmigrate.Schema("sqljobs", c.Schema); err != nil {
+		return c, err
 	}
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
 		def  time.Duration
 	}{
-		{"DefaultLease", &c.DefaultLease, DefaultLease},
 		{"QueryTimeout", &c.QueryTimeout, DefaultQueryTimeout},
 		{"AbandonedAfter", &c.AbandonedAfter, DefaultAbandonedAfter},
+		{"PollInterval", &c.PollInterval, DefaultPollInterval},
 	} {
 		if *d.v < 0 {
 			return c, fmt.Errorf("%w: sqljobs: Options.%s is %v; it must be >= 0 (0 means the default %v)", core.ErrInvalidConfig, d.name, *d.v, d.def)
@@ -139,7 +148,6 @@ func (o *Options) withDefaults() (Options, error) {
 		v    *int
 		def  int
 	}{
-		{"FetchLimit", &c.FetchLimit, DefaultFetchLimit},
 		{"ReapBatch", &c.ReapBatch, DefaultReapBatch},
 		{"SettleBatch", &c.SettleBatch, DefaultSettleBatch},
 	} {
@@ -155,6 +163,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	return c, nil
 }
+
+// polls reports whether waiting fetches poll instead of waiting for NOTIFY.
+func (o *Options) polls() bool { return o.PgBouncer && o.ListenURL == "" }
 
 // heartbeatInterval is how often Fetch refreshes a queue's heartbeat.
 func (o *Options) heartbeatInterval() time.Duration {

@@ -20,7 +20,7 @@ type planCase struct {
 }
 
 // planCases lists every statement that touches the jobs table (publish is a plain INSERT and
-// the heartbeat touches the queues table only).
+// the heartbeat touches the queues table only; the keyed publish reads the table first).
 var planCases = []planCase{
 	{"claim_capped", func(s statements) string { return s.claim },
 		`'{q1,q2}'::text[], '{1,5}'::int[], '{f,f}'::bool[], 100, 'node', 30000000, 'off'`},
@@ -39,24 +39,31 @@ var planCases = []planCase{
 	{"reap_pick", func(s statements) string { return s.reapPick }, `'q1', 3600000000, 100`},
 	{"reap_delete", func(s statements) string { return s.reapDelete }, `'{1,2,3}'::bigint[]`},
 	{"reap_count", func(s statements) string { return s.reapCount }, `'q1', 3600000000`},
+	{"publish_keyed", func(s statements) string { return s.publishKeyed },
+		`'q1', 'b', '\x7b7d'::bytea, 0, 1, 'chan', 'k7'`},
+	{"publish_keyed_delayed", func(s statements) string { return s.publishKeyed },
+		`'q1', 'b', '\x7b7d'::bytea, 1000000, 1, 'chan', 'k7'`},
+	{"ack_keyed", func(s statements) string { return s.ackKeyed }, `'{1,2,3}'::bigint[], '{7,8,9}'::bigint[], 'chan'`},
 }
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
-// spread over 20 queues, q1 holding half of them (a skewed, realistic distribution).
+// spread over 20 queues, q1 holding half of them (a skewed, realistic distribution); a third
+// of the rows have one of 997 ordering keys.
 func (w *world) fill(ctx context.Context, rows int) {
 	w.t.Helper()
 	if rows == 0 {
 		return
 	}
 	_, err := w.admin.Exec(ctx, fmt.Sprintf(`
-INSERT INTO %[1]s.txmq_jobs (queue, batch_id, body, messages, deliveries, run_at, lease_owner, lease_token)
+INSERT INTO %[1]s.txmq_jobs (queue, batch_id, body, messages, deliveries, run_at, lease_owner, lease_token, order_key)
 SELECT CASE WHEN g %% 2 = 0 THEN 'q1' ELSE 'q' || (g %% 20) END,
 	'b' || g, '\x7b7d'::bytea, 1,
 	CASE WHEN g %% 10 >= 8 THEN 1 ELSE 0 END,
 	CASE WHEN g %% 10 < 6 THEN now() - interval '1 minute'
 		ELSE now() + interval '10 minutes' END,
 	CASE WHEN g %% 10 >= 8 THEN 'node' END,
-	CASE WHEN g %% 10 >= 8 THEN g END
+	CASE WHEN g %% 10 >= 8 THEN g END,
+	CASE WHEN g %% 3 = 0 THEN 'k' || (g %% 997) END
 FROM generate_series(1, %[2]d) AS g`, pgx.Identifier{w.schema}.Sanitize(), rows))
 	if err != nil {
 		w.t.Fatalf("filling %d rows: %v", rows, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -12,26 +11,27 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/pgpooler"
+	"github.com/txmq/txmq/internal/urlparams"
 )
 
 // Schemes are the URL schemes this package registers with core.RegisterBackend.
 var Schemes = []string{"postgres", "postgresql"}
 
-func init() {
-	for _, s := range Schemes {
-		core.RegisterBackend(s, Open)
-	}
-}
+func init() { core.RegisterSchemes(Open, Schemes...) }
 
 // urlParams are the query parameters Open consumes, with what each sets.
 var urlParams = map[string]string{
 	"txmq_schema":          "Options.Schema",
 	"txmq_migrate":         "run Migrate first (true or false, default true)",
-	"txmq_lease":           "Options.DefaultLease (a Go duration)",
-	"txmq_fetch_limit":     "Options.FetchLimit",
+	"txmq_lease":           "nothing: accepted and ignored (a Go duration; the node's NodeOptions.Lease decides)",
+	"txmq_fetch_limit":     "nothing: accepted and ignored (a positive number; the node's NodeOptions.FetchMax decides)",
 	"txmq_query_timeout":   "Options.QueryTimeout (a Go duration)",
 	"txmq_abandoned_after": "Options.AbandonedAfter (a Go duration)",
 	"txmq_reap_interval":   "Options.ReapInterval (a Go duration; negative turns the reaper off)",
+	"txmq_pgbouncer":       "Options.PgBouncer (true or false); true also sets default_query_exec_mode=exec unless the URL names a mode",
+	"txmq_listen_url":      "Options.ListenURL (a direct postgres:// URL, query-escaped)",
+	"txmq_poll_interval":   "Options.PollInterval (a Go duration)",
 }
 
 // Open opens a Backend from a URL, as core.OpenBackend does for
@@ -40,7 +40,11 @@ var urlParams = map[string]string{
 // Query parameters starting with txmq_ set Options and are removed before the rest of the URL
 // goes to pgxpool.ParseConfig (so pool_max_conns, connect_timeout, sslmode and the like work
 // as in pgx): txmq_schema, txmq_migrate, txmq_lease, txmq_fetch_limit, txmq_query_timeout,
-// txmq_abandoned_after and txmq_reap_interval. An unknown txmq_ parameter is an error wrapping
+// txmq_abandoned_after and txmq_reap_interval; and, for a URL that goes through PgBouncer in
+// transaction pooling mode, txmq_pgbouncer=true (Options.PgBouncer; it also sets pgx's
+// default_query_exec_mode=exec unless the URL names another mode), txmq_listen_url (a direct,
+// query-escaped postgres:// URL for the LISTEN connection: Options.ListenURL) and
+// txmq_poll_interval (Options.PollInterval). An unknown txmq_ parameter is an error wrapping
 // core.ErrInvalidConfig that lists the accepted ones. Open creates its own pool, closed by
 // Backend.Close, and runs Migrate unless txmq_migrate=false. A dead-letter sink for the reaper
 // cannot be given in a URL: use New for that.
@@ -92,6 +96,11 @@ func parseURL(u *url.URL) (*Options, bool, *url.URL, error) {
 	opts := &Options{}
 	migrate := true
 	q := u.Query()
+	pooler, err := pgpooler.Take("sqljobs: backend URL", q)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	opts.PgBouncer, opts.ListenURL, opts.PollInterval = pooler.PgBouncer, pooler.ListenURL, pooler.PollInterval
 	bad := func(key, v string, err error) error {
 		return fmt.Errorf("%w: sqljobs: backend URL parameter %s=%q: %v", core.ErrInvalidConfig, key, v, err)
 	}
@@ -119,29 +128,20 @@ func parseURL(u *url.URL) (*Options, bool, *url.URL, error) {
 			if err != nil {
 				err = bad(key, v, fmt.Errorf("use true or false"))
 			}
-		case "txmq_lease":
-			opts.DefaultLease, err = duration(key, v, false)
+		case "txmq_lease": // accepted for old URLs, checked and ignored (see urlParams)
+			_, err = duration(key, v, false)
 		case "txmq_query_timeout":
 			opts.QueryTimeout, err = duration(key, v, false)
 		case "txmq_abandoned_after":
 			opts.AbandonedAfter, err = duration(key, v, false)
 		case "txmq_reap_interval":
 			opts.ReapInterval, err = duration(key, v, true)
-		case "txmq_fetch_limit":
-			opts.FetchLimit, err = strconv.Atoi(v)
-			if err == nil && opts.FetchLimit <= 0 {
-				err = fmt.Errorf("must be positive")
-			}
-			if err != nil {
+		case "txmq_fetch_limit": // accepted for old URLs, checked and ignored (see urlParams)
+			if _, err = urlparams.Int(v); err != nil {
 				err = bad(key, v, err)
 			}
 		default:
-			known := make([]string, 0, len(urlParams))
-			for k := range urlParams {
-				known = append(known, k)
-			}
-			sort.Strings(known)
-			return nil, false, nil, fmt.Errorf("%w: sqljobs: backend URL: unknown parameter %q; accepted txmq_ parameters: %s", core.ErrInvalidConfig, key, strings.Join(known, ", "))
+			return nil, false, nil, fmt.Errorf("%w: sqljobs: backend URL: unknown parameter %q; accepted txmq_ parameters: %s", core.ErrInvalidConfig, key, urlparams.Names(urlParams))
 		}
 		if err != nil {
 			return nil, false, nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/internal/urlfuzz"
 )
 
 func TestParseURL(t *testing.T) {
@@ -25,16 +26,29 @@ func TestParseURL(t *testing.T) {
 		{name: "defaults", url: "postgres://u@h/db?sslmode=disable", wantMigrate: true, wantRest: "sslmode=disable"},
 		{name: "schema and migrate", url: "postgresql://u@h/db?txmq_schema=jobs&txmq_migrate=false&pool_max_conns=4", wantSchema: "jobs", wantRest: "pool_max_conns=4"},
 		{name: "durations", url: "postgres://h/db?txmq_lease=5s&txmq_query_timeout=2s&txmq_abandoned_after=48h&txmq_reap_interval=-1s&txmq_fetch_limit=7", wantMigrate: true, check: func(t *testing.T, o *Options) {
-			if o.DefaultLease != 5*time.Second || o.QueryTimeout != 2*time.Second || o.AbandonedAfter != 48*time.Hour || o.ReapInterval != -time.Second || o.FetchLimit != 7 {
+			// txmq_lease and txmq_fetch_limit are accepted and ignored.
+			if o.QueryTimeout != 2*time.Second || o.AbandonedAfter != 48*time.Hour || o.ReapInterval != -time.Second {
 				t.Fatalf("options = %+v", o)
 			}
 		}},
-		{name: "unknown txmq param", url: "postgres://h/db?txmq_bogus=1", wantErr: `unknown parameter "txmq_bogus"; accepted txmq_ parameters: txmq_abandoned_after, txmq_fetch_limit, txmq_lease, txmq_migrate`},
+		{name: "unknown txmq param", url: "postgres://h/db?txmq_bogus=1", wantErr: `unknown parameter "txmq_bogus"; accepted txmq_ parameters: txmq_abandoned_after, txmq_fetch_limit, txmq_lease, txmq_listen_url, txmq_migrate`},
 		{name: "bad migrate", url: "postgres://h/db?txmq_migrate=maybe", wantErr: "txmq_migrate"},
 		{name: "bad lease", url: "postgres://h/db?txmq_lease=-1s", wantErr: "txmq_lease"},
 		{name: "bad duration", url: "postgres://h/db?txmq_query_timeout=soon", wantErr: "txmq_query_timeout"},
 		{name: "bad fetch limit", url: "postgres://h/db?txmq_fetch_limit=0", wantErr: "txmq_fetch_limit"},
 		{name: "bad schema", url: "postgres://h/db?txmq_schema=no-dashes", wantErr: "Options.Schema"},
+		{name: "pgbouncer", url: "postgres://h/db?txmq_pgbouncer=true", wantMigrate: true, wantRest: "default_query_exec_mode=exec", check: func(t *testing.T, o *Options) {
+			if !o.PgBouncer || o.ListenURL != "" || !o.polls() {
+				t.Fatalf("options = %+v; want PgBouncer polling", o)
+			}
+		}},
+		{name: "pgbouncer with listen url", url: "postgres://h:6432/db?txmq_pgbouncer=true&default_query_exec_mode=cache_describe&txmq_poll_interval=1s&txmq_listen_url=" + url.QueryEscape("postgres://u:pw@h:5432/db"), wantMigrate: true, wantRest: "default_query_exec_mode=cache_describe", check: func(t *testing.T, o *Options) {
+			if !o.PgBouncer || o.ListenURL != "postgres://u:pw@h:5432/db" || o.polls() || o.PollInterval != time.Second {
+				t.Fatalf("options = %+v; want PgBouncer with a LISTEN URL", o)
+			}
+		}},
+		{name: "pgbouncer describe_exec", url: "postgres://h/db?txmq_pgbouncer=true&default_query_exec_mode=describe_exec", wantErr: "cannot work through PgBouncer"},
+		{name: "bad listen url", url: "postgres://h/db?txmq_listen_url=h:5432", wantErr: "txmq_listen_url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			u, err := url.Parse(tc.url)
@@ -96,4 +110,11 @@ func TestOpenBackendURL(t *testing.T) {
 			t.Fatal("Close must close the pool Open created")
 		}
 	}
+}
+
+// TestURLParamNames: every parameter the URL parser consumes follows the scheme every adapter
+// uses (txmq_<snake_case>).
+func TestURLParamNames(t *testing.T) {
+	t.Parallel()
+	urlfuzz.CheckParamNames(t, urlParams, nil)
 }

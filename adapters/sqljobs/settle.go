@@ -21,6 +21,9 @@ type handle struct {
 	id    int64
 	token int64
 	excl  bool // claimed as an Exclusive queue's batch
+	// queue and key name an ordered queue's batch (key empty otherwise): its Ack and Drop
+	// make the next batch of the key due (deleteKeyed).
+	queue, key string
 
 	mu      sync.Mutex // serialises settles and extensions of this claim
 	settled atomic.Bool
@@ -58,12 +61,10 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 }
 
 // Extend pushes the claim's lease (and its Exclusive lock) to now+lease, by the database's
-// clock (Options.DefaultLease when lease <= 0), and updates c.LeaseUntil. Extending a claim
+// clock (core.LeaseOr: the default when lease <= 0), and updates c.LeaseUntil. Extending a claim
 // its holder already settled is a no-op. Concurrent extensions share one statement.
 func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
-	if lease <= 0 {
-		lease = be.o.DefaultLease
-	}
+	lease = core.LeaseOr(lease)
 	return be.settleOrExtend(ctx, "extend", c, false, func(ctx context.Context, h *handle) (bool, error) {
 		req := &groupReq{h: h, lease: micros(lease)}
 		if err := be.extends.do(ctx, req); err != nil {
@@ -79,6 +80,9 @@ func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duratio
 // deleteLeased deletes h's row in a group of Acks and Drops; true means the lease held and
 // the row is gone.
 func (be *Backend) deleteLeased(ctx context.Context, h *handle) (bool, error) {
+	if h.key != "" {
+		return be.deleteKeyed(ctx, h)
+	}
 	req := &groupReq{h: h}
 	if err := be.deletes.do(ctx, req); err != nil {
 		return false, err
@@ -155,7 +159,7 @@ func (be *Backend) settle(ctx context.Context, op string, c *core.Claim, apply f
 // token and a live lease) becomes an error wrapping core.ErrLeaseLost. A successful settle
 // marks the claim settled.
 func (be *Backend) settleOrExtend(ctx context.Context, op string, c *core.Claim, settles bool, apply func(context.Context, *handle) (bool, error)) error {
-	if err := be.usable(op + " " + describe(c)); err != nil {
+	if err := be.usable(op + " " + c.String()); err != nil {
 		return err
 	}
 	if c == nil {
@@ -163,7 +167,7 @@ func (be *Backend) settleOrExtend(ctx context.Context, op string, c *core.Claim,
 	}
 	h, ok := c.Handle.(*handle)
 	if !ok || h == nil || h.be.o.Schema != be.o.Schema {
-		return fmt.Errorf("%w: sqljobs: %s %s: the claim was not handed out by a sqljobs backend on schema %q; settle a claim with the backend type that fetched it", core.ErrInvalidConfig, op, describe(c), be.o.Schema)
+		return fmt.Errorf("%w: sqljobs: %s %s: the claim was not handed out by a sqljobs backend on schema %q; settle a claim with the backend type that fetched it", core.ErrInvalidConfig, op, c.String(), be.o.Schema)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -172,11 +176,11 @@ func (be *Backend) settleOrExtend(ctx context.Context, op string, c *core.Claim,
 	}
 	held, err := apply(ctx, h)
 	if err != nil {
-		return be.explain(op+" "+describe(c), err)
+		return be.explain(op+" "+c.String(), err)
 	}
 	if !held {
 		return fmt.Errorf("sqljobs: %s %s (delivery %d): the lease ran out or the batch was handed out again, and it may already run elsewhere; do not settle it again: %w",
-			op, describe(c), c.Deliveries, core.ErrLeaseLost)
+			op, c.String(), c.Deliveries, core.ErrLeaseLost)
 	}
 	if settles {
 		h.settled.Store(true)

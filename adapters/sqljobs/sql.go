@@ -10,6 +10,7 @@ import (
 type statements struct {
 	publish, claim, extend, ack, retry, depths, heartbeat string
 	reapQueues, reapPick, reapDelete, reapCount           string
+	publishKeyed, ackKeyed                                string
 }
 
 // render substitutes the quoted schema into every statement. {{s}} is the quoted schema;
@@ -29,6 +30,9 @@ func render(schema string) statements {
 		reapPick:   r.Replace(sqlReapPick),
 		reapDelete: r.Replace(sqlReapDelete),
 		reapCount:  r.Replace(sqlReapCount),
+
+		publishKeyed: r.Replace(sqlPublishKeyed),
+		ackKeyed:     r.Replace(sqlAckKeyed),
 	}
 }
 
@@ -47,22 +51,26 @@ SELECT pg_notify($6, queue) FROM i`
 
 // sqlClaim claims due batches for every requested queue in one statement:
 //
-//   - req: the queues with their limits and Exclusive flags, sorted by queue so that exclusive
-//     locks are always taken in the same order; an Unlimited queue has a negative limit whose
-//     absolute value is how many rows its scan may lock (see claimParams);
+//   - req: the queues with their limits (how many rows each scan may lock, see claimParamsOf)
+//     and Exclusive flags, sorted by queue so that exclusive locks are always taken in the same
+//     order;
 //   - pick: per queue, an index range scan of (queue, run_at) over run_at <= now(), locked
 //     with FOR UPDATE SKIP LOCKED so concurrent claimers never wait on each other's rows;
-//   - cand: capped queues keep their picks; Unlimited queues share one budget ($4), taken
-//     round-robin (every queue's first pick, then every second, ...);
+//   - cand: the queues share one budget ($4, the request's Max), taken round-robin (every
+//     queue's first pick, then every second, ...);
 //   - lk: for an Exclusive queue, the lock row is inserted, or taken over when its lease ran
 //     out; ON CONFLICT serialises concurrent claimers on the queue's row, so one wins;
 //   - claimed: the rows are leased: a new token, deliveries+1, run_at = the lease's end; the
 //     rows are found by primary key (id = ANY(ARRAY(...))), never by a join the planner could
 //     turn into a scan of the whole table;
 //   - the last row (id NULL) carries the seconds until the next row of these queues becomes
-//     claimable (a delayed batch or a lease running out), for the waiting Fetch's timer.
+//     claimable (a delayed batch or a lease running out; a held row of an ordered key, at
+//     'infinity', waits for an ack instead), for the waiting Fetch's timer.
 //
-// $1 queues, $2 limits, $3 exclusive flags, $4 Unlimited budget, $5 node, $6 lease in µs,
+// A row of an ordered queue is claimable only as the first of its key (see sqlPublishKeyed):
+// the claim needs no guard of its own and stays one range scan per queue.
+//
+// $1 queues, $2 limits, $3 exclusive flags, $4 budget, $5 node, $6 lease in µs,
 // $7 the transaction's synchronous_commit ('off', or NULL for the session's; see syncCommit).
 const sqlClaim = `
 WITH req AS (
@@ -70,21 +78,19 @@ WITH req AS (
 	WHERE set_config('synchronous_commit', COALESCE($7::text, current_setting('synchronous_commit')), true) IS NOT NULL
 ),
 pick AS MATERIALIZED (
-	SELECT c.id, r.q, r.excl, r.lim < 0 AS unl,
+	SELECT c.id, r.q, r.excl,
 		row_number() OVER (PARTITION BY r.q ORDER BY c.run_at, c.id) AS rn
 	FROM req r
 	CROSS JOIN LATERAL (
 		SELECT j.id, j.run_at FROM {{s}}.txmq_jobs j
 		WHERE j.queue = r.q AND j.run_at <= now()
 		ORDER BY j.run_at
-		LIMIT abs(r.lim)
+		LIMIT r.lim
 		FOR UPDATE SKIP LOCKED
 	) c
 ),
 cand AS MATERIALIZED (
-	SELECT id, q, excl FROM pick WHERE NOT unl
-	UNION ALL
-	(SELECT id, q, excl FROM pick WHERE unl ORDER BY rn, id LIMIT $4::int)
+	SELECT id, q, excl FROM pick ORDER BY rn, id LIMIT $4::int
 ),
 lk AS (
 	INSERT INTO {{s}}.txmq_jobs_exclusive AS x (queue, job_id, lease_until)
@@ -100,19 +106,19 @@ claimed AS (
 		lease_owner = $5,
 		run_at = now() + $6::bigint * interval '1 microsecond'
 	WHERE j.id = ANY(ARRAY(SELECT id FROM cand WHERE NOT excl UNION ALL SELECT job_id FROM lk))
-	RETURNING j.id, j.queue, j.batch_id, j.body, j.deliveries, j.lease_token, j.run_at
+	RETURNING j.id, j.queue, j.batch_id, j.body, j.deliveries, j.lease_token, j.run_at, j.order_key
 )
-SELECT id, queue, batch_id, body, deliveries, lease_token, run_at, NULL::float8 FROM claimed
+SELECT id, queue, batch_id, body, deliveries, lease_token, run_at, NULL::float8, order_key FROM claimed
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
 	SELECT extract(epoch FROM min(n.run_at) - now())::float8
 	FROM req r
 	CROSS JOIN LATERAL (
 		SELECT j.run_at FROM {{s}}.txmq_jobs j
-		WHERE j.queue = r.q AND j.run_at > now()
+		WHERE j.queue = r.q AND j.run_at > now() AND j.run_at < 'infinity'
 		ORDER BY j.run_at LIMIT 1
 	) n
-)`
+), NULL`
 
 // sqlExtend moves live leases' ends, and their exclusive locks' with them, for a group of
 // claims in one statement (see group). A row comes back for each claim whose lease held.
@@ -176,12 +182,14 @@ SELECT j.id, pg_notify($5, j.queue) FROM j`
 
 // sqlDepths counts each named queue's rows by derived state, one index-only range scan of
 // (queue, run_at) INCLUDE (lease_token) per queue: its cost grows with the queue's batches,
-// not the table's. $1 queues.
+// not the table's. oldest is the smallest run_at among the ready rows (an expired lease's
+// run_at is its lease end), NULL when none is ready. $1 queues.
 const sqlDepths = `
-SELECT r.q, c.ready, c.inflight, c.delayed
+SELECT r.q, c.ready, c.inflight, c.delayed, c.oldest
 FROM unnest($1::text[]) AS r(q)
 CROSS JOIN LATERAL (
 	SELECT count(*) FILTER (WHERE j.run_at <= now()) AS ready,
+		min(j.run_at) FILTER (WHERE j.run_at <= now()) AS oldest,
 		count(*) FILTER (WHERE j.lease_token IS NOT NULL AND j.run_at > now()) AS inflight,
 		count(*) FILTER (WHERE j.lease_token IS NULL AND j.run_at > now()) AS delayed
 	FROM {{s}}.txmq_jobs j WHERE j.queue = r.q
@@ -216,8 +224,85 @@ WHERE queue = $1 AND created_at < now() - $2::bigint * interval '1 microsecond'
 ORDER BY run_at LIMIT $3
 FOR UPDATE SKIP LOCKED`
 
-// sqlReapDelete deletes reaped batches. $1 ids.
-const sqlReapDelete = `DELETE FROM {{s}}.txmq_jobs WHERE id = ANY($1::bigint[])`
+// sqlReapDelete deletes reaped batches, and makes the next row of each ordering key whose
+// first row it deleted due (see sqlAckKeyed). $1 ids.
+const sqlReapDelete = `
+WITH d AS (
+	DELETE FROM {{s}}.txmq_jobs WHERE id = ANY($1::bigint[]) RETURNING id, queue, order_key
+),
+nx AS (
+	SELECT n.id FROM (SELECT DISTINCT queue, order_key FROM d WHERE order_key IS NOT NULL) k
+	CROSS JOIN LATERAL (
+		SELECT j.id FROM {{s}}.txmq_jobs j
+		WHERE j.queue = k.queue AND j.order_key = k.order_key AND j.id <> ALL($1::bigint[])
+		ORDER BY j.id LIMIT 1
+	) n
+)
+UPDATE {{s}}.txmq_jobs j SET run_at = COALESCE(j.due_at, now())
+WHERE j.id = ANY(ARRAY(SELECT id FROM nx)) AND j.run_at = 'infinity'`
+
+// sqlLockKey serialises the statements of one ordering key (publish, ack, drop) for the rest
+// of their implicit transaction, so that the next statement's snapshot sees every row of the
+// key that an earlier one committed. Sent between the plan guard and the statement, in one
+// round trip. $1 queue, $2 key; a hash collision only serialises two keys.
+const sqlLockKey = `SELECT pg_advisory_xact_lock(hashtextextended($1::text || '/' || $2::text, 7310))`
+
+// sqlLockKeys is sqlLockKey for the keys of a group of acks and drops, taken in hash order.
+// A key has at most one batch in flight, so two groups never wait for each other's keys.
+// $1 queues, $2 keys.
+const sqlLockKeys = `
+SELECT count(pg_advisory_xact_lock(s.h)) FROM (
+	SELECT DISTINCT hashtextextended(r.q || '/' || r.k, 7310) AS h
+	FROM unnest($1::text[], $2::text[]) AS r(q, k) ORDER BY 1
+) s`
+
+// sqlPublishKeyed stores one batch of an ordered queue, after sqlLockKey: the first row of its
+// key is scheduled as any row; a row behind others of its key is held (run_at 'infinity',
+// counted as delayed) with its own due time in due_at, until the rows before it are gone.
+// $1-$6 as sqlPublish, $7 the key.
+const sqlPublishKeyed = `
+WITH h AS (
+	SELECT EXISTS (SELECT 1 FROM {{s}}.txmq_jobs j WHERE j.queue = $1 AND j.order_key = $7) AS held,
+		CASE WHEN $4::bigint > 0 THEN clock_timestamp() + $4::bigint * interval '1 microsecond' END AS due
+),
+i AS (
+	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages, order_key, due_at)
+	SELECT $1, $2, $3, CASE WHEN h.held THEN 'infinity'::timestamptz ELSE COALESCE(h.due, now()) END, $5, $7, h.due
+	FROM h
+	RETURNING queue
+)
+SELECT pg_notify($6, queue) FROM i`
+
+// sqlAckKeyed deletes batches of ordered queues under live leases (Ack and Drop) for a group
+// of claims, after sqlLockKeys, releases their Exclusive locks, and makes the next row of each
+// key due (its own due time, or now), waking waiting nodes. A row comes back for each claim
+// whose lease held. $1 ids, $2 tokens, $3 channel.
+const sqlAckKeyed = `
+WITH r AS (
+	SELECT * FROM unnest($1::bigint[], $2::bigint[]) AS r(id, token)
+),
+d AS (
+	DELETE FROM {{s}}.txmq_jobs j USING r
+	WHERE j.id = ANY($1::bigint[]) AND j.id = r.id AND j.lease_token = r.token AND j.run_at > now()
+	RETURNING j.id, j.lease_token, j.queue, j.order_key
+),
+l AS (
+	DELETE FROM {{s}}.txmq_jobs_exclusive x USING d WHERE x.queue = d.queue AND x.job_id = d.id
+	RETURNING 1
+),
+nx AS (
+	SELECT n.id FROM d CROSS JOIN LATERAL (
+		SELECT j.id FROM {{s}}.txmq_jobs j
+		WHERE j.queue = d.queue AND j.order_key = d.order_key AND j.id > d.id
+		ORDER BY j.id LIMIT 1
+	) n
+),
+p AS (
+	UPDATE {{s}}.txmq_jobs j SET run_at = COALESCE(j.due_at, now())
+	WHERE j.id = ANY(ARRAY(SELECT id FROM nx)) AND j.run_at = 'infinity'
+	RETURNING 1
+)
+SELECT d.id, d.lease_token, (SELECT count(*) FROM (SELECT pg_notify($3, qs.q) FROM (SELECT DISTINCT queue AS q FROM d) qs) n) FROM d`
 
 // sqlReapCount counts the batches of queue $1 older than $2 µs that are not in flight.
 const sqlReapCount = `

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -83,7 +85,7 @@ func (be *Backend) Client() *awssqs.Client { return be.client }
 // Publish stores one batch in SQS: in the queue's main queue, with DelaySeconds when it is
 // due within MaxNativeDelay, else in its holding queue (see the package doc). A body too large
 // for one message is compressed, then put in the Overflow store, or, without one, split by
-// messages into batches that fit (core.SplitEnvelope).
+// messages into batches that fit (envelope.Split).
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := be.usable("publish", b.Queue); err != nil {
 		return err
@@ -95,7 +97,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if errors.Is(err, errTooLarge) {
 		// No overflow store: split the batch by messages until each part fits (a batch is
 		// only a unit of delivery, so its messages may travel apart).
-		parts, serr := core.SplitEnvelope(b.Body)
+		parts, serr := envelope.Split(b.Body)
 		if serr != nil {
 			return fmt.Errorf("%w (and it cannot be split: %v)", err, serr)
 		}
@@ -103,7 +105,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 			pb := b
 			pb.Body = part
 			pb.ID = ""
-			if env, derr := core.DecodeEnvelope(part); derr == nil {
+			if env, derr := envelope.Decode(part); derr == nil {
 				pb.ID, pb.Messages = env.ID, len(env.Messages)
 			}
 			if err := be.Publish(ctx, pb); err != nil {
@@ -115,6 +117,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err != nil {
 		return err
 	}
+	w.key = b.Key
 	dedup := b.ID
 	if dedup == "" {
 		dedup = core.NewID()
@@ -299,14 +302,6 @@ func (be *Backend) Requests() map[string]int64 {
 func (be *Backend) signalLocked() {
 	close(be.ev)
 	be.ev = make(chan struct{})
-}
-
-// describe names a claim in errors.
-func describe(c *core.Claim) string {
-	if c == nil {
-		return "nil claim"
-	}
-	return fmt.Sprintf("batch %s of queue %q", c.ID, c.Queue)
 }
 
 // visibility is the lease as SQS visibility seconds: rounded up, at least 1, at most 12 h.

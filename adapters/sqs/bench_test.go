@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/txmqtest"
 )
 
@@ -35,13 +35,13 @@ func totalRequests(bes ...*Backend) int64 {
 func BenchmarkEndToEnd(b *testing.B) {
 	s := newSpace(b)
 	pubBE := s.client(b, &Options{MaxNativeDelay: DefaultMaxNativeDelay})
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "e2e", core.QueueConfig[benchMsg]{Transactional: core.Try, MaxBatchMessages: 100})
-	opts := func(be *Backend) *core.NodeOptions {
-		return &core.NodeOptions{Backend: be, Registry: reg, Logger: txmqtest.DiscardLogger(),
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "e2e", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: 100})
+	opts := func(be *Backend) *txmq.NodeOptions {
+		return &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(),
 			FlushTick: time.Millisecond, FlushWindow: 5 * time.Millisecond, PollWait: 20 * time.Second, Lease: 30 * time.Second}
 	}
-	pub := txmqtest.StartNode(b, opts(pubBE))
+	pub := txmqtest.StartNode(b, pubBE, opts(pubBE))
 	var mu sync.Mutex
 	var lat []time.Duration
 	var got atomic.Int64
@@ -49,7 +49,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	want := int64(b.N)
 	consumers := []*Backend{s.client(b, &Options{MaxNativeDelay: DefaultMaxNativeDelay}), s.client(b, &Options{MaxNativeDelay: DefaultMaxNativeDelay})}
 	for _, be := range consumers {
-		n := txmqtest.StartNode(b, opts(be))
+		n := txmqtest.StartNode(b, be, opts(be))
 		if err := q.Listen(n, func(_ context.Context, msgs []benchMsg) error {
 			now := time.Now()
 			mu.Lock()
@@ -106,14 +106,14 @@ func BenchmarkIdle(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s := newSpace(b)
 			be := s.client(b, &Options{MaxNativeDelay: DefaultMaxNativeDelay})
-			reg := core.NewRegistry()
-			var n *core.Node
+			reg := txmq.NewRegistry()
+			var n *txmq.Node
 			if wait > 0 {
-				n = txmqtest.StartNode(b, &core.NodeOptions{Backend: be, Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: wait})
+				n = txmqtest.StartNode(b, be, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: wait})
 			} else {
 				// Not txmqtest.StartNode, which sets a short test PollWait.
 				var err error
-				if n, err = core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: txmqtest.DiscardLogger()}); err != nil {
+				if n, err = txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger()}); err != nil {
 					b.Fatal(err)
 				}
 				if err := n.Start(context.Background()); err != nil {
@@ -124,7 +124,7 @@ func BenchmarkIdle(b *testing.B) {
 			}
 			const queues = 5
 			for i := range queues {
-				q := core.MustDeclare(reg, fmt.Sprintf("idle%d", i), core.QueueConfig[benchMsg]{Transactional: core.Try})
+				q := txmq.MustDeclareIn(reg, fmt.Sprintf("idle%d", i), txmq.QueueConfig[benchMsg]{Transactional: txmq.Try})
 				if err := q.Listen(n, func(context.Context, []benchMsg) error { return nil }); err != nil {
 					b.Fatal(err)
 				}

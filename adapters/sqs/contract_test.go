@@ -7,23 +7,23 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/txmq/txmq/internal/envelope"
 
 	"github.com/txmq/txmq/core"
 )
 
 // batch encodes a batch of string messages for driving a backend directly.
 func batch(queue string, exclusive bool, keys ...string) core.OutgoingBatch {
-	env := &core.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
+	env := &envelope.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
 	for _, k := range keys {
 		b, _ := json.Marshal(k)
 		env.MessageIDs = append(env.MessageIDs, core.NewID())
 		env.Messages = append(env.Messages, b)
 	}
-	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: core.EncodeEnvelope(env), Exclusive: exclusive, Messages: len(keys)}
+	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: envelope.Encode(env), Exclusive: exclusive, Messages: len(keys)}
 }
 
 // fetchAll fetches until n claims of req arrived or timeout passed.
@@ -139,98 +139,6 @@ func TestFreeSlots(t *testing.T) {
 	}
 }
 
-// TestExclusiveThreeClients: three clients hammer one Exclusive queue; at most one batch is
-// ever claimed at a time across all of them, and everything is delivered.
-func TestExclusiveThreeClients(t *testing.T) {
-	t.Parallel()
-	s := newSpace(t)
-	pub := s.client(t, nil)
-	const total = 15
-	for i := range total {
-		mustPublish(t, pub, batch("excl", true, string(rune('a'+i))))
-	}
-	var running, peak, done atomic.Int64
-	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
-	defer cancel()
-	for range 3 {
-		be := s.client(t, nil)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for done.Load() < total && ctx.Err() == nil {
-				cs, err := be.Fetch(ctx, core.FetchRequest{Node: "n", Lease: 5 * time.Second, Wait: time.Second, Queues: []core.QueueSlots{{Queue: "excl", Free: 1, Exclusive: true}}})
-				if err != nil && ctx.Err() == nil {
-					t.Errorf("Fetch: %v", err)
-					return
-				}
-				for _, c := range cs {
-					n := running.Add(1)
-					for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
-					}
-					time.Sleep(20 * time.Millisecond)
-					running.Add(-1) // before the ack: the lock is released by the ack
-					if err := be.Ack(context.Background(), c); err != nil {
-						t.Errorf("Ack: %v", err)
-					}
-					done.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if done.Load() != total {
-		t.Fatalf("%d of %d batches processed", done.Load(), total)
-	}
-	if p := peak.Load(); p != 1 {
-		t.Fatalf("peak concurrency on an Exclusive queue across three clients was %d; want 1", p)
-	}
-}
-
-// TestLeaseExpiryAndStaleSettle: an expired lease makes the batch claimable by another
-// client with Deliveries+1; the old claim's settles and extension return ErrLeaseLost;
-// settling twice is a no-op.
-func TestLeaseExpiryAndStaleSettle(t *testing.T) {
-	t.Parallel()
-	s := newSpace(t)
-	a, b := s.client(t, nil), s.client(t, nil)
-	mustPublish(t, a, batch("lease", false, "l"))
-	c1 := fetchAll(t, a, req("lease", 1, time.Second), 1, 10*time.Second)
-	if len(c1) != 1 || c1[0].Deliveries != 1 {
-		t.Fatalf("first claim: %+v", c1)
-	}
-	c2 := fetchAll(t, b, req("lease", 1, 10*time.Second), 1, 10*time.Second)
-	if len(c2) != 1 || c2[0].Deliveries != 2 {
-		t.Fatalf("claim after lease expiry: %+v; want Deliveries 2", c2)
-	}
-	ctx := context.Background()
-	for name, err := range map[string]error{
-		"ack":    a.Ack(ctx, c1[0]),
-		"drop":   a.Drop(ctx, c1[0], core.ReasonDeliveryExhausted),
-		"retry":  a.Retry(ctx, c1[0], c1[0].Body, 0),
-		"extend": a.Extend(ctx, c1[0], time.Second),
-	} {
-		if !errors.Is(err, core.ErrLeaseLost) {
-			t.Errorf("%s of a lost claim: %v; want ErrLeaseLost", name, err)
-		}
-	}
-	if err := b.Extend(ctx, c2[0], 10*time.Second); err != nil {
-		t.Fatalf("Extend: %v", err)
-	}
-	if err := b.Ack(ctx, c2[0]); err != nil {
-		t.Fatalf("Ack: %v", err)
-	}
-	if err := b.Ack(ctx, c2[0]); err != nil {
-		t.Fatalf("second Ack: %v; want a no-op", err)
-	}
-	if err := b.Retry(ctx, c2[0], nil, time.Second); err != nil {
-		t.Fatalf("Retry after Ack: %v; want a no-op", err)
-	}
-	if cs := fetchAll(t, b, req("lease", 1, time.Second), 1, 3*time.Second); len(cs) != 0 {
-		t.Fatalf("an acked batch came back: %+v", cs)
-	}
-}
-
 // TestStaleHandleRefusedByServer: with the client-side check out of the way (LeaseUntil
 // pushed forward), SQS itself refuses the old receipt handle for an extension.
 func TestStaleHandleRefusedByServer(t *testing.T) {
@@ -331,12 +239,12 @@ func TestBigBatches(t *testing.T) {
 	// Without an overflow store, an oversized batch of many messages is split by messages.
 	noStore := s.client(t, &Options{MaxMessageBytes: 64 << 10, Overflow: nil})
 	noStore.opts.Overflow = nil
-	env := &core.Envelope{ID: core.NewID(), Queue: "split", Created: time.Now()}
+	env := &envelope.Envelope{ID: core.NewID(), Queue: "split", Created: time.Now()}
 	for i := range 8 {
 		env.MessageIDs = append(env.MessageIDs, fmt.Sprint("m", i))
 		env.Messages = append(env.Messages, json.RawMessage(strconv.Quote(randomString(30<<10))))
 	}
-	mustPublish(t, noStore, core.OutgoingBatch{ID: env.ID, Queue: "split", Body: core.EncodeEnvelope(env), Messages: 8})
+	mustPublish(t, noStore, core.OutgoingBatch{ID: env.ID, Queue: "split", Body: envelope.Encode(env), Messages: 8})
 	got := map[string]string{}
 	deadline := time.Now().Add(20 * time.Second)
 	for len(got) < 8 && time.Now().Before(deadline) {
@@ -345,7 +253,7 @@ func TestBigBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range parts {
-			d, err := core.DecodeEnvelope(c.Body)
+			d, err := envelope.Decode(c.Body)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,9 +269,9 @@ func TestBigBatches(t *testing.T) {
 		}
 	}
 	// One message too large for a message, with no store: a clear error, nothing sent.
-	single := &core.Envelope{ID: core.NewID(), Queue: "split", MessageIDs: []string{"x"},
+	single := &envelope.Envelope{ID: core.NewID(), Queue: "split", MessageIDs: []string{"x"},
 		Messages: []json.RawMessage{json.RawMessage(strconv.Quote(randomString(300 << 10)))}}
-	if err := noStore.Publish(context.Background(), core.OutgoingBatch{ID: single.ID, Queue: "split", Body: core.EncodeEnvelope(single)}); !errors.Is(err, core.ErrInvalidPayload) || !errors.Is(err, core.ErrRejected) || errors.Is(err, core.ErrBackendUnavailable) {
+	if err := noStore.Publish(context.Background(), core.OutgoingBatch{ID: single.ID, Queue: "split", Body: envelope.Encode(single)}); !errors.Is(err, core.ErrInvalidPayload) || !errors.Is(err, core.ErrRejected) || errors.Is(err, core.ErrBackendUnavailable) {
 		t.Fatalf("one oversized message without an overflow store: %v; want ErrInvalidPayload and ErrRejected, not unavailable", err)
 	}
 }

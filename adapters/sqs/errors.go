@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"strings"
-	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -15,6 +12,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/netfail"
 )
 
 // This file is the one place where SDK errors are classified. Every call to SQS goes through
@@ -141,19 +139,9 @@ func classify(err error) errorClass {
 	if errors.Is(err, context.Canceled) {
 		return classCanceled
 	}
-	var (
-		maxAttempts *retry.MaxAttemptsError
-		netErr      net.Error
-		opErr       *net.OpError
-		dnsErr      *net.DNSError
-	)
+	var maxAttempts *retry.MaxAttemptsError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.ECONNABORTED), errors.Is(err, syscall.EPIPE),
-		errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH),
-		errors.As(err, &opErr), errors.As(err, &dnsErr), errors.As(err, &netErr):
+	case errors.Is(err, context.DeadlineExceeded), netfail.Lost(err):
 		return classUnavailable
 	case errors.As(err, &maxAttempts):
 		// Retries exhausted on something the SDK thought retryable.
@@ -203,9 +191,9 @@ func wrapSettle(op string, c *core.Claim, err error) error {
 		return nil
 	}
 	if classify(err) == classStaleHandle {
-		return fmt.Errorf("sqs: %s %s: SQS no longer accepts the receipt handle (the visibility timeout ran out and the batch may already run elsewhere): %w: %w", op, describe(c), core.ErrLeaseLost, err)
+		return fmt.Errorf("sqs: %s %s: SQS no longer accepts the receipt handle (the visibility timeout ran out and the batch may already run elsewhere): %w: %w", op, c.String(), core.ErrLeaseLost, err)
 	}
-	return wrap(op+" "+describe(c), "", err)
+	return wrap(op+" "+c.String(), "", err)
 }
 
 // isNoQueue reports whether err (wrapped or not) says the queue is gone.

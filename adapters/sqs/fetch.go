@@ -37,12 +37,11 @@ const (
 	maxReceive = 10
 	// maxWait is SQS's longest long poll.
 	maxWait = 20 * time.Second
-	// defaultLease is the lease of a FetchRequest without one.
-	defaultLease = 30 * time.Second
 )
 
-// Fetch claims due batches for the queues in req, at most each queue's free slots (and at
-// most 10 per queue per call, SQS's receive cap). It first hands out batches this client
+// Fetch claims due batches for the queues in req (normalised: see core.FetchRequest.Normalize),
+// at most each queue's free slots and req.Max in all (and at most 10 per queue per call,
+// SQS's receive cap). It first hands out batches this client
 // already received; then it polls every requested queue concurrently: a short poll for a queue
 // that had work last time, else a long poll of req.Wait rounded up to whole seconds (1 to 20)
 // or Options.IdleWait, whichever is longer (the poll outlives a shorter Fetch).
@@ -53,10 +52,8 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 	if err := be.usable("fetch", ""); err != nil {
 		return nil, err
 	}
+	req = req.Normalize()
 	lease := req.Lease
-	if lease <= 0 {
-		lease = defaultLease
-	}
 	for _, qs := range req.Queues {
 		if err := be.checkName("fetch", qs.Queue); err != nil {
 			return nil, err
@@ -134,8 +131,8 @@ func (be *Backend) takeNow(ctx context.Context, req core.FetchRequest, lease tim
 	return be.freshen(ctx, claims, lease)
 }
 
-// takeLocked takes received batches for req from the stash: at most each queue's free slots,
-// one for an Exclusive queue, and req.Max (when set) across Unlimited queues. Entries whose
+// takeLocked takes received batches for (normalised) req from the stash: at most each queue's
+// free slots and req.Max in all. Entries whose
 // lease ran out are forgotten (SQS shows them again); entries nobody took for half a lease
 // are returned for release.
 func (be *Backend) takeLocked(req core.FetchRequest) (claims []*core.Claim, rel []*pending) {
@@ -146,28 +143,18 @@ func (be *Backend) takeLocked(req core.FetchRequest) (claims []*core.Claim, rel 
 		if len(list) == 0 {
 			continue
 		}
-		want := qs.Free
-		switch {
-		case qs.Exclusive:
-			want = 1
-		case want == core.Unlimited && budget > 0:
-			want = budget
-		case want == core.Unlimited:
-			want = len(list)
-		}
+		want := min(qs.Free, budget)
 		keep := list[:0]
 		for _, p := range list {
 			switch {
-			case p.h.k != mainKind(qs.Exclusive):
+			case p.h.k != mainKind(qs.Exclusive, qs.Ordered):
 				keep = append(keep, p)
 			case !now.Before(p.claim.LeaseUntil):
 				// Lost before anyone took it: SQS hands it out again.
 			case want > 0:
 				claims = append(claims, p.claim)
 				want--
-				if qs.Free == core.Unlimited && budget > 0 {
-					budget--
-				}
+				budget--
 			default:
 				keep = append(keep, p)
 			}
@@ -195,7 +182,7 @@ func (be *Backend) takeLocked(req core.FetchRequest) (claims []*core.Claim, rel 
 // pollErrLocked returns (and clears) the error of a finished poll of one of req's queues.
 func (be *Backend) pollErrLocked(req core.FetchRequest) error {
 	for _, qs := range req.Queues {
-		for _, k := range []kind{mainKind(qs.Exclusive), kindHold} {
+		for _, k := range []kind{mainKind(qs.Exclusive, qs.Ordered), kindHold} {
 			if p := be.pollers[pollKey{qs.Queue, k}]; p != nil && !p.busy && p.err != nil {
 				err := p.err
 				p.err = nil
@@ -215,23 +202,19 @@ func (be *Backend) startPollsLocked(req core.FetchRequest, lease time.Duration, 
 	var started []chan struct{}
 	vis := visibility(lease)
 	for _, qs := range req.Queues {
-		n := qs.Free
-		switch {
-		case qs.Exclusive:
+		n := min(qs.Free, maxReceive) // normalised: at least 1, and 1 for an Exclusive queue
+		if qs.Ordered {
+			// One message a receive: SQS may return several of one message group at once,
+			// which would run a key's batches side by side (see "Ordering" in the doc).
 			n = 1
-		case n == core.Unlimited && req.Max > 0:
-			n = min(req.Max, maxReceive)
-		case n == core.Unlimited:
-			n = maxReceive
 		}
-		n = min(max(n, 1), maxReceive)
-		main := be.pollerLocked(pollKey{qs.Queue, mainKind(qs.Exclusive)})
+		main := be.pollerLocked(pollKey{qs.Queue, mainKind(qs.Exclusive, qs.Ordered)})
 		if !main.busy {
 			wait := be.idleWait(waitSecs)
 			if main.hot {
 				wait = 0
 			}
-			started = append(started, be.startPollLocked(pollKey{qs.Queue, mainKind(qs.Exclusive)}, main, qs.Exclusive, int32(n), vis, lease, wait))
+			started = append(started, be.startPollLocked(pollKey{qs.Queue, mainKind(qs.Exclusive, qs.Ordered)}, main, qs.Exclusive, int32(n), vis, lease, wait))
 		}
 		hold := be.pollerLocked(pollKey{qs.Queue, kindHold})
 		if hold.busy {

@@ -22,6 +22,7 @@ type gateHTTP struct {
 	inflight int
 	peak     int
 	gate     chan struct{} // closed when hold lookups are in flight
+	opened   bool          // gate is closed
 }
 
 func newGateHTTP(hold int, wait time.Duration) *gateHTTP {
@@ -36,7 +37,8 @@ func (g *gateHTTP) Do(r *http.Request) (*http.Response, error) {
 	if lookup {
 		g.inflight++
 		g.peak = max(g.peak, g.inflight)
-		if g.inflight == g.hold {
+		if g.inflight == g.hold && !g.opened { // a later wave can reach hold again
+			g.opened = true
 			close(g.gate)
 		}
 	}

@@ -19,8 +19,9 @@ type kind int
 const (
 	// kindStandard is the main queue of an ordinary txmq queue: Prefix+name.
 	kindStandard kind = iota
-	// kindFIFO is the main queue of an Exclusive txmq queue: Prefix+name+".fifo", one message
-	// group, so SQS never hands out a second batch while one is in flight.
+	// kindFIFO is the main queue of an Exclusive or Ordered txmq queue: Prefix+name+".fifo",
+	// one message group for an Exclusive queue (SQS never hands out a second batch while one
+	// is in flight), one per ordering key for an Ordered one.
 	kindFIFO
 	// kindHold is the holding queue for batches not due within MaxNativeDelay (and, for
 	// Exclusive queues, for every delayed batch, as FIFO queues have no per-message delay):
@@ -42,9 +43,10 @@ const (
 
 var queueNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
 
-// mainKind is the kind of the main queue of a txmq queue.
-func mainKind(exclusive bool) kind {
-	if exclusive {
+// mainKind is the kind of the main queue of a txmq queue: the FIFO queue for an Exclusive or
+// an Ordered queue, else the standard queue.
+func mainKind(exclusive, ordered bool) kind {
+	if exclusive || ordered {
 		return kindFIFO
 	}
 	return kindStandard
@@ -186,7 +188,7 @@ func (be *Backend) ensure(ctx context.Context, exclusive bool, queues []string) 
 		if err := be.checkName("ensure queues", q); err != nil {
 			return err
 		}
-		for _, k := range []kind{mainKind(exclusive), kindHold} {
+		for _, k := range []kind{mainKind(exclusive, false), kindHold} {
 			if _, err := be.url(ctx, q, k, true); err != nil {
 				return err
 			}

@@ -58,8 +58,9 @@ type Options struct {
 
 	// Overflow stores batch bodies too large for one SQS message even after compression
 	// (the SQS Extended Client pattern); the message then carries the key. Default nil: such
-	// a Publish fails with an error wrapping core.ErrInvalidConfig. Use a store every node can
-	// read (NewDirOverflow on a shared volume, or your own S3-backed implementation).
+	// a batch is split by messages into batches that fit, and a single message that does not
+	// fit alone fails its Publish with an error wrapping core.ErrRejected. Use a store every
+	// node can read (NewDirOverflow on a shared volume, or your own S3-backed implementation).
 	Overflow Overflow
 
 	// IdleWait is the long-poll wait (WaitTimeSeconds) of a receive on a queue whose last

@@ -23,6 +23,10 @@ func (harness) Capabilities() parity.Caps {
 		MaxMessageSize: DefaultMaxMessageBytes,
 		Lease:          2 * time.Second,
 		PollWait:       time.Second,
+		// SQS delays are whole seconds, rounded up so that nothing is early: a delayed batch
+		// can be up to a second late by design, on top of a poll. The default 2 s left ~150 ms
+		// of room on a loaded CI machine.
+		DueTolerance: 3 * time.Second,
 	}
 }
 

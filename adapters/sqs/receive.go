@@ -81,16 +81,7 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 	}
 	start := time.Now()
 	be.count(opReceive)
-	out, err := be.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-		QueueUrl:            aws.String(u),
-		MaxNumberOfMessages: n,
-		VisibilityTimeout:   vis,
-		WaitTimeSeconds:     wait,
-		//lint:ignore SA1019 older SQS endpoints and emulators read only AttributeNames
-		AttributeNames:              legacyAttributeNames(),
-		MessageSystemAttributeNames: receiveAttributes,
-		MessageAttributeNames:       []string{"All"},
-	})
+	out, err := be.client.ReceiveMessage(ctx, receiveInput(u, n, vis, wait))
 	if err != nil {
 		if isNoQueue(err) {
 			be.forgetURL(k.queue, k.k)
@@ -103,7 +94,17 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 	for _, m := range out.Messages {
 		w, count := wireOf(m)
 		receipt := aws.ToString(m.ReceiptHandle)
-		if w.delay > 0 {
+		early := 0
+		switch {
+		case w.key != "":
+			// A keyed batch keeps its place in its message group: not yet due, it is hidden
+			// (in flight, so the rest of its key waits) until it is, never moved.
+			var left time.Duration
+			if early, left = keyedDelay(w.delay, count); left > 0 {
+				be.hide(ctx, k.queue, u, receipt, w, left)
+				continue
+			}
+		case w.delay > 0:
 			be.park(ctx, k.queue, exclusive, u, receipt, w)
 			continue
 		}
@@ -114,7 +115,7 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 		}
 		h := &handle{queue: k.queue, k: k.k, exclusive: exclusive, url: u, receipt: receipt, w: w, count: count, lease: lease}
 		got = append(got, &pending{h: h, got: now, claim: &core.Claim{
-			Queue: k.queue, ID: w.id, Body: body, Deliveries: w.base + count, LeaseUntil: leaseUntil, Handle: h,
+			Queue: k.queue, ID: w.id, Body: body, Deliveries: w.base + count - early, LeaseUntil: leaseUntil, Handle: h,
 		}})
 	}
 	return got, len(out.Messages), nil
@@ -133,6 +134,30 @@ func (be *Backend) park(ctx context.Context, queue string, exclusive bool, url, 
 	}
 }
 
+// keyedDelay judges the delay of a keyed batch (which waits in its FIFO queue, hidden, not
+// moved) at its count-th receive: rem is what was left of its delay at its first receive
+// (wireOf, on SQS's clock). Each early receive hides it for what is left, at most
+// MaxVisibility, so the first `early` receives are not runs; left is what is still to wait
+// at this receive (0: due, and Deliveries is its receives minus the early ones).
+func keyedDelay(rem time.Duration, count int) (early int, left time.Duration) {
+	if rem <= 0 {
+		return 0, 0
+	}
+	early = int((rem + MaxVisibility - 1) / MaxVisibility)
+	if count > early {
+		return early, 0
+	}
+	return early, rem - time.Duration(count-1)*MaxVisibility
+}
+
+// hide keeps a received keyed batch that is not due in flight for left (at most
+// MaxVisibility), so it stays the head of its key and the later batches of the key wait.
+func (be *Backend) hide(ctx context.Context, queue, url, receipt string, w wire, left time.Duration) {
+	if err := be.changeVisibility(ctx, url, receipt, seconds(min(left, MaxVisibility), MaxVisibility)); err != nil {
+		be.log.Warn("sqs: hiding a keyed batch that is not due failed; it comes back after its visibility timeout, possibly before its due time", "queue", queue, "batch", w.id, "error", err)
+	}
+}
+
 // moveHeld polls queue's holding queue once and moves each message to where its due time
 // now says: the main queue (with DelaySeconds for the rest) once it is within reach, else back
 // into the holding queue for another round. It returns how many messages it saw.
@@ -142,16 +167,7 @@ func (be *Backend) moveHeld(ctx context.Context, queue string, exclusive bool, w
 		return 0, err
 	}
 	be.count(opReceive)
-	out, err := be.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
-		QueueUrl:            aws.String(u),
-		MaxNumberOfMessages: maxReceive,
-		VisibilityTimeout:   holdVisibility,
-		WaitTimeSeconds:     wait,
-		//lint:ignore SA1019 older SQS endpoints and emulators read only AttributeNames
-		AttributeNames:              legacyAttributeNames(),
-		MessageSystemAttributeNames: receiveAttributes,
-		MessageAttributeNames:       []string{"All"},
-	})
+	out, err := be.client.ReceiveMessage(ctx, receiveInput(u, maxReceive, holdVisibility, wait))
 	if err != nil {
 		if isNoQueue(err) {
 			be.forgetURL(queue, kindHold)
@@ -188,6 +204,14 @@ func (be *Backend) releaseLater(ps []*pending) {
 func (be *Backend) release(ctx context.Context, p *pending) {
 	h := p.h
 	w := h.w
+	if w.key != "" {
+		// A keyed batch must keep its place at the head of its key: made visible again, its
+		// receive counts as a delivery (see "Ordering" in the package doc).
+		if err := be.changeVisibility(ctx, h.url, h.receipt, 0); err != nil {
+			be.log.Warn("sqs: releasing a keyed batch this client received but did not hand out failed; it comes back after its visibility timeout", "queue", h.queue, "batch", w.id, "error", err)
+		}
+		return
+	}
 	w.base += h.count - 1
 	if err := be.route(ctx, h.queue, h.exclusive, w, 0, ""); err == nil {
 		if err := be.deleteMsg(ctx, h.url, h.receipt); err != nil {
@@ -234,6 +258,22 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // legacyAttributeNames is receiveAttributes in the deprecated AttributeNames form, which older
+
+// receiveInput is a ReceiveMessage request for up to n messages of the queue at url, hidden
+// for vis seconds, waiting up to wait seconds, with every attribute a claim needs.
+func receiveInput(url string, n, vis, wait int32) *awssqs.ReceiveMessageInput {
+	return &awssqs.ReceiveMessageInput{
+		QueueUrl:            aws.String(url),
+		MaxNumberOfMessages: n,
+		VisibilityTimeout:   vis,
+		WaitTimeSeconds:     wait,
+		//lint:ignore SA1019 older SQS endpoints and emulators read only AttributeNames
+		AttributeNames:              legacyAttributeNames(),
+		MessageSystemAttributeNames: receiveAttributes,
+		MessageAttributeNames:       []string{"All"},
+	}
+}
+
 // SQS endpoints and emulators read instead.
 func legacyAttributeNames() []types.QueueAttributeName {
 	out := make([]types.QueueAttributeName, len(receiveAttributes))

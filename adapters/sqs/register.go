@@ -4,14 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/urlparams"
 )
 
 // Schemes this package registers with core.RegisterBackend.
@@ -20,10 +17,7 @@ const (
 	SchemeAlt = "awssqs"
 )
 
-func init() {
-	core.RegisterBackend(Scheme, Open)
-	core.RegisterBackend(SchemeAlt, Open)
-}
+func init() { core.RegisterSchemes(Open, Scheme, SchemeAlt) }
 
 // urlParams are the query parameters Open accepts, with what they set.
 var urlParams = map[string]string{
@@ -80,9 +74,9 @@ func optionsFromURL(u *url.URL) (*Options, error) {
 		case "txmq_prefix":
 			o.Prefix = v
 		case "txmq_max_native_delay", "txmq_request_timeout", "txmq_idle_wait":
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				return nil, bad(key, v, "want a positive Go duration such as 15m")
+			d, err := urlparams.Duration(v)
+			if err != nil {
+				return nil, bad(key, v, err.Error())
 			}
 			switch key {
 			case "txmq_request_timeout":
@@ -93,9 +87,9 @@ func optionsFromURL(u *url.URL) (*Options, error) {
 				o.MaxNativeDelay = d
 			}
 		case "txmq_max_message_bytes", "txmq_retry_max_attempts":
-			n, err := strconv.Atoi(v)
-			if err != nil || n <= 0 {
-				return nil, bad(key, v, "want a positive integer")
+			n, err := urlparams.Int(v)
+			if err != nil {
+				return nil, bad(key, v, err.Error())
 			}
 			if key == "txmq_max_message_bytes" {
 				o.MaxMessageBytes = n
@@ -109,12 +103,7 @@ func optionsFromURL(u *url.URL) (*Options, error) {
 			}
 			o.Overflow = ov
 		default:
-			known := make([]string, 0, len(urlParams))
-			for k := range urlParams {
-				known = append(known, k)
-			}
-			sort.Strings(known)
-			return nil, fmt.Errorf("%w: sqs backend URL: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, key, strings.Join(known, ", "))
+			return nil, fmt.Errorf("%w: sqs backend URL: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, key, urlparams.Names(urlParams))
 		}
 	}
 	return o, nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/urlfuzz"
 )
 
 func TestSchemesRegistered(t *testing.T) {
@@ -88,4 +89,11 @@ func TestOpenEmulator(t *testing.T) {
 	if err := b.Publish(context.Background(), batch("urlq", false, "k")); err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
+}
+
+// TestURLParamNames: every parameter the URL parser consumes follows the scheme every adapter
+// uses (txmq_<snake_case>).
+func TestURLParamNames(t *testing.T) {
+	t.Parallel()
+	urlfuzz.CheckParamNames(t, urlParams, nil)
 }

@@ -32,7 +32,7 @@ func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 
 // Drop deletes a batch core gave up on; reason is only logged.
 func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
-	be.log.Debug("sqs: dropping batch", "queue", claimQueue(c), "reason", reason)
+	be.log.Debug("sqs: dropping batch", "queue", c.QueueName(), "reason", reason)
 	return be.remove(ctx, "drop", c)
 }
 
@@ -59,7 +59,9 @@ func (be *Backend) remove(ctx context.Context, op string, c *core.Claim) error {
 // counting (core counts a run as the envelope's attempt plus Deliveries, so the count stays
 // right). Otherwise it is a rewrite: body is sent as a new message (through the holding queue
 // when the delay needs it) with Deliveries restarting at 0, then the old message is deleted.
-// Exclusive queues always rewrite, so the FIFO group is free during the delay. A delay of 0
+// Exclusive queues always rewrite, so the FIFO group is free during the delay, except for a
+// keyed batch (an Ordered queue), which is always retried in place, the delay capped at
+// MaxVisibility, so it stays the head of its key (and of an Exclusive queue). A delay of 0
 // rewrites too: core passes an attempt count that does not count the run it gives back (a
 // node closing), which only a rewrite can express.
 func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay time.Duration) error {
@@ -68,6 +70,15 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 		return err
 	}
 	defer h.mu.Unlock()
+	if h.w.key != "" {
+		// A keyed batch is retried in place whatever the delay (capped at MaxVisibility),
+		// so it stays the head of its key through its backoff (see "Ordering").
+		if err := be.changeVisibility(ctx, h.url, h.receipt, seconds(min(delay, MaxVisibility), MaxVisibility)); err != nil {
+			return wrapSettle("retry", c, err)
+		}
+		h.settled = true
+		return nil
+	}
 	if !h.exclusive && delay > 0 && delay <= MaxVisibility {
 		if err := be.changeVisibility(ctx, h.url, h.receipt, seconds(delay, MaxVisibility)); err != nil {
 			return wrapSettle("retry", c, err)
@@ -92,7 +103,7 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 	// The new message exists from here on: the old one must go.
 	h.settled = true
 	if err := be.deleteMsg(ctx, h.url, h.receipt); err != nil {
-		return fmt.Errorf("sqs: retry %s: the batch was re-sent but its old message could not be deleted, so it may run twice: %w", describe(c), wrapSettle("retry", c, err))
+		return fmt.Errorf("sqs: retry %s: the batch was re-sent but its old message could not be deleted, so it may run twice: %w", c.String(), wrapSettle("retry", c, err))
 	}
 	if h.w.overflow != "" && w.overflow != h.w.overflow {
 		be.forgetOverflow(h.w)
@@ -127,7 +138,7 @@ func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duratio
 // or delete a message another node now runs), so the lease is also checked on this side,
 // against LeaseUntil, which is never later than SQS's own deadline.
 func (be *Backend) hold(op string, c *core.Claim) (*handle, error) {
-	if err := be.usable(op, claimQueue(c)); err != nil {
+	if err := be.usable(op, c.QueueName()); err != nil {
 		return nil, err
 	}
 	if c == nil {
@@ -135,7 +146,7 @@ func (be *Backend) hold(op string, c *core.Claim) (*handle, error) {
 	}
 	h, ok := c.Handle.(*handle)
 	if !ok || h == nil {
-		return nil, fmt.Errorf("%w: sqs: %s %s: the claim was not handed out by an SQS backend; settle a claim with the backend that fetched it", core.ErrInvalidConfig, op, describe(c))
+		return nil, fmt.Errorf("%w: sqs: %s %s: the claim was not handed out by an SQS backend; settle a claim with the backend that fetched it", core.ErrInvalidConfig, op, c.String())
 	}
 	h.mu.Lock()
 	if h.settled {
@@ -145,14 +156,7 @@ func (be *Backend) hold(op string, c *core.Claim) (*handle, error) {
 	if !time.Now().Before(c.LeaseUntil) {
 		h.mu.Unlock()
 		return nil, fmt.Errorf("sqs: %s %s (delivery %d): the lease ran out at %s and the batch may already run elsewhere; do not settle it again: %w",
-			op, describe(c), c.Deliveries, c.LeaseUntil.Format(time.RFC3339Nano), core.ErrLeaseLost)
+			op, c.String(), c.Deliveries, c.LeaseUntil.Format(time.RFC3339Nano), core.ErrLeaseLost)
 	}
 	return h, nil
-}
-
-func claimQueue(c *core.Claim) string {
-	if c == nil {
-		return ""
-	}
-	return c.Queue
 }

@@ -29,6 +29,7 @@ const (
 	attrDelay     = "txmq-delay-ms"   // milliseconds after this message's SentTimestamp (SQS's clock); absent = due
 	attrNotBefore = "txmq-not-before" // unix milliseconds on the sender's clock; read only, from older versions
 	attrBase      = "txmq-base"       // deliveries before this SQS message existed
+	attrKey       = "txmq-key"        // ordering key (core.OutgoingBatch.Key); absent = none
 
 	encBase64 = "b64"  // base64 of the body (it was not valid SQS text)
 	encGzip   = "gz64" // base64 of the gzip of the body (it was too large)
@@ -55,6 +56,9 @@ type wire struct {
 	// wire, how long it still has to wait: both measured on SQS's clock (see wireOf).
 	delay time.Duration
 	base  int
+	// key is the batch's ordering key (empty on unordered queues): the message group of its
+	// FIFO queue, unless the queue is Exclusive.
+	key string
 }
 
 // encode makes the wire form of body: as is when it is valid SQS text and fits, else base64,
@@ -173,6 +177,9 @@ func (w wire) attributes() map[string]types.MessageAttributeValue {
 	if w.base > 0 {
 		m[attrBase] = num(int64(w.base))
 	}
+	if w.key != "" {
+		m[attrKey] = str(w.key)
+	}
 	return m
 }
 
@@ -200,7 +207,7 @@ func wireOf(m types.Message) (wire, int) {
 	if v := get(attrID); v != "" {
 		w.id = v
 	}
-	w.enc, w.overflow = get(attrEncoding), get(attrOverflow)
+	w.enc, w.overflow, w.key = get(attrEncoding), get(attrOverflow), get(attrKey)
 	if v, err := strconv.ParseInt(get(attrDelay), 10, 64); err == nil && v > 0 {
 		sent, serr := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameSentTimestamp)], 10, 64)
 		first, ferr := strconv.ParseInt(m.Attributes[string(types.MessageSystemAttributeNameApproximateFirstReceiveTimestamp)], 10, 64)
@@ -240,20 +247,29 @@ func seconds(d, limit time.Duration) int32 {
 //     rounded up;
 //   - otherwise (further out, or any delay on an Exclusive queue, as FIFO queues have no
 //     per-message delay): the holding queue, with the due time in an attribute, to be moved
-//     by a fetching node when it is near.
+//     by a fetching node when it is near;
+//   - a keyed batch (an Ordered queue), due or not: the FIFO queue at once, in its key's
+//     message group (the queue's one group when it is also Exclusive), with its delay in an
+//     attribute, so it keeps its place and holds back its key until due (see receive).
 //
 // dedup is the FIFO deduplication id (Publish passes the batch id, so a re-published batch
 // is stored once; internal moves pass a fresh id).
 func (be *Backend) route(ctx context.Context, queue string, exclusive bool, w wire, r time.Duration, dedup string) error {
 	capd := be.opts.MaxNativeDelay
 	w.delay = max(r, 0)
+	group := groupID
+	if w.key != "" && !exclusive {
+		group = w.key
+	}
 	switch {
+	case w.key != "":
+		return be.send(ctx, queue, kindFIFO, w, 0, dedup, group)
 	case r <= 0:
-		return be.send(ctx, queue, mainKind(exclusive), w, 0, dedup)
+		return be.send(ctx, queue, mainKind(exclusive, false), w, 0, dedup, group)
 	case !exclusive && r <= capd:
-		return be.send(ctx, queue, kindStandard, w, r, "")
+		return be.send(ctx, queue, kindStandard, w, r, "", "")
 	default:
-		return be.send(ctx, queue, kindHold, w, be.holdDelay(r, exclusive), "")
+		return be.send(ctx, queue, kindHold, w, be.holdDelay(r, exclusive), "", "")
 	}
 }
 
@@ -270,9 +286,10 @@ func (be *Backend) holdDelay(r time.Duration, exclusive bool) time.Duration {
 	return min(max(d, time.Second), capd)
 }
 
-// send sends w to queue's SQS queue of kind k after delay, creating the queue on first use
-// (and again if it was deleted under the cached URL).
-func (be *Backend) send(ctx context.Context, queue string, k kind, w wire, delay time.Duration, dedup string) error {
+// send sends w to queue's SQS queue of kind k after delay (in message group group, for the
+// FIFO queue), creating the queue on first use (and again if it was deleted under the cached
+// URL).
+func (be *Backend) send(ctx context.Context, queue string, k kind, w wire, delay time.Duration, dedup, group string) error {
 	for attempt := 0; ; attempt++ {
 		u, err := be.url(ctx, queue, k, true)
 		if err != nil {
@@ -283,7 +300,7 @@ func (be *Backend) send(ctx context.Context, queue string, k kind, w wire, delay
 			if dedup == "" {
 				dedup = core.NewID()
 			}
-			in.MessageGroupId, in.MessageDeduplicationId = aws.String(groupID), aws.String(dedup)
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String(group), aws.String(dedup)
 		} else {
 			in.DelaySeconds = seconds(delay, DefaultMaxNativeDelay)
 		}

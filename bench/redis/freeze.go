@@ -16,9 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/txmq/txmq"
 	txredis "github.com/txmq/txmq/adapters/redis"
 	"github.com/txmq/txmq/bench/internal/txmqbench"
-	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -69,9 +69,9 @@ func freezeScenario(ctx context.Context) {
 	if err := store.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "freeze", core.QueueConfig[int]{Transactional: core.Require})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, Handoff: store})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "freeze", txmq.QueueConfig[int]{Transactional: txmq.Require})
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, Handoff: store})
 	if err != nil {
 		log.Fatal(err)
 	}

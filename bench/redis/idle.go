@@ -12,8 +12,8 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/bench/internal/txmqbench"
-	"github.com/txmq/txmq/core"
 )
 
 // idleCost starts one node listening on queues empty queues (the node's default PollWait,
@@ -27,15 +27,15 @@ func idleCost(ctx context.Context, rdb *goredis.Client, queues int, d time.Durat
 	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
 	be := txmqBackend(rdb, prefix)
 	defer be.Close()
-	reg := core.NewRegistry()
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	reg := txmq.NewRegistry()
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
 	lat := make(chan time.Duration, samples)
-	qs := make([]*core.Queue[int64], queues)
+	qs := make([]*txmq.Queue[int64], queues)
 	for i := range qs {
-		qs[i] = core.MustDeclare(reg, fmt.Sprintf("idle%04d", i), core.QueueConfig[int64]{Transactional: core.Try})
+		qs[i] = txmq.MustDeclareIn(reg, fmt.Sprintf("idle%04d", i), txmq.QueueConfig[int64]{Transactional: txmq.Try})
 		if err := qs[i].Listen(node, func(_ context.Context, ms []int64) error {
 			for _, sent := range ms {
 				lat <- time.Since(time.Unix(0, sent))

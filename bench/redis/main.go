@@ -11,7 +11,9 @@
 // it on a Redis of its own: -only idle), and the outbox cost (a business transaction alone vs
 // inside Store.RunInTx or with Store.WithTx, interleaved, on the Postgres at -url, with the
 // transactional pickup latency). -only freeze runs apart: RunInTx calls with a 2 s deadline
-// while a Redis server of its own is frozen with SIGSTOP. Every scenario uses its own key prefix or queue name
+// while a Redis server of its own is frozen with SIGSTOP; -only cluster runs apart too: the
+// same backlog spread over queues burnt down on -addr and on the Redis Cluster at -cluster,
+// interleaved, as a ratio. Every scenario uses its own key prefix or queue name
 // and deletes its keys afterwards: the server may be shared, so it never flushes.
 package main
 
@@ -36,9 +38,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/txmq/txmq"
 	txredis "github.com/txmq/txmq/adapters/redis"
 	"github.com/txmq/txmq/bench/internal/txmqbench"
-	"github.com/txmq/txmq/core"
 )
 
 var (
@@ -46,7 +48,7 @@ var (
 	msgs        = flag.Int("n", 20000, "messages in the backlog scenarios")
 	workers     = flag.Int("workers", 50, "concurrency: Asynq Concurrency, txmq MaxConcurrentBatches, raw loop goroutines")
 	samples     = flag.Int("samples", 200, "pickup latency samples")
-	only        = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,idle,outbox); empty: all of those; \"freeze\" alone runs the frozen-backend scenario on a Redis server of its own")
+	only        = flag.String("only", "", "comma-separated scenarios to run (tx100,raw100,tx1,raw1,asynq,latency,idle,outbox); empty: all of those; \"freeze\" alone runs the frozen-backend scenario on a Redis server of its own; \"cluster\" alone compares burn-down on -addr and on the Redis Cluster at -cluster")
 	idleQs      = flag.Int("idle-queues", 1000, "empty queues of the idle scenario")
 	idleFor     = flag.Duration("idle-for", 20*time.Second, "how long the idle scenario measures")
 	dbURL       = flag.String("url", envOr("TXMQ_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"), "outbox scenario: the app's Postgres URL")
@@ -56,6 +58,9 @@ var (
 	outboxPace  = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
 	cpuprof     = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
 	stats       = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
+	clusterU    = flag.String("cluster", envOr("TXMQ_REDIS_CLUSTER_URL", ""), "cluster scenario: the Redis Cluster's redis+cluster:// URL")
+	clusterQs   = flag.Int("cluster-queues", 12, "cluster scenario: queues the backlog is spread over")
+	clusterRuns = flag.Int("cluster-rounds", 3, "cluster scenario: interleaved rounds (single server, then cluster)")
 )
 
 func want(s string) bool {
@@ -84,6 +89,10 @@ func main() {
 
 	if *only == "freeze" { // only on request: it starts and freezes a Redis server of its own
 		freezeScenario(ctx)
+		return
+	}
+	if *only == "cluster" { // only on request: it needs a Redis Cluster (-cluster)
+		clusterScenario(ctx, *clusterU, *clusterQs, *msgs, *clusterRuns)
 		return
 	}
 	if want("idle") {
@@ -212,9 +221,9 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
 	be := txmqBackend(rdb, prefix)
 	defer be.Close()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "bench", core.QueueConfig[benchMsg]{Transactional: core.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: core.Cap(*workers)})
-	pub, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "bench", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: txmq.Cap(*workers)})
+	pub, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -247,7 +256,7 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 	}
 	var got atomic.Int64
 	done := make(chan struct{})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: quiet})
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet})
 	if err != nil {
 		log.Fatal(err)
 	}

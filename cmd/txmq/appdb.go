@@ -96,7 +96,11 @@ func connect(ctx context.Context, raw string) (*pgxpool.Pool, error) {
 	if err := checkDatabaseURL(raw); err != nil {
 		return nil, err
 	}
-	pool, err := pgxpool.New(ctx, raw)
+	rest, _, err := databaseURL(raw)
+	if err != nil {
+		return nil, &usageError{msg: message(core.RedactError(err, raw))}
+	}
+	pool, err := pgxpool.New(ctx, rest)
 	if err != nil {
 		return nil, &usageError{msg: fmt.Sprintf("%s %s is not valid: %s", databaseSetting, core.Redact(raw), message(core.RedactError(err, raw)))}
 	}

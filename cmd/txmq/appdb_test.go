@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
@@ -42,7 +44,7 @@ func TestDeadLetterCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := core.NewID()
-	body := core.EncodeEnvelope(&core.Envelope{ID: id, Queue: "emails", Attempt: 5, Created: time.Now(),
+	body := envelope.Encode(&envelope.Envelope{ID: id, Queue: "emails", Attempt: 5, Created: time.Now(),
 		MessageIDs: []string{"m1"}, Messages: []json.RawMessage{json.RawMessage(`{"to":"ada@example.com"}`)}})
 	if err := store.DeadLetter(context.Background(), &core.DeadLetter{Queue: "emails", BatchID: id, Body: body,
 		Reason: core.ReasonDeliveryExhausted, Error: "smtp: 550", Attempts: 5, Messages: 1}); err != nil {

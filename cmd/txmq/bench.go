@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/schemaset"
 )
@@ -105,16 +106,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer func() { _ = be.Close() }()
-	reg := core.NewRegistry()
-	qcfg := core.QueueConfig[benchMsg]{Transactional: core.Never, MaxBatchMessages: *batch}
+	reg := txmq.NewRegistry()
+	qcfg := txmq.QueueConfig[benchMsg]{Transactional: txmq.Never, MaxBatchMessages: *batch}
 	if *conc > 0 {
-		qcfg.MaxConcurrentBatches = core.Cap(*conc)
+		qcfg.MaxConcurrentBatches = txmq.Cap(*conc)
 	}
 	qname := "bench-" + strings.ToLower(core.NewID())
 	if len(qname) > 40 {
 		qname = qname[:40]
 	}
-	q, err := core.Declare(reg, qname, qcfg)
+	q, err := txmq.DeclareIn(reg, qname, qcfg)
 	if err != nil {
 		return err
 	}
@@ -123,10 +124,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		logLevel = slog.LevelInfo
 	}
 	dropped := make(chan string, 1)
-	node, err := core.NewNode(&core.NodeOptions{
-		Backend: be, Registry: reg,
-		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel})),
-		Hooks: &core.Hooks{Dropped: func(_ string, reason string, messages int) {
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{
+		Registry: reg,
+		Logger:   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: logLevel})),
+		Hooks: &txmq.Hooks{Dropped: func(_ string, reason string, messages int) {
 			select {
 			case dropped <- fmt.Sprintf("%d messages dropped (reason %s)", messages, reason):
 			default:
@@ -197,7 +198,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 // benchPublish publishes n messages: at once (rate 0) or at rate per second.
-func benchPublish(ctx context.Context, q *core.Queue[benchMsg], node *core.Node, n, rate int, pad string) error {
+func benchPublish(ctx context.Context, q *txmq.Queue[benchMsg], node *txmq.Node, n, rate int, pad string) error {
 	start := time.Now()
 	for i := range n {
 		if rate > 0 {

@@ -12,8 +12,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/jackc/pgx/v5"
 
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
 )
@@ -49,7 +52,7 @@ and a summary table. Without a database the dead letter is kept in memory.`
 // demo holds the demo's queues, counters and output.
 type demo struct {
 	out       io.Writer
-	node      *core.Node
+	node      *txmq.Node
 	backend   core.Backend
 	db        *demoDB // nil without a database
 	sink      *countingSink
@@ -97,17 +100,17 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	start := time.Now()
 
 	// Queues are declared once, each with its settings.
-	reg := core.NewRegistry()
-	signups := core.MustDeclare(reg, "signups", core.QueueConfig[Signup]{Transactional: core.Try, MaxConcurrentBatches: core.Cap(4)})
-	orders := core.MustDeclare(reg, "orders", core.QueueConfig[Order]{Transactional: core.Require})
-	emails := core.MustDeclare(reg, "emails", core.QueueConfig[Order]{Transactional: core.Try})
-	audit := core.MustDeclare(reg, "audit", core.QueueConfig[Order]{Transactional: core.Never})
-	invoices := core.MustDeclare(reg, "invoices", core.QueueConfig[Order]{
-		Transactional: core.Never, MaxAttempts: 3,
+	reg := txmq.NewRegistry()
+	signups := txmq.MustDeclareIn(reg, "signups", txmq.QueueConfig[Signup]{Transactional: txmq.Try, MaxConcurrentBatches: txmq.Cap(4)})
+	orders := txmq.MustDeclareIn(reg, "orders", txmq.QueueConfig[Order]{Transactional: txmq.Require})
+	emails := txmq.MustDeclareIn(reg, "emails", txmq.QueueConfig[Order]{Transactional: txmq.Try})
+	audit := txmq.MustDeclareIn(reg, "audit", txmq.QueueConfig[Order]{Transactional: txmq.Never})
+	invoices := txmq.MustDeclareIn(reg, "invoices", txmq.QueueConfig[Order]{
+		Transactional: txmq.Never, MaxAttempts: 3,
 		OnError: func([]Order, error, int) error { d.onError.Add(1); return nil },
 	})
-	reports := core.MustDeclare(reg, "reports", core.QueueConfig[Report]{Transactional: core.Never, Exclusive: true, MaxBatchMessages: 1})
-	reminders := core.MustDeclare(reg, "reminders", core.QueueConfig[Signup]{Transactional: core.Never})
+	reports := txmq.MustDeclareIn(reg, "reports", txmq.QueueConfig[Report]{Transactional: txmq.Never, Exclusive: true, MaxBatchMessages: 1})
+	reminders := txmq.MustDeclareIn(reg, "reminders", txmq.QueueConfig[Signup]{Transactional: txmq.Never})
 	for _, q := range []string{"signups", "orders", "emails", "audit", "invoices", "reports", "reminders"} {
 		d.delivered[q] = &atomic.Int64{}
 	}
@@ -124,14 +127,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		defer db.close()
 		d.db, d.sink.next = db, db.store
 	}
-	nodeOpts := &core.NodeOptions{
-		Backend: d.backend, Registry: reg, Logger: logger, DeadLetters: d.sink,
-		Backoff: core.ExponentialBackoff(50*time.Millisecond, time.Second),
+	nodeOpts := &txmq.NodeOptions{
+		Registry: reg, Logger: logger, DeadLetters: d.sink,
+		Backoff: txmq.ExponentialBackoff(50*time.Millisecond, time.Second),
 	}
 	if d.db != nil {
 		nodeOpts.Handoff = d.db.store
 	}
-	node, err := core.NewNode(nodeOpts)
+	node, err := txmq.NewNode(d.backend, nodeOpts)
 	if err != nil {
 		return err
 	}
@@ -223,7 +226,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	// 5. A delayed message.
 	const delay = 300 * time.Millisecond
 	sent := time.Now()
-	if err := reminders.Publish(ctx, node, Signup{Email: "later@example.com"}, core.After(delay)); err != nil {
+	if err := reminders.Publish(ctx, node, Signup{Email: "later@example.com"}, txmq.After(delay)); err != nil {
 		return err
 	}
 	d.published["reminders"] = 1
@@ -245,7 +248,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // routing publishes one message to each routing mode inside a transaction that commits and
 // one that rolls back (with a database), and outside any transaction.
-func (d *demo) routing(ctx context.Context, orders, emails, audit *core.Queue[Order]) error {
+func (d *demo) routing(ctx context.Context, orders, emails, audit *txmq.Queue[Order]) error {
 	publishAll := func(ctx context.Context, id int) error {
 		return errors.Join(orders.Publish(ctx, d.node, Order{ID: id}), emails.Publish(ctx, d.node, Order{ID: id}), audit.Publish(ctx, d.node, Order{ID: id}))
 	}
@@ -293,13 +296,13 @@ func (d *demo) routing(ctx context.Context, orders, emails, audit *core.Queue[Or
 	}); err != nil {
 		return err
 	}
-	d.printf("              outside a transaction: Try and Never publish at once, Require is refused (core.ErrNoTransaction)\n")
+	d.printf("              outside a transaction: Try and Never publish at once, Require is refused (txmq.ErrNoTransaction)\n")
 	return nil
 }
 
 // retries publishes a message whose listener fails until the budget is spent, waits for its
 // dead letter, fixes the listener and replays it.
-func (d *demo) retries(ctx context.Context, invoices *core.Queue[Order]) error {
+func (d *demo) retries(ctx context.Context, invoices *txmq.Queue[Order]) error {
 	if err := invoices.Publish(ctx, d.node, Order{ID: 42}); err != nil {
 		return err
 	}
@@ -331,7 +334,7 @@ func (d *demo) replay(ctx context.Context, dl *core.DeadLetter) error {
 	if d.db != nil {
 		return d.db.replay(ctx, dl)
 	}
-	body, err := core.ReencodeAttempt(dl.Body, 0)
+	body, err := envelope.ReencodeAttempt(dl.Body, 0)
 	if err != nil {
 		return err
 	}

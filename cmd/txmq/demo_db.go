@@ -21,7 +21,11 @@ type demoDB struct {
 // openDemoDB connects, migrates the outbox tables in schema and starts the store's relay,
 // publishing to backend.
 func openDemoDB(ctx context.Context, rawURL, schema string, backend core.Backend, logger *slog.Logger) (*demoDB, error) {
-	pool, err := pgxpool.New(ctx, rawURL)
+	rest, pooler, err := databaseURL(rawURL)
+	if err != nil {
+		return nil, core.RedactError(fmt.Errorf("app database %s: %w", core.Redact(rawURL), err), rawURL)
+	}
+	pool, err := pgxpool.New(ctx, rest)
 	if err != nil {
 		return nil, core.RedactError(fmt.Errorf("app database %s: %w", core.Redact(rawURL), err), rawURL)
 	}
@@ -31,7 +35,8 @@ func openDemoDB(ctx context.Context, rawURL, schema string, backend core.Backend
 		pool.Close()
 		return nil, core.RedactError(fmt.Errorf("app database %s: cannot connect (unset TXMQ_DATABASE_URL to run the demo without it): %w", core.Redact(rawURL), err), rawURL)
 	}
-	o := &outbox.Options{Schema: schema, Backend: backend, Logger: logger}
+	o := &outbox.Options{Schema: schema, Backend: backend, Logger: logger,
+		PgBouncer: pooler.PgBouncer, ListenURL: pooler.ListenURL, PollInterval: pooler.PollInterval}
 	if err := outbox.Migrate(cctx, pool, o); err != nil {
 		pool.Close()
 		return nil, err

@@ -11,7 +11,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -222,7 +223,7 @@ func dlqJSON(r *outbox.DeadLetterRow, withMessages bool) map[string]any {
 		"attempts": r.Attempts, "messages": r.Messages, "first_failed_at": r.FirstFailedAt, "last_failed_at": r.LastFailedAt,
 		"replay_count": r.ReplayCount, "replayed_at": nullTime(r.ReplayedAt), "dead": r.Dead()}
 	if withMessages {
-		if env, err := core.DecodeEnvelope(r.Body); err == nil {
+		if env, err := envelope.Decode(r.Body); err == nil {
 			m["message_ids"] = env.MessageIDs
 			m["payload"] = env.Messages
 		} else {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/adapters/sqljobs"
+	"github.com/txmq/txmq/ledger"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -56,6 +57,9 @@ type migrator struct {
 var migrators = []migrator{
 	{name: "outbox", migrate: func(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		return outbox.Migrate(ctx, pool, &outbox.Options{Schema: schema})
+	}},
+	{name: "ledger", migrate: func(ctx context.Context, pool *pgxpool.Pool, schema string) error {
+		return ledger.Migrate(ctx, pool, &ledger.Options{Schema: schema})
 	}},
 	{name: "sqljobs", migrate: func(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 		return sqljobs.Migrate(ctx, pool, &sqljobs.Options{Schema: schema})

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
@@ -64,7 +66,7 @@ func TestOperatorMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := core.NewID()
-	body := core.EncodeEnvelope(&core.Envelope{ID: id, Queue: replayed, Attempt: 3, Created: time.Now(),
+	body := envelope.Encode(&envelope.Envelope{ID: id, Queue: replayed, Attempt: 3, Created: time.Now(),
 		MessageIDs: []string{"m1"}, Messages: []json.RawMessage{json.RawMessage(`"hello"`)}})
 	if err := store.DeadLetter(context.Background(), &core.DeadLetter{Queue: replayed, BatchID: id, Body: body,
 		Reason: core.ReasonDeliveryExhausted, Error: "boom", Attempts: 3, Messages: 1}); err != nil {

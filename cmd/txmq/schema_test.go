@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
 )
 
@@ -33,15 +32,15 @@ func TestOneSchemaSetting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := core.NewRegistry()
+	reg := txmq.NewRegistry()
 	queue := testenv.UniqueName("schema_")
-	q := core.MustDeclare(reg, queue, core.QueueConfig[string]{Transactional: core.Never})
+	q := txmq.MustDeclareIn(reg, queue, txmq.QueueConfig[string]{Transactional: txmq.Never})
 	cfg.Node.Registry = reg
 	app, err := txmq.Open(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Publish(ctx, app.Node, "later", core.After(time.Hour)); err != nil {
+	if err := q.Publish(ctx, app.Node, "later", txmq.After(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	if err := app.Close(ctx); err != nil { // drains the publish buffer into the jobs table

@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
@@ -87,7 +87,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return &usageError{msg: "without a database, name the queues to report on with --queue (a backend is asked about named queues only)"}
 	}
 	for _, q := range queues {
-		if core.ValidateQueueName(q) != nil {
+		if txmq.ValidateQueueName(q) != nil {
 			return &usageError{msg: fmt.Sprintf("--queue %q is not a valid queue name: queue names are 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter", q)}
 		}
 	}

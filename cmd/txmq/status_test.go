@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/internal/envelope"
+
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
@@ -23,13 +25,20 @@ func cli(t *testing.T, wantCode int, args ...string) (stdout, stderr string) {
 	return out.String(), errOut.String()
 }
 
+// cliText is cli returning stdout and stderr together.
+func cliText(t *testing.T, wantCode int, args ...string) string {
+	t.Helper()
+	out, errOut := cli(t, wantCode, args...)
+	return out + errOut
+}
+
 func testBatch(queue string, msgs ...string) core.OutgoingBatch {
-	env := &core.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
+	env := &envelope.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
 	for _, m := range msgs {
 		env.MessageIDs = append(env.MessageIDs, core.NewID())
 		env.Messages = append(env.Messages, json.RawMessage(`"`+m+`"`))
 	}
-	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: core.EncodeEnvelope(env), Messages: len(msgs)}
+	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: envelope.Encode(env), Messages: len(msgs)}
 }
 
 func TestStatusUsage(t *testing.T) {

@@ -8,8 +8,7 @@ import (
 	"log"
 	"time"
 
-	"github.com/txmq/txmq/adapters/memory"
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 )
 
 // Signup is the message: any value that survives a JSON round trip.
@@ -17,11 +16,11 @@ type Signup struct {
 	Email string `json:"email"`
 }
 
-// Signups is declared once, usually in a package-level var. The config is closed and
-// validated here.
-var Signups = core.MustDeclare[Signup](nil, "signups", core.QueueConfig[Signup]{
-	Transactional:        core.Try, // Require, Try or Never: see Routing below
-	MaxConcurrentBatches: core.Cap(8),
+// Signups is declared once, usually in a package-level var; its message type comes from the
+// config. The config is closed and validated here.
+var Signups = txmq.MustDeclare("signups", txmq.QueueConfig[Signup]{
+	Transactional:        txmq.Try, // Require, Try or Never: see Routing below
+	MaxConcurrentBatches: txmq.Cap(8),
 	OnError: func(msgs []Signup, err error, attempts int) error {
 		log.Printf("gave up on %d signups after %d runs: %v", len(msgs), attempts, err)
 		return nil
@@ -30,11 +29,14 @@ var Signups = core.MustDeclare[Signup](nil, "signups", core.QueueConfig[Signup]{
 
 func main() {
 	ctx := context.Background()
-	node, err := core.NewNode(&core.NodeOptions{Backend: memory.New(nil)})
+	// The backend is a setting: TXMQ_BACKEND, default memory:// (embedded, no server). Open
+	// also reads TXMQ_DATABASE_URL for the transactional outbox; see "The backend is a setting".
+	app, err := txmq.Open(ctx, nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer node.Close(ctx) // flushes what is buffered, waits for running listeners
+	defer app.Close(ctx) // flushes what is buffered, waits for running listeners
+	node := app.Node
 
 	// One listener per queue per node. It gets a slice of messages and must be idempotent.
 	handled := make(chan string, 16)
@@ -55,7 +57,7 @@ func main() {
 	if err := Signups.Publish(ctx, node, Signup{Email: "ada@example.com"}); err != nil {
 		log.Fatal(err)
 	}
-	if err := Signups.Publish(ctx, node, Signup{Email: "later@example.com"}, core.After(2*time.Second)); err != nil {
+	if err := Signups.Publish(ctx, node, Signup{Email: "later@example.com"}, txmq.After(2*time.Second)); err != nil {
 		log.Fatal(err)
 	}
 

@@ -11,10 +11,11 @@ import (
 	"syscall"
 	"time"
 
+	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/core"
 )
 
 // Drill is the queue's message.
@@ -22,7 +23,7 @@ type Drill struct {
 	K string `json:"k"`
 }
 
-var queue = core.MustDeclare(nil, "drill", core.QueueConfig[Drill]{Transactional: core.Require, MaxBatchMessages: 20, MaxConcurrentBatches: core.Cap(4)})
+var queue = txmq.MustDeclare("drill", txmq.QueueConfig[Drill]{Transactional: txmq.Require, MaxBatchMessages: 20, MaxConcurrentBatches: txmq.Cap(4)})
 
 func main() {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))

@@ -4,7 +4,10 @@
 // Each endpoint comes from an environment variable with a local default:
 //
 //	TXMQ_POSTGRES_URL   postgres://postgres@127.0.0.1:5432/test?sslmode=disable
+//	TXMQ_PGBOUNCER_URL  postgres://postgres@127.0.0.1:6432/test?sslmode=disable (PgBouncer,
+//	                    transaction pooling, in front of TXMQ_POSTGRES_URL's server)
 //	TXMQ_REDIS_URL      redis://127.0.0.1:6379/0
+//	TXMQ_REDIS_CLUSTER_URL  unset: tests that need a Redis Cluster skip (fail in CI); services.sh sets it
 //	TXMQ_SQS_ENDPOINT   http://127.0.0.1:4566
 //	TXMQ_NATS_URL       unset: an embedded nats-server v2.15 per test binary (package natsenv)
 //

@@ -36,3 +36,17 @@ func PostgresSchema(t testing.TB, pool *pgxpool.Pool) string {
 	})
 	return name
 }
+
+// PostgresPoolAt returns a pool on u, closed in t.Cleanup, after checking once per process
+// that u answers; otherwise it skips or fails t (see Required). setting names where u came
+// from, for the message (for example "parity.Options.PostgresURL").
+func PostgresPoolAt(t testing.TB, u, setting string) *pgxpool.Pool {
+	t.Helper()
+	Check(t, "PostgreSQL", setting, u, pingPostgres)
+	pool, err := pgxpool.New(context.Background(), u)
+	if err != nil {
+		t.Fatalf("testenv: pgxpool.New(%s): %v", redact(u), err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}

@@ -24,6 +24,10 @@ import (
 const (
 	// DefaultPostgresURL is the local PostgreSQL (trust auth, database "test").
 	DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	// DefaultPgBouncerURL is a local PgBouncer (its standard port) in transaction pooling
+	// mode in front of the local PostgreSQL; scripts/services.sh starts one and sets
+	// TXMQ_PGBOUNCER_URL.
+	DefaultPgBouncerURL = "postgres://postgres@127.0.0.1:6432/test?sslmode=disable"
 	// DefaultRedisURL is the local Redis.
 	DefaultRedisURL = "redis://127.0.0.1:6379/0"
 	// DefaultSQSEndpoint is the local SQS emulator (fauxqs).
@@ -49,6 +53,14 @@ func Required() bool {
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	return resolve(t, "PostgreSQL", "TXMQ_POSTGRES_URL", DefaultPostgresURL, pingPostgres)
+}
+
+// PgBouncerURL returns the URL of a PgBouncer in transaction pooling mode in front of the
+// test PostgreSQL (TXMQ_PGBOUNCER_URL or the default), after checking once per process that it
+// answers; otherwise it skips or fails t (see Required).
+func PgBouncerURL(t testing.TB) string {
+	t.Helper()
+	return resolve(t, "PgBouncer", "TXMQ_PGBOUNCER_URL", DefaultPgBouncerURL, pingPostgres)
 }
 
 // RedisURL returns the Redis URL for tests (TXMQ_REDIS_URL or the default), after checking once

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -43,7 +43,7 @@ func (r CostResult) String() string {
 
 // setupStore creates a fresh outbox schema with a business table and a started Store
 // publishing to be; cleanup drops everything.
-func setupStore(ctx context.Context, pool *pgxpool.Pool, be core.Backend, logger *slog.Logger) (*outbox.Store, string, func()) {
+func setupStore(ctx context.Context, pool *pgxpool.Pool, be txmq.Backend, logger *slog.Logger) (*outbox.Store, string, func()) {
 	schema := fmt.Sprintf("bench_outbox_%d", time.Now().UnixNano())
 	o := &outbox.Options{Schema: schema, Backend: be, Logger: logger}
 	if err := outbox.Migrate(ctx, pool, o); err != nil {
@@ -84,13 +84,13 @@ const bizBody = "an order of a few hundred bytes, like a business row: 012345678
 // the queue (messages are consumed). pace > 0 sleeps that long before each call, so that
 // calls are timed with the background work of the previous one done: the caller's cost in
 // isolation; pace 0 runs them back to back.
-func OutboxCost(ctx context.Context, pool *pgxpool.Pool, be core.Backend, rounds int, pace time.Duration, logger *slog.Logger) CostResult {
+func OutboxCost(ctx context.Context, pool *pgxpool.Pool, be txmq.Backend, rounds int, pace time.Duration, logger *slog.Logger) CostResult {
 	s, biz, cleanup := setupStore(ctx, pool, be, logger)
 	defer cleanup()
 	floor := biz[:len(biz)-len(`"biz"`)] + `"floor"`
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "cost", core.QueueConfig[int64]{Transactional: core.Try})
-	node, err := core.NewNode(&core.NodeOptions{Backend: be, Registry: reg, Logger: logger, Handoff: s})
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "cost", txmq.QueueConfig[int64]{Transactional: txmq.Try})
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: logger, Handoff: s})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -172,13 +172,13 @@ func OutboxCost(ctx context.Context, pool *pgxpool.Pool, be core.Backend, rounds
 // TxLatency publishes n single messages, one RunInTx transaction each, to an idle node
 // listening on be, and returns the p50 and p99 of the time from Publish (inside the
 // transaction, before its commit) to the listener.
-func TxLatency(ctx context.Context, pool *pgxpool.Pool, be core.Backend, n int, logger *slog.Logger) (time.Duration, time.Duration) {
+func TxLatency(ctx context.Context, pool *pgxpool.Pool, be txmq.Backend, n int, logger *slog.Logger) (time.Duration, time.Duration) {
 	s, _, cleanup := setupStore(ctx, pool, be, logger)
 	defer cleanup()
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "txlat", core.QueueConfig[int64]{Transactional: core.Require})
-	opts := &core.NodeOptions{Backend: be, Registry: reg, Logger: logger, Handoff: s}
-	return pickup(ctx, q, opts, n, func(ctx context.Context, node *core.Node) error {
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "txlat", txmq.QueueConfig[int64]{Transactional: txmq.Require})
+	opts := &txmq.NodeOptions{Registry: reg, Logger: logger, Handoff: s}
+	return pickup(ctx, q, be, opts, n, func(ctx context.Context, node *txmq.Node) error {
 		return s.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error {
 			return q.Publish(ctx, node, time.Now().UnixNano())
 		})

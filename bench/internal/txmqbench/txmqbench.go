@@ -9,17 +9,17 @@ import (
 	"slices"
 	"time"
 
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq"
 )
 
 // Latency publishes n single messages, one at a time, to an idle node listening on be, and
 // returns the p50 and p99 of the time from Publish to the listener (the node's publish window
 // is 1 ms).
-func Latency(ctx context.Context, be core.Backend, n int, logger *slog.Logger) (time.Duration, time.Duration) {
-	reg := core.NewRegistry()
-	q := core.MustDeclare(reg, "lat", core.QueueConfig[int64]{Transactional: core.Try})
-	opts := &core.NodeOptions{Backend: be, Registry: reg, Logger: logger, FlushWindow: time.Millisecond, FlushTick: time.Millisecond}
-	return pickup(ctx, q, opts, n, func(ctx context.Context, node *core.Node) error {
+func Latency(ctx context.Context, be txmq.Backend, n int, logger *slog.Logger) (time.Duration, time.Duration) {
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "lat", txmq.QueueConfig[int64]{Transactional: txmq.Try})
+	opts := &txmq.NodeOptions{Registry: reg, Logger: logger, FlushWindow: time.Millisecond, FlushTick: time.Millisecond}
+	return pickup(ctx, q, be, opts, n, func(ctx context.Context, node *txmq.Node) error {
 		return q.Publish(ctx, node, time.Now().UnixNano())
 	})
 }
@@ -27,8 +27,8 @@ func Latency(ctx context.Context, be core.Backend, n int, logger *slog.Logger) (
 // pickup starts a node with opts listening on q, then n times calls publish, which publishes
 // its clock reading (UnixNano) on q, and waits for the listener to get it; it returns the p50
 // and p99 of the time from that reading to the listener.
-func pickup(ctx context.Context, q *core.Queue[int64], opts *core.NodeOptions, n int, publish func(ctx context.Context, node *core.Node) error) (time.Duration, time.Duration) {
-	node, err := core.NewNode(opts)
+func pickup(ctx context.Context, q *txmq.Queue[int64], be txmq.Backend, opts *txmq.NodeOptions, n int, publish func(ctx context.Context, node *txmq.Node) error) (time.Duration, time.Duration) {
+	node, err := txmq.NewNode(be, opts)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -3,13 +3,14 @@ package natsenv
 import (
 	"context"
 	"fmt"
-	"github.com/txmq/txmq/internal/testenv"
 	"net"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/txmq/txmq/internal/testenv"
 
 	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
@@ -147,9 +148,10 @@ func NATSURL(t testing.TB) string {
 	return sharedNATS.URL()
 }
 
-// StopSharedNATS shuts the process-wide embedded server down and removes its store; call it
-// from TestMain after m.Run. It is a no-op when none was started.
+// StopSharedNATS shuts the process-wide embedded server and cluster (ClusterURL) down and
+// removes their stores; call it from TestMain after m.Run. It is a no-op when none was started.
 func StopSharedNATS() {
+	stopSharedCluster()
 	if sharedNATS != nil {
 		sharedNATS.Shutdown()
 	}

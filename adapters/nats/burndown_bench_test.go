@@ -1,0 +1,180 @@
+package nats
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/envelope"
+	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/internal/testenv/natsenv"
+)
+
+// Burn-down shape: a stream pre-filled with b.N one-message batches (about 100-byte
+// messages), drained by 100 concurrent workers. Only the drain is timed.
+const (
+	burnConcurrency = 100
+	burnPrefill     = 16 // parallel publishers while filling
+)
+
+// burnMsg is the message of the burn-down (about 100 bytes encoded).
+type burnMsg struct {
+	I   int    `json:"i"`
+	Pad string `json:"p"`
+}
+
+var burnPad = fmt.Sprintf("%080d", 0)
+
+// BenchmarkBurnDown drains a pre-filled queue of one-message batches at concurrency 100 with
+// the whole engine (a node on the adapter: fetch, decode, listener, ack) and with a raw
+// nats.go JetStream loop (one fetcher pulling up to 100 messages, 100 workers, each message
+// acknowledged with Ack, the usual raw consumer: it does not wait for the server's reply,
+// and with DoubleAck, which does), on the same server in one run, so their ratio is
+// meaningful. b.N counts messages: run it as -benchtime 20000x. Set TXMQ_NATS_URL to time
+// against a server of its own process rather than the embedded one.
+func BenchmarkBurnDown(b *testing.B) {
+	url := natsenv.NATSURL(b)
+	b.Run("txmq", func(b *testing.B) { burnTxmq(b, url) })
+	b.Run("raw", func(b *testing.B) { burnRaw(b, url, false) })
+	b.Run("raw_double_ack", func(b *testing.B) { burnRaw(b, url, true) })
+}
+
+// parallel runs fn(i) for i in [0, n) on burnPrefill goroutines.
+func parallel(b *testing.B, n int, fn func(i int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range burnPrefill {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				if err := fn(i); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func burnTxmq(b *testing.B, url string) {
+	be := openBackend(b, url, nil)
+	ctx := context.Background()
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "burn", txmq.QueueConfig[burnMsg]{Transactional: txmq.Never, MaxBatchMessages: 1,
+		MaxConcurrentBatches: txmq.Cap(burnConcurrency)})
+	parallel(b, b.N, func(i int) error {
+		m, _ := json.Marshal(burnMsg{I: i, Pad: burnPad})
+		id := core.NewID()
+		body := envelope.Encode(&envelope.Envelope{Version: envelope.Version, ID: id, Queue: "burn", Created: time.Now(),
+			MessageIDs: []string{core.NewID()}, Messages: []json.RawMessage{m}})
+		return be.Publish(ctx, core.OutgoingBatch{ID: id, Queue: "burn", Body: body, Messages: 1})
+	})
+	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got atomic.Int64
+	done := make(chan struct{})
+	want := int64(b.N)
+	if err := q.Listen(n, func(_ context.Context, msgs []burnMsg) error {
+		if got.Add(int64(len(msgs))) == want {
+			close(done)
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if err := n.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("drained %d of %d", got.Load(), want)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	_ = n.Close(ctx)
+}
+
+func burnRaw(b *testing.B, url string, double bool) {
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx := context.Background()
+	name := testenv.UniqueName("burn")
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{name + ".>"}, Retention: jetstream.WorkQueuePolicy})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = js.DeleteStream(context.Background(), name) }()
+	cons, err := stream.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "w", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	parallel(b, b.N, func(i int) error {
+		m, _ := json.Marshal(burnMsg{I: i, Pad: burnPad})
+		_, err := js.Publish(ctx, name+".r", m)
+		return err
+	})
+	var got atomic.Int64
+	want := int64(b.N)
+	work := make(chan jetstream.Msg)
+	b.ResetTimer()
+	var wg sync.WaitGroup
+	for range burnConcurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range work {
+				var msg burnMsg
+				if err := json.Unmarshal(m.Data(), &msg); err != nil {
+					b.Error(err)
+				}
+				if double {
+					err = m.DoubleAck(ctx)
+				} else {
+					err = m.Ack()
+				}
+				if err != nil {
+					b.Error(err)
+				}
+				got.Add(1)
+			}
+		}()
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for got.Load() < want && time.Now().Before(deadline) {
+		batch, err := cons.Fetch(burnConcurrency, jetstream.FetchMaxWait(100*time.Millisecond))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for m := range batch.Messages() {
+			work <- m
+		}
+	}
+	close(work)
+	wg.Wait()
+	b.StopTimer()
+	if got.Load() < want {
+		b.Fatalf("drained %d of %d", got.Load(), want)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}

@@ -1,0 +1,23 @@
+package redis
+
+import "github.com/txmq/txmq/core"
+
+// Ordered queues (core.KeyOrderer). Each queue's batches with an ordering key form one linked
+// list per key, kept in four hashes under the queue's hash tag (so every script still touches
+// one Redis Cluster slot, and every key it touches is declared in KEYS):
+//
+//	{txmq:ledger}:ktail  HASH  key -> the key's last stored batch id
+//	{txmq:ledger}:knext  HASH  batch id -> the next batch id of its key
+//	{txmq:ledger}:bkey   HASH  batch id -> its key
+//	{txmq:ledger}:hdue   HASH  held batch id -> its due time (ms, server clock)
+//
+// Only a key's first batch (the head) is ever in the due or lease set; the publish script
+// appends a batch behind the tail in no set at all (held), and the ack/drop of the head makes
+// the next one due at its own due time (or at once), in the same script. A retry or an
+// expired lease puts the head back in the due set, still first, so it runs again before the
+// next batch of its key: the head's lease is the per-key lease. Claims are unchanged.
+
+var _ core.KeyOrderer = (*Backend)(nil)
+
+// OrdersKeys reports that the Backend enforces per-key order (core.KeyOrderer): always nil.
+func (be *Backend) OrdersKeys() error { return nil }

@@ -1,0 +1,68 @@
+package txmq
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/internal/envelope"
+)
+
+type benchMsg struct {
+	ID    int    `json:"id"`
+	Email string `json:"email"`
+}
+
+// BenchmarkPublish measures one Publish call of one small message: encode, JSON round-trip
+// check, id, buffer append. The flusher is kept out of the loop with a long window.
+func BenchmarkPublish(b *testing.B) {
+	n, err := NewNode(&fakeBackend{}, &NodeOptions{Registry: NewRegistry(), Logger: quietLogger(), FlushWindow: time.Hour, FlushCap: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	q := MustDeclareIn(n.Registry(), "bench", QueueConfig[benchMsg]{Transactional: Try})
+	ctx := context.Background()
+	msg := benchMsg{ID: 1, Email: "someone@example.com"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := q.Publish(ctx, n, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	n.buf.discard()
+}
+
+// BenchmarkEncodeBatch measures encoding one 100-message batch (per message).
+func BenchmarkEncodeBatch(b *testing.B) {
+	spec := &queueSpec{name: "bench", maxBatch: 100}
+	msgs, err := encodeMessages(spec, make([]benchMsg, 100))
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		appendBatches(nil, spec, msgs, time.Time{}, 0, nil, "", now, 0)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/msg")
+}
+
+// BenchmarkDecodeBatch measures decoding one 100-message batch into typed values (per message).
+func BenchmarkDecodeBatch(b *testing.B) {
+	spec := &queueSpec{name: "bench", maxBatch: 100}
+	src := make([]benchMsg, 100)
+	for i := range src {
+		src[i] = benchMsg{ID: i, Email: "someone@example.com"}
+	}
+	msgs, _ := encodeMessages(spec, src)
+	body := appendBatches(nil, spec, msgs, time.Time{}, 0, nil, "", time.Now(), 0)[0].Body
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := envelope.DecodeTyped[benchMsg](body); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/msg")
+}

@@ -1,0 +1,83 @@
+package txmq
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestCallCtx(t *testing.T) {
+	t.Parallel()
+	t.Run("deadline ends Done", func(t *testing.T) {
+		ctx, cancel := newCallCtx(context.Background(), time.Now().Add(20*time.Millisecond))
+		defer cancel()
+		if ctx.Err() != nil {
+			t.Fatalf("Err %v before the deadline", ctx.Err())
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("Done not closed after the deadline")
+		}
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("Err %v, want DeadlineExceeded", ctx.Err())
+		}
+	})
+	t.Run("Err without Done", func(t *testing.T) {
+		ctx, cancel := newCallCtx(context.Background(), time.Now().Add(time.Millisecond))
+		defer cancel()
+		time.Sleep(5 * time.Millisecond)
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatalf("Err %v, want DeadlineExceeded", ctx.Err())
+		}
+		select {
+		case <-ctx.Done():
+		default:
+			t.Fatal("Done not closed once Err reported the deadline")
+		}
+	})
+	t.Run("cancel", func(t *testing.T) {
+		ctx, cancel := newCallCtx(context.Background(), time.Now().Add(time.Hour))
+		done := ctx.Done()
+		child, stop := context.WithCancel(ctx)
+		defer stop()
+		ran := make(chan struct{})
+		context.AfterFunc(ctx, func() { close(ran) })
+		cancel()
+		<-done
+		if !errors.Is(ctx.Err(), context.Canceled) {
+			t.Fatalf("Err %v, want Canceled", ctx.Err())
+		}
+		select {
+		case <-child.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("a child context did not end with its parent")
+		}
+		select {
+		case <-ran:
+		case <-time.After(5 * time.Second):
+			t.Fatal("context.AfterFunc did not run")
+		}
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) < 50*time.Minute {
+			t.Fatalf("Deadline %v, %v", dl, ok)
+		}
+	})
+	t.Run("values and a parent that ends", func(t *testing.T) {
+		type key struct{}
+		ctx, cancel := newCallCtx(context.WithValue(context.Background(), key{}, 7), time.Now().Add(time.Hour))
+		defer cancel()
+		if ctx.Value(key{}) != 7 {
+			t.Fatalf("Value %v, want the parent's 7", ctx.Value(key{}))
+		}
+		parent, pcancel := context.WithCancel(context.Background())
+		ctx2, cancel2 := newCallCtx(parent, time.Now().Add(time.Hour))
+		defer cancel2()
+		pcancel()
+		select {
+		case <-ctx2.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("a call context did not end with a parent that ended")
+		}
+	})
+}

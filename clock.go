@@ -1,0 +1,22 @@
+package txmq
+
+import "time"
+
+// Clock tells time for the publish buffer and the engine; tests inject a fake one to drive the
+// buffer's window and cap without sleeping.
+type Clock interface {
+	// Now returns the current time.
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// MaxClockSkew is the largest difference between any two clocks involved in one delivery (the
+// publishing node's, the app database's, the backend's, the consuming node's) that txmq
+// documents and tests. Delays never depend on it: a delay travels as a duration relative to
+// the publish and each hop measures it on one clock (see OutgoingBatch.Delay), so no backend
+// delivers early or late whatever the skew. Only core's early-arrival guard (see the package
+// doc, "Delays and clocks") relies on it, and only to stay silent on a batch that is on time.
+const MaxClockSkew = time.Minute

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/ui"
+)
+
+func init() {
+	register(&command{name: "ui", summary: "web dashboard: queues, dead letters, pause/resume (--listen 127.0.0.1:8080)", run: runUI})
+}
+
+func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("ui", "ui [--listen ADDR] [--read-only] [--user U] (password from TXMQ_UI_PASSWORD)", stderr)
+	f := addDBFlags(fs, true)
+	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on; anything but loopback needs --user (and TXMQ_UI_PASSWORD) or --read-only")
+	readOnly := fs.Bool("read-only", false, "show only: no pause, resume, replay or purge")
+	user := fs.String("user", "", "require HTTP basic auth with this user and the password in TXMQ_UI_PASSWORD")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	password := os.Getenv("TXMQ_UI_PASSWORD")
+	if *user != "" && password == "" {
+		return &usageError{msg: "--user needs the password in TXMQ_UI_PASSWORD (never on the command line)"}
+	}
+	host, _, err := net.SplitHostPort(*listen)
+	if err != nil {
+		return &usageError{msg: fmt.Sprintf("--listen %q: %v; write host:port, e.g. 127.0.0.1:8080", *listen, err)}
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && *user == "" && !*readOnly {
+		return &usageError{msg: fmt.Sprintf("--listen %s is not loopback: give --user (with TXMQ_UI_PASSWORD) or --read-only, so that no one else on the network can change queues", *listen)}
+	}
+	store, done, err := f.openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var backend core.Backend
+	if *f.backend != "" {
+		if backend, err = openBackend(ctx, backendSetting, *f.backend, false); err != nil {
+			return err
+		}
+		defer backend.Close()
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	// The Messages page reads the ledger when the app database has one, else the backend's
+	// native lookup, as `txmq msg` does; when neither can, the page shows why.
+	in, doneIn, err := openInspector(ctx, f)
+	if err != nil {
+		logger.Warn("txmq ui: the Messages page cannot look messages up", "error", err)
+		in = nil
+	} else {
+		defer doneIn()
+	}
+	h, err := ui.Handler(&ui.Options{Store: store, Backend: backend, Inspector: in, ReadOnly: *readOnly, User: *user, Password: password,
+		Logger: logger})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", *listen, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "txmq ui: serving http://%s/ (Ctrl-C to stop)\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return srv.Shutdown(shutdown)
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}

@@ -1,0 +1,171 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors of message lookup and cancel (the engine's Inspector, the ledger, adapters' native
+// lookup).
+var (
+	// ErrLookupUnsupported means no source can answer a lookup or cancel by message id: no
+	// ledger is configured and the backend implements neither BatchInspector nor (for a
+	// cancel) BatchEditor. The wrapping message names the backend and the remedy.
+	ErrLookupUnsupported = errors.New("unknown: no ledger configured and the backend cannot look up messages by id")
+
+	// ErrMessageNotFound means the source asked knows no message with the id: never
+	// published, pruned after its retention, or (without a ledger) already completed.
+	ErrMessageNotFound = errors.New("txmq: message not found")
+
+	// ErrNotCancellable means the message cannot be cancelled: it already completed, or
+	// (without a ledger) its batch is running and the backend cannot take it back.
+	ErrNotCancellable = errors.New("txmq: message cannot be cancelled")
+)
+
+// MessageState is where a message is in its life.
+type MessageState string
+
+// The states of a message.
+const (
+	// StateOutbox: in the app database's outbox, not yet stored in the backend (a flush the
+	// backend refused, handed to the outbox for the recovery sweep).
+	StateOutbox MessageState = "outbox"
+	// StateQueued: stored and due, waiting for a node.
+	StateQueued MessageState = "queued"
+	// StateDelayed: stored, not due before MessageInfo.Due.
+	StateDelayed MessageState = "delayed"
+	// StateRunning: a listener runs its batch on MessageInfo.Node since MessageInfo.Since
+	// (run number MessageInfo.Runs).
+	StateRunning MessageState = "running"
+	// StateRetry: its batch failed MessageInfo.Runs times (last error MessageInfo.Error) and
+	// runs again at MessageInfo.Due.
+	StateRetry MessageState = "retry"
+	// StateDead: its batch was dead-lettered (MessageInfo.Reason, MessageInfo.Error); it can
+	// be replayed from the dead-letter store.
+	StateDead MessageState = "dead"
+	// StateCompleted: its batch's listener succeeded (MessageInfo.Runs runs in all).
+	StateCompleted MessageState = "completed"
+	// StateCancelled: cancelled before it completed; no listener receives it any more.
+	StateCancelled MessageState = "cancelled"
+)
+
+// MessageStates lists every state, in the order of a message's life.
+var MessageStates = []MessageState{StateOutbox, StateQueued, StateDelayed, StateRunning, StateRetry, StateDead, StateCompleted, StateCancelled}
+
+// MessageInfo is what is known of one message: one ledger row, one event a node records, or
+// what an adapter's native lookup found.
+type MessageInfo struct {
+	// ID is the message id (generated, or given with txmq.ID/IDs).
+	ID string `json:"id"`
+	// Queue is the message's queue.
+	Queue string `json:"queue"`
+	// BatchID is the batch holding the message, when known.
+	BatchID string `json:"batch_id,omitempty"`
+	// State is the message's state.
+	State MessageState `json:"state"`
+	// PublishedAt is when the message was published (the earliest record of it).
+	PublishedAt time.Time `json:"published_at"`
+	// UpdatedAt is when the message entered State (for StateRunning the run's start, for
+	// StateCompleted the completion).
+	UpdatedAt time.Time `json:"updated_at"`
+	// Due is when a delayed message becomes due, or when a message waiting to retry runs
+	// again; zero otherwise.
+	Due time.Time `json:"due,omitzero"`
+	// Node is the node running the batch (StateRunning) or the last one that ran it.
+	Node string `json:"node,omitempty"`
+	// Runs counts the runs of the batch so far (StateRunning: this run's number).
+	Runs int `json:"runs"`
+	// Error is the last run's error (StateRetry, StateDead).
+	Error string `json:"error,omitempty"`
+	// Reason is the drop reason of a dead letter (one of the Reason constants).
+	Reason string `json:"reason,omitempty"`
+}
+
+// MessageFilter selects messages for a listing. Zero fields select everything.
+type MessageFilter struct {
+	// Queue keeps the messages of one queue.
+	Queue string
+	// State keeps the messages in one state.
+	State MessageState
+	// Since keeps messages published at or after it.
+	Since time.Time
+	// Until keeps messages published before it.
+	Until time.Time
+	// Limit caps the number returned, newest first; 0 means DefaultMessageLimit.
+	Limit int
+}
+
+// DefaultMessageLimit is a listing's cap when MessageFilter.Limit is 0.
+const DefaultMessageLimit = 100
+
+// MessageRecorder receives the life of the messages a node publishes and runs (the ledger):
+// the node calls RecordMessages at every publish and outcome, and asks CancelledMessages
+// before it hands a batch to its listener.
+type MessageRecorder interface {
+	// RecordMessages takes events to write; it never blocks for long (a ledger buffers them
+	// and writes groups). The slice is the recorder's once passed.
+	RecordMessages(events []MessageInfo)
+	// CancelledMessages returns which of ids (messages of queue) are cancelled.
+	CancelledMessages(ctx context.Context, queue string, ids []string) (map[string]bool, error)
+}
+
+// MessageStore answers lookups by id and listings, and cancels (the ledger implements it).
+type MessageStore interface {
+	// GetMessage returns the message with id (the most recently updated one when the id was
+	// used on several queues), or an error wrapping ErrMessageNotFound.
+	GetMessage(ctx context.Context, id string) (MessageInfo, error)
+	// ListMessages returns the messages f selects, newest first.
+	ListMessages(ctx context.Context, f MessageFilter) ([]MessageInfo, error)
+	// CancelMessage marks the message cancelled unless it completed (ErrNotCancellable) and
+	// returns what it holds now; an unknown id wraps ErrMessageNotFound.
+	CancelMessage(ctx context.Context, id string) (MessageInfo, error)
+}
+
+// BatchState is where an adapter holds a stored batch.
+type BatchState int
+
+// The states of a stored batch.
+const (
+	// BatchReady: due and unclaimed.
+	BatchReady BatchState = iota + 1
+	// BatchDelayed: waiting for its due or retry time (StoredBatch.Due).
+	BatchDelayed
+	// BatchInFlight: claimed by a node under a lease.
+	BatchInFlight
+)
+
+// StoredBatch is one batch an adapter holds, as BatchInspector reports it.
+type StoredBatch struct {
+	// Queue and ID name the batch.
+	Queue, ID string
+	// Body is the encoded envelope, read-only.
+	Body []byte
+	// State is where the batch is.
+	State BatchState
+	// Due is when a delayed batch becomes due; zero otherwise.
+	Due time.Time
+	// Deliveries is Claim.Deliveries of the current or last hand-out.
+	Deliveries int
+	// Since is when the current claim was handed out (BatchInFlight), when known.
+	Since time.Time
+}
+
+// BatchInspector is an optional adapter interface: an adapter that can enumerate the batches
+// it holds lets the engine look messages up by id without a ledger (the memory and Redis
+// adapters implement it). Completed batches are gone from a backend, so such a lookup knows only
+// messages not yet completed.
+type BatchInspector interface {
+	// InspectBatches calls fn for each batch of the named queues until fn returns false.
+	InspectBatches(ctx context.Context, queues []string, fn func(StoredBatch) bool) error
+}
+
+// BatchEditor is an optional adapter interface, for cancelling without a ledger: it replaces
+// the body of a batch that is not claimed, or removes the batch when body is nil. A batch that
+// is in flight or gone is not changed: the error wraps ErrNotCancellable (in flight) or
+// ErrMessageNotFound (gone).
+type BatchEditor interface {
+	// ReplaceBatch replaces or (body nil) removes the unclaimed batch id of queue; body is
+	// the adapter's for the call only.
+	ReplaceBatch(ctx context.Context, queue, id string, body []byte) error
+}

@@ -1,0 +1,66 @@
+package core
+
+import "fmt"
+
+// KeyOrderer is implemented by adapters that enforce per-key order on the batches of an
+// ordered queue (a batch whose OutgoingBatch.Key is not empty). An adapter that implements it
+// promises, across every node sharing the backend:
+//
+//   - Batches of one queue and key are claimable one at a time, in the order they were
+//     published (their Publish calls returned), each only once every earlier batch of its key
+//     was acked or dropped: at most one batch per key is in flight cluster-wide.
+//   - Head of line: a batch given back with Retry stays the first of its key (the later ones
+//     wait through its retries and backoff) until it is acked or dropped.
+//   - A lost lease makes the same batch claimable again before any later batch of its key.
+//   - A delayed batch holds back the later batches of its key until it is due and done.
+//   - Different keys, and the unkeyed batches of the queue, are not held up by one another;
+//     Exclusive and FetchRequest's per-queue Free keep their meaning, counted in batches.
+//
+// The parity group "ordering" checks each. Nodes refuse an ordered queue (QueueConfig.Ordered)
+// on a backend without this capability (see OrdersKeys).
+type KeyOrderer interface {
+	// OrdersKeys returns nil when the backend, as opened, enforces per-key order, or an error
+	// saying why not (for example a server too old for the adapter's mechanism).
+	OrdersKeys() error
+}
+
+// OrdersKeys reports whether b enforces per-key order: nil when it (or the backend it wraps,
+// looking through wrappers with an Unwrap() Backend method) implements KeyOrderer and its
+// OrdersKeys returns nil, else an error wrapping ErrInvalidConfig that names the adapter's type.
+// A wrapper that changes how batches are stored or claimed (the drain wrapper, which reads two
+// backends) must implement KeyOrderer itself rather than expose Unwrap, or it is looked through.
+func OrdersKeys(b Backend) error {
+	outer := b
+	for range 16 { // wrappers nest a few levels at most; a cycle must not hang
+		if o, ok := b.(KeyOrderer); ok {
+			if err := o.OrdersKeys(); err != nil {
+				return fmt.Errorf("%w: backend %T does not enforce per-key order: %w", ErrInvalidConfig, b, err)
+			}
+			return nil
+		}
+		u, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			break
+		}
+		b = u.Unwrap()
+	}
+	return fmt.Errorf("%w: backend %T (adapter %T) does not implement per-key ordering (core.KeyOrderer)", ErrInvalidConfig, outer, b)
+}
+
+// MaxKeyBytes is the longest ordering key (OutgoingBatch.Key) a publish accepts.
+const MaxKeyBytes = 128
+
+// ValidKey reports whether key can be an ordering key: 1 to MaxKeyBytes bytes of printable
+// ASCII without spaces (0x21 to 0x7e), the set SQS allows in a MessageGroupId, so that a key
+// means the same on every backend. Apps with longer or other keys hash them.
+func ValidKey(key string) bool {
+	if len(key) == 0 || len(key) > MaxKeyBytes {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x21 || key[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,283 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Version is the version written into every encoded batch.
+const Version = 1
+
+// Envelope is the decoded header and raw messages of a stored batch. Adapters never decode it;
+// the outbox, the dead-letter store and the CLI do.
+type Envelope struct {
+	// Version is the envelope format version.
+	Version int `json:"v"`
+	// ID is the batch id.
+	ID string `json:"id"`
+	// Queue is the queue name.
+	Queue string `json:"q"`
+	// Attempt is the number of runs already spent on this batch when it was (re)written.
+	Attempt int `json:"a"`
+	// Created is when the batch was first encoded.
+	Created time.Time `json:"t"`
+	// Due is the delayed batch's due time on the publisher's clock, zero when it was due at
+	// once. Backends schedule by the relative OutgoingBatch.Delay; core reads Due only for its
+	// early-arrival guard, which allows for MaxClockSkew between the two nodes' clocks.
+	Due time.Time `json:"nb,omitzero"`
+	// Key is the ordering key of a batch of an ordered queue (every message has it), empty
+	// otherwise; see core.OutgoingBatch.Key.
+	Key string `json:"k,omitempty"`
+	// Trace carries the publisher's trace context (W3C traceparent/tracestate), if any.
+	Trace map[string]string `json:"tc,omitempty"`
+	// MessageIDs holds one id per message, in order.
+	MessageIDs []string `json:"ids"`
+	// Messages holds the JSON messages, in order.
+	Messages []json.RawMessage `json:"m"`
+}
+
+// Typed decodes the messages straight into T, so a batch is decoded exactly once. The message
+// ids are only counted and kept as their raw JSON (IDList.IDs decodes them on demand), which
+// saves one string per message when a listener does not ask for them.
+type Typed[T any] struct {
+	Version    int               `json:"v"`
+	ID         string            `json:"id"`
+	Queue      string            `json:"q"`
+	Attempt    int               `json:"a"`
+	Created    time.Time         `json:"t"`
+	Due        time.Time         `json:"nb,omitzero"`
+	Key        string            `json:"k,omitempty"`
+	Trace      map[string]string `json:"tc,omitempty"`
+	MessageIDs IDList            `json:"ids"`
+	Messages   []T               `json:"m"`
+}
+
+// IDList is a JSON array of message ids as it is in the batch: its length and its raw bytes,
+// decoded only when IDs is called.
+type IDList struct {
+	n   int
+	raw []byte
+}
+
+// Len returns the number of ids.
+func (l IDList) Len() int { return l.n }
+
+// IDs decodes the ids; nil when there are none or they do not decode.
+func (l IDList) IDs() []string {
+	if l.n == 0 {
+		return nil
+	}
+	ids := make([]string, 0, l.n)
+	if json.Unmarshal(l.raw, &ids) != nil {
+		return nil
+	}
+	return ids
+}
+
+// UnmarshalJSON counts the strings of an array and keeps a copy of it; b is valid JSON
+// (encoding/json checked it).
+func (l *IDList) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*l = IDList{}
+		return nil
+	}
+	if len(b) < 2 || b[0] != '[' {
+		return fmt.Errorf("message ids are %s, not an array of strings", Truncate(b, 40))
+	}
+	n, inString, escaped := 0, false, false
+	for _, ch := range b[1 : len(b)-1] {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			if ch == '\\' {
+				escaped = true
+			} else if ch == '"' {
+				inString = false
+			}
+		case ch == '"':
+			inString = true
+			n++
+		case ch == ',', ch == ' ', ch == '\t', ch == '\n', ch == '\r':
+		default:
+			return fmt.Errorf("message ids must be strings, got %s", Truncate(b, 40))
+		}
+	}
+	*l = IDList{n: n, raw: append([]byte(nil), b...)}
+	return nil
+}
+
+// Encode encodes a batch. Message bodies must already be valid, compact JSON (they are
+// when they come from a publish call); they are copied verbatim, not re-validated.
+func Encode(e *Envelope) []byte {
+	size := 96 + len(e.ID) + len(e.Queue) + len(e.Key)
+	if !e.Due.IsZero() {
+		size += 44 // ,"nb":"<RFC 3339 with nanoseconds>"
+	}
+	for i, m := range e.Messages {
+		size += len(m) + 1
+		if i < len(e.MessageIDs) {
+			size += len(e.MessageIDs[i]) + 3
+		}
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteString(`{"v":`)
+	buf.WriteString(strconv.Itoa(Version))
+	buf.WriteString(`,"id":`)
+	writeJSONString(buf, e.ID)
+	buf.WriteString(`,"q":`)
+	writeJSONString(buf, e.Queue)
+	buf.WriteString(`,"a":`)
+	buf.WriteString(strconv.Itoa(e.Attempt))
+	buf.WriteString(`,"t":"`)
+	buf.Write(e.Created.UTC().AppendFormat(nil, time.RFC3339Nano))
+	buf.WriteByte('"')
+	if !e.Due.IsZero() {
+		buf.WriteString(`,"nb":"`)
+		buf.Write(e.Due.UTC().AppendFormat(nil, time.RFC3339Nano))
+		buf.WriteByte('"')
+	}
+	if e.Key != "" {
+		buf.WriteString(`,"k":`)
+		writeJSONString(buf, e.Key)
+	}
+	if len(e.Trace) > 0 {
+		tc, _ := json.Marshal(e.Trace) // map[string]string cannot fail
+		buf.WriteString(`,"tc":`)
+		buf.Write(tc)
+	}
+	buf.WriteString(`,"ids":[`)
+	for i, id := range e.MessageIDs {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeJSONString(buf, id)
+	}
+	buf.WriteString(`],"m":[`)
+	for i, m := range e.Messages {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(m)
+	}
+	buf.WriteString(`]}`)
+	return buf.Bytes()
+}
+
+// writeJSONString writes s as a JSON string. Ids and queue names are ASCII without quotes in
+// practice; anything else goes through encoding/json.
+func writeJSONString(buf *bytes.Buffer, s string) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c == '"' || c == '\\' || c >= 0x80 || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s)
+			buf.Write(b)
+			return
+		}
+	}
+	buf.WriteByte('"')
+	buf.WriteString(s)
+	buf.WriteByte('"')
+}
+
+// Decode decodes a stored batch, keeping messages raw.
+func Decode(body []byte) (*Envelope, error) {
+	var e Envelope
+	if err := json.Unmarshal(body, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", core.ErrUndecodable, err)
+	}
+	if err := e.check(len(e.Messages)); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+func (e *Envelope) check(n int) error {
+	if err := checkHeader(e.Version, e.ID, e.Queue, len(e.MessageIDs), n); err != nil {
+		return err
+	}
+	return checkTimes(e.Created, e.Due)
+}
+
+func checkHeader(version int, id, queue string, ids, msgs int) error {
+	switch {
+	case version != Version:
+		return fmt.Errorf("%w: envelope version %d, this build reads %d", core.ErrUndecodable, version, Version)
+	case id == "" || queue == "":
+		return fmt.Errorf("%w: envelope without batch id or queue", core.ErrUndecodable)
+	case ids != msgs:
+		return fmt.Errorf("%w: %d message ids for %d messages", core.ErrUndecodable, ids, msgs)
+	}
+	return nil
+}
+
+// checkTimes refuses envelope times that are in UTC (as Encode writes them) outside
+// the years 0-9999 RFC 3339 can write, such as 9999-12-31T23:00:00-02:00: re-encoding them
+// (ReencodeAttempt on a retry) would give a batch that no longer decodes. Found by fuzzing.
+func checkTimes(times ...time.Time) error {
+	for _, t := range times {
+		if y := t.UTC().Year(); y < 0 || y > 9999 {
+			return fmt.Errorf("%w: envelope time %s is outside the years 0-9999 in UTC", core.ErrUndecodable, t.Format(time.RFC3339Nano))
+		}
+	}
+	return nil
+}
+
+// DecodeTyped decodes a batch and its messages into T in one pass: by hand for a header as
+// Encode writes it (see decodeTypedFast), with encoding/json for anything else.
+func DecodeTyped[T any](body []byte) (*Typed[T], error) {
+	e, ok := decodeTypedFast[T](body)
+	if !ok {
+		return DecodeTypedJSON[T](body)
+	}
+	if err := checkTyped(e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// DecodeTypedJSON is DecodeTyped with encoding/json for the whole body: the reference the
+// fast path must agree with.
+func DecodeTypedJSON[T any](body []byte) (*Typed[T], error) {
+	var e Typed[T]
+	if err := json.Unmarshal(body, &e); err != nil {
+		return nil, fmt.Errorf("%w: %v", core.ErrUndecodable, err)
+	}
+	if err := checkTyped(&e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}
+
+// checkTyped applies Decode's checks to a typed envelope.
+func checkTyped[T any](e *Typed[T]) error {
+	if err := checkHeader(e.Version, e.ID, e.Queue, e.MessageIDs.Len(), len(e.Messages)); err != nil {
+		return err
+	}
+	return checkTimes(e.Created, e.Due)
+}
+
+// ReencodeAttempt returns body with its attempt count set to attempt, or an error if body is
+// not an envelope. Used by core on retry and by dead-letter replay (attempt 0).
+func ReencodeAttempt(body []byte, attempt int) ([]byte, error) {
+	e, err := Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	e.Attempt = attempt
+	return Encode(e), nil
+}
+
+// Truncate returns b as a string of at most n bytes, with "..." when it was cut: for errors
+// that quote a payload.
+func Truncate(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	return string(b[:n]) + "..."
+}

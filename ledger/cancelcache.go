@@ -1,0 +1,164 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// cancelCacheMax bounds the cancelled messages a Ledger keeps in memory; beyond it, nodes ask
+// the table per batch.
+const cancelCacheMax = 100_000
+
+// cancelOverlap is how far before the newest cancel seen each read starts again, so that a
+// cancel committed late with an earlier time (another process's clock) is still read.
+const cancelOverlap = 5 * time.Minute
+
+// cancelCache is a node's copy of the cancelled messages, read every Options.CancelCheck.
+type cancelCache struct {
+	start sync.Once
+
+	mu        sync.Mutex
+	set       map[string]time.Time // queue + "\x00" + id -> the cancel's time
+	newest    time.Time            // the newest cancel time read
+	readAt    time.Time            // when the last successful read started (this clock)
+	overflown bool                 // more than cancelCacheMax: ask the table per batch
+}
+
+func cancelKey(queue, id string) string { return queue + "\x00" + id }
+
+// cancelLoop reads the new cancels every CancelCheck until Close.
+func (l *Ledger) cancelLoop() {
+	defer l.loops.Done()
+	t := time.NewTicker(l.opts.CancelCheck)
+	defer t.Stop()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*l.opts.CancelCheck+5*time.Second)
+		if err := l.readCancels(ctx); err != nil {
+			l.log.Warn("txmq ledger: reading cancelled messages failed; nodes ask the table per batch until a read works", "schema", l.opts.Schema, "error", err)
+		}
+		cancel()
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// readCancels reads the cancels newer than the newest seen (less the overlap).
+func (l *Ledger) readCancels(ctx context.Context) error {
+	c := &l.cancels
+	start := time.Now()
+	c.mu.Lock()
+	from := c.newest.Add(-cancelOverlap)
+	first := c.set == nil
+	c.mu.Unlock()
+	q := `SELECT queue, id, updated_at FROM ` + l.table + ` WHERE state = 'cancelled'`
+	var args []any
+	if !first {
+		q += ` AND updated_at > $1`
+		args = append(args, from)
+	}
+	rows, err := l.pool.Query(ctx, q, args...)
+	if err != nil {
+		return fmt.Errorf("txmq ledger: reading cancelled messages from %s: %w", l.table, err)
+	}
+	defer rows.Close()
+	type entry struct {
+		key string
+		at  time.Time
+	}
+	var got []entry
+	for rows.Next() {
+		var queue, id string
+		var at time.Time
+		if err := rows.Scan(&queue, &id, &at); err != nil {
+			return fmt.Errorf("txmq ledger: reading cancelled messages from %s: %w", l.table, err)
+		}
+		got = append(got, entry{cancelKey(queue, id), at})
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("txmq ledger: reading cancelled messages from %s: %w", l.table, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.set == nil {
+		c.set = make(map[string]time.Time, len(got))
+	}
+	for _, e := range got {
+		c.set[e.key] = e.at
+		if e.at.After(c.newest) {
+			c.newest = e.at
+		}
+	}
+	if len(c.set) > cancelCacheMax {
+		old := time.Now().Add(-l.opts.Retention - time.Hour) // pruned from the table by now
+		for k, at := range c.set {
+			if at.Before(old) {
+				delete(c.set, k)
+			}
+		}
+		c.overflown = len(c.set) > cancelCacheMax
+	}
+	c.readAt = start
+	return nil
+}
+
+// fromCache answers CancelledMessages from the cache when its last read is fresh (started
+// less than twice CancelCheck ago); ok is false otherwise.
+func (l *Ledger) fromCache(queue string, ids []string) (out map[string]bool, ok bool) {
+	c := &l.cancels
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.overflown || c.readAt.IsZero() || time.Since(c.readAt) >= 2*l.opts.CancelCheck {
+		return nil, false
+	}
+	if len(c.set) == 0 {
+		return nil, true
+	}
+	for _, id := range ids {
+		if _, hit := c.set[cancelKey(queue, id)]; hit {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[id] = true
+		}
+	}
+	return out, true
+}
+
+// CancelledMessages returns which of ids (messages of queue) are cancelled. The first call
+// starts the reader of new cancels (every CancelCheck); while its last read is fresh the
+// answer comes from memory, else from one indexed query.
+func (l *Ledger) CancelledMessages(ctx context.Context, queue string, ids []string) (map[string]bool, error) {
+	l.cancels.start.Do(func() {
+		if l.closed.Load() {
+			return
+		}
+		l.loops.Add(1)
+		go l.cancelLoop()
+	})
+	if out, ok := l.fromCache(queue, ids); ok {
+		return out, nil
+	}
+	return l.queryCancelled(ctx, queue, ids)
+}
+
+// waitCancelSeen waits until every node's next check sees a cancel committed now: twice
+// CancelCheck (a node answers from memory only when its read started within that time).
+func (l *Ledger) waitCancelSeen(ctx context.Context) error {
+	t := time.NewTimer(2*l.opts.CancelCheck + 20*time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("txmq ledger: the cancel is recorded, but the wait until every node sees it was cut short: %w", ctx.Err())
+	}
+}
+
+var _ core.MessageRecorder = (*Ledger)(nil)

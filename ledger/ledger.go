@@ -1,0 +1,288 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/optdefault"
+	"github.com/txmq/txmq/internal/pgmigrate"
+)
+
+// Defaults of Options.
+const (
+	// DefaultRetention is how long completed and cancelled rows are kept.
+	DefaultRetention = 24 * time.Hour
+	// DefaultFlushInterval is the period of the grouped writes.
+	DefaultFlushInterval = 100 * time.Millisecond
+	// DefaultFlushSize is how many buffered events trigger a write before the period ends.
+	DefaultFlushSize = 2000
+	// DefaultMaxBuffered caps the events buffered while the database does not answer.
+	DefaultMaxBuffered = 200_000
+	// DefaultPruneInterval is the period of the pruner (which also runs at start).
+	DefaultPruneInterval = time.Minute
+	// DefaultPruneBatch bounds the rows one prune statement deletes.
+	DefaultPruneBatch = 1000
+	// DefaultCancelCheck is how often a node's ledger reads the cancelled messages.
+	DefaultCancelCheck = 250 * time.Millisecond
+)
+
+// Options configures a Ledger. A nil *Options, and every zero field, means the default
+// documented on the field.
+type Options struct {
+	// Schema holds the ledger table (txmq_ledger). Default "txmq", as the outbox's.
+	Schema string
+	// Retention is how long completed and cancelled rows are kept after their last update.
+	// Default 24 h.
+	Retention time.Duration
+	// FlushInterval is how often buffered events are written, as one statement. Default
+	// 100 ms.
+	FlushInterval time.Duration
+	// FlushSize is how many buffered events make the flusher write before FlushInterval
+	// ends. Default 2000.
+	FlushSize int
+	// MaxBuffered caps the events kept while writes fail (the database is down); events
+	// beyond it are dropped, logged and counted (Stats.Dropped). Default 200,000.
+	MaxBuffered int
+	// PruneInterval is how often completed and cancelled rows past Retention are deleted;
+	// the pruner also runs at start. Default 1 min.
+	PruneInterval time.Duration
+	// PruneBatch bounds the rows one prune statement deletes; the pruner repeats until a
+	// statement deletes fewer. Default 1000.
+	PruneBatch int
+	// CancelCheck is how often a ledger that nodes ask about cancelled messages reads the
+	// new cancels from the table (one indexed query), so that a batch's check costs no query;
+	// a node whose last read is older than twice CancelCheck asks the table per batch
+	// instead. CancelMessage returns after twice CancelCheck, once every node's next check
+	// sees the cancel. Every process of an app must use the same value. Default 250 ms.
+	CancelCheck time.Duration
+	// NoPrune stops this Ledger from pruning: for tools that only read and cancel (txmq msg),
+	// which must not apply a retention of their own. Default false: the pruner runs.
+	NoPrune bool
+	// Logger receives the ledger's logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() (c Options, err error) {
+	if o != nil {
+		c = *o
+	}
+	if c.Schema, err = pgmigrate.Schema("ledger", c.Schema); err != nil {
+		return c, err
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if err := optdefault.Fill("ledger",
+		optdefault.Field[time.Duration]{Name: "Retention", V: &c.Retention, Def: DefaultRetention},
+		optdefault.Field[time.Duration]{Name: "FlushInterval", V: &c.FlushInterval, Def: DefaultFlushInterval},
+		optdefault.Field[time.Duration]{Name: "PruneInterval", V: &c.PruneInterval, Def: DefaultPruneInterval},
+		optdefault.Field[time.Duration]{Name: "CancelCheck", V: &c.CancelCheck, Def: DefaultCancelCheck},
+	); err != nil {
+		return c, err
+	}
+	if err := optdefault.Fill("ledger",
+		optdefault.Field[int]{Name: "FlushSize", V: &c.FlushSize, Def: DefaultFlushSize},
+		optdefault.Field[int]{Name: "MaxBuffered", V: &c.MaxBuffered, Def: DefaultMaxBuffered},
+		optdefault.Field[int]{Name: "PruneBatch", V: &c.PruneBatch, Def: DefaultPruneBatch},
+	); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Ledger records the life of messages in the app database and answers lookups, listings and
+// cancels. It implements core.MessageRecorder (give it to a node as NodeOptions.Ledger) and
+// core.MessageStore. Create it with New; Close it after the nodes that record to it.
+type Ledger struct {
+	pool  *pgxpool.Pool
+	opts  Options
+	table string // quoted schema.txmq_ledger
+	log   *slog.Logger
+
+	mu      sync.Mutex
+	buf     []core.MessageInfo
+	flushMu sync.Mutex // one write at a time, in buffer order
+
+	wake    chan struct{}
+	stop    chan struct{}
+	loops   sync.WaitGroup
+	closed  atomic.Bool
+	dropped atomic.Int64
+	written atomic.Int64
+	pruned  atomic.Int64
+
+	cancels cancelCache
+}
+
+var (
+	_ core.MessageRecorder = (*Ledger)(nil)
+	_ core.MessageStore    = (*Ledger)(nil)
+)
+
+// New returns a Ledger writing to the txmq_ledger table of opts.Schema through pool (the
+// table must exist: run Migrate first) and starts its flusher and pruner.
+func New(pool *pgxpool.Pool, opts *Options) (*Ledger, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: ledger: New needs a *pgxpool.Pool; pass the app's pool", core.ErrInvalidConfig)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := &Ledger{
+		pool: pool, opts: o, log: o.Logger,
+		table: pgx.Identifier{o.Schema, "txmq_ledger"}.Sanitize(),
+		wake:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+	}
+	l.loops.Add(1)
+	go l.flushLoop()
+	if !o.NoPrune {
+		l.loops.Add(1)
+		go l.pruneLoop()
+	}
+	return l, nil
+}
+
+// Schema returns the schema of the ledger table.
+func (l *Ledger) Schema() string { return l.opts.Schema }
+
+// Stats are a Ledger's counters.
+type Stats struct {
+	// Written counts the events written.
+	Written int64
+	// Dropped counts the events dropped because the buffer was full (MaxBuffered).
+	Dropped int64
+	// Pruned counts the rows the pruner deleted.
+	Pruned int64
+	// Buffered is the number of events waiting to be written.
+	Buffered int
+}
+
+// Stats returns the ledger's counters.
+func (l *Ledger) Stats() Stats {
+	l.mu.Lock()
+	n := len(l.buf)
+	l.mu.Unlock()
+	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Pruned: l.pruned.Load(), Buffered: n}
+}
+
+// RecordMessages buffers events for the next grouped write; it never blocks on the database.
+// When MaxBuffered events are already waiting, the new ones are dropped, logged and counted.
+func (l *Ledger) RecordMessages(events []core.MessageInfo) {
+	if len(events) == 0 {
+		return
+	}
+	l.mu.Lock()
+	over := len(l.buf)+len(events) > l.opts.MaxBuffered
+	if !over {
+		l.buf = append(l.buf, events...)
+	}
+	n := len(l.buf)
+	l.mu.Unlock()
+	if over {
+		if l.dropped.Add(int64(len(events))) == int64(len(events)) {
+			l.log.Error("txmq ledger: buffer full (the database does not keep up or does not answer); events dropped (further drops are counted in Stats.Dropped)", "schema", l.opts.Schema, "events", len(events), "max_buffered", l.opts.MaxBuffered)
+		}
+		return
+	}
+	if n >= l.opts.FlushSize {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Flush writes the buffered events now. Lookups and cancels call it first, so they see what
+// this process recorded.
+func (l *Ledger) Flush(ctx context.Context) error {
+	l.flushMu.Lock()
+	defer l.flushMu.Unlock()
+	l.mu.Lock()
+	events := l.buf
+	l.buf = nil
+	l.mu.Unlock()
+	if len(events) == 0 {
+		return nil
+	}
+	if err := l.write(ctx, events); err != nil {
+		// Put them back in front, keeping their order, within the cap.
+		l.mu.Lock()
+		keep := events
+		if room := l.opts.MaxBuffered - len(l.buf); len(keep) > room {
+			if room < 0 {
+				room = 0
+			}
+			l.dropped.Add(int64(len(keep) - room))
+			keep = keep[len(keep)-room:]
+		}
+		l.buf = append(keep, l.buf...)
+		l.mu.Unlock()
+		return err
+	}
+	l.written.Add(int64(len(events)))
+	return nil
+}
+
+func (l *Ledger) flushLoop() {
+	defer l.loops.Done()
+	t := time.NewTicker(l.opts.FlushInterval)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		case <-l.wake:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := l.Flush(ctx)
+		cancel()
+		switch {
+		case err != nil && !failing:
+			failing = true
+			l.log.Error("txmq ledger: writing events failed; keeping them and trying again", "schema", l.opts.Schema, "error", err)
+		case err == nil && failing:
+			failing = false
+			l.log.Info("txmq ledger: writing events works again", "schema", l.opts.Schema)
+		}
+	}
+}
+
+// Close writes what is buffered (bounded by ctx) and stops the flusher and pruner. Closing
+// twice is a no-op. It does not close the pool.
+func (l *Ledger) Close(ctx context.Context) error {
+	if !l.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	l.cancels.start.Do(func() {}) // no cancel reader starts from now on
+	close(l.stop)
+	l.loops.Wait()
+	if err := l.Flush(ctx); err != nil {
+		return fmt.Errorf("txmq ledger: final write of %d events in schema %q: %w", l.Stats().Buffered, l.opts.Schema, err)
+	}
+	return nil
+}
+
+// Exists reports whether the ledger table exists in opts.Schema (Migrate creates it).
+func Exists(ctx context.Context, pool *pgxpool.Pool, opts *Options) (bool, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return false, err
+	}
+	var ok bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, pgx.Identifier{o.Schema, "txmq_ledger"}.Sanitize()).Scan(&ok); err != nil {
+		return false, fmt.Errorf("txmq ledger: checking for the ledger table in schema %q: %w", o.Schema, err)
+	}
+	return ok, nil
+}

@@ -1,0 +1,159 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/ledger"
+)
+
+func open(t *testing.T, o ledger.Options) *ledger.Ledger {
+	t.Helper()
+	pool := testenv.PostgresPool(t)
+	o.Schema = testenv.PostgresSchema(t, pool)
+	ctx := context.Background()
+	if err := ledger.Migrate(ctx, pool, &o); err != nil {
+		t.Fatal(err)
+	}
+	if err := ledger.Migrate(ctx, pool, &o); err != nil { // again: a no-op
+		t.Fatal(err)
+	}
+	l, err := ledger.New(pool, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	return l
+}
+
+func state(t *testing.T, l *ledger.Ledger, id string) core.MessageInfo {
+	t.Helper()
+	m, err := l.GetMessage(context.Background(), id)
+	if err != nil {
+		t.Fatalf("GetMessage(%s): %v", id, err)
+	}
+	return m
+}
+
+// TestOrdering: a row never moves back to an older event, whether the events come in one
+// group or in several; a cancelled row takes only a completion; the publish time is the
+// earliest recorded.
+func TestOrdering(t *testing.T) {
+	t.Parallel()
+	l := open(t, ledger.Options{})
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	at := func(d int) time.Time { return t0.Add(time.Duration(d) * time.Second) }
+	ev := func(id string, s core.MessageState, sec int) core.MessageInfo {
+		return core.MessageInfo{ID: id, Queue: "q", State: s, UpdatedAt: at(sec), PublishedAt: at(sec)}
+	}
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name   string
+		groups [][]core.MessageInfo
+		want   core.MessageState
+	}{
+		{"late publish in a later group", [][]core.MessageInfo{{ev("a", core.StateRunning, 2)}, {ev("a", core.StateQueued, 1)}}, core.StateRunning},
+		{"late publish in one group", [][]core.MessageInfo{{ev("b", core.StateRunning, 2), ev("b", core.StateQueued, 1)}}, core.StateRunning},
+		{"in order", [][]core.MessageInfo{{ev("c", core.StateQueued, 1)}, {ev("c", core.StateRunning, 2)}, {ev("c", core.StateCompleted, 3)}}, core.StateCompleted},
+		{"cancelled keeps out a retry", [][]core.MessageInfo{{ev("d", core.StateCancelled, 2)}, {ev("d", core.StateRetry, 3)}}, core.StateCancelled},
+		{"cancelled takes a completion", [][]core.MessageInfo{{ev("e", core.StateCancelled, 2), ev("e", core.StateCompleted, 3)}}, core.StateCompleted},
+	} {
+		for _, g := range tt.groups {
+			l.RecordMessages(g)
+			if err := l.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		id := tt.groups[0][0].ID
+		m := state(t, l, id)
+		if m.State != tt.want {
+			t.Errorf("%s: state %s, want %s", tt.name, m.State, tt.want)
+		}
+		if !m.PublishedAt.Equal(at(1)) && tt.groups[0][0].State != core.StateCancelled {
+			t.Errorf("%s: published %v, want the earliest event %v", tt.name, m.PublishedAt, at(1))
+		}
+	}
+	if _, err := l.GetMessage(ctx, "nope"); !errors.Is(err, core.ErrMessageNotFound) {
+		t.Errorf("GetMessage of an unknown id: %v", err)
+	}
+	if _, err := l.CancelMessage(ctx, "c"); !errors.Is(err, core.ErrNotCancellable) {
+		t.Errorf("CancelMessage of a completed message: %v", err)
+	}
+	got, err := l.CancelledMessages(ctx, "q", []string{"a", "d", "e", "zz"})
+	if err != nil || len(got) != 1 || !got["d"] {
+		t.Errorf("CancelledMessages = %v, %v; want only d", got, err)
+	}
+}
+
+// TestPrune: completed and cancelled rows past the retention go, in bounded deletes; dead,
+// running and recent rows stay.
+func TestPrune(t *testing.T) {
+	t.Parallel()
+	l := open(t, ledger.Options{Retention: time.Hour, PruneBatch: 2, NoPrune: true})
+	old, recent := time.Now().Add(-2*time.Hour), time.Now()
+	var evs []core.MessageInfo
+	for i, s := range []core.MessageState{core.StateCompleted, core.StateCompleted, core.StateCompleted, core.StateCancelled, core.StateCompleted, core.StateDead, core.StateRunning} {
+		evs = append(evs, core.MessageInfo{ID: string(rune('a' + i)), Queue: "q", State: s, UpdatedAt: old})
+	}
+	evs = append(evs, core.MessageInfo{ID: "fresh", Queue: "q", State: core.StateCompleted, UpdatedAt: recent})
+	l.RecordMessages(evs)
+	if err := l.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := l.Prune(context.Background())
+	if err != nil || n != 5 {
+		t.Fatalf("Prune = %d, %v; want the 5 old completed and cancelled rows", n, err)
+	}
+	left, err := l.ListMessages(context.Background(), core.MessageFilter{})
+	if err != nil || len(left) != 3 {
+		t.Fatalf("left: %+v, %v; want the dead, running and fresh rows", left, err)
+	}
+}
+
+// TestOptions: negative settings are errors naming the setting.
+func TestOptions(t *testing.T) {
+	t.Parallel()
+	pool := testenv.PostgresPool(t)
+	for _, o := range []ledger.Options{{Retention: -1}, {FlushSize: -1}, {Schema: "bad name"}} {
+		if _, err := ledger.New(pool, &o); !errors.Is(err, core.ErrInvalidConfig) {
+			t.Errorf("New(%+v) = %v; want ErrInvalidConfig", o, err)
+		}
+	}
+	if _, err := ledger.New(nil, nil); !errors.Is(err, core.ErrInvalidConfig) {
+		t.Errorf("New(nil pool) = %v", err)
+	}
+}
+
+// TestCancelSeenAcrossProcesses: a node's ledger answers CancelledMessages from memory, and a
+// cancel made through another Ledger (another process) is seen by it once CancelMessage
+// returned.
+func TestCancelSeenAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	node := open(t, ledger.Options{CancelCheck: 50 * time.Millisecond})
+	ctx := context.Background()
+	node.RecordMessages([]core.MessageInfo{{ID: "x", Queue: "q", State: core.StateQueued, UpdatedAt: time.Now()}})
+	if err := node.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 { // starts the reader; its reads come while the loop below runs
+		if got, err := node.CancelledMessages(ctx, "q", []string{"x"}); err != nil || len(got) != 0 {
+			t.Fatalf("CancelledMessages before the cancel = %v, %v", got, err)
+		}
+		time.Sleep(60 * time.Millisecond)
+	}
+	other, err := ledger.New(testenv.PostgresPool(t), &ledger.Options{Schema: node.Schema(), CancelCheck: 50 * time.Millisecond, NoPrune: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	if m, err := other.CancelMessage(ctx, "x"); err != nil || m.State != core.StateCancelled {
+		t.Fatalf("CancelMessage = %+v, %v", m, err)
+	}
+	if got, err := node.CancelledMessages(ctx, "q", []string{"x", "y"}); err != nil || !got["x"] || len(got) != 1 {
+		t.Fatalf("CancelledMessages right after the other process's CancelMessage = %v, %v; want x", got, err)
+	}
+}

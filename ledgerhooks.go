@@ -1,0 +1,118 @@
+package txmq
+
+import (
+	"context"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/envelope"
+)
+
+// record sends one event per message id to the node's ledger (NodeOptions.Ledger), built
+// from ev; a nil ledger or no ids is a no-op. A panicking ledger is logged, never propagated.
+func (n *Node) record(queue, batchID string, ids []string, ev core.MessageInfo) {
+	lg := n.opts.Ledger
+	if lg == nil || len(ids) == 0 {
+		return
+	}
+	if ev.UpdatedAt.IsZero() {
+		ev.UpdatedAt = time.Now()
+	}
+	ev.Queue, ev.BatchID = queue, batchID
+	events := make([]core.MessageInfo, len(ids))
+	for i, id := range ids {
+		events[i] = ev
+		events[i].ID = id
+	}
+	n.guard("ledger", func() { lg.RecordMessages(events) })
+}
+
+// recordStored records a batch the backend (or, with state StateOutbox, the outbox) took; at
+// is the time before the write started, so that the event is older than any run's (a node
+// may run the batch before this one's write returns).
+func (n *Node) recordStored(b core.OutgoingBatch, state core.MessageState, at time.Time) {
+	if n.opts.Ledger == nil {
+		return
+	}
+	ev := core.MessageInfo{State: state, PublishedAt: at, UpdatedAt: at}
+	if b.Delay > 0 {
+		ev.Due = at.Add(b.Delay)
+		if state == core.StateQueued {
+			ev.State = core.StateDelayed
+		}
+	}
+	n.record(b.Queue, b.ID, b.MessageIDs, ev)
+}
+
+// recordCommitted records the messages of a publish staged in a transaction once it commits
+// (the outbox relay stores them in the backend right after the commit).
+func (n *Node) recordCommitted(tx core.Tx, p *core.Pending) {
+	if n.opts.Ledger == nil {
+		return
+	}
+	ids := make([]string, len(p.Messages))
+	for i, m := range p.Messages {
+		ids[i] = m.ID
+	}
+	due := p.NotBefore
+	now := time.Now() // before the commit: older than any run of these messages
+	tx.AfterCommit(func() {
+		ev := core.MessageInfo{State: core.StateQueued, PublishedAt: now, UpdatedAt: now}
+		if due.After(now) {
+			ev.State, ev.Due = core.StateDelayed, due
+		}
+		n.record(p.Queue, "", ids, ev)
+	})
+}
+
+// dropCancelled asks the ledger which messages of the claimed batch are cancelled. When none
+// are, it returns d. When some are, it returns the batch decoded without them; when all are,
+// it acks the batch and returns nil (nothing to run). A ledger that does not answer is logged
+// and the batch runs whole: delivery is at least once.
+func (n *Node) dropCancelled(r *running, l *listener, d *decoded, ids []string) *decoded {
+	c := r.claim
+	ctx, cancel := n.claimCtx()
+	cancelled, err := n.cancelledOf(ctx, c.Queue, ids)
+	cancel()
+	if err != nil {
+		n.log.Warn("txmq: the ledger did not say which messages are cancelled; running the batch whole", "queue", c.Queue, "batch", d.id, "error", err)
+		return d
+	}
+	if len(cancelled) == 0 {
+		return d
+	}
+	if len(cancelled) >= len(ids) {
+		n.log.Info("txmq: every message of the batch is cancelled; acking it without a run", "queue", c.Queue, "batch", d.id, "messages", len(ids))
+		n.settleErr(c, "ack", n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) }))
+		return nil
+	}
+	env, err := envelope.Decode(c.Body)
+	if err != nil {
+		return d
+	}
+	keepIDs := env.MessageIDs[:0:0]
+	keep := env.Messages[:0:0]
+	for i, id := range env.MessageIDs {
+		if !cancelled[id] {
+			keepIDs = append(keepIDs, id)
+			keep = append(keep, env.Messages[i])
+		}
+	}
+	env.MessageIDs, env.Messages = keepIDs, keep
+	d2, err := safeDecode(l, envelope.Encode(env))
+	if err != nil {
+		return d
+	}
+	n.log.Info("txmq: cancelled messages left out of the batch", "queue", c.Queue, "batch", d.id, "cancelled", len(ids)-len(keepIDs), "left", len(keepIDs))
+	return d2
+}
+
+// cancelledOf calls the ledger's CancelledMessages, turning a panic into an error.
+func (n *Node) cancelledOf(ctx context.Context, queue string, ids []string) (out map[string]bool, err error) {
+	err = safeCall("ledger CancelledMessages", func() error {
+		var e error
+		out, e = n.opts.Ledger.CancelledMessages(ctx, queue, ids)
+		return e
+	})
+	return out, err
+}

@@ -1,0 +1,102 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+)
+
+// Ordered queues. A row of an ordered queue carries its batch's ordering key (the order_key
+// column). Whoever publishes rows (the after-commit publishers, the relay, the sweep, in this
+// process or another) publishes a keyed row only when every earlier row (lower id) of its queue
+// and key still in the table was published (or dead-lettered) earlier in the same pass, in id
+// order; otherwise the row waits, without an attempt counted, for a later pass. A row that
+// fails blocks the rest of its key for the pass. Ids follow the order in which rows were
+// inserted, so a key's batches are published in staging order within a transaction and in
+// commit order across transactions that commit one after the other; two transactions that
+// stage the same key concurrently have no defined order between them.
+
+// orderKey names a key of a queue.
+type orderKey struct{ queue, key string }
+
+// orderGuard says which keyed rows of a pass may be published now (see above).
+type orderGuard struct {
+	ids     map[orderKey][]int64 // per key, the ids in the table up to the pass's last, in order
+	blocked map[orderKey]bool
+}
+
+// newOrderGuard reads, for the keyed rows of rows, the ids of their keys in the table up to
+// the highest id of each key in rows (one statement, an index access per key). It returns nil
+// when rows holds no keyed row.
+func (s *Store) newOrderGuard(ctx context.Context, q querier, rows []row) (*orderGuard, error) {
+	upto := map[orderKey]int64{}
+	for _, r := range rows {
+		if r.batch.Key != "" {
+			k := orderKey{r.batch.Queue, r.batch.Key}
+			upto[k] = max(upto[k], r.id)
+		}
+	}
+	if len(upto) == 0 {
+		return nil, nil
+	}
+	queues, keys, ids := make([]string, 0, len(upto)), make([]string, 0, len(upto)), make([]int64, 0, len(upto))
+	for k, id := range upto {
+		queues, keys, ids = append(queues, k.queue), append(keys, k.key), append(ids, id)
+	}
+	rs, err := q.Query(ctx, `SELECT o.queue, o.order_key, o.id FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(q, key, upto)
+		JOIN `+s.outbox+` o ON o.queue = k.q AND o.order_key = k.key AND o.id <= k.upto ORDER BY o.id`, queues, keys, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the earlier rows of %d ordering key(s): %w", len(upto), err)
+	}
+	defer rs.Close()
+	g := &orderGuard{ids: make(map[orderKey][]int64, len(upto)), blocked: map[orderKey]bool{}}
+	for rs.Next() {
+		var k orderKey
+		var id int64
+		if err := rs.Scan(&k.queue, &k.key, &id); err != nil {
+			return nil, err
+		}
+		g.ids[k] = append(g.ids[k], id)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("reading the earlier rows of %d ordering key(s): %w", len(upto), err)
+	}
+	return g, nil
+}
+
+// may reports whether r may be published now: it has no key, or it is the first row of its
+// key left in the table (earlier ones done in this pass) and its key is not blocked. A row
+// that may not blocks its key for the rest of the pass.
+func (g *orderGuard) may(r row) bool {
+	if g == nil || r.batch.Key == "" {
+		return true
+	}
+	k := orderKey{r.batch.Queue, r.batch.Key}
+	if g.blocked[k] {
+		return false
+	}
+	if ids := g.ids[k]; len(ids) == 0 || ids[0] != r.id {
+		g.blocked[k] = true
+		return false
+	}
+	return true
+}
+
+// done records that r left the table in this pass (published or dead-lettered): the next row
+// of its key may go.
+func (g *orderGuard) done(r row) {
+	if g == nil || r.batch.Key == "" {
+		return
+	}
+	k := orderKey{r.batch.Queue, r.batch.Key}
+	if ids := g.ids[k]; len(ids) > 0 && ids[0] == r.id {
+		g.ids[k] = ids[1:]
+	}
+}
+
+// block stops r's key for the rest of the pass (r failed).
+func (g *orderGuard) block(r row) {
+	if g == nil || r.batch.Key == "" {
+		return
+	}
+	g.blocked[orderKey{r.batch.Queue, r.batch.Key}] = true
+}

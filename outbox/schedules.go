@@ -1,0 +1,106 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// tickRetention is how long claimed ticks are kept (a tick older than that cannot be claimed
+// again by a node that comes back late: nodes only claim ticks near their own clock's now).
+const tickRetention = 24 * time.Hour
+
+// ClaimTick claims tick of schedule and runs publish in the same transaction, so that the tick
+// is published once cluster-wide: it returns true when this call claimed it, false (without
+// running publish) when a node did before. It implements txmq.TickClaimer.
+func (s *Store) ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error) {
+	if s == nil {
+		return false, errNoStore("ClaimTick")
+	}
+	ticks := pgx.Identifier{s.o.Schema, "txmq_schedule_ticks"}.Sanitize()
+	schedules := pgx.Identifier{s.o.Schema, "txmq_schedules"}.Sanitize()
+	claimed := false
+	err := s.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO `+ticks+` (schedule, tick) VALUES ($1, $2) ON CONFLICT DO NOTHING`, schedule, tick)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return errTickTaken
+		}
+		if err := publish(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO `+schedules+` (schedule, queue, last_tick, next_tick) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (schedule) DO UPDATE SET queue = $2, last_tick = greatest(`+schedules+`.last_tick, $3), next_tick = $4, updated_at = now()`,
+			schedule, queue, tick, nullTime(next)); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM `+ticks+` WHERE schedule = $1 AND tick < $2`, schedule, tick.Add(-tickRetention))
+		claimed = true
+		return err
+	})
+	if errors.Is(err, errTickTaken) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("txmq outbox: schedule %q, tick %s: %w", schedule, tick.UTC().Format(time.RFC3339), err)
+	}
+	return claimed, nil
+}
+
+var errTickTaken = errors.New("tick already claimed")
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+// LastTick returns the latest claimed tick of schedule, zero if none. It implements
+// txmq.TickClaimer.
+func (s *Store) LastTick(ctx context.Context, schedule string) (time.Time, error) {
+	if s == nil {
+		return time.Time{}, errNoStore("LastTick")
+	}
+	var t time.Time
+	err := s.pool.QueryRow(ctx, `SELECT last_tick FROM `+pgx.Identifier{s.o.Schema, "txmq_schedules"}.Sanitize()+` WHERE schedule = $1`, schedule).Scan(&t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("txmq outbox: last tick of schedule %q: %w", schedule, err)
+	}
+	return t, nil
+}
+
+// ScheduleRow is one schedule as the app database knows it.
+type ScheduleRow struct {
+	// Schedule and Queue name the schedule and the queue it publishes to.
+	Schedule, Queue string
+	// LastTick is the latest published tick; NextTick the one after it.
+	LastTick, NextTick time.Time
+}
+
+// Schedules lists the schedules that published at least one tick, by name.
+func (s *Store) Schedules(ctx context.Context) ([]ScheduleRow, error) {
+	if s == nil {
+		return nil, errNoStore("Schedules")
+	}
+	rows, err := s.pool.Query(ctx, `SELECT schedule, queue, last_tick, coalesce(next_tick, 'epoch') FROM `+pgx.Identifier{s.o.Schema, "txmq_schedules"}.Sanitize()+` ORDER BY schedule`)
+	if err != nil {
+		return nil, fmt.Errorf("txmq outbox: listing schedules: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ScheduleRow, error) {
+		var x ScheduleRow
+		err := r.Scan(&x.Schedule, &x.Queue, &x.LastTick, &x.NextTick)
+		if x.NextTick.Unix() == 0 {
+			x.NextTick = time.Time{}
+		}
+		return x, err
+	})
+}

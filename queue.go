@@ -1,0 +1,240 @@
+package txmq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/envelope"
+)
+
+// Queue is a declared, typed queue. Messages are JSON-encoded once at publish and decoded once at
+// delivery. Get one from Declare or MustDeclare.
+type Queue[T any] struct {
+	spec    *queueSpec
+	onError func([]T, error, int) error
+}
+
+// Name returns the queue name.
+func (q *Queue[T]) Name() string { return q.spec.name }
+
+// PublishOption changes one publish call.
+type PublishOption func(*publishOptions)
+
+type publishOptions struct {
+	notBefore time.Time
+	delay     time.Duration
+	ids       []string
+	key       string
+	keySet    bool
+}
+
+// MaxIDBytes is the longest message id a publish accepts.
+const MaxIDBytes = 255
+
+// ID gives the message of a Publish call its id instead of a generated one: for example the
+// business row's key, so that a listener (MessageIDs) and an operator can tell which message
+// is which. See IDs.
+func ID(id string) PublishOption { return IDs(id) }
+
+// IDs gives the messages of a publish call their ids, in order, one per message, instead of
+// generated ones. An id is 1 to MaxIDBytes bytes of UTF-8 without control characters, and the
+// ids of one call are distinct. The id travels with the message through retries, the outbox,
+// a drain and a dead letter's replay, and listeners read it with MessageIDs. txmq does not
+// deduplicate by id yet: publishing an id twice delivers the message twice.
+func IDs(ids ...string) PublishOption {
+	return func(o *publishOptions) { o.ids = ids }
+}
+
+// Key gives the messages of a publish call the ordering key of an Ordered queue: messages of
+// one key are delivered in the order of their publish calls (see "Ordering" in the package
+// doc). A key is 1 to core.MaxKeyBytes (128) bytes of printable ASCII without spaces, the same
+// on every backend (SQS's MessageGroupId set); hash longer keys. On a queue that is not
+// Ordered, a key is an error: declare the queue Ordered.
+func Key(key string) PublishOption {
+	return func(o *publishOptions) { o.key, o.keySet = key, true }
+}
+
+// After delays delivery by d: the messages are never delivered before now+d.
+func After(d time.Duration) PublishOption {
+	return func(o *publishOptions) { o.delay = d }
+}
+
+// At schedules delivery: the messages are never delivered before t.
+func At(t time.Time) PublishOption {
+	return func(o *publishOptions) { o.notBefore = t }
+}
+
+// Publish publishes one message; see PublishMany.
+func (q *Queue[T]) Publish(ctx context.Context, n *Node, msg T, opts ...PublishOption) error {
+	return q.PublishMany(ctx, n, []T{msg}, opts...)
+}
+
+// PublishMany publishes messages on node n, routed by the queue's Transactional setting and the
+// transaction in ctx (see ContextWithTx). Every message must survive a JSON round trip; a
+// message that does not is an error wrapping ErrInvalidPayload, and nothing of the call is
+// published. The call never waits for the backend: immediate messages go to the node's
+// coalescing buffer. There is no backpressure: the buffer is unbounded, so a publisher that
+// outruns the backend for long (or a backend that is down without an outbox to hand off to)
+// grows memory; watch Stats.Buffered and throttle in the app if that can happen.
+func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...PublishOption) error {
+	if n == nil {
+		return fmt.Errorf("%w: queue %q: publish needs a node (NewNode)", core.ErrInvalidConfig, q.spec.name)
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	var o publishOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if err := checkKey(q.spec, o); err != nil {
+		return err
+	}
+	due := o.notBefore
+	if o.delay > 0 {
+		due = n.clock.Now().Add(o.delay)
+	}
+	encoded, err := encodeMessages(q.spec, msgs)
+	if err != nil {
+		return err
+	}
+	if o.ids != nil {
+		if err := setIDs(q.spec.name, encoded, o.ids); err != nil {
+			return err
+		}
+	}
+	return n.publish(ctx, &core.Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, Key: o.key, Batcher: &pendingMeta{spec: q.spec, clock: n.clock}})
+}
+
+// checkKey checks a publish call's ordering key against the queue's Ordered setting.
+func checkKey(spec *queueSpec, o publishOptions) error {
+	switch {
+	case spec.ordered && !o.keySet:
+		return fmt.Errorf("%w: queue %q is Ordered: every publish needs an ordering key; pass txmq.Key(k) (for example the account or order id)", core.ErrInvalidConfig, spec.name)
+	case !spec.ordered && o.keySet:
+		return fmt.Errorf("%w: queue %q is not Ordered, so txmq.Key(%q) would promise an order it does not keep; declare the queue with Ordered: true, or drop the key", core.ErrInvalidConfig, spec.name, envelope.Truncate([]byte(o.key), 40))
+	case spec.ordered && !core.ValidKey(o.key):
+		return fmt.Errorf("%w: queue %q: ordering key %q is not 1 to %d bytes of printable ASCII without spaces; hash it (for example hex of SHA-256) to make it portable", core.ErrInvalidConfig, spec.name, envelope.Truncate([]byte(o.key), 40), core.MaxKeyBytes)
+	}
+	return nil
+}
+
+// encodeMessages encodes each message and checks its JSON round trip. Values are kept boxed
+// only when the queue has a Dedup func that needs them.
+func encodeMessages[T any](spec *queueSpec, msgs []T) ([]core.Message, error) {
+	out := make([]core.Message, len(msgs))
+	check := !roundTripsPlainly(reflect.TypeFor[T]())
+	for i := range msgs {
+		b, err := json.Marshal(msgs[i])
+		if err != nil {
+			return nil, fmt.Errorf("%w: queue %q, message %d: %v: publish only values that encoding/json can encode (no channels, funcs, NaN/Inf or cycles)", core.ErrInvalidPayload, spec.name, i, err)
+		}
+		if check {
+			var back T
+			if err := json.Unmarshal(b, &back); err != nil {
+				return nil, fmt.Errorf("%w: queue %q, message %d: its JSON %s does not decode back into %T: %v", core.ErrInvalidPayload, spec.name, i, envelope.Truncate(b, 80), back, err)
+			}
+		}
+		out[i] = core.Message{ID: core.NewID(), Body: b}
+	}
+	return out, nil
+}
+
+// typedDedup adapts a typed Dedup func to encoded messages. Output messages keep the id of the
+// first input message with the same JSON; new values get new ids.
+func typedDedup[T any](name string, fn func([]T) []T) func([]core.Message) ([]core.Message, error) {
+	return func(in []core.Message) (out []core.Message, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("queue %q: Dedup panicked: %v", name, r)
+			}
+		}()
+		vals := make([]T, 0, len(in))
+		ids := make(map[string]string, len(in))
+		for _, m := range in {
+			var v T
+			if err := json.Unmarshal(m.Body, &v); err != nil {
+				return nil, fmt.Errorf("queue %q: decoding for Dedup: %w", name, err)
+			}
+			vals = append(vals, v)
+			if _, seen := ids[string(m.Body)]; !seen {
+				ids[string(m.Body)] = m.ID
+			}
+		}
+		kept := fn(vals)
+		if len(kept) > len(in) {
+			return nil, fmt.Errorf("queue %q: Dedup returned %d messages for %d: it may only remove or merge", name, len(kept), len(in))
+		}
+		out = make([]core.Message, 0, len(kept))
+		for i := range kept {
+			b, err := json.Marshal(kept[i])
+			if err != nil {
+				return nil, fmt.Errorf("queue %q: encoding Dedup output: %w", name, err)
+			}
+			id, ok := ids[string(b)]
+			if ok {
+				delete(ids, string(b))
+			} else {
+				id = core.NewID()
+			}
+			out = append(out, core.Message{ID: id, Body: b})
+		}
+		return out, nil
+	}
+}
+
+// Listen registers fn as this node's listener for q. A node has at most one listener per queue,
+// and the queue must be declared in the node's registry. Listeners receive a slice of messages
+// (any size: MaxBatchMessages is a soft target), may be called concurrently, must be idempotent
+// (delivery is at-least-once) and must not rely on order, except within a key of an Ordered
+// queue (a batch then holds one key, in publish order). Returning an error or panicking fails
+// the batch, which is retried with backoff until the queue's budget is spent. The context is
+// cancelled when the node stops or the batch's lease is lost.
+func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error) error {
+	if n == nil || fn == nil {
+		return fmt.Errorf("%w: queue %q: Listen needs a node and a non-nil listener func", core.ErrInvalidConfig, q.spec.name)
+	}
+	l := &listener{spec: q.spec, decode: func(body []byte) (*decoded, error) {
+		env, err := envelope.DecodeTyped[T](body)
+		if err != nil {
+			return nil, err
+		}
+		if env.Queue != q.spec.name {
+			return nil, fmt.Errorf("%w: batch %s names queue %q but was stored in %q", core.ErrUndecodable, env.ID, env.Queue, q.spec.name)
+		}
+		d := &decoded{
+			id: env.ID, attempt: env.Attempt, created: env.Created, due: env.Due, trace: env.Trace,
+			count: len(env.Messages), ids: env.MessageIDs,
+			run: func(ctx context.Context) error { return fn(ctx, env.Messages) },
+		}
+		if q.onError != nil {
+			d.onError = func(err error, attempts int) error { return q.onError(env.Messages, err, attempts) }
+		}
+		return d, nil
+	}}
+	return n.addListener(l)
+}
+
+// decoded is a claimed batch after decoding, with its typed calls bound.
+type decoded struct {
+	id      string
+	attempt int
+	created time.Time
+	due     time.Time // the publisher's due time, zero for none (see Envelope.Due)
+	trace   map[string]string
+	count   int
+	ids     envelope.IDList // the message ids, decoded when a listener asks (MessageIDs)
+	run     func(ctx context.Context) error
+	onError func(err error, attempts int) error
+}
+
+// listener is the untyped view of a registered listener.
+type listener struct {
+	spec    *queueSpec
+	decode  func(body []byte) (*decoded, error)
+	history runHistory // runs per minute, for RunHistory
+}

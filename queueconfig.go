@@ -1,0 +1,202 @@
+package txmq
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Transactional says how a queue's publishes relate to the app's database transaction; see the
+// routing table in the package doc.
+type Transactional int
+
+const (
+	// unsetTransactional is the zero value: a declaration must choose.
+	unsetTransactional Transactional = iota
+	// Require: inside a transaction the message becomes an outbox row in it; outside, publishing
+	// is an error (ErrNoTransaction).
+	Require
+	// Try: inside a transaction, an outbox row; outside, published immediately.
+	Try
+	// Never: inside a transaction the message waits in memory for the commit and is then
+	// published immediately (dropped on rollback); outside, published immediately.
+	Never
+)
+
+// String returns the mode's name.
+func (t Transactional) String() string {
+	switch t {
+	case Require:
+		return "Require"
+	case Try:
+		return "Try"
+	case Never:
+		return "Never"
+	}
+	return fmt.Sprintf("Transactional(%d)", int(t))
+}
+
+// Concurrency is a per-node cap on in-flight batches of one queue: a fixed number (Cap) or a
+// func re-read at every check (CapFunc). The zero value means no cap.
+type Concurrency struct {
+	n  int
+	fn func() (int, error)
+}
+
+// Cap returns a fixed per-node cap of n in-flight batches; n must be > 0.
+func Cap(n int) Concurrency { return Concurrency{n: n} }
+
+// CapFunc returns a cap computed by fn at every check, so it can change at run time. A fn that
+// panics, returns an error or returns a value <= 0 means no cap for that check.
+func CapFunc(fn func() (int, error)) Concurrency { return Concurrency{fn: fn} }
+
+// isSet reports whether a cap was configured.
+func (c Concurrency) isSet() bool { return c.n != 0 || c.fn != nil }
+
+// limit evaluates the cap now; Unlimited when there is none.
+func (c Concurrency) limit() (n int) {
+	if c.fn == nil {
+		if c.n > 0 {
+			return c.n
+		}
+		return core.Unlimited
+	}
+	defer func() {
+		if recover() != nil {
+			n = core.Unlimited
+		}
+	}()
+	v, err := c.fn()
+	if err != nil || v <= 0 {
+		return core.Unlimited
+	}
+	return v
+}
+
+// DefaultMaxBatchMessages is the default soft batch size.
+const DefaultMaxBatchMessages = 100
+
+// DefaultMaxAttempts is the default retry budget: the listener runs at most this many times.
+const DefaultMaxAttempts = 5
+
+// QueueConfig is the closed set of settings of a queue. It is validated at declaration.
+type QueueConfig[T any] struct {
+	// Transactional is required: Require, Try or Never.
+	Transactional Transactional
+	// Exclusive allows at most one batch of this queue in flight in the whole cluster.
+	// Default false. It cannot be combined with MaxConcurrentBatches.
+	Exclusive bool
+	// MaxConcurrentBatches caps in-flight batches of this queue per node (a soft throttle that
+	// may overshoot by one or two). Default: no cap.
+	MaxConcurrentBatches Concurrency
+	// MaxBatchMessages is the soft target for messages per batch, used to coalesce publishes;
+	// default 100. Listeners must not assume it as a hard cap.
+	MaxBatchMessages int
+	// MaxAttempts is the retry budget: the listener runs at most this many times per batch.
+	// Default 5.
+	MaxAttempts int
+	// Dedup, if set, maps the messages of a batch to the messages to store, before the batch is
+	// stored (in the buffer and in the outbox). It must not return more messages than it got.
+	Dedup func([]T) []T
+	// MaxMessageBytes is the largest encoded (JSON) message a publish on this queue accepts; a
+	// larger one fails the publish call with an error wrapping ErrRejected. Default 0: the
+	// node's NodeOptions.MaxMessageBytes (1 MiB by default); NoSizeLimit: no library limit for
+	// this queue. The backend's own limit (SizeLimiter) always applies.
+	MaxMessageBytes int
+	// MaxBatchBytes is the soft size limit of an encoded batch of this queue: batches are cut
+	// to stay under it (a batch always holds at least one message). Default 0: the node's
+	// NodeOptions.MaxBatchBytes (8 MiB by default); NoSizeLimit: no library limit.
+	MaxBatchBytes int
+	// OnError, if set, is called once per terminal drop (retries exhausted or worker lost) with
+	// the decoded messages, the last error and the number of runs. It is at-least-once; its
+	// panics and errors are logged and swallowed.
+	OnError func(msgs []T, err error, attempts int) error
+	// Ordered makes the queue keep per-key order: every publish carries a key (the Key
+	// publish option; publishing without one is an error naming the queue), a batch holds the
+	// messages of one key, and the messages of a key are delivered in the order they were
+	// published, one batch per key in flight cluster-wide, a failing batch holding its key
+	// back through its retries (see "Ordering" in the package doc). Different keys run in
+	// parallel. The backend must enforce it (core.KeyOrderer): a node on a backend that does
+	// not refuses the queue. Default false: no order at all.
+	Ordered bool
+	// RateLimit caps how many batches of the queue start per period, cluster-wide when the
+	// nodes share a Limiter (txmq.Open uses the app database), else per node. Zero: no limit.
+	// To limit messages, set MaxBatchMessages to 1.
+	RateLimit RateLimit
+}
+
+var queueNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+
+// ValidateQueueName checks the portable queue name rule.
+func ValidateQueueName(name string) error {
+	if !queueNameRE.MatchString(name) {
+		return fmt.Errorf("%w: queue name %q: use 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter (portable to SQS, NATS and Redis)", core.ErrInvalidConfig, name)
+	}
+	return nil
+}
+
+func (c *QueueConfig[T]) validate(name string) error {
+	if err := ValidateQueueName(name); err != nil {
+		return err
+	}
+	switch c.Transactional {
+	case Require, Try, Never:
+	case unsetTransactional:
+		return fmt.Errorf("%w: queue %q: Transactional is required: set Require, Try or Never", core.ErrInvalidConfig, name)
+	default:
+		return fmt.Errorf("%w: queue %q: Transactional %d is not one of Require, Try, Never", core.ErrInvalidConfig, name, int(c.Transactional))
+	}
+	if c.Exclusive && c.MaxConcurrentBatches.isSet() {
+		return fmt.Errorf("%w: queue %q: Exclusive and MaxConcurrentBatches cannot be combined: Exclusive already means one batch in flight cluster-wide; drop one of them", core.ErrInvalidConfig, name)
+	}
+	if c.MaxConcurrentBatches.fn == nil && c.MaxConcurrentBatches.n < 0 {
+		return fmt.Errorf("%w: queue %q: MaxConcurrentBatches is %d; use Cap(n) with n > 0, or leave it unset for no cap", core.ErrInvalidConfig, name, c.MaxConcurrentBatches.n)
+	}
+	if c.MaxBatchMessages < 0 {
+		return fmt.Errorf("%w: queue %q: MaxBatchMessages is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, name, c.MaxBatchMessages, DefaultMaxBatchMessages)
+	}
+	for _, s := range []struct {
+		name string
+		v    int
+	}{{"MaxMessageBytes", c.MaxMessageBytes}, {"MaxBatchBytes", c.MaxBatchBytes}} {
+		if s.v < 0 && s.v != NoSizeLimit {
+			return fmt.Errorf("%w: queue %q: %s is %d; use a size in bytes > 0, 0 for the node's setting, or NoSizeLimit", core.ErrInvalidConfig, name, s.name, s.v)
+		}
+	}
+	if c.MaxMessageBytes > 0 && c.MaxBatchBytes > 0 && c.MaxBatchBytes < c.MaxMessageBytes {
+		return fmt.Errorf("%w: queue %q: MaxBatchBytes %d is below MaxMessageBytes %d; a batch must hold one message of the largest size", core.ErrInvalidConfig, name, c.MaxBatchBytes, c.MaxMessageBytes)
+	}
+	if c.MaxAttempts < 0 {
+		return fmt.Errorf("%w: queue %q: MaxAttempts is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, name, c.MaxAttempts, DefaultMaxAttempts)
+	}
+	if r := c.RateLimit; r != (RateLimit{}) && (r.Batches <= 0 || r.Per <= 0 || r.Burst < 0) {
+		return fmt.Errorf("%w: queue %q: RateLimit %+v: set Batches > 0 and Per > 0 (Burst >= 0, 0 means Batches), or leave it zero for no limit", core.ErrInvalidConfig, name, r)
+	}
+	return nil
+}
+
+// DefaultBackoff is the retry delay after the given failed run (1-based): 1 s doubling per run,
+// at most 10 min, with ±20% jitter.
+func DefaultBackoff(run int) time.Duration {
+	return ExponentialBackoff(time.Second, 10*time.Minute)(run)
+}
+
+// ExponentialBackoff returns a backoff that waits base after the first failed run, doubling per
+// run up to limit, with ±20% jitter (never below 80% of the unjittered value).
+func ExponentialBackoff(base, limit time.Duration) func(run int) time.Duration {
+	return func(run int) time.Duration {
+		if run < 1 {
+			run = 1
+		}
+		d := base
+		for i := 1; i < run && d < limit; i++ {
+			d *= 2
+		}
+		if d > limit {
+			d = limit
+		}
+		return jitter(d)
+	}
+}

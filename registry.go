@@ -1,0 +1,184 @@
+package txmq
+
+import (
+	"fmt"
+	"maps"
+	"reflect"
+	"runtime"
+	"slices"
+	"sync"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Registry holds queue declarations. Most apps use DefaultRegistry through Declare; tests use a
+// fresh registry each (see coretest) so that declarations do not leak between them.
+type Registry struct {
+	mu        sync.Mutex
+	queues    map[string]*queueSpec
+	schedules map[string]*scheduleSpec
+}
+
+// DefaultRegistry is the process-wide registry used when a node's options name none.
+var DefaultRegistry = NewRegistry()
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{queues: make(map[string]*queueSpec)} }
+
+// Names returns the declared queue names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.queues))
+}
+
+// lookup returns the declaration of name, or nil.
+func (r *Registry) lookup(name string) *queueSpec {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.queues[name]
+}
+
+// declKey is the comparable part of a declaration; funcs are compared only by being set,
+// because Go funcs cannot be compared. Two declarations are the same when they come from the
+// same source line and have equal keys.
+type declKey struct {
+	typ            string
+	tx             Transactional
+	exclusive      bool
+	ordered        bool
+	capN           int
+	capFunc        bool
+	maxBatch       int
+	maxAttempts    int
+	maxMsgBytes    int
+	maxBatchBytes  int
+	dedup, onError bool
+	rate           RateLimit
+}
+
+// queueSpec is the untyped view of a declared queue that the engine works with.
+type queueSpec struct {
+	name        string
+	site        string
+	key         declKey
+	reg         *Registry
+	tx          Transactional
+	exclusive   bool
+	ordered     bool // QueueConfig.Ordered: publishes carry a key, batches hold one key
+	conc        Concurrency
+	maxBatch    int
+	maxAttempts int
+	// maxMessageBytes and maxBatchBytes are the queue's size settings (0: the node's).
+	maxMessageBytes, maxBatchBytes int
+	// dedup maps messages (with their boxed values) to the messages to store; nil if unset.
+	dedup func([]core.Message) ([]core.Message, error)
+	// typed is the *Queue[T] handed out for this declaration.
+	typed any
+	// rate is the queue's RateLimit (zero: none), Burst defaulted.
+	rate RateLimit
+}
+
+// Declare declares a typed queue in DefaultRegistry and returns its handle; the queue's type
+// comes from cfg (QueueConfig[Email]{...} declares a queue of Email). The config is validated
+// now. Declaring the same name again from the same source line with the same settings returns
+// the same queue; any other second declaration is an error naming both places.
+func Declare[T any](name string, cfg QueueConfig[T]) (*Queue[T], error) {
+	return declare(nil, name, cfg, 1)
+}
+
+// MustDeclare is Declare that panics on error, for package-level declarations:
+//
+//	var Emails = txmq.MustDeclare("emails", txmq.QueueConfig[Email]{Transactional: txmq.Try})
+func MustDeclare[T any](name string, cfg QueueConfig[T]) *Queue[T] {
+	q, err := declare(nil, name, cfg, 1)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}
+
+// DeclareIn is Declare in reg instead of DefaultRegistry (reg nil means DefaultRegistry): tests
+// use a fresh registry each so that declarations do not leak between them, and give it to their
+// nodes in NodeOptions.Registry.
+func DeclareIn[T any](reg *Registry, name string, cfg QueueConfig[T]) (*Queue[T], error) {
+	return declare(reg, name, cfg, 1)
+}
+
+// MustDeclareIn is DeclareIn that panics on error.
+func MustDeclareIn[T any](reg *Registry, name string, cfg QueueConfig[T]) *Queue[T] {
+	q, err := declare(reg, name, cfg, 1)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}
+
+func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*Queue[T], error) {
+	if reg == nil {
+		reg = DefaultRegistry
+	}
+	if err := cfg.validate(name); err != nil {
+		return nil, err
+	}
+	site := "unknown place"
+	if _, file, line, ok := runtime.Caller(skip + 1); ok {
+		site = fmt.Sprintf("%s:%d", file, line)
+	}
+	if cfg.MaxBatchMessages == 0 {
+		cfg.MaxBatchMessages = DefaultMaxBatchMessages
+	}
+	if cfg.MaxAttempts == 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	key := declKey{
+		typ:           reflect.TypeFor[T]().String(),
+		tx:            cfg.Transactional,
+		exclusive:     cfg.Exclusive,
+		ordered:       cfg.Ordered,
+		capN:          cfg.MaxConcurrentBatches.n,
+		capFunc:       cfg.MaxConcurrentBatches.fn != nil,
+		maxBatch:      cfg.MaxBatchMessages,
+		maxAttempts:   cfg.MaxAttempts,
+		maxMsgBytes:   cfg.MaxMessageBytes,
+		maxBatchBytes: cfg.MaxBatchBytes,
+		dedup:         cfg.Dedup != nil,
+		onError:       cfg.OnError != nil,
+		rate:          cfg.RateLimit,
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if prev, ok := reg.queues[name]; ok {
+		if prev.site == site && prev.key == key {
+			if q, ok := prev.typed.(*Queue[T]); ok {
+				return q, nil
+			}
+		}
+		if prev.site != site {
+			return nil, fmt.Errorf("%w: queue %q is declared twice, at %s and at %s: declare each queue once (in a package-level var) and share the handle", core.ErrInvalidConfig, name, prev.site, site)
+		}
+		return nil, fmt.Errorf("%w: queue %q is declared again at %s with different settings (%+v before, %+v now); a queue has one declaration", core.ErrInvalidConfig, name, site, prev.key, key)
+	}
+	spec := &queueSpec{
+		name:            name,
+		site:            site,
+		key:             key,
+		reg:             reg,
+		tx:              cfg.Transactional,
+		exclusive:       cfg.Exclusive,
+		ordered:         cfg.Ordered,
+		conc:            cfg.MaxConcurrentBatches,
+		maxBatch:        cfg.MaxBatchMessages,
+		maxAttempts:     cfg.MaxAttempts,
+		maxMessageBytes: cfg.MaxMessageBytes,
+		maxBatchBytes:   cfg.MaxBatchBytes,
+		rate:            rateDefaults(cfg.RateLimit),
+	}
+	if cfg.Dedup != nil {
+		spec.dedup = typedDedup(name, cfg.Dedup)
+	}
+	q := &Queue[T]{spec: spec, onError: cfg.OnError}
+	spec.typed = q
+	reg.queues[name] = spec
+	return q, nil
+}

@@ -1,0 +1,101 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/txmq/txmq/internal/envelope"
+	"github.com/txmq/txmq/outbox"
+)
+
+func (s *server) deadList(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.Timeout)
+	defer cancel()
+	queue := r.URL.Query().Get("queue")
+	state := outbox.DLQDead
+	if r.URL.Query().Get("all") != "" {
+		state = outbox.DLQAll
+	}
+	rows, err := s.o.Store.ListDeadLetters(ctx, outbox.DLQFilter{Queue: queue, Limit: 200, State: state})
+	var errs []string
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	s.render(w, r, "dead.html", map[string]any{"Title": "Dead letters", "Rows": rows, "Queue": queue, "All": state == outbox.DLQAll, "Errors": errs})
+}
+
+// shownMessage is one message of a dead letter, decoded for display.
+type shownMessage struct {
+	ID   string
+	JSON string
+}
+
+func (s *server) deadShow(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.Timeout)
+	defer cancel()
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		http.Error(w, "no such dead letter", http.StatusNotFound)
+		return
+	}
+	row, err := s.o.Store.GetDeadLetter(ctx, id)
+	if err != nil {
+		if errors.Is(err, outbox.ErrNotFound) {
+			http.Error(w, "no such dead letter", http.StatusNotFound)
+			return
+		}
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var msgs []shownMessage
+	var decodeErr string
+	if env, err := envelope.Decode(row.Body); err != nil {
+		decodeErr = err.Error()
+	} else {
+		for i, m := range env.Messages {
+			var pretty []byte
+			var v any
+			if json.Unmarshal(m, &v) == nil {
+				pretty, _ = json.MarshalIndent(v, "", "  ")
+			} else {
+				pretty = m
+			}
+			sm := shownMessage{JSON: string(pretty)}
+			if i < len(env.MessageIDs) {
+				sm.ID = env.MessageIDs[i]
+			}
+			msgs = append(msgs, sm)
+		}
+	}
+	s.render(w, r, "letter.html", map[string]any{"Title": fmt.Sprintf("Dead letter %d", id), "Row": row, "Messages": msgs, "DecodeErr": decodeErr})
+}
+
+func (s *server) replay(ctx context.Context, r *http.Request) (string, error) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("no dead letter %q", r.PathValue("id"))
+	}
+	if err := s.o.Store.Replay(ctx, id); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("replayed dead letter %d with a fresh budget", id), nil
+}
+
+func (s *server) purge(ctx context.Context, r *http.Request) (string, error) {
+	queue := r.PostFormValue("queue")
+	if queue == "" {
+		return "", errors.New("name the queue whose dead letters to purge")
+	}
+	if r.PostFormValue("confirm") != queue {
+		return "", fmt.Errorf("not purged: type the queue name %q in the confirmation box", queue)
+	}
+	n, err := s.o.Store.Purge(ctx, outbox.DLQFilter{Queue: queue})
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("purged %d dead letter(s) of %s", n, queue), nil
+}
