@@ -212,8 +212,8 @@
 // package ledger: a table in the app database where nodes record every publish and outcome in
 // grouped writes) this works on every backend, and a node leaves cancelled messages out of a
 // batch before the listener sees it (a batch left empty is acked). Without it, the backend's
-// adapter answers when it implements the optional core.BatchInspector (memory, Redis), and
-// cancels when it implements core.BatchEditor (memory). Otherwise the calls fail with ErrLookupUnsupported, whose
+// adapter answers when it implements the optional core.BatchInspector (memory, SQL jobs, Redis),
+// and cancels when it implements core.BatchEditor (memory, SQL jobs). Otherwise the calls fail with ErrLookupUnsupported, whose
 // message starts "unknown: no ledger configured". A running batch is never interrupted by a
 // cancel.
 //

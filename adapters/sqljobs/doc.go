@@ -119,6 +119,14 @@
 //
 //	postgres://app@pgbouncer:6432/app?txmq_pgbouncer=true&txmq_listen_url=postgres%3A%2F%2Fapp%40db%3A5432%2Fapp
 //
+// Without a ledger, the Backend answers message lookups (core.BatchInspector: the batches it
+// still holds, ready, delayed, held behind their key, waiting to retry or running; never
+// completed ones) by reading the queue's rows through the (queue, run_at) index in pages of
+// 200, and cancels (core.BatchEditor) by replacing the body of, or deleting, a row no node
+// holds under a live lease; deleting the head of an ordering key makes the key's next batch
+// due, as an ack does. A lookup is an operator's tool: it reads the queue until it finds the
+// message.
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) for batches with a key

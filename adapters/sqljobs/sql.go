@@ -11,6 +11,8 @@ type statements struct {
 	publish, claim, extend, ack, retry, depths, heartbeat string
 	reapQueues, reapPick, reapDelete, reapCount           string
 	publishKeyed, ackKeyed                                string
+	inspectQueues, inspectPage, inspectFind               string
+	replaceBody, removeUnclaimed                          string
 }
 
 // render substitutes the quoted schema into every statement. {{s}} is the quoted schema;
@@ -33,6 +35,12 @@ func render(schema string) statements {
 
 		publishKeyed: r.Replace(sqlPublishKeyed),
 		ackKeyed:     r.Replace(sqlAckKeyed),
+
+		inspectQueues:   r.Replace(sqlInspectQueues),
+		inspectPage:     r.Replace(sqlInspectPage),
+		inspectFind:     r.Replace(sqlInspectFind),
+		replaceBody:     r.Replace(sqlReplaceBody),
+		removeUnclaimed: r.Replace(sqlRemoveUnclaimed),
 	}
 }
 
