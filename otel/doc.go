@@ -10,4 +10,11 @@
 // producer span and links to every message's producer span. With Inject and Extract (the
 // NodeOptions.InjectTrace and ExtractTrace funcs), the listener's ctx carries the first
 // message's context.
+//
+// Metrics are opt-in and mirror package prometheus (same names, meaning and labels, from one
+// shared definition): NewMetricHooks gives hooks for NodeOptions.Hooks that count what a node
+// does, RegisterQueueGauges observes the per-queue depth gauges at collection time, cached.
+//
+//	hooks, err := otel.NewMetricHooks(nil) // the global MeterProvider
+//	reg, err := otel.RegisterQueueGauges(app.Node, &otel.GaugeOptions{DB: app.Store})
 package otel
