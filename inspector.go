@@ -197,8 +197,7 @@ func (i *Inspector) Cancel(ctx context.Context, id string) (MessageInfo, error) 
 	}
 	var body []byte
 	if len(env.Messages) > 1 {
-		env.MessageIDs = slices.Delete(env.MessageIDs, index, index+1)
-		env.Messages = slices.Delete(env.Messages, index, index+1)
+		env.KeepMessages(func(i int) bool { return i != index })
 		body = envelope.Encode(env)
 	}
 	if err := editor.ReplaceBatch(ctx, batch.Queue, batch.ID, body); err != nil {

@@ -90,15 +90,8 @@ func (n *Node) dropCancelled(r *running, l *listener, d *decoded, ids []string) 
 	if err != nil {
 		return d
 	}
-	keepIDs := env.MessageIDs[:0:0]
-	keep := env.Messages[:0:0]
-	for i, id := range env.MessageIDs {
-		if !cancelled[id] {
-			keepIDs = append(keepIDs, id)
-			keep = append(keep, env.Messages[i])
-		}
-	}
-	env.MessageIDs, env.Messages = keepIDs, keep
+	env.KeepMessages(func(i int) bool { return !cancelled[env.MessageIDs[i]] })
+	keepIDs := env.MessageIDs
 	d2, err := safeDecode(l, envelope.Encode(env))
 	if err != nil {
 		return d
