@@ -157,7 +157,7 @@ ON CONFLICT (queue, batch_id) DO UPDATE SET body = excluded.body, due = excluded
 
 // batchEvents turns the events of a grouped write into ledger mode's statements: the batches
 // whose completion or dead letter was recorded are settled (no longer kept), and the ones that
-// showed a sign of life (a run's start, a retry, a lease given back) get their deadline pushed
+// showed a sign of life (a run's start, a retry) get their deadline pushed
 // to Horizon after it (after the retry's due time for a retry).
 func (l *Ledger) batchEvents(b *pgx.Batch, events []core.MessageInfo) {
 	type key struct{ queue, id string }
@@ -171,7 +171,7 @@ func (l *Ledger) batchEvents(b *pgx.Batch, events []core.MessageInfo) {
 		switch e.State {
 		case core.StateCompleted, core.StateDead:
 			settled[k] = true
-		case core.StateRunning, core.StateRetry, core.StateQueued, core.StateDelayed:
+		case core.StateRunning, core.StateRetry: // a publish's own event: KeepBatch set the deadline
 			at := e.UpdatedAt
 			if e.Due.After(at) {
 				at = e.Due
