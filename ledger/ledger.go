@@ -71,7 +71,9 @@ type Options struct {
 
 	// Mode turns ledger mode on (see "Ledger mode" in the package doc): every batch published
 	// is kept in the ledger until its completion or dead letter is recorded, and a batch not
-	// settled within Horizon is published again from the ledger. Default false.
+	// settled within Horizon is published again from the ledger. It needs the table
+	// txmq_ledger_batches of the ledger's migration 0002 (Migrate; txmq.Open migrates unless
+	// SkipMigrate): without it the grouped writes fail. Default false.
 	Mode bool
 	// Horizon is how long a kept batch may go without a sign of life (its publish, a run's
 	// start, a retry's due time) before it is published again. It must exceed the longest

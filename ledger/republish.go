@@ -104,11 +104,17 @@ func (l *Ledger) republishPass(parent context.Context, publish PublishFunc) (pub
 				gaveUp = append(gaveUp, k)
 				l.log.Error("txmq ledger: a kept batch is still unsettled after its last republish; the ledger stops keeping it (its messages' rows stay in the ledger)",
 					"queue", k.b.Queue, "batch", k.b.ID, "messages", k.b.Messages, "republished", k.republished, "horizon", l.opts.Horizon)
-			case stop != nil:
+			case stop != nil || parent.Err() != nil:
+				// Stopped (a backend down, or the node closing): the rest wait for a next pass.
 			default:
-				pctx, pcancel := context.WithTimeout(ctx, republishTimeout)
+				// The publish ends with the node's context (Close does not wait for a pass);
+				// the database work of the pass does not.
+				pctx, pcancel := context.WithTimeout(parent, republishTimeout)
 				perr := publish(pctx, k.b)
 				pcancel()
+				if perr != nil && parent.Err() != nil {
+					continue // cut short by the node's stop: not a republish
+				}
 				if perr != nil && errors.Is(perr, core.ErrBackendUnavailable) {
 					stop = fmt.Errorf("txmq ledger: republishing batch %s of queue %q: %w; the rest wait for the next pass", k.b.ID, k.b.Queue, perr)
 					continue
