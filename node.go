@@ -353,6 +353,7 @@ func (n *Node) Start(ctx context.Context) error {
 	case len(n.reg.scheduleList()) > 0:
 		n.log.Warn("txmq: schedules are declared but this node has no NodeOptions.Ticks (an app database, TXMQ_DATABASE_URL): it does not run them")
 	}
+	n.startRepublisher()
 	return nil
 }
 

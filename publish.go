@@ -247,6 +247,7 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 				shortenCall(pctx, time.Now().Add(n.opts.CloseFlushTimeout))
 			}
 		}
+		n.keepBatch(pctx, b) // ledger mode: the ledger's copy first
 		err = safeCall("backend Publish", func() error { return n.backend.Publish(pctx, b) })
 		done()
 		cancel()
