@@ -289,7 +289,7 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 		}
 		defer pprof.StopCPUProfile()
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	if err := node.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -298,8 +298,11 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 	case <-time.After(5 * time.Minute):
 		log.Fatalf("txmq: delivered %d of %d", got.Load(), n)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	_ = node.Close(ctx)
+	if *stats {
+		fmt.Printf("    process CPU while draining: %.1f µs per message\n", float64(cpu.Microseconds())/float64(n))
+	}
 	return float64(n) / elapsed.Seconds()
 }
 
@@ -417,7 +420,7 @@ func asynqBacklog(ctx context.Context, rdb *goredis.Client, n int) float64 {
 		return nil
 	})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: *workers, Queues: map[string]int{queue: 1}, Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	if err := srv.Start(mux); err != nil {
 		log.Fatal(err)
 	}
@@ -426,8 +429,11 @@ func asynqBacklog(ctx context.Context, rdb *goredis.Client, n int) float64 {
 	case <-time.After(5 * time.Minute):
 		log.Fatalf("asynq: processed %d of %d", got.Load(), n)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	srv.Shutdown()
+	if *stats {
+		fmt.Printf("    process CPU while draining: %.1f µs per message\n", float64(cpu.Microseconds())/float64(n))
+	}
 	return float64(n) / elapsed.Seconds()
 }
 
