@@ -59,10 +59,11 @@
 // Costs and conditions:
 //
 //   - One question to the old backend (core.KeyHolder.HoldsKey) per keyed batch published, as
-//     long as the old backend is configured (a drained one included: a re-publish there would
-//     otherwise be missed). The memory adapter answers it; an old backend without it, or more
-//     than one old backend, makes OrdersKeys return an error and a node over the wrapper
-//     refuses ordered queues, naming the queue (drain several old backends one after the other).
+//     long as the old backend is configured (a drained one included: a node on the old
+//     setting may have published the key there since). The memory, sqljobs (one index probe)
+//     and redis (one HEXISTS) adapters answer it. With an old backend that does not (sqs,
+//     nats), or with more than one old backend, OrdersKeys returns an error and a node over
+//     the wrapper refuses ordered queues, naming the queue (drain old backends one at a time).
 //   - While the old backend is unreachable, a keyed batch cannot be placed: its Publish fails
 //     with the old backend's error (wrapping core.ErrBackendUnavailable), and the node hands
 //     the batch to the outbox, which publishes it once the old backend answers again.

@@ -64,7 +64,46 @@ func (s *keySeq) got(key string) int {
 // in publish order, also while the old backend empties during the publishes.
 func TestOrderedOldBackendFirstPerKey(t *testing.T) {
 	t.Parallel()
-	primary, old := &counting{Backend: newMemory(t)}, &counting{Backend: newMemory(t)}
+	orderedOldFirst(t, newMemory(t), newMemory(t))
+}
+
+// TestOrderedOldBackendFirstReal: orderedOldFirst from SQL jobs to Redis and back, each
+// reached through its URL.
+func TestOrderedOldBackendFirstReal(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("needs Postgres and Redis")
+	}
+	pool := testenv.PostgresPool(t)
+	sqlURL := func() string {
+		return testenv.PostgresURL(t) + sep(testenv.PostgresURL(t)) + "txmq_schema=" + testenv.PostgresSchema(t, pool)
+	}
+	redisURL := func() string {
+		return testenv.RedisURL(t) + sep(testenv.RedisURL(t)) + "txmq_prefix=" + testenv.UniqueName("drainorder")
+	}
+	open := func(t *testing.T, u string) core.Backend {
+		t.Helper()
+		be, err := core.OpenBackend(context.Background(), u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = be.Close() })
+		return be
+	}
+	t.Run("sqljobs to redis", func(t *testing.T) {
+		t.Parallel()
+		orderedOldFirst(t, open(t, redisURL()), open(t, sqlURL()))
+	})
+	t.Run("redis to sqljobs", func(t *testing.T) {
+		t.Parallel()
+		orderedOldFirst(t, open(t, sqlURL()), open(t, redisURL()))
+	})
+}
+
+// orderedOldFirst is TestOrderedOldBackendFirstPerKey's scenario on newBe (primary) and oldBe.
+func orderedOldFirst(t *testing.T, newBe, oldBe core.Backend) {
+	t.Helper()
+	primary, old := &counting{Backend: newBe}, &counting{Backend: oldBe}
 	reg := txmq.NewRegistry()
 	name := testenv.UniqueName("ordered")
 	q := txmq.MustDeclareIn(reg, name, txmq.QueueConfig[string]{Transactional: txmq.Never, Ordered: true, MaxBatchMessages: 1})

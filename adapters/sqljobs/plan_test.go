@@ -44,6 +44,7 @@ var planCases = []planCase{
 	{"publish_keyed_delayed", func(s statements) string { return s.publishKeyed },
 		`'q1', 'b', '\x7b7d'::bytea, 1000000, 1, 'chan', 'k7'`},
 	{"ack_keyed", func(s statements) string { return s.ackKeyed }, `'{1,2,3}'::bigint[], '{7,8,9}'::bigint[], 'chan'`},
+	{"holds_key", func(s statements) string { return s.holdsKey }, `'q1', 'k7'`},
 }
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
