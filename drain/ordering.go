@@ -48,6 +48,7 @@ func (d *Backend) holder(ctx context.Context, b core.OutgoingBatch) (*oldBackend
 			continue // OrdersKeys refused the ordered queue already
 		}
 		held, err := h.HoldsKey(ctx, b.Queue, b.Key)
+		d.noteOld(ctx, o, "asking about a key", err)
 		if err != nil {
 			return nil, fmt.Errorf("txmq drain: publish of batch %s (queue %q, ordering key %q): asking old backend %s whether it still holds the key: %w", b.ID, b.Queue, b.Key, o.name, err)
 		}

@@ -212,3 +212,28 @@ func TestOrdersKeysRefusals(t *testing.T) {
 type noHolder struct{ core.Backend }
 
 func (noHolder) OrdersKeys() error { return nil }
+
+// TestOrderedPublishOldUnreachable: while the old backend is unreachable a keyed batch cannot
+// be placed (its Publish fails as unavailable, so a node hands it to the outbox), while an
+// unkeyed batch still goes to the primary; once the old backend is back, keyed ones flow.
+func TestOrderedPublishOldUnreachable(t *testing.T) {
+	t.Parallel()
+	primary, old := newMemory(t), newMemory(t)
+	d := drain.New(&counting{Backend: primary}, []core.Backend{&counting{Backend: old}}, &drain.Options{Logger: txmqtest.DiscardLogger()})
+	t.Cleanup(func() { _ = d.Close() })
+	name := testenv.UniqueName("ordered")
+	old.Break()
+	if err := d.Publish(context.Background(), keyedBatch(name, "k", "k#0")); !errors.Is(err, core.ErrBackendUnavailable) || !strings.Contains(err.Error(), name) {
+		t.Fatalf("keyed Publish with the old backend down: %v; want ErrBackendUnavailable naming queue %q", err, name)
+	}
+	if err := d.Publish(context.Background(), rawBatch(name+"-plain", false, "x")); err != nil {
+		t.Fatalf("unkeyed Publish with the old backend down: %v", err)
+	}
+	old.Restore()
+	if err := d.Publish(context.Background(), keyedBatch(name, "k", "k#0")); err != nil {
+		t.Fatalf("keyed Publish once the old backend is back: %v", err)
+	}
+	if got := depth(t, primary, name); got.Ready != 1 {
+		t.Fatalf("primary depth of %q: %+v; want the keyed batch ready there (the old backend holds nothing of it)", name, got)
+	}
+}
