@@ -138,7 +138,8 @@
 //
 // A node refuses an Ordered queue (at NewNode, Listen or Publish, naming the queue and the
 // adapter) when its backend does not enforce per-key order (core.KeyOrderer). A drain wrapper
-// keeps per-key order old backend first, per key (see package drain). Schedules on an Ordered queue are refused (they publish without a key).
+// keeps per-key order old backend first, per key (see package drain). Schedules on an Ordered
+// queue are refused (they publish without a key).
 // A key is 1 to 128 bytes of printable ASCII without spaces (SQS's MessageGroupId set), the
 // same on every backend; hash longer keys.
 //
