@@ -119,6 +119,8 @@ type Node struct {
 	// orderErr is why the backend does not enforce per-key order (core.OrdersKeys), nil when
 	// it does: an Ordered queue is refused on this node with it.
 	orderErr error
+	// handed remembers the ordering keys this node handed to the outbox (see followsOutbox).
+	handed handedKeys
 
 	mu          sync.Mutex
 	listeners   map[string]*listener

@@ -238,6 +238,8 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 	at := time.Now()
 	if toOutbox {
 		err = fmt.Errorf("%w: not written: an earlier batch of ordering key %q was handed to the outbox, so this one follows it there to keep the key's order", core.ErrBackendUnavailable, b.Key)
+	} else if ferr := n.followsOutbox(ctx, b); ferr != nil {
+		err = ferr
 	} else if cf != nil && cf.failed.Load() {
 		err = fmt.Errorf("%w: not written: an earlier write of the node's final flush failed, so the rest of the buffer goes to the outbox without waiting for the backend", core.ErrBackendUnavailable)
 	} else {
@@ -285,6 +287,9 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 		return storedLost
 	}
 	n.stats.handedOff.Add(1)
+	if b.Key != "" {
+		n.handed.add(b.Queue, b.Key)
+	}
 	n.recordStored(b, core.StateOutbox, at)
 	n.log.Warn("txmq: backend refused a batch; handed to the outbox for the recovery sweep", "queue", b.Queue, "batch", b.ID, "error", err)
 	if n.hooks.HandedOff != nil {

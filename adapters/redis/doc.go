@@ -141,7 +141,8 @@
 // Cost: a keyed publish is the same one script call plus three HSETs (four when held); an
 // ack or drop of a keyed batch adds four to six hash commands inside the settle script (a
 // settle call of an unordered queue adds one EXISTS); memory is four hash fields per stored
-// keyed batch.
+// keyed batch. HoldsKey (core.KeyHolder, asked by a drain wrapper of its old backend) is one
+// HEXISTS on ktail.
 //
 // # Limits
 //

@@ -145,7 +145,8 @@
 // (queue, order_key, id)); keyed acks and drops are grouped like the others (see
 // Options.SettleWindow) into one round trip that locks their keys and probes the same index
 // for each key's next row. The index holds keyed rows only. The abandoned-queue reaper makes
-// the next row of a key it reaped due.
+// the next row of a key it reaped due. HoldsKey (core.KeyHolder, asked by a drain wrapper
+// of its old backend) is one probe of the same index.
 //
 // # Limits
 //

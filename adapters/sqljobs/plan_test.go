@@ -49,6 +49,7 @@ var planCases = []planCase{
 	{"inspect_find", func(s statements) string { return s.inspectFind }, `'q1', 'b77'`},
 	{"replace_body", func(s statements) string { return s.replaceBody }, `1, '\x7b7d'::bytea`},
 	{"remove_unclaimed", func(s statements) string { return s.removeUnclaimed }, `1, 'chan'`},
+	{"holds_key", func(s statements) string { return s.holdsKey }, `'q1', 'k7'`},
 }
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
