@@ -142,3 +142,67 @@ func TestOrderedServerRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestPartitionsFromStream: the stream records its key partitions when it is made; a client
+// with another Options.Partitions uses the stream's, and a stream made without them (an older
+// txmq) gets this client's recorded.
+func TestPartitionsFromStream(t *testing.T) {
+	t.Parallel()
+	url := natsenv.NATSURL(t)
+	a := openBackend(t, url, &Options{Partitions: 3})
+	o := a.opts
+	o.Partitions = 5
+	b := openBackend(t, url, &o)
+	ctx := context.Background()
+	publishKeyed(t, a, "parts", "p0", "k", 0)
+	for _, be := range []*Backend{a, b} {
+		q, err := be.queue(ctx, "test", "parts")
+		if err != nil {
+			t.Fatalf("queue: %v", err)
+		}
+		if q.partitions != 3 || len(q.parts) != 3 {
+			t.Fatalf("partitions %d (%d lanes); want the stream's 3", q.partitions, len(q.parts))
+		}
+	}
+	// A stream without the metadata, as an older txmq made it.
+	cfg := b.streamConfig(&queueState{name: "old", streamName: b.opts.Prefix + "_old", prefix: b.opts.Prefix + ".old."})
+	cfg.Metadata = nil
+	if _, err := b.js.CreateStream(ctx, cfg); err != nil {
+		t.Fatalf("CreateStream: %v", err)
+	}
+	q, err := b.queue(ctx, "test", "old")
+	if err != nil {
+		t.Fatalf("queue: %v", err)
+	}
+	if q.partitions != 5 || partitionsOf(q.stream.CachedInfo()) != 5 {
+		t.Fatalf("an old stream got partitions %d (recorded %d); want this client's 5", q.partitions, partitionsOf(q.stream.CachedInfo()))
+	}
+}
+
+func TestPartitionOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		key  string
+		n    int
+		want int
+	}{
+		// Pinned: every client (and every txmq version) must map a key to the same
+		// partition, or a key's batches would be split across two partitions.
+		{"a", 8, 4},
+		{"b", 8, 5},
+		{"a", 16, 12},
+		{"x", 1, 0},
+		{"x", 0, 0}, // no partitions recorded: one
+	} {
+		if got := partitionOf(tc.key, tc.n); got != tc.want || got < 0 || got >= max(tc.n, 1) {
+			t.Errorf("partitionOf(%q, %d) = %d; want %d", tc.key, tc.n, got, tc.want)
+		}
+	}
+	seen := map[int]bool{}
+	for i := range 200 {
+		seen[partitionOf(fmt.Sprintf("key-%d", i), 8)] = true
+	}
+	if len(seen) != 8 {
+		t.Errorf("200 keys spread over %d of 8 partitions; want all 8", len(seen))
+	}
+}
