@@ -214,11 +214,22 @@ func (be *Backend) consumer(ctx context.Context, l *lane, exclusive bool, lease 
 		Replicas:      be.opts.Replicas,
 		MemoryStorage: be.opts.MemoryStorage || l.part >= 0,
 	}
-	c, err := q.stream.Consumer(cctx, l.consumer)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+	var c jetstream.Consumer
+	var err error
+	if l.part >= 0 {
+		// A partition's consumer is usually new (its state lives in server memory): create
+		// it in one call; one that exists with another config (a raised AckWait) is looked up.
 		c, err = q.stream.CreateConsumer(cctx, cfg)
 		if errors.Is(err, jetstream.ErrConsumerExists) {
 			c, err = q.stream.Consumer(cctx, l.consumer)
+		}
+	} else {
+		c, err = q.stream.Consumer(cctx, l.consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			c, err = q.stream.CreateConsumer(cctx, cfg)
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				c, err = q.stream.Consumer(cctx, l.consumer)
+			}
 		}
 	}
 	if err != nil {
