@@ -18,7 +18,16 @@ type pendingMeta struct {
 	spec          *queueSpec
 	clock         Clock
 	maxBatchBytes int
+	// callerIDs: the call's messages have ids given with ID/IDs, which deduplicate when the
+	// queue has an IDDedupWindow (see dedupIDs).
+	callerIDs bool
+	// onePerBatch: the node's backend deduplicates whole batches (core.DedupSupport), so
+	// each deduplicating message gets a batch of its own.
+	onePerBatch bool
 }
+
+// dedupIDs reports whether the call's messages deduplicate by id.
+func (m *pendingMeta) dedupIDs() bool { return m.callerIDs && m.spec.idWindow > 0 }
 
 // Batches implements core.Batcher: the queue's Dedup, then batches (see core.Batches).
 func (m *pendingMeta) Batches(ps []*core.Pending, now time.Time) ([]core.OutgoingBatch, error) {
@@ -33,8 +42,9 @@ func meta(p *core.Pending) *pendingMeta {
 
 // dueKey identifies a due time exactly (time.Time is not a safe map key).
 type dueKey struct {
-	sec  int64
-	nsec int
+	sec   int64
+	nsec  int
+	dedup bool // the group's messages deduplicate by id (kept apart from the others)
 }
 
 func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatch, error) {
@@ -54,6 +64,8 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 		msgs     []core.Message
 		maxBytes int    // the lowest batch size limit of its publishes; 0: none
 		key      string // the ordering key of an ordered queue's group
+		dedup    bool   // its messages have caller ids that deduplicate (IDDedupWindow)
+		single   bool   // one message per batch (a backend that deduplicates whole batches)
 	}
 	// First pass: find each publish's group (by exact due time) and count the messages, so
 	// that each group's slice is allocated once. Most flushes have a single group.
@@ -75,28 +87,29 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 			return nil, fmt.Errorf("%w: Batches got queues %q and %q together; call it per queue", core.ErrInvalidConfig, spec.name, p.Queue)
 		}
 		g := len(groups) - 1
+		dd := m.dedupIDs()
 		switch {
 		case lastOf != nil:
 			var ok bool
-			if g, ok = lastOf[p.Key]; !ok || !groups[g].due.Equal(p.NotBefore) {
+			if g, ok = lastOf[p.Key]; !ok || !groups[g].due.Equal(p.NotBefore) || groups[g].dedup != dd {
 				g = len(groups)
 				lastOf[p.Key] = g
-				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, key: p.Key})
+				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, key: p.Key, dedup: dd, single: dd && m.onePerBatch})
 			}
-		case g >= 0 && groups[g].due.Equal(p.NotBefore):
+		case g >= 0 && groups[g].due.Equal(p.NotBefore) && groups[g].dedup == dd:
 		case g < 0:
-			groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace})
+			groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, dedup: dd, single: dd && m.onePerBatch})
 			g = 0
 		default:
-			if index == nil { // a second due time: until now there was one group
-				index = map[dueKey]int{{groups[0].due.Unix(), groups[0].due.Nanosecond()}: 0}
+			if index == nil { // a second group key: until now there was one group
+				index = map[dueKey]int{{groups[0].due.Unix(), groups[0].due.Nanosecond(), groups[0].dedup}: 0}
 			}
-			k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond()}
+			k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond(), dd}
 			var ok bool
 			if g, ok = index[k]; !ok {
 				g = len(groups)
 				index[k] = g
-				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace})
+				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, dedup: dd, single: dd && m.onePerBatch})
 			}
 		}
 		of[i] = g
@@ -121,6 +134,9 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 	out := make([]core.OutgoingBatch, 0, want)
 	for _, g := range groups {
 		msgs := g.msgs
+		if g.dedup {
+			msgs = firstOfEachID(msgs)
+		}
 		if dedup && spec.dedup != nil {
 			var err error
 			if msgs, err = spec.dedup(msgs); err != nil {
@@ -135,9 +151,31 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 			}
 			delay = g.due.Sub(pubNow)
 		}
-		out = appendBatches(out, spec, msgs, g.due, delay, g.trace, g.key, now, g.maxBytes)
+		var window time.Duration
+		if g.dedup {
+			window = spec.idWindow
+		}
+		out = appendBatches(out, spec, msgs, g.due, delay, g.trace, g.key, now, g.maxBytes, window, g.single)
 	}
 	return out, nil
+}
+
+// firstOfEachID keeps the first message of each id: publishes of one id that meet in one
+// flush are deduplicated here, before the backend is asked.
+func firstOfEachID(msgs []core.Message) []core.Message {
+	if len(msgs) < 2 {
+		return msgs
+	}
+	seen := make(map[string]struct{}, len(msgs))
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if _, dup := seen[m.ID]; dup {
+			continue
+		}
+		seen[m.ID] = struct{}{}
+		out = append(out, m)
+	}
+	return out
 }
 
 // appendBatches slices msgs by the queue's MaxBatchMessages and encodes each slice. due is the
@@ -145,12 +183,17 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 // delay is not positive is due now (zero NotBefore and Delay, no due time in the envelope).
 // When maxBytes > 0, slices are also cut so that each encoded batch stays within maxBytes (at
 // least one message per batch). key is the ordering key of an ordered queue's batches.
-func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Message, due time.Time, delay time.Duration, trace map[string]string, key string, now time.Time, maxBytes int) []core.OutgoingBatch {
+// window > 0 makes the batches deduplicate their (caller) ids for that long, one message per
+// batch when single is set.
+func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Message, due time.Time, delay time.Duration, trace map[string]string, key string, now time.Time, maxBytes int, window time.Duration, single bool) []core.OutgoingBatch {
 	if delay <= 0 {
 		due, delay = time.Time{}, 0
 	}
 	for len(msgs) > 0 {
 		n := min(len(msgs), spec.maxBatch)
+		if single {
+			n = 1
+		}
 		if maxBytes > 0 {
 			size := envelopeOverhead(spec.name, trace) + len(key) + 8
 			for i := range n {
@@ -169,7 +212,13 @@ func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Messag
 			env.MessageIDs[i] = m.ID
 			env.Messages = append(env.Messages, m.Body)
 		}
-		out = append(out, core.OutgoingBatch{ID: env.ID, Queue: spec.name, Body: envelope.Encode(env), Delay: delay, NotBefore: due, Exclusive: spec.exclusive, Messages: n, Key: key, MessageIDs: env.MessageIDs})
+		b := core.OutgoingBatch{ID: env.ID, Queue: spec.name, Delay: delay, NotBefore: due, Exclusive: spec.exclusive, Messages: n, Key: key, MessageIDs: env.MessageIDs}
+		if window > 0 {
+			env.DedupMillis = max(window.Milliseconds(), 1)
+			b.DedupWindow, b.DedupIDs = window, env.MessageIDs
+		}
+		b.Body = envelope.Encode(env)
+		out = append(out, b)
 	}
 	return out
 }

@@ -22,6 +22,7 @@ func (n *Node) publish(ctx context.Context, p *core.Pending) error {
 	if err := n.checkOrdered(spec); err != nil {
 		return err
 	}
+	m.onePerBatch = n.dedup.OnePerBatch
 	if n.buf.sealed.Load() {
 		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", core.ErrClosed, spec.name)
 	}
@@ -247,7 +248,13 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 				shortenCall(pctx, time.Now().Add(n.opts.CloseFlushTimeout))
 			}
 		}
-		err = safeCall("backend Publish", func() error { return n.backend.Publish(pctx, b) })
+		err = safeCall("backend Publish", func() (perr error) {
+			var sb core.OutgoingBatch
+			if sb, perr = n.publishBatch(pctx, b); perr == nil {
+				b, msgs = sb, sb.Messages
+			}
+			return perr
+		})
 		done()
 		cancel()
 		if cf == nil {
@@ -256,6 +263,9 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 		if err != nil && cf != nil && !(errors.Is(err, core.ErrRejected) && !isUnavailable(err)) {
 			cf.failed.Store(true)
 		}
+	}
+	if err == nil && msgs == 0 {
+		return storedBackend // every message was a duplicate of one already stored
 	}
 	if err == nil {
 		n.recordStored(b, core.StateQueued, at)

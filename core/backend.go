@@ -121,6 +121,12 @@ type OutgoingBatch struct {
 	// MessageIDs are the ids of the batch's messages, in order, when the engine built it (for
 	// the ledger); nil otherwise. Adapters ignore it.
 	MessageIDs []string
+	// DedupWindow, when positive, asks an adapter that implements IDDeduper to deduplicate the
+	// batch's messages by DedupIDs for that long (see IDDeduper); 0 for every other batch.
+	DedupWindow time.Duration
+	// DedupIDs are the ids of all the batch's messages (caller-supplied, distinct) when
+	// DedupWindow is positive; nil otherwise.
+	DedupIDs []string
 }
 
 // DelayFrom returns how long the batch must wait before it may be claimed: Delay when it is
