@@ -44,6 +44,8 @@ var planCases = []planCase{
 	{"publish_keyed_delayed", func(s statements) string { return s.publishKeyed },
 		`'q1', 'b', '\x7b7d'::bytea, 1000000, 1, 'chan', 'k7'`},
 	{"ack_keyed", func(s statements) string { return s.ackKeyed }, `'{1,2,3}'::bigint[], '{7,8,9}'::bigint[], 'chan'`},
+	{"hold_ids", func(s statements) string { return s.holdIDs }, `'q1', '{a,b}'::text[], 1000000`},
+	{"prune_ids", func(s statements) string { return s.pruneIDs }, `100`},
 }
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
@@ -177,7 +179,7 @@ func TestStatementPlans(t *testing.T) {
 			for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 				for _, pc := range planCases {
 					plan := explainGuarded(t, w, mode, pc.sql(st), pc.args)
-					if bad := seqScans(plan, "txmq_jobs"); len(bad) > 0 {
+					if bad := append(seqScans(plan, "txmq_jobs"), seqScans(plan, "txmq_job_ids")...); len(bad) > 0 {
 						t.Errorf("%s (%s rows, %s) plans %s:\n%s", pc.name, sc.name, mode, strings.Join(bad, ", "), outline(plan, ""))
 					}
 				}

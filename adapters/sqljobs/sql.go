@@ -11,6 +11,7 @@ type statements struct {
 	publish, claim, extend, ack, retry, depths, heartbeat string
 	reapQueues, reapPick, reapDelete, reapCount           string
 	publishKeyed, ackKeyed                                string
+	holdIDs, pruneIDs                                     string
 }
 
 // render substitutes the quoted schema into every statement. {{s}} is the quoted schema;
@@ -33,6 +34,9 @@ func render(schema string) statements {
 
 		publishKeyed: r.Replace(sqlPublishKeyed),
 		ackKeyed:     r.Replace(sqlAckKeyed),
+
+		holdIDs:  r.Replace(sqlHoldIDs),
+		pruneIDs: r.Replace(sqlPruneIDs),
 	}
 }
 
