@@ -134,6 +134,17 @@
 // (scheduled when delayed) and only then is the old message acked, so Deliveries restarts at 1,
 // the Exclusive slot is released during the backoff, and Depths shows the retry as delayed.
 //
+// Caller ids deduplicate (core.IDDeduper, txmq.QueueConfig.IDDedupWindow) with JetStream's own
+// message deduplication: JetStream deduplicates whole messages, so core gives each message
+// with a caller id a batch of its own (core.DedupSupport.OnePerBatch), stored with
+// Nats-Msg-Id = the id; a publish the server reports as a duplicate stores nothing (chunks of
+// a large body are purged) and is left out by core. The window is a stream setting
+// (Duplicates), and a queue is one stream: the first such publish of a Backend sets the
+// queue's stream's Duplicates to the queue's IDDedupWindow (nodes must declare the same
+// window; the last one set wins). It is exact while the server keeps its dedup state, which it
+// holds in memory and rebuilds on restart from the messages still stored: after a server
+// restart, ids of batches already acked (removed by work-queue retention) are forgotten.
+//
 // # Ordering
 //
 // Not supported yet: the Backend does not implement core.KeyOrderer, so a node refuses an
@@ -174,6 +185,11 @@
 // wraps core.ErrInvalidConfig.
 //
 // # Cost
+//
+// Id dedup: batches without caller ids are published as before. Messages with caller ids
+// cost one JetStream message each (no batching: a listener receives them one per call), and
+// the server keeps one dedup entry per id for the window; the first dedup publish of a
+// Backend reads the stream's info (and updates the stream once when its window differs).
 //
 // A queue whose last pull delivered nothing is idle: its next pull waits Options.IdlePull (30 s
 // by default; never less than req.Wait, never more than a quarter of the AckWait), outliving

@@ -11,6 +11,8 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/txmq/txmq/core"
 )
 
 // Headers the Backend sets on stored messages.
@@ -40,6 +42,7 @@ type queueState struct {
 	exclusive bool          // as applied to cons
 	ackWait   time.Duration // cons's AckWait
 	clock     serverClock   // the clock of the server that fires the stream's schedules
+	dupWindow time.Duration // the stream's duplicate window as this Backend last set or saw it
 
 	// Guarded by Backend.mu.
 	polling bool       // a pull request is outstanding
@@ -186,7 +189,17 @@ func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, 
 // ready subject, or as a message schedule targeting the ready subject when notBefore is in
 // the future.
 func (be *Backend) store(ctx context.Context, q *queueState, id string, body []byte, delay time.Duration) error {
+	return be.storeDedup(ctx, q, id, body, delay, "")
+}
+
+// storeDedup is store with a message id (Nats-Msg-Id) when dedupID is not empty: a message id
+// the stream already holds within its duplicate window is refused as a *core.DuplicateError
+// and nothing stays stored.
+func (be *Backend) storeDedup(ctx context.Context, q *queueState, id string, body []byte, delay time.Duration, dedupID string) error {
 	hdr := natsgo.Header{}
+	if dedupID != "" {
+		hdr.Set(natsgo.MsgIdHdr, dedupID)
+	}
 	var at time.Time
 	if delay > 0 {
 		now, err := be.serverNow(ctx, q)
@@ -219,20 +232,31 @@ func (be *Backend) store(ctx context.Context, q *queueState, id string, body []b
 		hdr.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
 		hdr.Set(hdrScheduleTarget, q.ready)
 	}
-	if err := be.publish(ctx, q, msg); err != nil {
+	ack, err := be.publishAck(ctx, q, msg)
+	if err != nil {
 		if chunkID != "" {
 			be.purgeChunks(q, chunkID)
 		}
 		return wrap("publish batch "+id, q.name, err)
 	}
+	if dedupID != "" && ack.Duplicate {
+		if chunkID != "" {
+			be.purgeChunks(q, chunkID)
+		}
+		return &core.DuplicateError{Queue: q.name, IDs: []string{dedupID}}
+	}
 	return nil
 }
 
 func (be *Backend) publish(ctx context.Context, q *queueState, msg *natsgo.Msg) error {
+	_, err := be.publishAck(ctx, q, msg)
+	return err
+}
+
+func (be *Backend) publishAck(ctx context.Context, q *queueState, msg *natsgo.Msg) (*jetstream.PubAck, error) {
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
-	_, err := be.js.PublishMsg(cctx, msg, jetstream.WithExpectStream(q.streamName))
-	return err
+	return be.js.PublishMsg(cctx, msg, jetstream.WithExpectStream(q.streamName))
 }
 
 // purgeChunks removes a chunked body's chunks, best effort: a failure leaves orphan chunks
