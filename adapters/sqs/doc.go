@@ -119,6 +119,13 @@
 // back, not handed out. Messages written by older versions carry txmq-not-before (the sender's
 // clock) and are still honoured. Depths counts the holding queue as delayed.
 //
+// Caller ids do not deduplicate here: the Backend reports core.IDDeduper as unsupported, so a
+// node refuses a queue declared with txmq.QueueConfig.IDDedupWindow (an error naming the
+// queue). SQS standard queues have no dedup at all, and FIFO dedup (MessageDeduplicationId)
+// has a fixed 5-minute window over whole messages and already carries the batch id for the
+// Exclusive and Ordered queues. Ids still travel with the messages (txmq.MessageIDs): publish
+// an id twice and it is delivered twice, as with any at-least-once delivery.
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) with SQS's FIFO message groups. A keyed
@@ -191,6 +198,9 @@
 // on settles and extensions wrap core.ErrLeaseLost (see above).
 //
 // # Cost
+//
+// Id dedup is not supported (see Delivery semantics), so publishes with caller ids cost what
+// any publish does.
 //
 // Fetch long-polls only idle queues, one receive outstanding per SQS queue (see Delivery
 // semantics), so an idle standard queue costs 3600/W ReceiveMessage requests per hour per node,
