@@ -15,9 +15,12 @@ import
 )
 
 type pendingMeta struct {
-	spec          *queueSpec
-	clock         Clock
-	maxBatchBytes int
+	spec  *queueSpec
+	clock Clock
+	// maxBatchBytes is an int32 (batch limits are far below 2 GiB, and a larger one is
+	// capped) so that with the two flags the struct stays in the 32-byte size class: one is
+	// allocated per publish call.
+	maxBatchBytes int32
 	// callerIDs: the call's messages have ids given with ID/IDs, which deduplicate when the
 	// queue has an IDDedupWindow (see dedupIDs).
 	callerIDs bool
@@ -114,7 +117,7 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 		}
 		of[i] = g
 		groups[g].count += len(p.Messages)
-		if l := m.maxBatchBytes; l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
+		if l := int(m.maxBatchBytes); l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
 			groups[g].maxBytes = l
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,7 +37,7 @@ func (n *Node) publish(ctx context.Context, p *core.Pending) error {
 	if err := lim.checkSizes(p); err != nil {
 		return err
 	}
-	m.maxBatchBytes = lim.batch
+	m.maxBatchBytes = int32(min(lim.batch, math.MaxInt32))
 	tx, inTx := core.TxFromContext(ctx)
 	switch {
 	case inTx && (spec.tx == Require || spec.tx == Try):
