@@ -135,10 +135,14 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 		want += (g.count + spec.maxBatch - 1) / spec.maxBatch
 	}
 	out := make([]core.OutgoingBatch, 0, want)
+	var seen map[string]struct{} // the caller ids met so far, across the groups
 	for _, g := range groups {
 		msgs := g.msgs
 		if g.dedup {
-			msgs = firstOfEachID(msgs)
+			if seen == nil {
+				seen = make(map[string]struct{}, g.count)
+			}
+			msgs = firstOfEachID(msgs, seen)
 		}
 		if dedup && spec.dedup != nil {
 			var err error
@@ -163,14 +167,11 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 	return out, nil
 }
 
-// firstOfEachID keeps the first message of each id: publishes of one id that meet in one
-// flush are deduplicated here, before the backend is asked.
-func firstOfEachID(msgs []core.Message) []core.Message {
-	if len(msgs) < 2 {
-		return msgs
-	}
-	seen := make(map[string]struct{}, len(msgs))
-	out := msgs[:0:0]
+// firstOfEachID keeps the messages whose id is not in seen yet, adding their ids: publishes of
+// one id that meet in one flush are deduplicated here (the first wins, whatever its due time),
+// before the backend is asked.
+func firstOfEachID(msgs []core.Message, seen map[string]struct{}) []core.Message {
+	out := make([]core.Message, 0, len(msgs))
 	for _, m := range msgs {
 		if _, dup := seen[m.ID]; dup {
 			continue

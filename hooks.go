@@ -34,8 +34,9 @@ type Stats struct {
 	HandedOff int64
 	// Dropped counts dropped batches by reason.
 	Dropped map[string]int64
-	// Deduplicated counts messages left out because their caller id had already been
-	// published to the queue within its IDDedupWindow.
+	// Deduplicated counts messages this node's flushes left out because their caller id had
+	// already been published to the queue within its IDDedupWindow (the backend said so, or
+	// the id came twice in one flush). Repeats the outbox leaves out are not counted here.
 	Deduplicated int64
 	// LeaseLost counts settles and extensions rejected with ErrLeaseLost.
 	LeaseLost int64

@@ -37,3 +37,26 @@ func (n *Node) publishBatch(ctx context.Context, b core.OutgoingBatch) (core.Out
 	}
 	return stored, err
 }
+
+// repeatedIDs counts the caller-id messages of ps whose id an earlier one of ps already has:
+// batches leaves them out before the backend is asked (firstOfEachID).
+func repeatedIDs(ps []*core.Pending) int {
+	var seen map[string]struct{}
+	n := 0
+	for _, p := range ps {
+		if m := meta(p); m == nil || !m.callerIDs {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]struct{})
+		}
+		for _, msg := range p.Messages {
+			if _, dup := seen[msg.ID]; dup {
+				n++
+				continue
+			}
+			seen[msg.ID] = struct{}{}
+		}
+	}
+	return n
+}

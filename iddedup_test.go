@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
 )
@@ -116,4 +117,32 @@ func TestIDDedupRefused(t *testing.T) {
 	check("NewNode (window too long)", err, "long", "5m0s")
 	_, err = DeclareIn(NewRegistry(), "neg", QueueConfig[int]{Transactional: Try, IDDedupWindow: -time.Second})
 	check("DeclareIn", err, "neg", "IDDedupWindow")
+}
+
+// TestDeduplicatedCounted: a node counts the repeats it leaves out, whether they met in one
+// flush or the backend refused them, and stores each id once.
+func TestDeduplicatedCounted(t *testing.T) {
+	t.Parallel()
+	be := memory.New(nil)
+	defer be.Close()
+	n := newTestNodeOn(t, be, &NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour})
+	q := MustDeclareIn(n.Registry(), "q", QueueConfig[int]{Transactional: Try, IDDedupWindow: time.Minute})
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "a"} { // one flush: the second a is left out there
+		if err := q.Publish(ctx, n, 1, ID(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.Publish(ctx, n, 2, After(time.Hour), ID("b")); err != nil { // another due time
+		t.Fatal(err)
+	}
+	n.flushAll(ctx)
+	if err := q.PublishMany(ctx, n, []int{1, 2}, IDs("c", "a")); err != nil { // the backend refuses a
+		t.Fatal(err)
+	}
+	n.flushAll(ctx)
+	st := n.Stats()
+	if st.Deduplicated != 3 || st.PublishedMessages != 3 {
+		t.Fatalf("Deduplicated %d, PublishedMessages %d; want 3 and 3 (a, b, c once each)", st.Deduplicated, st.PublishedMessages)
+	}
 }

@@ -145,6 +145,9 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 	now := n.clock.Now()
 	var all []core.OutgoingBatch
 	for _, qb := range qbs {
+		if qb.spec.idWindow > 0 {
+			n.stats.deduplicated.Add(int64(repeatedIDs(qb.pending)))
+		}
 		bs, err := batches(qb.pending, now, true)
 		if err != nil {
 			// Dedup failed: store the messages as they are rather than lose them.
