@@ -39,9 +39,9 @@ import (
 //     body and restarts Deliveries at 0 (a rewrite), or keeps the old body and keeps counting
 //     Deliveries (a retry in place). Either way core's attempt count stays right, because core
 //     counts a run as Envelope.Attempt + Claim.Deliveries.
-//   - A batch with OutgoingBatch.DedupWindow is published only by an adapter that implements
-//     IDDeduper, by its rules (ids checked and recorded atomically with the store); others
-//     never get one, since a node refuses the queue.
+//   - An adapter that implements IDDeduper publishes a batch with OutgoingBatch.DedupWindow by
+//     its rules (ids checked and recorded atomically with the store); one that does not
+//     ignores the field (a node refuses such a queue on it).
 //   - Fetch honours ctx: cancellation interrupts waiting, but a claim the backend already made
 //     is returned (with a nil error) or, when its reply was lost to the cancellation, comes
 //     back after its lease; never stranded. The package doc's "Rules every adapter follows"
