@@ -15,10 +15,22 @@ import
 )
 
 type pendingMeta struct {
-	spec          *queueSpec
-	clock         Clock
-	maxBatchBytes int
+	spec  *queueSpec
+	clock Clock
+	// maxBatchBytes is an int32 (batch limits are far below 2 GiB, and a larger one is
+	// capped) so that with the two flags the struct stays in the 32-byte size class: one is
+	// allocated per publish call.
+	maxBatchBytes int32
+	// callerIDs: the call's messages have ids given with ID/IDs, which deduplicate when the
+	// queue has an IDDedupWindow (see dedupIDs).
+	callerIDs bool
+	// onePerBatch: the node's backend deduplicates whole batches (core.DedupSupport), so
+	// each deduplicating message gets a batch of its own.
+	onePerBatch bool
 }
+
+// dedupIDs reports whether the call's messages deduplicate by id.
+func (m *pendingMeta) dedupIDs() bool { return m.callerIDs && m.spec.idWindow > 0 }
 
 // Batches implements core.Batcher: the queue's Dedup, then batches (see core.Batches).
 func (m *pendingMeta) Batches(ps []*core.Pending, now time.Time) ([]core.OutgoingBatch, error) {
@@ -33,8 +45,9 @@ func meta(p *core.Pending) *pendingMeta {
 
 // dueKey identifies a due time exactly (time.Time is not a safe map key).
 type dueKey struct {
-	sec  int64
-	nsec int
+	sec   int64
+	nsec  int
+	dedup bool // the group's messages deduplicate by id (kept apart from the others)
 }
 
 func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatch, error) {
@@ -56,6 +69,8 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 		msgs     []core.Message
 		maxBytes int    // the lowest batch size limit of its publishes; 0: none
 		key      string // the ordering key of an ordered queue's group
+		dedup    bool   // its messages have caller ids that deduplicate (IDDedupWindow)
+		single   bool   // one message per batch (a backend that deduplicates whole batches)
 	}
 	// First pass: find each publish's group (by exact due time) and count the messages, so
 	// that each group's slice is allocated once. Most flushes have a single group.
@@ -77,28 +92,29 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 			return nil, fmt.Errorf("%w: Batches got queues %q and %q together; call it per queue", core.ErrInvalidConfig, spec.name, p.Queue)
 		}
 		g := len(groups) - 1
+		dd := m.dedupIDs()
 		switch {
 		case lastOf != nil:
 			var ok bool
-			if g, ok = lastOf[p.Key]; !ok || !groups[g].due.Equal(p.NotBefore) {
+			if g, ok = lastOf[p.Key]; !ok || !groups[g].due.Equal(p.NotBefore) || groups[g].dedup != dd {
 				g = len(groups)
 				lastOf[p.Key] = g
-				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, key: p.Key})
+				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, key: p.Key, dedup: dd, single: dd && m.onePerBatch})
 			}
-		case g >= 0 && groups[g].due.Equal(p.NotBefore):
+		case g >= 0 && groups[g].due.Equal(p.NotBefore) && groups[g].dedup == dd:
 		case g < 0:
-			groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace})
+			groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, dedup: dd, single: dd && m.onePerBatch})
 			g = 0
 		default:
-			if index == nil { // a second due time: until now there was one group
-				index = map[dueKey]int{{groups[0].due.Unix(), groups[0].due.Nanosecond()}: 0}
+			if index == nil { // a second group key: until now there was one group
+				index = map[dueKey]int{{groups[0].due.Unix(), groups[0].due.Nanosecond(), groups[0].dedup}: 0}
 			}
-			k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond()}
+			k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond(), dd}
 			var ok bool
 			if g, ok = index[k]; !ok {
 				g = len(groups)
 				index[k] = g
-				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace})
+				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, dedup: dd, single: dd && m.onePerBatch})
 			}
 		}
 		of[i] = g
@@ -106,7 +122,7 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 			groups[g].mixed = true
 		}
 		groups[g].count += len(p.Messages)
-		if l := m.maxBatchBytes; l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
+		if l := int(m.maxBatchBytes); l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
 			groups[g].maxBytes = l
 		}
 	}
@@ -127,20 +143,30 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 		want += (g.count + spec.maxBatch - 1) / spec.maxBatch
 	}
 	out := make([]core.OutgoingBatch, 0, want)
+	var seen map[string]struct{} // the caller ids met so far, across the groups
 	for _, g := range groups {
 		msgs := g.msgs
 		tr := batchTraces{first: g.trace}
 		if g.mixed {
 			tr.list, tr.of = g.traces.list, g.traces.of
 		}
+		filtered := false
+		if g.dedup {
+			if seen == nil {
+				seen = make(map[string]struct{}, g.count)
+			}
+			msgs = firstOfEachID(msgs, seen)
+			filtered = true
+		}
 		if dedup && spec.dedup != nil {
 			var err error
 			if msgs, err = spec.dedup(msgs); err != nil {
 				return nil, err
 			}
-			if g.mixed {
-				tr.of = g.traces.after(g.msgs, msgs)
-			}
+			filtered = true
+		}
+		if filtered && g.mixed { // each kept message keeps its own trace context
+			tr.of = g.traces.after(g.msgs, msgs)
 		}
 		var delay time.Duration
 		if !g.due.IsZero() {
@@ -150,9 +176,28 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 			}
 			delay = g.due.Sub(pubNow)
 		}
-		out = appendBatches(out, spec, msgs, g.due, delay, tr, g.key, now, g.maxBytes)
+		var window time.Duration
+		if g.dedup {
+			window = spec.idWindow
+		}
+		out = appendBatches(out, spec, msgs, g.due, delay, tr, g.key, now, g.maxBytes, window, g.single)
 	}
 	return out, nil
+}
+
+// firstOfEachID keeps the messages whose id is not in seen yet, adding their ids: publishes of
+// one id that meet in one flush are deduplicated here (the first wins, whatever its due time),
+// before the backend is asked.
+func firstOfEachID(msgs []core.Message, seen map[string]struct{}) []core.Message {
+	out := make([]core.Message, 0, len(msgs))
+	for _, m := range msgs {
+		if _, dup := seen[m.ID]; dup {
+			continue
+		}
+		seen[m.ID] = struct{}{}
+		out = append(out, m)
+	}
+	return out
 }
 
 // appendBatches slices msgs by the queue's MaxBatchMessages and encodes each slice. due is the
@@ -160,14 +205,18 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 // delay is not positive is due now (zero NotBefore and Delay, no due time in the envelope).
 // When maxBytes > 0, slices are also cut so that each encoded batch stays within maxBytes (at
 // least one message per batch). key is the ordering key of an ordered queue's batches; tr the
-// trace contexts of msgs.
-func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Message, due time.Time, delay time.Duration, tr batchTraces, key string, now time.Time, maxBytes int) []core.OutgoingBatch {
+// trace contexts of msgs. window > 0 makes the batches deduplicate their (caller) ids for
+// that long, one message per batch when single is set.
+func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Message, due time.Time, delay time.Duration, tr batchTraces, key string, now time.Time, maxBytes int, window time.Duration, single bool) []core.OutgoingBatch {
 	if delay <= 0 {
 		due, delay = time.Time{}, 0
 	}
 	var seen []bool // with mixed traces and a size limit: the contexts counted in this batch
 	for len(msgs) > 0 {
 		n := min(len(msgs), spec.maxBatch)
+		if single {
+			n = 1
+		}
 		if maxBytes > 0 {
 			first := tr.first
 			if tr.of != nil {
@@ -202,7 +251,13 @@ func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Messag
 			env.MessageIDs[i] = m.ID
 			env.Messages = append(env.Messages, m.Body)
 		}
-		out = append(out, core.OutgoingBatch{ID: env.ID, Queue: spec.name, Body: envelope.Encode(env), Delay: delay, NotBefore: due, Exclusive: spec.exclusive, Messages: n, Key: key, MessageIDs: env.MessageIDs})
+		b := core.OutgoingBatch{ID: env.ID, Queue: spec.name, Delay: delay, NotBefore: due, Exclusive: spec.exclusive, Messages: n, Key: key, MessageIDs: env.MessageIDs}
+		if window > 0 {
+			env.DedupMillis = max(window.Milliseconds(), 1)
+			b.DedupWindow, b.DedupIDs = window, env.MessageIDs
+		}
+		b.Body = envelope.Encode(env)
+		out = append(out, b)
 	}
 	return out
 }

@@ -206,8 +206,14 @@
 //
 // Every message has an id: generated (unique, sortable by publish time) or given with ID or
 // IDs at publish. A listener reads the ids of its slice with MessageIDs(ctx); they are the same
-// in every run of a batch, through the outbox, a drain and a dead letter's replay. Ids do not
-// deduplicate: publishing an id twice delivers the message twice.
+// in every run of a batch, through the outbox, a drain and a dead letter's replay. On a queue
+// declared with QueueConfig.IDDedupWindow, an id given with ID or IDs deduplicates: a message
+// whose id was already published to the queue within the window is left out (counted in
+// Stats.Deduplicated), whether the repeat comes from another call, another node, a flush
+// retried after a lost reply or the outbox's sweep. The backend does it atomically with the
+// store (core.IDDeduper; each adapter's doc states its guarantee), so a publish that failed
+// holds no id. A dead letter's replay is never deduplicated. Without a window, publishing an
+// id twice delivers the message twice.
 //
 // # Lookup, listing and cancel
 //

@@ -34,6 +34,10 @@ type Stats struct {
 	HandedOff int64
 	// Dropped counts dropped batches by reason.
 	Dropped map[string]int64
+	// Deduplicated counts messages this node's flushes left out because their caller id had
+	// already been published to the queue within its IDDedupWindow (the backend said so, or
+	// the id came twice in one flush). Repeats the outbox leaves out are not counted here.
+	Deduplicated int64
 	// LeaseLost counts settles and extensions rejected with ErrLeaseLost.
 	LeaseLost int64
 	// InFlight is the number of batches this node is running now.
@@ -51,6 +55,7 @@ type counters struct {
 	runs, succeeded, failed, retried    atomic.Int64
 	handedOff, leaseLost                atomic.Int64
 	early                               atomic.Int64
+	deduplicated                        atomic.Int64
 	mu                                  sync.Mutex
 	dropped                             map[string]int64
 }

@@ -121,6 +121,10 @@ type Node struct {
 	orderErr error
 	// handed remembers the ordering keys this node handed to the outbox (see followsOutbox).
 	handed handedKeys
+	// dedup is how the backend deduplicates caller ids (core.DedupsIDs), and dedupErr why it
+	// cannot (nil when it can): a queue with an IDDedupWindow is refused on this node with it.
+	dedup    core.DedupSupport
+	dedupErr error
 
 	mu          sync.Mutex
 	listeners   map[string]*listener
@@ -242,6 +246,7 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 		limiter:     o.Limiter,
 		orderErr:    core.OrdersKeys(backend),
 	}
+	n.dedup, n.dedupErr = core.DedupsIDs(backend)
 	for _, name := range o.Registry.Names() {
 		if err := n.checkOrdered(o.Registry.lookup(name)); err != nil {
 			return nil, err
@@ -313,9 +318,12 @@ func (n *Node) addListener(l *listener) error {
 }
 
 // checkOrdered refuses an Ordered queue when the node's backend does not enforce per-key
-// order. NewNode checks the queues already declared in its registry, Listen and publish the
+// order, and a queue with an IDDedupWindow it cannot honour (checkDedup). NewNode checks the queues already declared in its registry, Listen and publish the
 // ones declared later.
 func (n *Node) checkOrdered(spec *queueSpec) error {
+	if err := n.checkDedup(spec); err != nil {
+		return err
+	}
 	if spec == nil || !spec.ordered || n.orderErr == nil {
 		return nil
 	}
@@ -371,6 +379,7 @@ func (n *Node) Stats() Stats {
 		EarlyArrivals:     n.stats.early.Load(),
 		HandedOff:         n.stats.handedOff.Load(),
 		LeaseLost:         n.stats.leaseLost.Load(),
+		Deduplicated:      n.stats.deduplicated.Load(),
 		Dropped:           map[string]int64{},
 		Buffered:          int64(n.buf.size()),
 	}

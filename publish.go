@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ func (n *Node) publish(ctx context.Context, p *core.Pending) error {
 	if err := n.checkOrdered(spec); err != nil {
 		return err
 	}
+	m.onePerBatch = n.dedup.OnePerBatch
 	if n.buf.sealed.Load() {
 		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", core.ErrClosed, spec.name)
 	}
@@ -35,7 +37,7 @@ func (n *Node) publish(ctx context.Context, p *core.Pending) error {
 	if err := lim.checkSizes(p); err != nil {
 		return err
 	}
-	m.maxBatchBytes = lim.batch
+	m.maxBatchBytes = int32(min(lim.batch, math.MaxInt32))
 	tx, inTx := core.TxFromContext(ctx)
 	switch {
 	case inTx && (spec.tx == Require || spec.tx == Try):
@@ -143,6 +145,9 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 	now := n.clock.Now()
 	var all []core.OutgoingBatch
 	for _, qb := range qbs {
+		if qb.spec.idWindow > 0 {
+			n.stats.deduplicated.Add(int64(repeatedIDs(qb.pending)))
+		}
 		bs, err := batches(qb.pending, now, true)
 		if err != nil {
 			// Dedup failed: store the messages as they are rather than lose them.
@@ -252,7 +257,13 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 			}
 		}
 		n.keepBatch(pctx, b) // ledger mode: the ledger's copy first
-		err = safeCall("backend Publish", func() error { return n.backend.Publish(pctx, b) })
+		err = safeCall("backend Publish", func() (perr error) {
+			var sb core.OutgoingBatch
+			if sb, perr = n.publishBatch(pctx, b); perr == nil {
+				b, msgs = sb, sb.Messages
+			}
+			return perr
+		})
 		n.writes.remove(reg)
 		cancel()
 		if cf == nil {
@@ -261,6 +272,9 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 		if err != nil && cf != nil && !(errors.Is(err, core.ErrRejected) && !isUnavailable(err)) {
 			cf.failed.Store(true)
 		}
+	}
+	if err == nil && msgs == 0 {
+		return storedBackend // every message was a duplicate of one already stored
 	}
 	if err == nil {
 		n.recordStored(b, core.StateQueued, at)

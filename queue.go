@@ -43,8 +43,10 @@ func ID(id string) PublishOption { return IDs(id) }
 // IDs gives the messages of a publish call their ids, in order, one per message, instead of
 // generated ones. An id is 1 to MaxIDBytes bytes of UTF-8 without control characters, and the
 // ids of one call are distinct. The id travels with the message through retries, the outbox,
-// a drain and a dead letter's replay, and listeners read it with MessageIDs. txmq does not
-// deduplicate by id yet: publishing an id twice delivers the message twice.
+// a drain and a dead letter's replay, and listeners read it with MessageIDs. On a queue with
+// an IDDedupWindow, an id already published to the queue within the window is accepted once
+// (the repeat is left out, not an error); without one, publishing an id twice delivers twice.
+// A dead letter's replay is never deduplicated.
 func IDs(ids ...string) PublishOption {
 	return func(o *publishOptions) { o.ids = ids }
 }
@@ -107,7 +109,7 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 			return err
 		}
 	}
-	return n.publish(ctx, &core.Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, Key: o.key, Batcher: &pendingMeta{spec: q.spec, clock: n.clock}})
+	return n.publish(ctx, &core.Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, Key: o.key, Batcher: &pendingMeta{spec: q.spec, clock: n.clock, callerIDs: o.ids != nil}})
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.

@@ -121,6 +121,14 @@ type QueueConfig[T any] struct {
 	// parallel. The backend must enforce it (core.KeyOrderer): a node on a backend that does
 	// not refuses the queue. Default false: no order at all.
 	Ordered bool
+	// IDDedupWindow, when positive, makes caller-supplied message ids (ID, IDs) deduplicate:
+	// a message whose id was already published to this queue within the window (counted from
+	// that publish, on the backend's clock) is accepted once, whether the copies come from
+	// separate calls, separate nodes, a retried flush or the outbox. The backend must support
+	// it (core.IDDeduper; each adapter's doc says how, and with what window): a node on one
+	// that does not refuses the queue. Messages with generated ids are never checked and pay
+	// nothing. Default 0: ids label messages only, and publishing an id twice delivers twice.
+	IDDedupWindow time.Duration
 	// RateLimit caps how many batches of the queue start per period, cluster-wide when the
 	// nodes share a Limiter (txmq.Open uses the app database), else per node. Zero: no limit.
 	// To limit messages, set MaxBatchMessages to 1.
@@ -167,6 +175,12 @@ func (c *QueueConfig[T]) validate(name string) error {
 	}
 	if c.MaxMessageBytes > 0 && c.MaxBatchBytes > 0 && c.MaxBatchBytes < c.MaxMessageBytes {
 		return fmt.Errorf("%w: queue %q: MaxBatchBytes %d is below MaxMessageBytes %d; a batch must hold one message of the largest size", core.ErrInvalidConfig, name, c.MaxBatchBytes, c.MaxMessageBytes)
+	}
+	if c.IDDedupWindow < 0 {
+		return fmt.Errorf("%w: queue %q: IDDedupWindow is %v; use a window > 0 to deduplicate caller ids, or 0 for none", core.ErrInvalidConfig, name, c.IDDedupWindow)
+	}
+	if c.IDDedupWindow > 0 && c.IDDedupWindow < time.Millisecond {
+		return fmt.Errorf("%w: queue %q: IDDedupWindow is %v; use at least 1ms", core.ErrInvalidConfig, name, c.IDDedupWindow)
 	}
 	if c.MaxAttempts < 0 {
 		return fmt.Errorf("%w: queue %q: MaxAttempts is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, name, c.MaxAttempts, DefaultMaxAttempts)

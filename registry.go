@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/txmq/txmq/core"
 )
@@ -55,6 +56,7 @@ type declKey struct {
 	maxBatchBytes  int
 	dedup, onError bool
 	rate           RateLimit
+	idWindow       time.Duration
 }
 
 // queueSpec is the untyped view of a declared queue that the engine works with.
@@ -71,6 +73,8 @@ type queueSpec struct {
 	maxAttempts int
 	// maxMessageBytes and maxBatchBytes are the queue's size settings (0: the node's).
 	maxMessageBytes, maxBatchBytes int
+	// idWindow is QueueConfig.IDDedupWindow: 0, or how long caller ids deduplicate.
+	idWindow time.Duration
 	// dedup maps messages (with their boxed values) to the messages to store; nil if unset.
 	dedup func([]core.Message) ([]core.Message, error)
 	// typed is the *Queue[T] handed out for this declaration.
@@ -145,6 +149,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		dedup:         cfg.Dedup != nil,
 		onError:       cfg.OnError != nil,
 		rate:          cfg.RateLimit,
+		idWindow:      cfg.IDDedupWindow,
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -173,6 +178,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		maxMessageBytes: cfg.MaxMessageBytes,
 		maxBatchBytes:   cfg.MaxBatchBytes,
 		rate:            rateDefaults(cfg.RateLimit),
+		idWindow:        cfg.IDDedupWindow,
 	}
 	if cfg.Dedup != nil {
 		spec.dedup = typedDedup(name, cfg.Dedup)

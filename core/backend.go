@@ -39,6 +39,9 @@ import (
 //     body and restarts Deliveries at 0 (a rewrite), or keeps the old body and keeps counting
 //     Deliveries (a retry in place). Either way core's attempt count stays right, because core
 //     counts a run as Envelope.Attempt + Claim.Deliveries.
+//   - An adapter that implements IDDeduper publishes a batch with OutgoingBatch.DedupWindow by
+//     its rules (ids checked and recorded atomically with the store); one that does not
+//     ignores the field (a node refuses such a queue on it).
 //   - Fetch honours ctx: cancellation interrupts waiting, but a claim the backend already made
 //     is returned (with a nil error) or, when its reply was lost to the cancellation, comes
 //     back after its lease; never stranded. The package doc's "Rules every adapter follows"
@@ -121,12 +124,18 @@ type OutgoingBatch struct {
 	// MessageIDs are the ids of the batch's messages, in order, when the engine built it (for
 	// the ledger); nil otherwise. Adapters ignore it.
 	MessageIDs []string
-	// Dedup is the identity of this publish for a backend that drops repeated publishes of one
+	// PublishID is the identity of this publish for a backend that drops repeated publishes of one
 	// batch (SQS FIFO's deduplication id): empty means ID, so a repeat of the same publish (an
 	// outbox sweep running twice) is stored once. A deliberate new publish of a batch whose id
 	// was published before (a dead-letter replay) sets its own, so that it is not taken for a
 	// repeat and silently dropped. At most 128 printable ASCII bytes.
-	Dedup string
+	PublishID string
+	// DedupWindow, when positive, asks an adapter that implements IDDeduper to deduplicate the
+	// batch's messages by DedupIDs for that long (see IDDeduper); 0 for every other batch.
+	DedupWindow time.Duration
+	// DedupIDs are the ids of all the batch's messages (caller-supplied, distinct) when
+	// DedupWindow is positive; nil otherwise.
+	DedupIDs []string
 }
 
 // DelayFrom returns how long the batch must wait before it may be claimed: Delay when it is

@@ -75,6 +75,13 @@
 //     backends, which the wrapper runs independently (one batch per key per backend in
 //     flight). Order is promised per producer, and such a key has producers on both sides.
 //
+// # Message ids that deduplicate
+//
+// The wrapper deduplicates caller ids (core.IDDeduper, txmq.QueueConfig.IDDedupWindow) when
+// the primary does, with the primary's mechanism: publishes go to the primary only. Ids
+// published to an old backend before the switch are not known to the primary, so a repeat
+// within their window is accepted once more.
+//
 // # When an old backend is drained, and why that is not final
 //
 // Every Options.CheckInterval at most (checked during Fetch), the wrapper asks each old

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/envelope"
+	"github.com/txmq/txmq/internal/iddedup"
 )
 
 // row is one outbox row on its way to the backend.
@@ -75,7 +77,14 @@ func (s *Store) publishOne(ctx context.Context, b core.OutgoingBatch) error {
 				done <- fmt.Errorf("txmq outbox: the backend's Publish panicked: %v", r)
 			}
 		}()
-		done <- s.backend.Publish(ctx, b)
+		if b.DedupWindow <= 0 {
+			done <- s.backend.Publish(ctx, b)
+			return
+		}
+		// Caller ids that deduplicate: a row published before (its delete lost, a crash, a
+		// retried flush) finds its ids held and publishes nothing again.
+		_, _, err := iddedup.Publish(ctx, s.backend.Publish, b)
+		done <- err
 	}()
 	select {
 	case err := <-done:
@@ -220,6 +229,9 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 				return err
 			}
 			withRemaining(&r.batch, left)
+			// A batch whose caller ids deduplicate says so in its envelope (the after-commit
+			// path has it from the engine already).
+			r.batch.DedupWindow, r.batch.DedupIDs = envelope.DedupOf(r.batch.Body)
 			page = append(page, r)
 		}
 		if err := rs.Err(); err != nil {

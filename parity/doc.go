@@ -29,6 +29,11 @@
 // queue, and every other ordering property is counted "not supported by the adapter", neither
 // passed nor skipped.
 //
+// The group "identity" checks message ids; its dedup properties (txmq.QueueConfig.IDDedupWindow)
+// run where the adapter implements core.IDDeduper with a window of at least 8 s. Elsewhere they
+// check that a node refuses a queue asking for it and are counted "not supported by the
+// adapter", neither passed nor skipped.
+//
 // The group "contract" drives one raw client (or a few) without nodes, one property per rule of
 // package core's "Rules every adapter follows" (concurrency, Body ownership, Close, no
 // retries of its own, cancellation) plus the Exclusive and lease rules on raw clients; its

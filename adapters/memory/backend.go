@@ -76,6 +76,12 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	now := be.clock()
 	q := be.queueLocked(b.Queue)
 	q.advance(now)
+	if b.DedupWindow > 0 {
+		if taken := q.marks.taken(b.DedupIDs, now); len(taken) > 0 {
+			return &core.DuplicateError{Queue: b.Queue, IDs: taken}
+		}
+		q.marks.hold(b.DedupIDs, now.Add(b.DedupWindow))
+	}
 	rec := &record{id: b.ID, q: q, body: clone(b.Body)}
 	if b.Key != "" {
 		var due time.Time

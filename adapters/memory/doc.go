@@ -46,6 +46,10 @@
 //     anyone, with Deliveries incremented at the next handout. Settling or extending a lost
 //     lease returns an error wrapping core.ErrLeaseLost; settling a settled claim is a no-op.
 //   - Retry rewrites: the new body is stored and Deliveries restarts at 0.
+//   - Caller ids deduplicate (core.IDDeduper, txmq.QueueConfig.IDDedupWindow): exact, any
+//     window. Each queue keeps a map of the ids it holds with their expiry on the Backend's
+//     clock; Publish checks and records them under the Backend's lock with the batch, so two
+//     publishes of one id within the window store it once, whichever node makes them.
 //   - Lease expiry is detected lazily by every call, and a waiting Fetch sets its timer to the
 //     earliest delayed due time or lease end among its queues, so it wakes without a reaper
 //     goroutine.
@@ -77,6 +81,8 @@
 //
 // # Cost
 //
-// Each pick is O(log n) in the queue's due batches. The Backend starts no goroutines: an idle
+// Each pick is O(log n) in the queue's due batches. Id dedup costs one map entry per caller id
+// for its window (forgotten lazily by later publishes of its queue), O(1) per id; batches
+// without caller ids never touch it. The Backend starts no goroutines: an idle
 // node costs one timer per waiting Fetch, and nothing else.
 package memory

@@ -50,6 +50,9 @@ type queue struct {
 
 	// waiters are the fetches blocked on this queue.
 	waiters map[*waiter]struct{}
+
+	// marks are the caller ids held for deduplication (see Backend.DedupIDs).
+	marks idMarks
 }
 
 // waiter is one blocked Fetch; ch has room for one wake-up so notify never blocks.

@@ -110,6 +110,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err != nil {
 		return err
 	}
+	if b.DedupWindow > 0 {
+		return be.publishDedup(ctx, q, b)
+	}
 	return be.store(ctx, q, b.ID, b.Body, b.DelayFrom(time.Now()), b.Key, b.Exclusive)
 }
 

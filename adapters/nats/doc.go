@@ -139,6 +139,17 @@
 // A keyed batch is the exception: retried in place (see Ordering), so a claim core gives back
 // unrun (a paused queue, a closing node, an early arrival) counts as a delivery there.
 //
+// Caller ids deduplicate (core.IDDeduper, txmq.QueueConfig.IDDedupWindow) with JetStream's own
+// message deduplication: JetStream deduplicates whole messages, so core gives each message
+// with a caller id a batch of its own (core.DedupSupport.OnePerBatch), stored with
+// Nats-Msg-Id = the id; a publish the server reports as a duplicate stores nothing (chunks of
+// a large body are purged) and is left out by core. The window is a stream setting
+// (Duplicates), and a queue is one stream: the first such publish of a Backend sets the
+// queue's stream's Duplicates to the queue's IDDedupWindow (nodes must declare the same
+// window; the last one set wins). It is exact while the server keeps its dedup state, which it
+// holds in memory and rebuilds on restart from the messages still stored: after a server
+// restart, ids of batches already acked (removed by work-queue retention) are forgotten.
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) for batches with a key
@@ -235,6 +246,11 @@
 // wraps core.ErrInvalidConfig.
 //
 // # Cost
+//
+// Id dedup: batches without caller ids are published as before. Messages with caller ids
+// cost one JetStream message each (no batching: a listener receives them one per call), and
+// the server keeps one dedup entry per id for the window; the first dedup publish of a
+// Backend reads the stream's info (and updates the stream once when its window differs).
 //
 // A queue whose last pull delivered nothing is idle: its next pull waits Options.IdlePull (30 s
 // by default; never less than req.Wait, never more than a quarter of the AckWait), outliving

@@ -11,6 +11,8 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/txmq/txmq/core"
 )
 
 // Headers the Backend sets on stored messages.
@@ -40,9 +42,10 @@ type queueState struct {
 
 	setup      sync.Mutex // serialises stream creation
 	stream     jetstream.Stream
-	partitions int         // key partitions, from the stream's metadata (see ordering.go)
-	parts      []*lane     // one lane per key partition, made with the stream
-	clock      serverClock // the clock of the server that fires the stream's schedules
+	partitions int           // key partitions, from the stream's metadata (see ordering.go)
+	parts      []*lane       // one lane per key partition, made with the stream
+	clock      serverClock   // the clock of the server that fires the stream's schedules
+	dupWindow  time.Duration // the stream's duplicate window as this Backend last set or saw it
 }
 
 // lane is one durable pull consumer of a queue's stream and this Backend's fetch state for
@@ -254,7 +257,17 @@ func (be *Backend) consumer(ctx context.Context, l *lane, exclusive bool, lease 
 // A keyed batch (key not empty, see ordering.go) goes to its key's partition subject (the ready
 // subject on an Exclusive queue) at once, in its place, with its delay in a header.
 func (be *Backend) store(ctx context.Context, q *queueState, id string, body []byte, delay time.Duration, key string, exclusive bool) error {
+	return be.storeDedup(ctx, q, id, body, delay, key, exclusive, "")
+}
+
+// storeDedup is store with a message id (Nats-Msg-Id) when dedupID is not empty: a message id
+// the stream already holds within its duplicate window is refused as a *core.DuplicateError
+// and nothing stays stored.
+func (be *Backend) storeDedup(ctx context.Context, q *queueState, id string, body []byte, delay time.Duration, key string, exclusive bool, dedupID string) error {
 	hdr := natsgo.Header{}
+	if dedupID != "" {
+		hdr.Set(natsgo.MsgIdHdr, dedupID)
+	}
 	var at time.Time
 	if delay > 0 && key == "" {
 		now, err := be.serverNow(ctx, q)
@@ -294,20 +307,31 @@ func (be *Backend) store(ctx context.Context, q *queueState, id string, body []b
 		hdr.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))
 		hdr.Set(hdrScheduleTarget, q.ready)
 	}
-	if err := be.publish(ctx, q, msg); err != nil {
+	ack, err := be.publishAck(ctx, q, msg)
+	if err != nil {
 		if chunkID != "" {
 			be.purgeChunks(q, chunkID)
 		}
 		return wrap("publish batch "+id, q.name, err)
 	}
+	if dedupID != "" && ack.Duplicate {
+		if chunkID != "" {
+			be.purgeChunks(q, chunkID)
+		}
+		return &core.DuplicateError{Queue: q.name, IDs: []string{dedupID}}
+	}
 	return nil
 }
 
 func (be *Backend) publish(ctx context.Context, q *queueState, msg *natsgo.Msg) error {
+	_, err := be.publishAck(ctx, q, msg)
+	return err
+}
+
+func (be *Backend) publishAck(ctx context.Context, q *queueState, msg *natsgo.Msg) (*jetstream.PubAck, error) {
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
-	_, err := be.js.PublishMsg(cctx, msg, jetstream.WithExpectStream(q.streamName))
-	return err
+	return be.js.PublishMsg(cctx, msg, jetstream.WithExpectStream(q.streamName))
 }
 
 // purgeChunks removes a chunked body's chunks, best effort: a failure leaves orphan chunks

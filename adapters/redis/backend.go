@@ -2,6 +2,7 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -99,7 +100,16 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return err
 	}
 	k := be.keys.keys(b.Queue)
-	err := publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key).Err()
+	var err error
+	if b.DedupWindow > 0 {
+		err = be.publishDedup(ctx, k, b, delayMs)
+	} else {
+		err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key).Err()
+	}
+	var dup *core.DuplicateError
+	if errors.As(err, &dup) {
+		return err
+	}
 	if err != nil && !rejected(err) && unavailable(err) && len(b.Body) > minBulkLimit {
 		// Redis closes the connection of a command over proto-max-bulk-len, which can look
 		// like an outage; if the server answers and its limit is below this body, it is not.

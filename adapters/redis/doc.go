@@ -99,6 +99,15 @@
 // retried after a lost reply cannot reset a batch in flight. Fetch runs its claim round trip
 // detached from ctx, so a claim Redis made is always returned.
 //
+// Caller ids deduplicate (core.IDDeduper, txmq.QueueConfig.IDDedupWindow) exactly, with any
+// window, per message id: a batch asking for it is published by one script that checks and
+// records its ids in the queue's id set, {txmq:emails}:ids (ZSET id -> expiry, ms, server
+// clock), in the same atomic step that stores the batch. An id held there is refused (the
+// script stores nothing and names it) until the window from its first publish has passed on
+// the server's clock. The guarantee is as durable as Redis's own data: a Redis restarted
+// without persistence forgets the ids with the batches, and an asynchronous replica promoted
+// after a failover may miss the last ones (see below).
+//
 // On a Redis Cluster, queues spread over the cluster's slots by their hash tag {prefix:queue}; each queue lives on
 // one master (and its replicas), so one queue's throughput is bound by one master, and many
 // queues use them all. Wake-ups are plain PUBLISH, which a cluster broadcasts to every node, so
@@ -186,6 +195,11 @@
 // for the same failures go to Options.Logger at Debug level instead of stderr.
 //
 // # Cost
+//
+// Id dedup: batches without caller ids run the plain publish script, untouched. A batch with
+// them adds, in its one script, a ZREMRANGEBYSCORE of the expired ids, one ZSCORE per id and
+// one variadic ZADD; the id set holds each id for its window (the set itself expires one
+// window after its last write).
 //
 // Settles and extensions from concurrent workers are group-committed (batch.go): a call queues
 // its settle and waits for its own reply; a few flushers each take every settle queued at that

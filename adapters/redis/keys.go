@@ -10,6 +10,8 @@ type queueKeys struct {
 	script []string
 	// wake is the Pub/Sub channel a publish, retry or freed exclusive lease notifies.
 	wake string
+	// dedup is script plus the queue's id set (KEYS[10] of publishDedupScript).
+	dedup []string
 }
 
 // keyCache remembers the queueKeys of each queue name, so the hot path does not rebuild five
@@ -30,6 +32,7 @@ func (c *keyCache) keys(queue string) *queueKeys {
 			tag + ":ktail", tag + ":knext", tag + ":bkey", tag + ":hdue"},
 		wake: tag + ":wake",
 	}
+	k.dedup = append(append(make([]string, 0, len(k.script)+1), k.script...), tag+":ids")
 	actual, _ := c.m.LoadOrStore(queue, k)
 	return actual.(*queueKeys)
 }

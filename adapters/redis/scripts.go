@@ -59,7 +59,10 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // ARGV[5], when present and not empty, is the batch's ordering key (see ordering.go): the
 // batch becomes the key's tail; behind an earlier batch of its key it is held (in no set, its
 // due time kept in hdue) instead of entering the due set.
-var publishScript = goredis.NewScript(nowLua + `
+var publishScript = goredis.NewScript(nowLua + publishLua)
+
+// publishLua is publishScript's body after nowLua (publishDedupScript runs it too).
+const publishLua = `
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
@@ -78,7 +81,30 @@ local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
 if not ready then redis.call('PUBLISH', ARGV[4], '1') end
 return 1
-`)
+`
+
+// publishDedupScript is publishScript for a batch whose caller ids deduplicate
+// (core.IDDeduper). KEYS[10] is the queue's id set: a sorted set of id -> expiry (ms, server
+// time). ARGV[6] is the window in ms and ARGV[7..] the batch's ids. It forgets expired ids;
+// when any of the batch's ids is still held it stores nothing and returns those ids (a
+// table); else it records every id until now + window, keeps the set's own TTL at least the
+// window (so an idle queue's set goes away), and stores the batch as publishScript does.
+var publishDedupScript = goredis.NewScript(nowLua + bulkLua + `
+local w = tonumber(ARGV[6])
+redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now)
+local taken = {}
+for i = 7, #ARGV do
+  if redis.call('ZSCORE', KEYS[10], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
+end
+if #taken > 0 then return taken end
+local add = {}
+for i = 7, #ARGV do
+  add[#add + 1] = now + w
+  add[#add + 1] = ARGV[i]
+end
+bulk('ZADD', KEYS[10], add)
+if redis.call('PTTL', KEYS[10]) < w then redis.call('PEXPIRE', KEYS[10], w) end
+` + publishLua)
 
 // claimScript reclaims expired leases and claims due batches. ARGV: max claims, lease ms,
 // token base, exclusive ('1' or '0'), reclaim limit.

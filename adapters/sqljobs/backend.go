@@ -114,13 +114,25 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if body == nil {
 		body = []byte{}
 	}
-	return be.run(ctx, op, func(ctx context.Context) error {
+	var dup *core.DuplicateError
+	err := be.run(ctx, op, func(ctx context.Context) error {
+		if b.DedupWindow > 0 {
+			err := be.publishDedup(ctx, b, body, delayUs)
+			if errors.As(err, &dup) {
+				return nil
+			}
+			return err
+		}
 		if b.Key != "" {
 			return be.publishKeyed(ctx, b, body, delayUs)
 		}
 		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel)
 		return err
 	})
+	if err == nil && dup != nil {
+		return dup
+	}
+	return err
 }
 
 // Depths reports the ready, in-flight and delayed batches of each named queue in one query.

@@ -127,6 +127,15 @@
 // due, as an ack does. A lookup is an operator's tool: it reads the queue until it finds the
 // message.
 //
+// Caller ids deduplicate (core.IDDeduper, txmq.QueueConfig.IDDedupWindow) exactly, with any
+// window, per message id: a batch asking for it is stored in one transaction that first
+// inserts its ids into txmq_job_ids (primary key (queue, id), expires_at = the database's
+// clock plus the window; migration 0004). An id whose row has not expired refuses the publish:
+// the transaction rolls back, nothing is stored, and the ids are named to core, which leaves
+// those messages out. Two concurrent publishes of one id serialise on the primary key (ON
+// CONFLICT), so exactly one stores it. An expired row is taken over in place. It works the
+// same through PgBouncer (one ordinary transaction).
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) for batches with a key
@@ -175,6 +184,12 @@
 // settle that finds no statement of its kind running goes at once; otherwise it waits up to
 // Options.SettleWindow (1 ms) or until Options.SettleBatch (100) are pending. With
 // synchronous_commit = off (above), a settle does not wait for a WAL flush.
+//
+// Id dedup: batches without caller ids run the plain one-statement INSERT, untouched. A batch
+// with them costs one transaction (BEGIN, an INSERT ... ON CONFLICT of its ids, the INSERT of
+// the batch, COMMIT) and one row per id in txmq_job_ids, which the reaper deletes once expired
+// (pages of ReapBatch by the expires_at index, every ReapInterval: the table holds about one
+// ReapInterval plus one window of ids).
 //
 // While idle, a node runs one claim statement per FetchRequest.Wait (one index probe per queue:
 // cheap with 1,000 queues) and holds one LISTEN connection per Backend; the reaper runs once

@@ -50,6 +50,8 @@ var planCases = []planCase{
 	{"replace_body", func(s statements) string { return s.replaceBody }, `1, '\x7b7d'::bytea`},
 	{"remove_unclaimed", func(s statements) string { return s.removeUnclaimed }, `1, 'chan'`},
 	{"holds_key", func(s statements) string { return s.holdsKey }, `'q1', 'k7'`},
+	{"hold_ids", func(s statements) string { return s.holdIDs }, `'q1', '{a,b}'::text[], 1000000`},
+	{"prune_ids", func(s statements) string { return s.pruneIDs }, `100`},
 }
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
@@ -183,7 +185,7 @@ func TestStatementPlans(t *testing.T) {
 			for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 				for _, pc := range planCases {
 					plan := explainGuarded(t, w, mode, pc.sql(st), pc.args)
-					if bad := seqScans(plan, "txmq_jobs"); len(bad) > 0 {
+					if bad := append(seqScans(plan, "txmq_jobs"), seqScans(plan, "txmq_job_ids")...); len(bad) > 0 {
 						t.Errorf("%s (%s rows, %s) plans %s:\n%s", pc.name, sc.name, mode, strings.Join(bad, ", "), outline(plan, ""))
 					}
 				}

@@ -40,6 +40,8 @@ type ReapResult struct {
 	Reaped int
 	// LeftInPlace is how many abandoned batches stayed (no sink, or the sink failed).
 	LeftInPlace int
+	// ExpiredIDs is how many message ids whose dedup window had passed were deleted.
+	ExpiredIDs int64
 }
 
 // reapLoop runs Reap now and then every ReapInterval until Close.
@@ -65,7 +67,8 @@ func (be *Backend) reapLoop() {
 	}
 }
 
-// Reap runs the abandoned-queue reaper once (the Backend also runs it when made and every
+// Reap deletes the message ids whose dedup window has passed (see DedupIDs), in pages of
+// ReapBatch, and runs the abandoned-queue reaper once (the Backend also runs it when made and every
 // ReapInterval). A queue is abandoned when it has batches and no Backend on this schema has
 // fetched it within AbandonedAfter; its batches older than AbandonedAfter and not in flight
 // are handed to Options.DeadLetters (reason ReasonAbandoned) and then deleted, in
@@ -78,13 +81,17 @@ func (be *Backend) Reap(ctx context.Context) (ReapResult, error) {
 		return res, err
 	}
 	be.stats.runs.Add(1)
+	var err error
+	if res.ExpiredIDs, err = be.pruneIDs(ctx); err != nil {
+		return res, err
+	}
 	age := micros(be.o.AbandonedAfter)
 	type abandoned struct {
 		queue string
 		last  *time.Time
 	}
 	var found []abandoned
-	err := be.run(ctx, "reaper: listing abandoned queues", func(ctx context.Context) error {
+	err = be.run(ctx, "reaper: listing abandoned queues", func(ctx context.Context) error {
 		found = found[:0]
 		rows, err := query(ctx, be.pool, be.sql.reapQueues, age)
 		if err != nil {

@@ -13,6 +13,7 @@ type statements struct {
 	publishKeyed, ackKeyed, holdsKey                      string
 	inspectQueues, inspectPage, inspectFind               string
 	replaceBody, removeUnclaimed                          string
+	holdIDs, pruneIDs                                     string
 }
 
 // render substitutes the quoted schema into every statement. {{s}} is the quoted schema;
@@ -42,6 +43,9 @@ func render(schema string) statements {
 		inspectFind:     r.Replace(sqlInspectFind),
 		replaceBody:     r.Replace(sqlReplaceBody),
 		removeUnclaimed: r.Replace(sqlRemoveUnclaimed),
+
+		holdIDs:  r.Replace(sqlHoldIDs),
+		pruneIDs: r.Replace(sqlPruneIDs),
 	}
 }
 

@@ -119,8 +119,8 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	}
 	w.key = b.Key
 	dedup := b.ID
-	if b.Dedup != "" {
-		dedup = b.Dedup // a deliberate re-publish (a replay): not a repeat of the first
+	if b.PublishID != "" {
+		dedup = b.PublishID // a deliberate re-publish (a replay): not a repeat of the first
 	}
 	if dedup == "" {
 		dedup = core.NewID()

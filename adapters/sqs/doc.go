@@ -101,7 +101,7 @@
 // the whole cluster, released by Ack, Drop, Retry (the rewrite deletes it) and visibility
 // expiry. Publish uses the batch id as the deduplication id, so a batch re-published within
 // five minutes (an outbox sweep repeating itself) is stored once; a publish that sets
-// core.OutgoingBatch.Dedup (a dead-letter replay) uses that instead, and is stored.
+// core.OutgoingBatch.PublishID (a dead-letter replay) uses that instead, and is stored.
 //
 // Delays are judged on SQS's clock alone: a batch travels with its delay as a duration
 // (core.OutgoingBatch.Delay), never with the publisher's absolute due time, so app/SQS clock
@@ -119,6 +119,13 @@
 // and is moved into the FIFO queue when due. A main-queue message with delay left is moved
 // back, not handed out. Messages written by older versions carry txmq-not-before (the sender's
 // clock) and are still honoured. Depths counts the holding queue as delayed.
+//
+// Caller ids do not deduplicate here: the Backend reports core.IDDeduper as unsupported, so a
+// node refuses a queue declared with txmq.QueueConfig.IDDedupWindow (an error naming the
+// queue). SQS standard queues have no dedup at all, and FIFO dedup (MessageDeduplicationId)
+// has a fixed 5-minute window over whole messages and already carries the batch id for the
+// Exclusive and Ordered queues. Ids still travel with the messages (txmq.MessageIDs): publish
+// an id twice and it is delivered twice, as with any at-least-once delivery.
 //
 // # Ordering
 //
@@ -192,6 +199,9 @@
 // on settles and extensions wrap core.ErrLeaseLost (see above).
 //
 // # Cost
+//
+// Id dedup is not supported (see Delivery semantics), so publishes with caller ids cost what
+// any publish does.
 //
 // Fetch long-polls only idle queues, one receive outstanding per SQS queue (see Delivery
 // semantics), so an idle standard queue costs 3600/W ReceiveMessage requests per hour per node,

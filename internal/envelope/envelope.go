@@ -30,6 +30,11 @@ type Envelope struct {
 	// once. Backends schedule by the relative OutgoingBatch.Delay; core reads Due only for its
 	// early-arrival guard, which allows for MaxClockSkew between the two nodes' clocks.
 	Due time.Time `json:"nb,omitzero"`
+	// DedupMillis is the queue's id dedup window in milliseconds when every message id of
+	// the batch was given by the caller and deduplicates (txmq.QueueConfig.IDDedupWindow); 0
+	// otherwise. It rides in the envelope so that the outbox's sweep asks the backend for the
+	// same dedup as the flush it takes over (see core.OutgoingBatch.DedupWindow).
+	DedupMillis int64 `json:"dw,omitempty"`
 	// Key is the ordering key of a batch of an ordered queue (every message has it), empty
 	// otherwise; see core.OutgoingBatch.Key.
 	Key string `json:"k,omitempty"`
@@ -54,18 +59,19 @@ type Envelope struct {
 // ids are only counted and kept as their raw JSON (IDList.IDs decodes them on demand), which
 // saves one string per message when a listener does not ask for them.
 type Typed[T any] struct {
-	Version    int                 `json:"v"`
-	ID         string              `json:"id"`
-	Queue      string              `json:"q"`
-	Attempt    int                 `json:"a"`
-	Created    time.Time           `json:"t"`
-	Due        time.Time           `json:"nb,omitzero"`
-	Key        string              `json:"k,omitempty"`
-	Trace      map[string]string   `json:"tc,omitempty"`
-	Traces     []map[string]string `json:"tcs,omitempty"`
-	TraceOf    []int               `json:"ti,omitempty"`
-	MessageIDs IDList              `json:"ids"`
-	Messages   []T                 `json:"m"`
+	Version     int                 `json:"v"`
+	ID          string              `json:"id"`
+	Queue       string              `json:"q"`
+	Attempt     int                 `json:"a"`
+	Created     time.Time           `json:"t"`
+	Due         time.Time           `json:"nb,omitzero"`
+	DedupMillis int64               `json:"dw,omitempty"`
+	Key         string              `json:"k,omitempty"`
+	Trace       map[string]string   `json:"tc,omitempty"`
+	Traces      []map[string]string `json:"tcs,omitempty"`
+	TraceOf     []int               `json:"ti,omitempty"`
+	MessageIDs  IDList              `json:"ids"`
+	Messages    []T                 `json:"m"`
 }
 
 // IDList is a JSON array of message ids as it is in the batch: its length and its raw bytes,
@@ -127,6 +133,9 @@ func (l *IDList) UnmarshalJSON(b []byte) error {
 // when they come from a publish call); they are copied verbatim, not re-validated.
 func Encode(e *Envelope) []byte {
 	size := 96 + len(e.ID) + len(e.Queue) + len(e.Key)
+	if e.DedupMillis > 0 {
+		size += 24
+	}
 	if !e.Due.IsZero() {
 		size += 44 // ,"nb":"<RFC 3339 with nanoseconds>"
 	}
@@ -155,6 +164,10 @@ func Encode(e *Envelope) []byte {
 		buf.WriteString(`,"nb":"`)
 		buf.Write(e.Due.UTC().AppendFormat(nil, time.RFC3339Nano))
 		buf.WriteByte('"')
+	}
+	if e.DedupMillis > 0 {
+		buf.WriteString(`,"dw":`)
+		buf.WriteString(strconv.FormatInt(e.DedupMillis, 10))
 	}
 	if e.Key != "" {
 		buf.WriteString(`,"k":`)
@@ -304,6 +317,37 @@ func ReencodeAttempt(body []byte, attempt int) ([]byte, error) {
 	}
 	e.Attempt = attempt
 	return Encode(e), nil
+}
+
+// DedupOf returns the id dedup of an encoded batch (its window and message ids) when its
+// envelope asks for one (Envelope.DedupMillis), else zero and nil. It decodes the body only
+// when the header shows the field (or is not as Encode writes it), so the batches Encode
+// wrote without it cost a prefix scan.
+func DedupOf(body []byte) (time.Duration, []string) {
+	r := fastReader{b: body, ok: true}
+	r.lit(`{"v":`)
+	r.integer()
+	r.lit(`,"id":`)
+	r.quoted()
+	r.lit(`,"q":`)
+	r.quoted()
+	r.lit(`,"a":`)
+	r.integer()
+	r.lit(`,"t":`)
+	r.quoted()
+	if r.peek(`,"nb":`) {
+		r.i += len(`,"nb":`)
+		r.quoted()
+	}
+	if r.ok && !r.peek(`,"dw":`) {
+		return 0, nil
+	}
+	// The field, or a header not as Encode writes it: decode to be sure.
+	e, err := Decode(body)
+	if err != nil || e.DedupMillis <= 0 {
+		return 0, nil
+	}
+	return time.Duration(e.DedupMillis) * time.Millisecond, e.MessageIDs
 }
 
 // Truncate returns b as a string of at most n bytes, with "..." when it was cut: for errors

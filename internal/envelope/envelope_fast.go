@@ -213,6 +213,10 @@ func decodeTypedFast[T any](body []byte) (e *Typed[T], ok bool) {
 		r.i += len(`,"nb":`)
 		e.Due = r.time()
 	}
+	if r.peek(`,"dw":`) {
+		r.i += len(`,"dw":`)
+		e.DedupMillis = int64(r.integer())
+	}
 	if r.peek(`,"k":`) {
 		r.i += len(`,"k":`)
 		e.Key = r.str()
