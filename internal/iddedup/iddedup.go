@@ -52,28 +52,25 @@ func Without(b core.OutgoingBatch, ids []string) (core.OutgoingBatch, []string, 
 	if err != nil {
 		return b, nil, err
 	}
-	keptIDs := make([]string, 0, len(env.MessageIDs))
-	kept := env.Messages[:0:0]
 	var removed []string
-	for i, id := range env.MessageIDs {
-		if drop[id] {
-			removed = append(removed, id)
-			continue
+	env.KeepMessages(func(i int) bool { // ids, bodies and each message's trace context
+		if i < len(env.MessageIDs) && drop[env.MessageIDs[i]] {
+			removed = append(removed, env.MessageIDs[i])
+			return false
 		}
-		keptIDs = append(keptIDs, id)
-		kept = append(kept, env.Messages[i])
-	}
+		return true
+	})
+	keptIDs := env.MessageIDs
 	out := b
-	out.Messages = len(kept)
+	out.Messages = len(env.Messages)
 	out.DedupIDs = keptIDs
 	if b.MessageIDs != nil {
 		out.MessageIDs = keptIDs
 	}
-	if len(kept) == 0 {
+	if len(env.Messages) == 0 {
 		out.Body = nil
 		return out, removed, nil
 	}
-	env.MessageIDs, env.Messages = keptIDs, kept
 	out.Body = envelope.Encode(env)
 	return out, removed, nil
 }

@@ -75,3 +75,40 @@ func TestPublish(t *testing.T) {
 		})
 	}
 }
+
+// TestWithoutKeepsEachMessagesTrace: taking duplicates out of a batch whose messages carry
+// different trace contexts keeps each remaining message's own context, and the result decodes
+// on both decoders (a stale trace index list would make it undecodable).
+func TestWithoutKeepsEachMessagesTrace(t *testing.T) {
+	t.Parallel()
+	b := batch("a", "b", "c")
+	env, err := envelope.Decode(b.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta, tb := map[string]string{"traceparent": "A"}, map[string]string{"traceparent": "B"}
+	env.SetTraces([]map[string]string{ta, tb}, []int{0, 1, 1})
+	b.Body = envelope.Encode(env)
+	out, removed, err := Without(b, []string{"a"})
+	if err != nil || !slices.Equal(removed, []string{"a"}) {
+		t.Fatalf("Without: removed %v, %v", removed, err)
+	}
+	got, err := envelope.Decode(out.Body)
+	if err != nil {
+		t.Fatalf("decode after Without: %v", err)
+	}
+	if _, err := envelope.DecodeTyped[string](out.Body); err != nil {
+		t.Fatalf("typed decode after Without: %v", err)
+	}
+	if !slices.Equal(got.MessageIDs, []string{"b", "c"}) || got.MessageTrace(0)["traceparent"] != "B" || got.MessageTrace(1)["traceparent"] != "B" {
+		t.Fatalf("after Without: ids %v, traces %v %v", got.MessageIDs, got.MessageTrace(0), got.MessageTrace(1))
+	}
+	out, _, err = Without(b, []string{"b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = envelope.Decode(out.Body)
+	if err != nil || got.MessageTrace(0)["traceparent"] != "A" || got.MessageTrace(1)["traceparent"] != "B" {
+		t.Fatalf("after taking b out: %v, traces %v %v", err, got.MessageTrace(0), got.MessageTrace(1))
+	}
+}
