@@ -32,6 +32,12 @@ func init() {
 // machine.
 const dedupWindow = 8 * time.Second
 
+// dedupLongWindow is the window of the property that never waits for one to end (or the
+// adapter's longest, if shorter): long enough
+// that no step of it, however slow a loaded machine is, outlives the window and makes a repeat
+// a new publish.
+const dedupLongWindow = 10 * time.Minute
+
 // needDedup ends a property on an adapter that cannot deduplicate ids, after checking that a
 // node refuses a queue asking for it; counted as not supported.
 func (x *X) needDedup() {
@@ -209,7 +215,11 @@ func (l lostReply) Unwrap() core.Backend { return l.Backend }
 // so is the same id published again directly and in a second transaction.
 func idsDedupOutbox(x *X) {
 	x.needDedup()
-	q := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Try, IDDedupWindow: dedupWindow, MaxBatchMessages: 3})
+	window := dedupLongWindow
+	if sup, err := core.DedupsIDs(x.rawClient()); err == nil && sup.MaxWindow > 0 {
+		window = min(window, sup.MaxWindow)
+	}
+	q := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Try, IDDedupWindow: window, MaxBatchMessages: 3})
 	n := x.node(txmq.NodeOptions{Lease: dedupLease})
 	var c idCopies
 	c.listen(x, q, n)
