@@ -159,11 +159,18 @@ func natsScenarios(t *testing.T) []scenarioRun {
 	srv, u := startNATS(t, "nats", true)
 	runs := commonScenarios(srv, func(uniq string) string { return withParam(u, "txmq_prefix", uniq) })
 	lazy, lu := startNATS(t, "nats-nosync", false)
+	lazyURL := func(uniq string) string { return withParam(lu, "txmq_prefix", uniq) }
 	return append(runs, scenarioRun{scenario{
 		name:   "restart-backend-nosync",
 		lossy:  "JetStream acknowledges writes before it fsyncs them (sync_interval 2 min by default): run it with sync_interval: always",
 		inject: restartBackend,
-	}, lazy, func(uniq string) string { return withParam(lu, "txmq_prefix", uniq) }})
+	}, lazy, lazyURL}, scenarioRun{scenario{
+		// The same kill -9 and restart of the lazily syncing server, with ledger mode on:
+		// what the server forgot comes back from the app database.
+		name:          "restart-backend-nosync-ledger",
+		ledgerHorizon: ledgerHorizon,
+		inject:        restartBackend,
+	}, lazy, lazyURL})
 }
 
 func withParam(raw, key, value string) string {

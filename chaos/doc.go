@@ -18,9 +18,9 @@
 // one wall clock that every process shares) must be 0; duplicates are reported. A scenario
 // whose backend loses acknowledged data by its nature (Redis without an append-only file,
 // restarted) reports its figures without failing, and says so on its line;
-// redis/restart-backend-noaof-ledger runs the same restart with ledger mode on (package ledger,
-// Options.Mode, horizon 3 leases) and fails on any missing message (overlaps, from leases Redis
-// forgot, are reported only).
+// redis/restart-backend-noaof-ledger and nats/restart-backend-nosync-ledger run the same kill -9
+// and restart with ledger mode on (package ledger, Options.Mode, horizon 3 leases) and fail on
+// any missing message (overlaps, from leases the backend forgot, are reported only).
 //
 // Run it with
 //

@@ -2,14 +2,17 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
-	"sync"
-	"sync/atomic"
+	"net/url"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/adapters/redis"
 	"github.com/txmq/txmq/adapters/sqljobs"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/testenv"
@@ -21,65 +24,64 @@ type benchMsg struct {
 	Email string `json:"email"`
 }
 
-// BenchmarkLedgerCost measures the ledger's cost on the whole path on SQL jobs: one node
-// publishes b.N messages, 100 per PublishMany call and per batch, and waits until every one
-// was delivered, with the ledger off, on, and on in ledger mode (each in a fresh schema of the
-// test database). b.N counts messages; compare the msgs/s of "off", "on" and "mode" from one
-// run.
-func BenchmarkLedgerCost(b *testing.B) {
-	for _, name := range []string{"off", "on", "mode"} {
-		b.Run(name, func(b *testing.B) { benchLedger(b, name != "off", name == "mode") })
-	}
+// benchVariants are the ledger settings every benchmark compares, in this order: the
+// ledger off, on, and on in ledger mode.
+var benchVariants = []string{"off", "on", "mode"}
+
+// benchBackends are the backends the benchmarks run on: SQL jobs (in a fresh schema of the
+// test database) and Redis (TXMQ_REDIS_URL, under a fresh key prefix).
+var benchBackends = []string{"sqljobs", "redis"}
+
+// benchRig is one node on one backend with one ledger variant, listening on queue "bench"
+// (100 messages per batch). Every listener run sends its message ids and start time on runs.
+type benchRig struct {
+	pool *pgxpool.Pool // the app database (the ledger's)
+	n    *txmq.Node
+	q    *txmq.Queue[benchMsg]
+	lg   *ledger.Ledger // nil with the ledger off
+	mode bool
+	runs chan benchRun
+	done []func() // closers, run in reverse by close
 }
 
-func benchLedger(b *testing.B, on, mode bool) {
+// benchRun is one listener run: when it started and the ids of its messages.
+type benchRun struct {
+	at  time.Time
+	ids []string
+}
+
+// newBenchRig opens the backend, the ledger (unless variant is "off") and a started node;
+// close stops them (the pool and the schema go in b.Cleanup).
+func newBenchRig(b *testing.B, backend, variant string) *benchRig {
+	b.Helper()
 	ctx := context.Background()
 	pool := testenv.PostgresPool(b)
 	schema := testenv.PostgresSchema(b, pool)
-	if err := sqljobs.Migrate(ctx, pool, &sqljobs.Options{Schema: schema}); err != nil {
-		b.Fatal(err)
-	}
-	// The backend has a pool of its own, as one opened from TXMQ_BACKEND has; the ledger uses
-	// the app's.
-	be, err := sqljobs.New(ctx, testenv.PostgresPool(b), &sqljobs.Options{Schema: schema})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer be.Close()
+	r := &benchRig{pool: pool, mode: variant == "mode", runs: make(chan benchRun, 1<<16)}
+	be := openBenchBackend(b, backend, schema)
+	r.done = append(r.done, func() { _ = be.Close() })
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts := &txmq.NodeOptions{Registry: txmq.NewRegistry(), Logger: logger, PollWait: 100 * time.Millisecond}
-	var lg *ledger.Ledger
-	if on {
-		lo := &ledger.Options{Schema: schema, Logger: logger, Mode: mode}
+	if variant != "off" {
+		lo := &ledger.Options{Schema: schema, Logger: logger, Mode: r.mode}
 		if err := ledger.Migrate(ctx, pool, lo); err != nil {
 			b.Fatal(err)
 		}
-		if lg, err = ledger.New(pool, lo); err != nil {
+		lg, err := ledger.New(pool, lo)
+		if err != nil {
 			b.Fatal(err)
 		}
-		defer lg.Close(ctx)
-		opts.Ledger = lg
+		r.done = append(r.done, func() { _ = lg.Close(ctx) })
+		r.lg, opts.Ledger = lg, lg
 	}
-	q := txmq.MustDeclareIn(opts.Registry, "bench", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: 100})
+	r.q = txmq.MustDeclareIn(opts.Registry, "bench", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: 100})
 	n, err := txmq.NewNode(be, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var (
-		mu        sync.Mutex
-		seen      = map[string]bool{}
-		got, want atomic.Int64
-	)
-	done := make(chan struct{}, 1)
-	if err := q.Listen(n, func(ctx context.Context, msgs []benchMsg) error {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, id := range txmq.MessageIDs(ctx) {
-			seen[id] = true // distinct messages: a batch may run twice (at least once)
-		}
-		if got.Swap(int64(len(seen))) != want.Load() && int64(len(seen)) == want.Load() {
-			done <- struct{}{}
-		}
+	r.n = n
+	if err := r.q.Listen(n, func(ctx context.Context, _ []benchMsg) error {
+		r.runs <- benchRun{at: time.Now(), ids: txmq.MessageIDs(ctx)}
 		return nil
 	}); err != nil {
 		b.Fatal(err)
@@ -87,63 +89,163 @@ func benchLedger(b *testing.B, on, mode bool) {
 	if err := n.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = n.Close(ctx) }()
-	want.Store(int64(b.N))
+	r.done = append(r.done, func() { _ = n.Close(ctx) })
+	return r
+}
+
+// close closes the node, the ledger and the backend.
+func (r *benchRig) close() {
+	for i := len(r.done) - 1; i >= 0; i-- {
+		r.done[i]()
+	}
+}
+
+// openBenchBackend opens backend with its own connections, as one opened from TXMQ_BACKEND
+// has, kept apart from other runs by uniq (a schema, a key prefix).
+func openBenchBackend(b *testing.B, backend, uniq string) core.Backend {
+	b.Helper()
+	ctx := context.Background()
+	var (
+		be  core.Backend
+		err error
+	)
+	switch backend {
+	case "sqljobs":
+		if err := sqljobs.Migrate(ctx, testenv.PostgresPool(b), &sqljobs.Options{Schema: uniq}); err != nil {
+			b.Fatal(err)
+		}
+		be, err = sqljobs.New(ctx, testenv.PostgresPool(b), &sqljobs.Options{Schema: uniq})
+	case "redis":
+		u, perr := url.Parse(testenv.RedisURL(b))
+		if perr != nil {
+			b.Fatal(perr)
+		}
+		q := u.Query()
+		q.Set("txmq_prefix", uniq)
+		u.RawQuery = q.Encode()
+		be, err = redis.Open(ctx, u)
+	default:
+		err = fmt.Errorf("unknown backend %q", backend)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return be
+}
+
+// await reads runs until want distinct messages were delivered (a batch may run twice: at
+// least once) or 5 minutes passed.
+func (r *benchRig) await(b *testing.B, seen map[string]bool, want int) {
+	b.Helper()
+	timeout := time.After(5 * time.Minute)
+	for len(seen) < want {
+		select {
+		case run := <-r.runs:
+			for _, id := range run.ids {
+				seen[id] = true
+			}
+		case <-timeout:
+			b.Fatalf("delivered %d of %d", len(seen), want)
+		}
+	}
+}
+
+// settled waits until the ledger recorded every message's completion and, in ledger mode,
+// no batch is kept any more (outside the timing: the last completions are recorded after
+// their acks, a moment after the listener).
+func (r *benchRig) settled(b *testing.B, total int) {
+	b.Helper()
+	if r.lg == nil {
+		return
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ms, err := r.lg.ListMessages(ctx, core.MessageFilter{Queue: "bench", State: core.StateCompleted, Limit: total})
+		if err == nil && len(ms) == total {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("ledger: %d completed rows, %v; want %d", len(ms), err, total)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for r.mode {
+		k, err := r.lg.KeptBatches(ctx)
+		if err == nil && k == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("ledger mode: %d batches still kept, %v; want 0", k, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// BenchmarkLedgerCost measures the ledger's cost on the whole path, on SQL jobs and on Redis:
+// for each backend, one node publishes b.N messages, 100 per PublishMany call and per batch,
+// and waits until every one was delivered, with the ledger off, on, and on in ledger mode in
+// turn (fresh schema and key prefix each). It reports each variant's msgs/s (until the last
+// listener run, and until the ledger recorded every completion: "settled"), the app
+// database's write-ahead log bytes per message, and the throughput ratios on/off and
+// mode/off of this one run. b.N counts messages: run it once with a fixed count,
+//
+//	go test -run '^$' -bench LedgerCost -benchtime 3000x ./ledger
+func BenchmarkLedgerCost(b *testing.B) {
+	for _, backend := range benchBackends {
+		b.Run(backend, func(b *testing.B) {
+			rate, settled := map[string]float64{}, map[string]float64{}
+			for _, v := range benchVariants {
+				rate[v], settled[v] = benchThroughput(b, backend, v)
+			}
+			for _, v := range benchVariants[1:] {
+				b.ReportMetric(rate[v]/rate["off"], v+"/off")
+				b.ReportMetric(settled[v]/settled["off"], v+"/off-settled")
+			}
+		})
+	}
+}
+
+// benchThroughput runs one variant over b.N messages and returns its msgs/s until the last
+// listener run and until the ledger settled everything (both also reported).
+func benchThroughput(b *testing.B, backend, variant string) (rate, settledRate float64) {
+	b.StopTimer()
+	r := newBenchRig(b, backend, variant)
+	defer r.close()
+	ctx := context.Background()
 	msgs := make([]benchMsg, 100)
 	for i := range msgs {
 		msgs[i] = benchMsg{ID: i, Email: "someone@example.com"}
 	}
 	var walStart string
-	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&walStart); err != nil {
+	if err := r.pool.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&walStart); err != nil {
 		b.Fatal(err)
 	}
-	b.ResetTimer()
+	b.StartTimer()
+	start := time.Now()
 	for sent := 0; sent < b.N; sent += len(msgs) {
-		if err := q.PublishMany(ctx, n, msgs[:min(len(msgs), b.N-sent)]); err != nil {
+		if err := r.q.PublishMany(ctx, r.n, msgs[:min(len(msgs), b.N-sent)]); err != nil {
 			b.Fatal(err)
 		}
 	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		b.Fatalf("delivered %d of %d", got.Load(), b.N)
-	}
+	r.await(b, map[string]bool{}, b.N)
+	elapsed := time.Since(start)
 	b.StopTimer()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
-	// The write-ahead log written meanwhile, per message: the write amplification (the
-	// database is shared, so other writers add noise; compare runs of one invocation).
-	defer func() {
-		var wal float64
-		if err := pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)`, walStart).Scan(&wal); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportMetric(wal/float64(b.N), "WAL-B/msg")
-	}()
-	if lg != nil {
-		// Every message's completion reaches the table (checked outside the timing).
-		// The last completions are recorded after their acks, a moment after the listener.
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			ms, err := lg.ListMessages(ctx, core.MessageFilter{Queue: "bench", State: core.StateCompleted, Limit: b.N})
-			if err == nil && len(ms) == b.N {
-				break
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("ledger: %d completed rows, %v; want %d", len(ms), err, b.N)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		if mode { // and every kept batch is settled
-			for {
-				k, err := lg.KeptBatches(ctx)
-				if err == nil && k == 0 {
-					break
-				}
-				if time.Now().After(deadline) {
-					b.Fatalf("ledger mode: %d batches still kept, %v; want 0", k, err)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		}
+	r.settled(b, b.N)
+	settled := time.Since(start)
+	rate = float64(b.N) / elapsed.Seconds()
+	settledRate = float64(b.N) / settled.Seconds()
+	b.ReportMetric(rate, variant+"-msgs/s")
+	// Until the ledger recorded every completion too (and, in ledger mode, settled every
+	// batch): what a sustained load could keep up with.
+	b.ReportMetric(settledRate, variant+"-settled-msgs/s")
+	// The app database's write-ahead log written meanwhile, per message: the write
+	// amplification (the database is shared, so other writers add noise; compare variants of
+	// one run).
+	var wal float64
+	if err := r.pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)`, walStart).Scan(&wal); err != nil {
+		b.Fatal(err)
 	}
+	b.ReportMetric(wal/float64(b.N), variant+"-WAL-B/msg")
+	return rate, settledRate
 }

@@ -17,7 +17,8 @@
 // fail. CancelMessage returns after twice CancelCheck, when every node sees the cancel. The
 // ledger writes one row per message (the jobs table of SQL jobs holds one per batch), so at 100
 // messages per batch it costs about half the throughput of SQL jobs on a small shared machine
-// (BenchmarkLedgerCost: 0.60 of it with the ledger off, in one run). A background pruner
+// (BenchmarkLedgerCost, one run: 0.50 of it with the ledger off on SQL jobs, 0.41 on Redis;
+// BenchmarkLedgerPickup: pickup p50 1.00x of off on both; see the README). A background pruner
 // deletes completed and cancelled rows older than Options.Retention (default 24 h) in bounded
 // deletes of Options.PruneBatch rows. Dead-lettered rows stay until their messages are replayed
 // and complete.
@@ -69,16 +70,18 @@
 //   - Retention: kept batches are not pruned by Retention: they leave on their settle, or
 //     after the last republish.
 //   - Cost: one more statement per group of publishes (the keep, on the publish path: a flush
-//     waits for it) and two more in the grouped writes' round trip. BenchmarkLedgerCost on
-//     SQL jobs, 100 messages per batch, 30,000 messages, means of 3 samples of one run on a
-//     shared 2-core machine at load average 16: throughput with the ledger off 30,400
-//     msgs/s, on 22,760 (0.75), in mode 14,800 (0.49 of off, 0.65 of on); write-ahead log
-//     per message 21 B off, 766 B on, 793 B in mode (1.04 times on: the kept bodies are
-//     compressed, and the ledger's own row per message is most of the write amplification).
+//     waits for it) and two more in the grouped writes' round trip. BenchmarkLedgerCost, 100
+//     messages per batch, 30,000 messages per variant, one run on a shared 2-core machine:
+//     throughput in mode 0.44 of the ledger off on SQL jobs (on: 0.50), 0.22 on Redis (on:
+//     0.41); write-ahead log per message on SQL jobs 46 B off, 752 B on, 965 B in mode (the
+//     kept bodies are compressed, and the ledger's own row per message is most of the write
+//     amplification). BenchmarkLedgerPickup: pickup p50 in mode 1.07 of off on SQL jobs, 1.06
+//     on Redis.
 //   - Proof: the parity property messages/ledger_mode_republishes_lost_batch (a backend that
 //     acknowledges and forgets a plain and a transactional publish's batch, on every adapter)
-//     and the chaos scenario redis/restart-backend-noaof-ledger (missing 0 where the same
-//     restart without the ledger loses about 50 of 2,000).
+//     and the chaos scenarios redis/restart-backend-noaof-ledger (missing 0 where the same
+//     restart without the ledger loses about 50 of 2,000) and nats/restart-backend-nosync-ledger
+//     (kill -9 of a lazily syncing nats-server: missing 0, asserted).
 //
 // Consistency: events are written asynchronously, so a lookup from another process may miss
 // the last FlushInterval of events; the Ledger's own lookups and cancels flush its buffer
