@@ -51,7 +51,13 @@ func (n *Node) startRepublisher() {
 		defer n.loops.Done()
 		n.guard("ledger republisher", func() {
 			k.RunRepublisher(n.stopCtx, func(ctx context.Context, b core.OutgoingBatch) error {
-				return safeCall("backend Publish", func() error { return n.backend.Publish(ctx, b) })
+				if b.DedupWindow <= 0 { // caller ids that deduplicate still do when republished
+					b.DedupWindow, b.DedupIDs = envelope.DedupOf(b.Body)
+				}
+				return safeCall("backend Publish", func() error {
+					_, err := n.publishBatch(ctx, b)
+					return err
+				})
 			})
 		})
 	}()

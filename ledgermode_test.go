@@ -154,3 +154,59 @@ func TestNodeLedgerModeHooks(t *testing.T) {
 		t.Fatalf("KeepBatch called %d times; want once, for the node's publish", fake.keeps)
 	}
 }
+
+// TestLedgerRepublishKeepsIDDedup: a batch the ledger republishes still deduplicates its
+// caller ids (the window rides in its envelope): a republished copy of a message whose id the
+// backend holds within the queue's IDDedupWindow is not delivered again.
+func TestLedgerRepublishKeepsIDDedup(t *testing.T) {
+	t.Parallel()
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "modededup", txmq.QueueConfig[string]{Transactional: txmq.Never, IDDedupWindow: time.Minute})
+	batch := func(id, body string) core.OutgoingBatch {
+		env := &envelope.Envelope{Version: envelope.Version, ID: id, Queue: q.Name(), Created: time.Now(), DedupMillis: time.Minute.Milliseconds(),
+			MessageIDs: []string{"r1"}, Messages: []json.RawMessage{json.RawMessage(`"` + body + `"`)}}
+		return core.OutgoingBatch{ID: id, Queue: q.Name(), Messages: 1, Body: envelope.Encode(env)}
+	}
+	be := memory.New(nil)
+	first := batch("first", "first")
+	first.DedupWindow, first.DedupIDs = time.Minute, []string{"r1"}
+	if err := be.Publish(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	fake := &keeperFake{replay: batch("replayed", "replayed")} // its DedupWindow left to the envelope
+	var (
+		mu   sync.Mutex
+		seen = map[string]int{}
+	)
+	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(), Ledger: fake})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Listen(n, func(_ context.Context, msgs []string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, m := range msgs {
+			seen[m]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := n.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close(ctx)
+	txmqtest.Eventually(t, 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen["first"] == 1
+	}, "the stored message delivered")
+	time.Sleep(500 * time.Millisecond) // a wrong second copy's chance to show
+	txmqtest.WaitIdle(t, n)
+	mu.Lock()
+	defer mu.Unlock()
+	if seen["replayed"] != 0 {
+		t.Fatalf("the republished copy of id r1 was delivered (%v): ledger mode's republish skipped the id dedup", seen)
+	}
+}
