@@ -37,9 +37,10 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 	be.mu.Lock()
 	q := be.queueStateLocked(name)
 	be.mu.Unlock()
+	// Each server call has its own Options.Timeout, as everywhere (see Options.Timeout).
 	cctx, cancel := be.callCtx(ctx)
-	defer cancel()
 	stream, err := be.js.Stream(cctx, q.streamName)
+	cancel()
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return core.Depth{}, nil
 	}
@@ -47,10 +48,12 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 		return core.Depth{}, wrap("depths", name, err)
 	}
 	var d core.Depth
+	cctx, cancel = be.callCtx(ctx)
 	cons, err := stream.Consumer(cctx, consumerName)
+	cancel()
 	switch {
 	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		n, err := subjectCount(cctx, stream, q.ready)
+		n, err := be.subjectCount(ctx, stream, q.ready)
 		if err != nil {
 			return core.Depth{}, wrap("depths", name, err)
 		}
@@ -62,7 +65,7 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 		d.Ready = int64(info.NumPending)
 		d.InFlight = int64(info.NumAckPending)
 	}
-	n, err := subjectCount(cctx, stream, q.schedFilter())
+	n, err := be.subjectCount(ctx, stream, q.schedFilter())
 	if err != nil {
 		return core.Depth{}, wrap("depths", name, err)
 	}
@@ -71,8 +74,10 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 }
 
 // subjectCount counts the stream's messages on subjects matching filter.
-func subjectCount(ctx context.Context, s jetstream.Stream, filter string) (int64, error) {
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+func (be *Backend) subjectCount(ctx context.Context, s jetstream.Stream, filter string) (int64, error) {
+	cctx, cancel := be.callCtx(ctx)
+	defer cancel()
+	info, err := s.Info(cctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return 0, err
 	}

@@ -68,20 +68,13 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 	lease := req.Lease
 	deadline := time.Now().Add(req.Wait)
 	budget := req.Max
+	ready, err := be.setupQueues(ctx, req.Queues, lease)
+	if err != nil {
+		return nil, err
+	}
 	slots := make([]*slot, 0, len(req.Queues))
-	for _, qs := range req.Queues {
-		if err := checkQueue("fetch", qs.Queue); err != nil {
-			return nil, err
-		}
-		q, err := be.queue(ctx, "fetch", qs.Queue)
-		if err != nil {
-			return nil, err
-		}
-		cons, ackWait, err := be.consumer(ctx, q, qs.Exclusive, lease)
-		if err != nil {
-			return nil, err
-		}
-		slots = append(slots, &slot{q: q, cons: cons, ackWait: ackWait, want: qs.Free})
+	for i, qs := range req.Queues {
+		slots = append(slots, &slot{q: ready[i].q, cons: ready[i].cons, ackWait: ready[i].ackWait, want: qs.Free})
 	}
 	start := rand.IntN(len(slots))
 	var timer *time.Timer
@@ -273,6 +266,9 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 			be.mu.Unlock()
 		}
 		err = mb.Error()
+	}
+	if be.refusedPull(q, err) {
+		err = nil // sent again by the Fetch, if it still waits
 	}
 	be.mu.Lock()
 	q.polling = false

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -40,6 +41,8 @@ type queueState struct {
 	exclusive bool          // as applied to cons
 	ackWait   time.Duration // cons's AckWait
 	clock     serverClock   // the clock of the server that fires the stream's schedules
+
+	refusedSince atomic.Int64 // UnixNano of the first of the pulls refused in a row (see refusedPull)
 
 	// Guarded by Backend.mu.
 	polling bool       // a pull request is outstanding
