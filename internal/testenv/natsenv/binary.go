@@ -35,11 +35,9 @@ func ServerBinary() (string, error) {
 }
 
 func buildServer() (string, error) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			return "", fmt.Errorf("building nats-server: no go command: %w", err)
-		}
+	goBin, err := exec.LookPath("go") // go test puts its own go first on the PATH
+	if err != nil {
+		return "", fmt.Errorf("building nats-server: no go command on the PATH: %w", err)
 	}
 	// The version go.mod chooses (a test binary carries no dependency versions); go runs in the
 	// test's working directory, inside the module.
