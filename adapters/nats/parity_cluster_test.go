@@ -18,11 +18,13 @@ import (
 // on the cluster (78 of 78 supported properties, on the shared 2-core machine at a load average
 // of 12 to 16 from other work), but takes about 140 s at two properties at a time, over the
 // 90 s budget for one CI suite; at four at a time it takes about 90 s and, at that load, 1 to
-// 5 properties failed in each run: JetStream API calls (stream and consumer info and creation,
-// which a cluster serves through the meta and stream leaders behind every R3 creation and
-// deletion of the four properties) then took longer than the 4 s Timeout, so a publish without
-// an outbox was dropped (core's rule for ErrBackendUnavailable) or a Depths call failed. Run it
-// with
+// 5 properties failed in each run (3 at a time: 106 s, 1 failed): JetStream API calls then
+// took longer than the 4 s Timeout, so a publish without an outbox was dropped (core's rule for
+// ErrBackendUnavailable: the stream lookup of a Backend's first publish to a queue timed out)
+// or a Depths call failed. The calls that timed out were info requests (stream and consumer
+// info), which nats-server serves only when no other API request is queued (jetstream_api.go:
+// "infos are deprioritized"), behind the R3 creations and deletions of every running property;
+// running the nodes with GOMAXPROCS=8 (more API workers) did not help. Run it with
 //
 //	go test -race -tags natscluster -run 'TestParityCluster$' ./adapters/nats
 //
