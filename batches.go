@@ -49,7 +49,9 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 	type group struct {
 		due      time.Time
 		clock    Clock
-		trace    map[string]string
+		trace    map[string]string // the first publish's trace context
+		mixed    bool              // some publish has another (see traceTable)
+		traces   traceTable        // with mixed: each message's trace context
 		count    int
 		msgs     []core.Message
 		maxBytes int    // the lowest batch size limit of its publishes; 0: none
@@ -100,6 +102,9 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 			}
 		}
 		of[i] = g
+		if !groups[g].mixed && groups[g].count > 0 && !envelope.SameTrace(groups[g].trace, p.Trace) {
+			groups[g].mixed = true
+		}
 		groups[g].count += len(p.Messages)
 		if l := m.maxBatchBytes; l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
 			groups[g].maxBytes = l
@@ -111,6 +116,9 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 			g.msgs = make([]core.Message, 0, g.count)
 		}
 		g.msgs = append(g.msgs, p.Messages...)
+		if g.mixed {
+			g.traces.add(p.Trace, len(p.Messages))
+		}
 	}
 	// Room for the batches MaxBatchMessages makes (a size limit may cut more): growing a slice
 	// of many small batches by appending was a tenth of a node's CPU at one message per batch.
@@ -121,10 +129,17 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 	out := make([]core.OutgoingBatch, 0, want)
 	for _, g := range groups {
 		msgs := g.msgs
+		tr := batchTraces{first: g.trace}
+		if g.mixed {
+			tr.list, tr.of = g.traces.list, g.traces.of
+		}
 		if dedup && spec.dedup != nil {
 			var err error
 			if msgs, err = spec.dedup(msgs); err != nil {
 				return nil, err
+			}
+			if g.mixed {
+				tr.of = g.traces.after(g.msgs, msgs)
 			}
 		}
 		var delay time.Duration
@@ -135,7 +150,7 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 			}
 			delay = g.due.Sub(pubNow)
 		}
-		out = appendBatches(out, spec, msgs, g.due, delay, g.trace, g.key, now, g.maxBytes)
+		out = appendBatches(out, spec, msgs, g.due, delay, tr, g.key, now, g.maxBytes)
 	}
 	return out, nil
 }
@@ -144,17 +159,31 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 // publisher's due time and delay what is left of it by the publisher's clock; a batch whose
 // delay is not positive is due now (zero NotBefore and Delay, no due time in the envelope).
 // When maxBytes > 0, slices are also cut so that each encoded batch stays within maxBytes (at
-// least one message per batch). key is the ordering key of an ordered queue's batches.
-func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Message, due time.Time, delay time.Duration, trace map[string]string, key string, now time.Time, maxBytes int) []core.OutgoingBatch {
+// least one message per batch). key is the ordering key of an ordered queue's batches; tr the
+// trace contexts of msgs.
+func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Message, due time.Time, delay time.Duration, tr batchTraces, key string, now time.Time, maxBytes int) []core.OutgoingBatch {
 	if delay <= 0 {
 		due, delay = time.Time{}, 0
 	}
+	var seen []bool // with mixed traces and a size limit: the contexts counted in this batch
 	for len(msgs) > 0 {
 		n := min(len(msgs), spec.maxBatch)
 		if maxBytes > 0 {
-			size := envelopeOverhead(spec.name, trace) + len(key) + 8
+			first := tr.first
+			if tr.of != nil {
+				first = tr.list[tr.of[0]]
+				seen = make([]bool, len(tr.list))
+			}
+			size := envelopeOverhead(spec.name, first) + len(key) + 8
 			for i := range n {
 				size += len(msgs[i].Body) + len(msgs[i].ID) + perMessageOverhead
+				if tr.of != nil { // its index, and its context the first time
+					size += 8
+					if x := tr.of[i]; !seen[x] {
+						seen[x] = true
+						size += envelopeOverhead("", tr.list[x]) - envelopeFixed + 8
+					}
+				}
 				if i > 0 && size > maxBytes {
 					n = i
 					break
@@ -163,8 +192,12 @@ func appendBatches(out []core.OutgoingBatch, spec *queueSpec, msgs []core.Messag
 		}
 		chunk := msgs[:n]
 		msgs = msgs[n:]
-		env := &envelope.Envelope{ID: core.NewID(), Queue: spec.name, Created: now, Due: due, Trace: trace, Key: key,
+		env := &envelope.Envelope{ID: core.NewID(), Queue: spec.name, Created: now, Due: due, Trace: tr.first, Key: key,
 			MessageIDs: make([]string, n), Messages: make([]json.RawMessage, 0, n)}
+		if tr.of != nil {
+			env.SetTraces(tr.list, tr.of[:n])
+			tr.of = tr.of[n:]
+		}
 		for i, m := range chunk {
 			env.MessageIDs[i] = m.ID
 			env.Messages = append(env.Messages, m.Body)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
 )
 
@@ -44,7 +45,7 @@ func BenchmarkEncodeBatch(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		appendBatches(nil, spec, msgs, time.Time{}, 0, nil, "", now, 0)
+		appendBatches(nil, spec, msgs, time.Time{}, 0, batchTraces{}, "", now, 0)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/msg")
 }
@@ -57,7 +58,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 		src[i] = benchMsg{ID: i, Email: "someone@example.com"}
 	}
 	msgs, _ := encodeMessages(spec, src)
-	body := appendBatches(nil, spec, msgs, time.Time{}, 0, nil, "", time.Now(), 0)[0].Body
+	body := appendBatches(nil, spec, msgs, time.Time{}, 0, batchTraces{}, "", time.Now(), 0)[0].Body
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := envelope.DecodeTyped[benchMsg](body); err != nil {
@@ -65,4 +66,42 @@ func BenchmarkDecodeBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/msg")
+}
+
+// nopPublishBackend is a fakeBackend whose Publish keeps nothing, so a benchmark of the write
+// path measures the node's own cost per write.
+type nopPublishBackend struct{ *fakeBackend }
+
+func (nopPublishBackend) Publish(context.Context, core.OutgoingBatch) error { return nil }
+
+// BenchmarkStore measures the node's own cost of writing one one-message batch (Node.store:
+// call context, in-flight registration for Close, ledger time, stats) on a backend that keeps
+// nothing; parallel runs the writes from GOMAXPROCS goroutines, as a flush's writers do.
+func BenchmarkStore(b *testing.B) {
+	for _, parallel := range []bool{false, true} {
+		b.Run(map[bool]string{false: "serial", true: "parallel"}[parallel], func(b *testing.B) {
+			n, err := NewNode(nopPublishBackend{&fakeBackend{}}, &NodeOptions{Registry: NewRegistry(), Logger: quietLogger()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := core.OutgoingBatch{ID: "b", Queue: "bench", Body: []byte(`{}`), Messages: 1}
+			ctx := context.Background()
+			b.ReportAllocs()
+			if !parallel {
+				for b.Loop() {
+					if n.store(ctx, batch, false) != storedBackend {
+						b.Fatal("not stored")
+					}
+				}
+				return
+			}
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if n.store(ctx, batch, false) != storedBackend {
+						b.Fatal("not stored")
+					}
+				}
+			})
+		})
+	}
 }

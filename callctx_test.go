@@ -81,3 +81,58 @@ func TestCallCtx(t *testing.T) {
 		}
 	})
 }
+
+// TestInflightWrites checks that shorten reaches exactly the registered writes, whichever of
+// them (first, middle, last registered) left before.
+func TestInflightWrites(t *testing.T) {
+	t.Parallel()
+	far := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		name   string
+		remove []int // indexes of the three writes that end before Close
+	}{
+		{"none left", nil},
+		{"first left", []int{0}},
+		{"middle left", []int{1}},
+		{"last left", []int{2}},
+		{"all left", []int{2, 0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var w inflightWrites
+			var regs [3]*callCtx
+			for i := range regs {
+				ctx, cancel := newCallCtx(context.Background(), far)
+				t.Cleanup(cancel)
+				regs[i] = w.add(ctx)
+				if regs[i] == nil {
+					t.Fatalf("write %d: a call context was not registered", i)
+				}
+			}
+			gone := map[int]bool{}
+			for _, i := range tc.remove {
+				w.remove(regs[i])
+				w.remove(regs[i]) // a second remove is harmless
+				gone[i] = true
+			}
+			soon := time.Now().Add(time.Minute)
+			w.shorten(soon)
+			for i, c := range regs {
+				d, _ := c.Deadline()
+				if shortened := d.Equal(soon); shortened == gone[i] {
+					t.Errorf("write %d (left: %v): deadline %v, shortened %v", i, gone[i], d, shortened)
+				}
+			}
+		})
+	}
+	t.Run("other contexts are not registered", func(t *testing.T) {
+		t.Parallel()
+		var w inflightWrites
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		if c := w.add(ctx); c != nil {
+			t.Fatal("a context.WithTimeout context was registered")
+		}
+		w.remove(nil)
+	})
+}

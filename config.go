@@ -92,7 +92,9 @@ type Config struct {
 	// DatabaseURL; Open migrates its table with the outbox's (unless SkipMigrate), sets Schema
 	// from Schema, and gives the ledger to the node (NodeOptions.Ledger). Its fields are
 	// ledger.Options (retention of completed entries, default 24 h; grouped-write period,
-	// default 100 ms). Default nil: no ledger.
+	// default 100 ms). With Mode set (ledger mode) Open also gives the outbox a backend that
+	// keeps what it publishes (ledger.Ledger.Keeping) and, when Horizon is 0, sets it to
+	// ledger.HorizonFor(Node.Lease). Default nil: no ledger.
 	Ledger *ledger.Options
 }
 

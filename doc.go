@@ -128,13 +128,18 @@
 //   - At-least-once still holds: a message may come twice (a lost lease, a duplicate copy),
 //     but a batch whose lease was lost runs again before the next batch of its key, so a
 //     repeat never overtakes a later message.
-//   - A replayed dead letter goes to the back of its key. A flush the backend refuses is
-//     handed to the outbox together with the rest of its key in that flush.
+//   - A replayed dead letter goes to the back of its key (behind the key's batches stored when
+//     it is replayed). A flush the backend refuses is handed to the outbox together with the
+//     rest of its key in that flush, and the node's later batches of that key follow it there
+//     for as long as the outbox holds rows of the key (the node asks it before each such
+//     write: core.KeyHolder, which outbox.Store implements), so after an outage the outbox's
+//     batches of a key come before the ones published once the backend is back.
 //   - Exclusive and MaxConcurrentBatches keep their meaning, counted in batches.
 //
 // A node refuses an Ordered queue (at NewNode, Listen or Publish, naming the queue and the
-// adapter) when its backend does not enforce per-key order (core.KeyOrderer), and a drain
-// wrapper does not yet. Schedules on an Ordered queue are refused (they publish without a key).
+// adapter) when its backend does not enforce per-key order (core.KeyOrderer). A drain wrapper
+// keeps per-key order old backend first, per key (see package drain). Schedules on an Ordered
+// queue are refused (they publish without a key).
 // A key is 1 to 128 bytes of printable ASCII without spaces (SQS's MessageGroupId set), the
 // same on every backend; hash longer keys.
 //
@@ -212,8 +217,8 @@
 // package ledger: a table in the app database where nodes record every publish and outcome in
 // grouped writes) this works on every backend, and a node leaves cancelled messages out of a
 // batch before the listener sees it (a batch left empty is acked). Without it, the backend's
-// adapter answers when it implements the optional core.BatchInspector (memory, Redis), and
-// cancels when it implements core.BatchEditor (memory). Otherwise the calls fail with ErrLookupUnsupported, whose
+// adapter answers when it implements the optional core.BatchInspector (memory, SQL jobs, Redis),
+// and cancels when it implements core.BatchEditor (memory, SQL jobs). Otherwise the calls fail with ErrLookupUnsupported, whose
 // message starts "unknown: no ledger configured". A running batch is never interrupted by a
 // cancel.
 //

@@ -39,9 +39,10 @@ var (
 //   - the ledger (Config.Ledger, NodeOptions.Ledger implementing core.MessageStore): every
 //     state of every message on every backend, completed ones until the ledger's retention;
 //   - else the backend's native lookup, when its adapter implements the optional
-//     core.BatchInspector (memory and Redis do): the messages the backend still holds
-//     (queued, delayed, waiting to retry, running), never completed or dead-lettered ones;
-//     Cancel there needs core.BatchEditor too (memory) and refuses a running batch;
+//     core.BatchInspector (memory, SQL jobs and Redis do): the messages the backend still
+//     holds (queued, delayed, waiting to retry, running), never completed or dead-lettered
+//     ones; Cancel there needs core.BatchEditor too (memory, SQL jobs) and refuses a running
+//     batch;
 //   - else every call fails with an error wrapping ErrLookupUnsupported naming the backend.
 //
 // Cancel never interrupts a running batch: with a ledger, a message cancelled while its batch
@@ -196,8 +197,7 @@ func (i *Inspector) Cancel(ctx context.Context, id string) (MessageInfo, error) 
 	}
 	var body []byte
 	if len(env.Messages) > 1 {
-		env.MessageIDs = slices.Delete(env.MessageIDs, index, index+1)
-		env.Messages = slices.Delete(env.Messages, index, index+1)
+		env.KeepMessages(func(i int) bool { return i != index })
 		body = envelope.Encode(env)
 	}
 	if err := editor.ReplaceBatch(ctx, batch.Queue, batch.ID, body); err != nil {

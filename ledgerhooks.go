@@ -6,7 +6,56 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
+	"github.com/txmq/txmq/ledger"
 )
+
+// batchKeeper is a ledger that can run ledger mode (package ledger's *Ledger): it keeps every
+// batch before it goes to the backend and publishes again the ones left unsettled.
+type batchKeeper interface {
+	Mode() bool
+	KeepBatch(ctx context.Context, b core.OutgoingBatch) error
+	RunRepublisher(ctx context.Context, publish ledger.PublishFunc)
+}
+
+// keeper returns the node's ledger when ledger mode is on, else nil.
+func (n *Node) keeper() batchKeeper {
+	k, ok := n.opts.Ledger.(batchKeeper)
+	if !ok || !k.Mode() {
+		return nil
+	}
+	return k
+}
+
+// keepBatch keeps b in the ledger before the node writes it to the backend (ledger mode). A
+// ledger that cannot keep it (the app database does not answer) is logged and the batch is
+// published anyway: it is then as safe as its backend makes it, and no safer.
+func (n *Node) keepBatch(ctx context.Context, b core.OutgoingBatch) {
+	k := n.keeper()
+	if k == nil {
+		return
+	}
+	if err := safeCall("ledger KeepBatch", func() error { return k.KeepBatch(ctx, b) }); err != nil {
+		n.log.Warn("txmq: ledger mode could not keep a batch; publishing it without the ledger's copy (a backend that loses it loses it)", "queue", b.Queue, "batch", b.ID, "error", err)
+	}
+}
+
+// startRepublisher runs ledger mode's republisher (one pass at a time across the cluster)
+// until the node stops.
+func (n *Node) startRepublisher() {
+	k := n.keeper()
+	if k == nil {
+		return
+	}
+	n.loops.Add(1)
+	go func() {
+		defer n.loops.Done()
+		n.guard("ledger republisher", func() {
+			k.RunRepublisher(n.stopCtx, func(ctx context.Context, b core.OutgoingBatch) error {
+				return safeCall("backend Publish", func() error { return n.backend.Publish(ctx, b) })
+			})
+		})
+	}()
+}
 
 // record sends one event per message id to the node's ledger (NodeOptions.Ledger), built
 // from ev; a nil ledger or no ids is a no-op. A panicking ledger is logged, never propagated.
@@ -90,15 +139,8 @@ func (n *Node) dropCancelled(r *running, l *listener, d *decoded, ids []string) 
 	if err != nil {
 		return d
 	}
-	keepIDs := env.MessageIDs[:0:0]
-	keep := env.Messages[:0:0]
-	for i, id := range env.MessageIDs {
-		if !cancelled[id] {
-			keepIDs = append(keepIDs, id)
-			keep = append(keep, env.Messages[i])
-		}
-	}
-	env.MessageIDs, env.Messages = keepIDs, keep
+	env.KeepMessages(func(i int) bool { return !cancelled[env.MessageIDs[i]] })
+	keepIDs := env.MessageIDs
 	d2, err := safeDecode(l, envelope.Encode(env))
 	if err != nil {
 		return d

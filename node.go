@@ -119,6 +119,8 @@ type Node struct {
 	// orderErr is why the backend does not enforce per-key order (core.OrdersKeys), nil when
 	// it does: an Ordered queue is refused on this node with it.
 	orderErr error
+	// handed remembers the ordering keys this node handed to the outbox (see followsOutbox).
+	handed handedKeys
 
 	mu          sync.Mutex
 	listeners   map[string]*listener
@@ -353,6 +355,7 @@ func (n *Node) Start(ctx context.Context) error {
 	case len(n.reg.scheduleList()) > 0:
 		n.log.Warn("txmq: schedules are declared but this node has no NodeOptions.Ticks (an app database, TXMQ_DATABASE_URL): it does not run them")
 	}
+	n.startRepublisher()
 	return nil
 }
 

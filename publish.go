@@ -233,22 +233,27 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 		timeout = min(timeout, n.opts.CloseFlushTimeout)
 	}
 	var err error
-	at := time.Now() // the ledger's time of the publish: before any node can run the batch
+	// The ledger's time of the publish (before any node can run the batch), and the start of
+	// the write's timeout: one clock read for both.
+	at := time.Now()
 	if toOutbox {
 		err = fmt.Errorf("%w: not written: an earlier batch of ordering key %q was handed to the outbox, so this one follows it there to keep the key's order", core.ErrBackendUnavailable, b.Key)
+	} else if ferr := n.followsOutbox(ctx, b); ferr != nil {
+		err = ferr
 	} else if cf != nil && cf.failed.Load() {
 		err = fmt.Errorf("%w: not written: an earlier write of the node's final flush failed, so the rest of the buffer goes to the outbox without waiting for the backend", core.ErrBackendUnavailable)
 	} else {
-		pctx, cancel := newCallCtx(ctx, time.Now().Add(timeout))
-		done := n.writes.add(pctx)
+		pctx, cancel := newCallCtx(ctx, at.Add(timeout))
+		reg := n.writes.add(pctx)
 		if cf == nil {
 			if cf = n.closeFlushState.Load(); cf != nil {
 				// Close began before this write was registered: bound it like the final flush's.
 				shortenCall(pctx, time.Now().Add(n.opts.CloseFlushTimeout))
 			}
 		}
+		n.keepBatch(pctx, b) // ledger mode: the ledger's copy first
 		err = safeCall("backend Publish", func() error { return n.backend.Publish(pctx, b) })
-		done()
+		n.writes.remove(reg)
 		cancel()
 		if cf == nil {
 			cf = n.closeFlushState.Load() // Close began while the write waited
@@ -282,6 +287,9 @@ func (n *Node) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) s
 		return storedLost
 	}
 	n.stats.handedOff.Add(1)
+	if b.Key != "" {
+		n.handed.add(b.Queue, b.Key)
+	}
 	n.recordStored(b, core.StateOutbox, at)
 	n.log.Warn("txmq: backend refused a batch; handed to the outbox for the recovery sweep", "queue", b.Queue, "batch", b.ID, "error", err)
 	if n.hooks.HandedOff != nil {

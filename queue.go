@@ -207,7 +207,7 @@ func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error)
 			return nil, fmt.Errorf("%w: batch %s names queue %q but was stored in %q", core.ErrUndecodable, env.ID, env.Queue, q.spec.name)
 		}
 		d := &decoded{
-			id: env.ID, attempt: env.Attempt, created: env.Created, due: env.Due, trace: env.Trace,
+			id: env.ID, attempt: env.Attempt, created: env.Created, due: env.Due, trace: env.Trace, traces: env.Traces, traceOf: env.TraceOf,
 			count: len(env.Messages), ids: env.MessageIDs,
 			run: func(ctx context.Context) error { return fn(ctx, env.Messages) },
 		}
@@ -224,8 +224,10 @@ type decoded struct {
 	id      string
 	attempt int
 	created time.Time
-	due     time.Time // the publisher's due time, zero for none (see Envelope.Due)
-	trace   map[string]string
+	due     time.Time           // the publisher's due time, zero for none (see Envelope.Due)
+	trace   map[string]string   // the first message's trace context
+	traces  []map[string]string // with traceOf: each message's (see envelope.Envelope.Traces)
+	traceOf []int
 	count   int
 	ids     envelope.IDList // the message ids, decoded when a listener asks (MessageIDs)
 	run     func(ctx context.Context) error

@@ -2,6 +2,8 @@ package txmq
 
 import (
 	"context"
+
+	"github.com/txmq/txmq/internal/envelope"
 )
 
 // Tracer starts spans around publish calls and listener runs. Package otel implements it with
@@ -13,10 +15,35 @@ type Tracer interface {
 	// stored; it returns the trace context to store with the call's messages (nil for none) and
 	// ends its own span.
 	StartPublish(ctx context.Context, queue string, messages int) map[string]string
-	// StartRun is called before each listener run, with the batch's stored trace context (that
-	// of the first publish call in the batch); it returns the listener's ctx and a func that the
-	// node calls with the run's error (nil on success) when the run ends.
-	StartRun(ctx context.Context, queue, batchID string, messages, run int, trace map[string]string) (context.Context, func(err error))
+	// StartRun is called before each listener run, with the trace context of the batch's first
+	// message (that of the first publish call in the batch, the natural parent) and the trace
+	// contexts of all its messages, each distinct one once with its message count (a batch
+	// coalesces several publish calls: these are what span links point to); it returns the
+	// listener's ctx and a func that the node calls with the run's error (nil on success) when
+	// the run ends.
+	StartRun(ctx context.Context, queue, batchID string, messages, run int, trace map[string]string, links []TraceLink) (context.Context, func(err error))
+}
+
+// TraceLink is a trace context that some messages of a batch were published with.
+type TraceLink struct {
+	// Trace is the stored context, as StartPublish (or NodeOptions.InjectTrace) returned it.
+	Trace map[string]string
+	// Messages is how many of the batch's messages were published with it.
+	Messages int
+}
+
+// links returns the distinct trace contexts of the batch's messages, in order of first
+// appearance, with their message counts; messages published without one are left out.
+func (d *decoded) links() []TraceLink {
+	counts := envelope.TraceCounts(d.trace, d.traces, d.traceOf, d.count)
+	if len(counts) == 0 {
+		return nil
+	}
+	out := make([]TraceLink, len(counts))
+	for i, c := range counts {
+		out[i] = TraceLink{Trace: c.Trace, Messages: c.Messages}
+	}
+	return out
 }
 
 // startPublishSpan is Tracer.StartPublish guarded against panics.
@@ -31,14 +58,14 @@ func (n *Node) startPublishSpan(ctx context.Context, queue string, messages int)
 }
 
 // startRunSpan is Tracer.StartRun guarded against panics; the end func it returns is guarded too.
-func (n *Node) startRunSpan(ctx context.Context, queue, batchID string, messages, run int, trace map[string]string) (out context.Context, end func(error)) {
+func (n *Node) startRunSpan(ctx context.Context, queue, batchID string, messages, run int, trace map[string]string, links []TraceLink) (out context.Context, end func(error)) {
 	defer func() {
 		if r := recover(); r != nil {
 			n.log.Error("txmq: NodeOptions.Tracer.StartRun panicked; running the listener without a span", "queue", queue, "batch", batchID, "panic", r)
 			out, end = ctx, func(error) {}
 		}
 	}()
-	out, rawEnd := n.opts.Tracer.StartRun(ctx, queue, batchID, messages, run, trace)
+	out, rawEnd := n.opts.Tracer.StartRun(ctx, queue, batchID, messages, run, trace, links)
 	if out == nil {
 		out = ctx
 	}

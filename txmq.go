@@ -109,13 +109,8 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 		if nodeOpts.Limiter == nil {
 			nodeOpts.Limiter = app.Store
 		}
-		if c.Ledger != nil {
-			if err := app.openLedger(ctx, &c); err != nil {
-				return fail(err)
-			}
-			if nodeOpts.Ledger == nil {
-				nodeOpts.Ledger = app.Ledger
-			}
+		if app.Ledger != nil && nodeOpts.Ledger == nil {
+			nodeOpts.Ledger = app.Ledger
 		}
 	} else if c.Ledger != nil {
 		return fail(fmt.Errorf("%w: Config.Ledger is set but the app has no database: the ledger lives in the app's PostgreSQL; set %s (Config.DatabaseURL) or leave Config.Ledger nil", core.ErrInvalidConfig, EnvDatabaseURL))
@@ -174,8 +169,16 @@ func (a *App) openStore(ctx context.Context, c *Config) error {
 	if err := pool.Ping(pctx); err != nil {
 		return fmt.Errorf("txmq: %s %s: cannot connect: %s; check the host and port in %s and that PostgreSQL runs there", EnvDatabaseURL, core.Redact(c.DatabaseURL), connectCause(err, c.DatabaseURL), EnvDatabaseURL)
 	}
+	if c.Ledger != nil { // before the outbox: in ledger mode its relay keeps what it publishes
+		if err := a.openLedger(ctx, c); err != nil {
+			return err
+		}
+	}
 	o := c.Outbox
 	o.Schema, o.Backend = c.Schema, a.Backend
+	if a.Ledger != nil {
+		o.Backend = a.Ledger.Keeping(a.Backend)
+	}
 	if pooler.PgBouncer {
 		o.PgBouncer = true
 	}
@@ -209,6 +212,9 @@ func (a *App) openStore(ctx context.Context, c *Config) error {
 func (a *App) openLedger(ctx context.Context, c *Config) error {
 	o := *c.Ledger
 	o.Schema = c.Schema
+	if o.Mode && o.Horizon == 0 {
+		o.Horizon = ledger.HorizonFor(c.Node.Lease)
+	}
 	if o.Logger == nil {
 		o.Logger = c.Logger
 	}

@@ -99,7 +99,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	endSpan := func(error) {}
 	switch {
 	case n.opts.Tracer != nil:
-		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.id, d.count, run, d.trace)
+		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.id, d.count, run, d.trace, d.links())
 	case n.opts.ExtractTrace != nil && len(d.trace) > 0:
 		ctx = n.withTrace(ctx, d.trace)
 	}

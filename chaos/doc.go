@@ -18,7 +18,10 @@
 // overlaps (two runs of the Exclusive queue overlapping in time, measured with the machine's
 // one wall clock that every process shares) must be 0; duplicates are reported. A scenario
 // whose backend loses acknowledged data by its nature (Redis without an append-only file,
-// restarted) reports its figures without failing, and says so on its line.
+// restarted) reports its figures without failing, and says so on its line;
+// redis/restart-backend-noaof-ledger runs the same restart with ledger mode on (package ledger,
+// Options.Mode, horizon 3 leases) and fails on any missing message (overlaps, from leases Redis
+// forgot, are reported only).
 //
 // Run it with
 //

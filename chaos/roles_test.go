@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/ledger"
 )
 
 // msg is the message of both chaos queues: a key unique across the whole scenario.
@@ -123,6 +124,9 @@ func openApp(ctx context.Context, log *slog.Logger, drops *sync.Map) (*txmq.App,
 	cfg.Outbox.BackoffBase = time.Second
 	cfg.Outbox.BackoffMax = 5 * time.Second
 	cfg.Outbox.PublishTimeout = 5 * time.Second
+	if h := envDuration("CHAOS_LEDGER_HORIZON", 0); h > 0 { // ledger mode
+		cfg.Ledger = &ledger.Options{Mode: true, Horizon: h, RepublishInterval: 500 * time.Millisecond}
+	}
 	return txmq.Open(ctx, cfg)
 }
 

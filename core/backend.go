@@ -121,6 +121,12 @@ type OutgoingBatch struct {
 	// MessageIDs are the ids of the batch's messages, in order, when the engine built it (for
 	// the ledger); nil otherwise. Adapters ignore it.
 	MessageIDs []string
+	// Dedup is the identity of this publish for a backend that drops repeated publishes of one
+	// batch (SQS FIFO's deduplication id): empty means ID, so a repeat of the same publish (an
+	// outbox sweep running twice) is stored once. A deliberate new publish of a batch whose id
+	// was published before (a dead-letter replay) sets its own, so that it is not taken for a
+	// repeat and silently dropped. At most 128 printable ASCII bytes.
+	Dedup string
 }
 
 // DelayFrom returns how long the batch must wait before it may be claimed: Delay when it is

@@ -152,8 +152,8 @@ type StoredBatch struct {
 }
 
 // BatchInspector is an optional adapter interface: an adapter that can enumerate the batches
-// it holds lets the engine look messages up by id without a ledger (the memory and Redis
-// adapters implement it). Completed batches are gone from a backend, so such a lookup knows only
+// it holds lets the engine look messages up by id without a ledger (the memory, sqljobs and
+// Redis adapters implement it). Completed batches are gone from a backend, so such a lookup knows only
 // messages not yet completed.
 type BatchInspector interface {
 	// InspectBatches calls fn for each batch of the named queues until fn returns false.

@@ -1,6 +1,9 @@
 package core
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // KeyOrderer is implemented by adapters that enforce per-key order on the batches of an
 // ordered queue (a batch whose OutgoingBatch.Key is not empty). An adapter that implements it
@@ -63,4 +66,31 @@ func ValidKey(key string) bool {
 		}
 	}
 	return true
+}
+
+// KeyHolder is implemented by adapters that can tell whether they hold any batch of one key
+// of an ordered queue: ready, delayed, waiting behind the key's head, or in flight. The drain
+// wrapper asks it of an old backend, to publish a key's new batches behind the ones the old
+// backend still holds (see package drain).
+type KeyHolder interface {
+	// HoldsKey reports whether the backend holds any batch of queue with ordering key key.
+	// A backend that cannot answer returns an error (wrapping ErrBackendUnavailable when it
+	// is unreachable).
+	HoldsKey(ctx context.Context, queue, key string) (bool, error)
+}
+
+// KeyHolderOf returns b as a KeyHolder, looking through wrappers with an Unwrap() Backend
+// method as OrdersKeys does, or nil when neither b nor a backend it wraps implements it.
+func KeyHolderOf(b Backend) KeyHolder {
+	for range 16 {
+		if h, ok := b.(KeyHolder); ok {
+			return h
+		}
+		u, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			return nil
+		}
+		b = u.Unwrap()
+	}
+	return nil
 }

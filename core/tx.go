@@ -65,8 +65,8 @@ type Batcher interface {
 // Batches applies the queue's Dedup to the messages of ps, cuts them into batches of at most
 // MaxBatchMessages and at most the batch size limit in force at publish (see the package doc's
 // size limits), and encodes each. All of ps must be of one queue; messages with different
-// NotBefore times (or, on an ordered queue, different keys) go in different batches (in order of first appearance; on an ordered queue in publish order per key), each with the trace
-// context of its first publish. Each batch's Delay is its due time minus the publishing node's
+// NotBefore times (or, on an ordered queue, different keys) go in different batches (in order of first appearance; on an ordered queue in publish order per key); each batch
+// keeps the trace context of each of its messages (that of its publish). Each batch's Delay is its due time minus the publishing node's
 // clock now (now when the Pending was not made by a node). The outbox calls it before commit.
 func Batches(ps []*Pending, now time.Time) ([]OutgoingBatch, error) {
 	if len(ps) == 0 {

@@ -100,6 +100,7 @@ func (d *Backend) maybeCheck(ctx, octx context.Context, o *oldBackend) {
 		every = d.recheck
 	}
 	due := len(queues) > 0 && (now.Sub(o.lastCheck) >= every || len(queues) != o.checkedQueues)
+	pubs := o.pubs
 	if due {
 		o.lastCheck = now
 	}
@@ -119,7 +120,8 @@ func (d *Backend) maybeCheck(ctx, octx context.Context, o *oldBackend) {
 	if err == nil {
 		o.lastDepth = total(depths)
 	}
-	empty := err == nil && allZero(depths)
+	// A batch published to o since the check began may be missing from its reading.
+	empty := err == nil && allZero(depths) && o.pubs == pubs
 	if o.drained {
 		if err == nil && !empty {
 			o.drained = false

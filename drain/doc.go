@@ -10,8 +10,10 @@
 //
 // # What each call does
 //
-//   - Publish goes to the primary backend only, so new work (and outbox rows written before
-//     the switch, republished by the outbox relay or sweep) lands in the new backend.
+//   - Publish goes to the primary backend, so new work (and outbox rows written before the
+//     switch, republished by the outbox relay or sweep) lands in the new backend; only a batch
+//     of an ordered queue whose key the old backend still holds goes behind it there (see
+//     Ordered queues).
 //   - Fetch asks every old backend that is not drained first, without waiting, with the
 //     node's free slots; then the primary with the slots that are left, waiting up to the
 //     request's Wait. A node is never handed more than its free slots in total. Old work is
@@ -42,9 +44,36 @@
 //
 // # Ordered queues
 //
-// The wrapper does not implement core.KeyOrderer (it would have to run a key's batches on the
-// old backend before the new one's), so a node over it refuses an Ordered queue
-// (txmq.QueueConfig.Ordered) with an error naming the queue and the wrapper.
+// The wrapper keeps per-key order (it implements core.KeyOrderer) old backend first, per key:
+// a key's batches still in the old backend are delivered before that key's batches in the new
+// one, while keys with nothing left in the old backend flow from the new one at once. It does
+// so at publish: a batch of an ordered queue (txmq.QueueConfig.Ordered) goes to the old backend
+// when the old backend still holds any batch of its queue and key (ready, delayed, waiting
+// behind the key's head, or in flight), behind them, and to the primary otherwise. A key
+// therefore lives in one backend at a time, whose own per-key order (head of line through
+// retries, a lost lease redelivered first, a delay holding back its key) applies unchanged;
+// Fetch needs nothing more. The same holds for every way a batch reaches Publish: a direct
+// publish, the outbox relay and sweep (rows written before the switch included), and a
+// dead-letter replay, which goes to the back of its key in whichever backend holds the key.
+//
+// Costs and conditions:
+//
+//   - One question to the old backend (core.KeyHolder.HoldsKey) per keyed batch published, as
+//     long as the old backend is configured (a drained one included: a node on the old
+//     setting may have published the key there since). The memory, sqljobs (one index probe)
+//     and redis (one HEXISTS) adapters answer it. With an old backend that does not (sqs,
+//     nats), or with more than one old backend, OrdersKeys returns an error and a node over
+//     the wrapper refuses ordered queues, naming the queue (drain old backends one at a time).
+//   - While the old backend is unreachable, a keyed batch cannot be placed: its Publish fails
+//     with the old backend's error (wrapping core.ErrBackendUnavailable), and the node hands
+//     the batch to the outbox, which publishes it once the old backend answers again.
+//   - A busy key stays in the old backend as long as it has batches there: the old backend
+//     empties of a key once the key's traffic leaves a gap its consumers can catch up in.
+//     Publishing to a drained old backend makes it polled again at once.
+//   - During a rolling deploy, a node still on the old setting publishes every key to the old
+//     backend; a key published by nodes on both settings at once may then have batches in both
+//     backends, which the wrapper runs independently (one batch per key per backend in
+//     flight). Order is promised per producer, and such a key has producers on both sides.
 //
 // # When an old backend is drained, and why that is not final
 //

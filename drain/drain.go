@@ -109,9 +109,20 @@ func (d *Backend) Draining() []string {
 	return out
 }
 
-// Publish stores the batch in the primary backend.
+// Publish stores the batch in the primary backend; a batch of an ordered queue whose key the
+// old backend still holds goes to the old backend, behind that key's batches there.
 func (d *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := d.usable("publish"); err != nil {
+		return err
+	}
+	o, err := d.holder(ctx, b)
+	if err != nil {
+		return err
+	}
+	if o != nil {
+		o.published()
+		err := o.b.Publish(ctx, b)
+		o.published() // a depth check that overlapped the write must not count o empty
 		return err
 	}
 	return d.primary.Publish(ctx, b)

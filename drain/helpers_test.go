@@ -39,6 +39,10 @@ func (c *counting) Publish(ctx context.Context, b core.OutgoingBatch) error {
 
 func (c *counting) Close() error { c.closes.Add(1); return nil }
 
+// Unwrap returns the wrapped backend, so that its optional interfaces (core.KeyOrderer,
+// core.KeyHolder) are found through the counter.
+func (c *counting) Unwrap() core.Backend { return c.Backend }
+
 // newMemory returns a memory backend closed at the end of the test.
 func newMemory(t *testing.T) *memory.Backend {
 	t.Helper()

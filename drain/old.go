@@ -27,6 +27,7 @@ type oldBackend struct {
 	gates         map[string]*exclusive // per exclusive queue: may the primary run it?
 	failing       bool                  // the last call failed
 	restUntil     time.Time             // after a failure, not asked again before this
+	pubs          int64                 // batches of a key it held published to it (see published)
 }
 
 // exclusive is the old-first clearance of one exclusive queue on one old backend.

@@ -68,6 +68,30 @@ type Options struct {
 	NoPrune bool
 	// Logger receives the ledger's logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// Mode turns ledger mode on (see "Ledger mode" in the package doc): every batch published
+	// is kept in the ledger until its completion or dead letter is recorded, and a batch not
+	// settled within Horizon is published again from the ledger. It needs the table
+	// txmq_ledger_batches of the ledger's migration 0002 (Migrate; txmq.Open migrates unless
+	// SkipMigrate): without it the grouped writes fail. Default false.
+	Mode bool
+	// Horizon is how long a kept batch may go without a sign of life (its publish, a run's
+	// start, a retry's due time) before it is published again. It must exceed the longest
+	// time a batch waits in the backend before a node takes it (backlog included); a shorter
+	// one makes duplicates, never loss. Every process of an app must use the same value.
+	// Default HorizonFor(the node's lease) when txmq.Open makes the ledger, else
+	// DefaultHorizon.
+	Horizon time.Duration
+	// RepublishInterval is how often a node looks for kept batches past their deadline.
+	// Default Horizon/10, at least 1 s and at most 1 min.
+	RepublishInterval time.Duration
+	// RepublishBatch bounds the batches one republish pass takes (one transaction). Default
+	// 100.
+	RepublishBatch int
+	// MaxRepublish is how many times one batch is published again; each time its next
+	// deadline is twice as far. After the last one the ledger stops keeping it (logged at
+	// error level and counted in Stats.GaveUp). Default 5.
+	MaxRepublish int
 }
 
 func (o *Options) withDefaults() (c Options, err error) {
@@ -85,13 +109,19 @@ func (o *Options) withDefaults() (c Options, err error) {
 		optdefault.Field[time.Duration]{Name: "FlushInterval", V: &c.FlushInterval, Def: DefaultFlushInterval},
 		optdefault.Field[time.Duration]{Name: "PruneInterval", V: &c.PruneInterval, Def: DefaultPruneInterval},
 		optdefault.Field[time.Duration]{Name: "CancelCheck", V: &c.CancelCheck, Def: DefaultCancelCheck},
+		optdefault.Field[time.Duration]{Name: "Horizon", V: &c.Horizon, Def: DefaultHorizon},
 	); err != nil {
+		return c, err
+	}
+	if err := optdefault.Fill("ledger", optdefault.Field[time.Duration]{Name: "RepublishInterval", V: &c.RepublishInterval, Def: min(max(c.Horizon/10, time.Second), time.Minute)}); err != nil {
 		return c, err
 	}
 	if err := optdefault.Fill("ledger",
 		optdefault.Field[int]{Name: "FlushSize", V: &c.FlushSize, Def: DefaultFlushSize},
 		optdefault.Field[int]{Name: "MaxBuffered", V: &c.MaxBuffered, Def: DefaultMaxBuffered},
 		optdefault.Field[int]{Name: "PruneBatch", V: &c.PruneBatch, Def: DefaultPruneBatch},
+		optdefault.Field[int]{Name: "RepublishBatch", V: &c.RepublishBatch, Def: DefaultRepublishBatch},
+		optdefault.Field[int]{Name: "MaxRepublish", V: &c.MaxRepublish, Def: DefaultMaxRepublish},
 	); err != nil {
 		return c, err
 	}
@@ -105,6 +135,7 @@ type Ledger struct {
 	pool  *pgxpool.Pool
 	opts  Options
 	table string // quoted schema.txmq_ledger
+	kept  string // quoted schema.txmq_ledger_batches
 	log   *slog.Logger
 
 	mu      sync.Mutex
@@ -120,6 +151,8 @@ type Ledger struct {
 	pruned  atomic.Int64
 
 	cancels cancelCache
+	keeps   keepQueue
+	mode    modeStats
 }
 
 var (
@@ -140,6 +173,7 @@ func New(pool *pgxpool.Pool, opts *Options) (*Ledger, error) {
 	l := &Ledger{
 		pool: pool, opts: o, log: o.Logger,
 		table: pgx.Identifier{o.Schema, "txmq_ledger"}.Sanitize(),
+		kept:  pgx.Identifier{o.Schema, "txmq_ledger_batches"}.Sanitize(),
 		wake:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 	}
@@ -165,6 +199,12 @@ type Stats struct {
 	Pruned int64
 	// Buffered is the number of events waiting to be written.
 	Buffered int
+	// Kept counts the batches ledger mode kept (a batch kept again counts again).
+	Kept int64
+	// Republished counts the batches ledger mode published again.
+	Republished int64
+	// GaveUp counts the batches ledger mode stopped keeping after MaxRepublish republishes.
+	GaveUp int64
 }
 
 // Stats returns the ledger's counters.
@@ -172,7 +212,8 @@ func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
 	n := len(l.buf)
 	l.mu.Unlock()
-	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Pruned: l.pruned.Load(), Buffered: n}
+	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Pruned: l.pruned.Load(), Buffered: n,
+		Kept: l.mode.kept.Load(), Republished: l.mode.republished.Load(), GaveUp: l.mode.gaveUp.Load()}
 }
 
 // RecordMessages buffers events for the next grouped write; it never blocks on the database.

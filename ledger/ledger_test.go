@@ -118,7 +118,7 @@ func TestPrune(t *testing.T) {
 func TestOptions(t *testing.T) {
 	t.Parallel()
 	pool := testenv.PostgresPool(t)
-	for _, o := range []ledger.Options{{Retention: -1}, {FlushSize: -1}, {Schema: "bad name"}} {
+	for _, o := range []ledger.Options{{Retention: -1}, {FlushSize: -1}, {Schema: "bad name"}, {Horizon: -1}, {MaxRepublish: -1}} {
 		if _, err := ledger.New(pool, &o); !errors.Is(err, core.ErrInvalidConfig) {
 			t.Errorf("New(%+v) = %v; want ErrInvalidConfig", o, err)
 		}

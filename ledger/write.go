@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/txmq/txmq/core"
 )
 
@@ -54,6 +56,10 @@ const newer = `(l.updated_at <= excluded.updated_at AND (l.state <> 'cancelled' 
 // write stores events as one multi-row statement. A row takes an event that is not older
 // than it; a cancelled row takes only a completion.
 func (l *Ledger) write(ctx context.Context, events []core.MessageInfo) error {
+	var modeBatch pgx.Batch
+	if l.opts.Mode {
+		l.batchEvents(&modeBatch, events) // before merge: every batch's events count
+	}
 	events = merge(events)
 	n := len(events)
 	var (
@@ -71,20 +77,30 @@ func (l *Ledger) write(ctx context.Context, events []core.MessageInfo) error {
 			dues[i] = &d
 		}
 	}
-	_, err := l.pool.Exec(ctx, `INSERT INTO `+l.table+` AS l (queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason)
+	upsert := `INSERT INTO ` + l.table + ` AS l (queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::int[], $10::text[], $11::text[])
 ON CONFLICT (queue, id) DO UPDATE SET
 	batch_id = CASE WHEN excluded.batch_id = '' THEN l.batch_id ELSE excluded.batch_id END,
 	published_at = LEAST(l.published_at, excluded.published_at),
-	state = CASE WHEN `+newer+` THEN excluded.state ELSE l.state END,
-	updated_at = CASE WHEN `+newer+` THEN excluded.updated_at ELSE l.updated_at END,
-	due = CASE WHEN `+newer+` THEN excluded.due ELSE l.due END,
-	node = CASE WHEN `+newer+` AND excluded.node <> '' THEN excluded.node ELSE l.node END,
-	runs = CASE WHEN `+newer+` THEN excluded.runs ELSE l.runs END,
-	error = CASE WHEN `+newer+` AND excluded.error <> '' THEN excluded.error ELSE l.error END,
-	reason = CASE WHEN `+newer+` THEN excluded.reason ELSE l.reason END
-WHERE `+newer+` OR excluded.published_at < l.published_at`,
-		queues, ids, batches, states, published, updated, dues, nodes, runs, errs, reasons)
+	state = CASE WHEN ` + newer + ` THEN excluded.state ELSE l.state END,
+	updated_at = CASE WHEN ` + newer + ` THEN excluded.updated_at ELSE l.updated_at END,
+	due = CASE WHEN ` + newer + ` THEN excluded.due ELSE l.due END,
+	node = CASE WHEN ` + newer + ` AND excluded.node <> '' THEN excluded.node ELSE l.node END,
+	runs = CASE WHEN ` + newer + ` THEN excluded.runs ELSE l.runs END,
+	error = CASE WHEN ` + newer + ` AND excluded.error <> '' THEN excluded.error ELSE l.error END,
+	reason = CASE WHEN ` + newer + ` THEN excluded.reason ELSE l.reason END
+WHERE ` + newer + ` OR excluded.published_at < l.published_at`
+	args := []any{queues, ids, batches, states, published, updated, dues, nodes, runs, errs, reasons}
+	var err error
+	if modeBatch.Len() == 0 {
+		_, err = l.pool.Exec(ctx, upsert, args...)
+	} else {
+		// One round trip: the message rows, then the kept batches' deadlines and settles.
+		b := &pgx.Batch{}
+		b.Queue(upsert, args...)
+		b.QueuedQueries = append(b.QueuedQueries, modeBatch.QueuedQueries...)
+		err = l.pool.SendBatch(ctx, b).Close()
+	}
 	if err != nil {
 		return fmt.Errorf("txmq ledger: writing %d events to %s: %w", n, l.table, err)
 	}

@@ -25,6 +25,7 @@ const (
 	attrMessageCount = "messaging.batch.message_count"
 	attrBatchID      = "messaging.message.conversation_id"
 	attrRun          = "txmq.run"
+	attrLinkMessages = "txmq.link.message_count"
 )
 
 // TracerOptions configures NewTracer; nil means every default.
@@ -38,10 +39,13 @@ type TracerOptions struct {
 
 // Tracer is a txmq.Tracer that makes OpenTelemetry spans named as the messaging semantic
 // conventions say: "send <queue>" (kind producer) for each publish call, whose context travels
-// with the batch, and "process <queue>" (kind consumer) for each listener run, the child of the
-// batch's stored context (the first publish call in the batch: a batch coalesces several calls
-// and carries one trace context), with the run number, the batch id and the message count. A
-// failed run records its error and an error status.
+// with the batch, and "process <queue>" (kind consumer) for each listener run, with the run
+// number, the batch id and the message count. A batch coalesces the messages of several publish
+// calls, each from its own trace: the consumer span is the child of the first message's
+// producer span and carries a span link to the producer span of every message (one link per
+// distinct producer span, its attribute txmq.link.message_count the number of the batch's
+// messages it published), as the messaging conventions say for batch consumers. A failed run
+// records its error and an error status.
 type Tracer struct {
 	o TracerOptions
 }
@@ -97,16 +101,21 @@ func (t *Tracer) StartPublish(ctx context.Context, queue string, messages int) m
 	return carrier
 }
 
-// StartRun implements txmq.Tracer: a consumer span for the run, the child of the batch's stored
-// trace context, ended with the run's outcome.
-func (t *Tracer) StartRun(ctx context.Context, queue, batchID string, messages, run int, stored map[string]string) (context.Context, func(error)) {
+// StartRun implements txmq.Tracer: a consumer span for the run, the child of the first
+// message's stored trace context, linked to every message's, ended with the run's outcome.
+func (t *Tracer) StartRun(ctx context.Context, queue, batchID string, messages, run int, stored map[string]string, links []txmq.TraceLink) (context.Context, func(error)) {
+	prop := t.propagator()
 	if len(stored) > 0 {
-		ctx = t.propagator().Extract(ctx, propagation.MapCarrier(stored))
+		ctx = prop.Extract(ctx, propagation.MapCarrier(stored))
 	}
-	ctx, span := t.tracer().Start(ctx, "process "+queue, trace.WithSpanKind(trace.SpanKindConsumer),
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer),
 		trace.WithAttributes(append(messaging("process", queue, messages),
 			attribute.String(attrBatchID, batchID),
-			attribute.String(attrRun, strconv.Itoa(run)))...))
+			attribute.String(attrRun, strconv.Itoa(run)))...)}
+	if len(links) > 0 {
+		opts = append(opts, trace.WithLinks(spanLinks(prop, links)...))
+	}
+	ctx, span := t.tracer().Start(ctx, "process "+queue, opts...)
 	return ctx, func(err error) {
 		if err != nil {
 			span.RecordError(err)
@@ -114,4 +123,17 @@ func (t *Tracer) StartRun(ctx context.Context, queue, batchID string, messages, 
 		}
 		span.End()
 	}
+}
+
+// spanLinks returns a span link per stored trace context that holds a valid span context.
+func spanLinks(prop propagation.TextMapPropagator, links []txmq.TraceLink) []trace.Link {
+	out := make([]trace.Link, 0, len(links))
+	for _, l := range links {
+		sc := trace.SpanContextFromContext(prop.Extract(context.Background(), propagation.MapCarrier(l.Trace)))
+		if !sc.IsValid() {
+			continue
+		}
+		out = append(out, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.Int(attrLinkMessages, l.Messages)}})
+	}
+	return out
 }

@@ -231,8 +231,11 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 			return fmt.Errorf("%w: txmq outbox: dead letter %d is stored under queue %q but its batch names queue %q; not replayed",
 				core.ErrUndecodable, id, d.Queue, env.Queue)
 		}
-		// A replayed batch of an ordered queue goes to the back of its key.
-		b := core.OutgoingBatch{ID: env.ID, Queue: d.Queue, Body: body, Exclusive: d.Exclusive, Key: env.Key}
+		// A replayed batch of an ordered queue goes to the back of its key. Its publish has an
+		// identity of its own: a backend that drops repeated publishes of a batch id (SQS FIFO,
+		// for five minutes) must not take the replay for a repeat of the original publish.
+		b := core.OutgoingBatch{ID: env.ID, Queue: d.Queue, Body: body, Exclusive: d.Exclusive, Key: env.Key,
+			Dedup: fmt.Sprintf("%s-replay-%d", env.ID, d.ReplayCount+1)}
 		pctx, cancel := context.WithTimeout(ctx, s.o.PublishTimeout)
 		err = s.publishOne(pctx, b)
 		cancel()

@@ -71,4 +71,15 @@
 // first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (core
 // then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
 // error) and it counts as dead again.
+//
+// # Ordered queues
+//
+// Rows of an ordered queue carry their batch's ordering key and are published in id order per
+// key (see the comment in order.go). A replayed dead letter of an ordered queue is published
+// with its key, so it goes to the back of its key: after every batch of the key the backend
+// holds when it is replayed, before the ones published later (the parity property
+// ordering/dead_letter_replay_back_of_key). Store also implements core.KeyHolder (HoldsKey,
+// one index probe): a node that handed a batch of a key to the outbox asks it before writing
+// the key's next batch, and hands that one off too while rows of the key remain, so the key's
+// order holds across an outage (ordering/order_through_handoff_outage).
 package outbox

@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"fmt"
+
+	"github.com/txmq/txmq/core"
 )
 
 // Ordered queues. A row of an ordered queue carries its batch's ordering key (the order_key
@@ -99,4 +101,22 @@ func (g *orderGuard) block(r row) {
 		return
 	}
 	g.blocked[orderKey{r.batch.Queue, r.batch.Key}] = true
+}
+
+var _ core.KeyHolder = (*Store)(nil)
+
+// HoldsKey implements core.KeyHolder: whether the outbox table holds a row of queue with
+// ordering key key (one index access). A node asks it before it writes a batch of a key it
+// handed to the outbox earlier, so that the batch follows those rows rather than overtaking
+// them (the rows are published in id order; see above).
+func (s *Store) HoldsKey(ctx context.Context, queue, key string) (bool, error) {
+	if s == nil {
+		return false, errNoStore("HoldsKey")
+	}
+	var held bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.outbox+` WHERE queue = $1 AND order_key = $2)`, queue, key).Scan(&held)
+	if err != nil {
+		return false, fmt.Errorf("txmq outbox: does the outbox table %s hold rows of queue %q, ordering key %q: %w", s.outbox, queue, key, err)
+	}
+	return held, nil
 }

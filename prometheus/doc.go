@@ -23,4 +23,7 @@
 //	txmq_queue_oldest_ready_age_seconds (omitted for a queue with nothing ready, and on NATS
 //	and SQS, which cannot tell), txmq_queue_dead_batches, txmq_outbox_backlog_batches,
 //	txmq_outbox_oldest_age_seconds (all labelled by queue), txmq_queue_gauge_errors_total
+//
+// Package otel offers the same metrics, same names, through OpenTelemetry (NewMetricHooks,
+// RegisterQueueGauges); both take them from one definition.
 package prometheus

@@ -2,13 +2,12 @@ package prometheus
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/metricset"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -37,17 +36,9 @@ type GaugeOptions struct {
 
 // QueueCollector reports per-queue gauges read at scrape time (see NewQueueCollector).
 type QueueCollector struct {
-	node *txmq.Node
-	o    GaugeOptions
-
-	ready, inFlight, delayed, oldestReady, dead, outboxRows, outboxAge *promclient.Desc
-	errors                                                             promclient.Counter
-
-	mu      sync.Mutex
-	readAt  time.Time
-	depths  map[string]core.Depth
-	backlog map[string]outbox.Backlog
-	deadN   map[string]int64
+	r      *metricset.Reader
+	descs  [len(metricset.Gauges)]*promclient.Desc
+	errors *promclient.Desc
 }
 
 // NewQueueCollector returns a collector of the depths of every queue declared in node's
@@ -73,91 +64,27 @@ func NewQueueCollector(node *txmq.Node, opts *GaugeOptions) *QueueCollector {
 	if opts != nil {
 		o = *opts
 	}
-	if o.CacheFor <= 0 {
-		o.CacheFor = 10 * time.Second
+	c := &QueueCollector{r: metricset.NewReader(node, o.DB, o.CacheFor, o.Timeout, "txmq prometheus")}
+	for g, d := range metricset.Gauges {
+		c.descs[g] = promclient.NewDesc(d.Name, d.Help, d.Labels, nil)
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = 5 * time.Second
-	}
-	q := []string{"queue"}
-	return &QueueCollector{
-		node:     node,
-		o:        o,
-		ready:    promclient.NewDesc("txmq_queue_ready_batches", "Due, unclaimed batches in the backend.", q, nil),
-		inFlight: promclient.NewDesc("txmq_queue_in_flight_batches", "Batches claimed by a node under a lease.", q, nil),
-		delayed:  promclient.NewDesc("txmq_queue_delayed_batches", "Batches waiting for their due or retry time.", q, nil),
-		oldestReady: promclient.NewDesc("txmq_queue_oldest_ready_age_seconds",
-			"How long the longest-waiting ready batch has been claimable.", q, nil),
-		dead:       promclient.NewDesc("txmq_queue_dead_batches", "Dead letters not replayed.", q, nil),
-		outboxRows: promclient.NewDesc("txmq_outbox_backlog_batches", "Outbox rows not published yet.", q, nil),
-		outboxAge:  promclient.NewDesc("txmq_outbox_oldest_age_seconds", "Age of the oldest outbox row.", q, nil),
-		errors: promclient.NewCounter(promclient.CounterOpts{Name: "txmq_queue_gauge_errors_total",
-			Help: "Readings of the queue gauges that failed; the last good values were reported."}),
-	}
+	c.errors = promclient.NewDesc(metricset.GaugeErrors.Name, metricset.GaugeErrors.Help, nil, nil)
+	return c
 }
 
 // Describe implements promclient.Collector.
 func (c *QueueCollector) Describe(ch chan<- *promclient.Desc) {
-	for _, d := range []*promclient.Desc{c.ready, c.inFlight, c.delayed, c.oldestReady, c.dead, c.outboxRows, c.outboxAge} {
+	for _, d := range c.descs {
 		ch <- d
 	}
-	c.errors.Describe(ch)
+	ch <- c.errors
 }
 
 // Collect implements promclient.Collector: it reads the depths if the cached ones are older
 // than CacheFor, then reports them.
 func (c *QueueCollector) Collect(ch chan<- promclient.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if time.Since(c.readAt) >= c.o.CacheFor {
-		c.read()
-	}
-	gauge := func(d *promclient.Desc, v float64, queue string) {
-		ch <- promclient.MustNewConstMetric(d, promclient.GaugeValue, v, queue)
-	}
-	for queue, d := range c.depths {
-		gauge(c.ready, float64(d.Ready), queue)
-		gauge(c.inFlight, float64(d.InFlight), queue)
-		gauge(c.delayed, float64(d.Delayed), queue)
-		if !d.OldestReady.IsZero() {
-			gauge(c.oldestReady, max(time.Since(d.OldestReady), 0).Seconds(), queue)
-		}
-	}
-	if c.o.DB != nil {
-		for _, queue := range c.node.Registry().Names() {
-			gauge(c.dead, float64(c.deadN[queue]), queue)
-			b := c.backlog[queue]
-			gauge(c.outboxRows, float64(b.Rows), queue)
-			gauge(c.outboxAge, b.OldestAge.Seconds(), queue)
-		}
-	}
-	c.errors.Collect(ch)
-}
-
-// read refreshes the cached values; a part that fails keeps its last values. Called with mu.
-func (c *QueueCollector) read() {
-	ctx, cancel := context.WithTimeout(context.Background(), c.o.Timeout)
-	defer cancel()
-	c.readAt = time.Now()
-	if d, err := c.node.Depths(ctx); err == nil {
-		c.depths = d
-	} else {
-		c.errors.Inc()
-		c.node.Logger().Warn("txmq prometheus: reading queue depths failed; reporting the last values", "error", err)
-	}
-	if c.o.DB == nil {
-		return
-	}
-	if b, err := c.o.DB.Backlog(ctx); err == nil {
-		c.backlog = b
-	} else {
-		c.errors.Inc()
-		c.node.Logger().Warn("txmq prometheus: reading the outbox backlog failed; reporting the last values", "error", err)
-	}
-	if d, err := c.o.DB.DeadLetterCounts(ctx); err == nil {
-		c.deadN = d
-	} else {
-		c.errors.Inc()
-		c.node.Logger().Warn("txmq prometheus: reading dead-letter counts failed; reporting the last values", "error", err)
-	}
+	c.r.Each(func(g metricset.Gauge, v float64, queue string) {
+		ch <- promclient.MustNewConstMetric(c.descs[g], promclient.GaugeValue, v, queue)
+	})
+	ch <- promclient.MustNewConstMetric(c.errors, promclient.CounterValue, float64(c.r.Errors()))
 }

@@ -3,11 +3,11 @@ package prometheus
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/internal/metricset"
 )
 
 // Metrics holds the collectors behind the hooks, for tests and custom registration.
@@ -31,21 +31,20 @@ type Metrics struct {
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
 // Registering twice with the same registerer reuses the collectors already there.
 func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
+	counter := func(c metricset.Counter) *promclient.CounterVec {
+		d := metricset.Counters[c]
+		return promclient.NewCounterVec(promclient.CounterOpts{Name: d.Name, Help: d.Help}, d.Labels)
+	}
+	d := metricset.RunDuration
 	m := &Metrics{
-		BatchesPublished: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_batches_published_total",
-			Help: "Batches stored in the backend."}, []string{"queue"}),
-		MessagesPublished: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_messages_published_total",
-			Help: "Messages stored in the backend."}, []string{"queue"}),
-		Runs: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_runs_total",
-			Help: "Listener runs by outcome (success, failure)."}, []string{"queue", "outcome"}),
-		RunDuration: promclient.NewHistogramVec(promclient.HistogramOpts{Name: "txmq_run_duration_seconds",
-			Help: "Listener run time.", Buckets: promclient.ExponentialBuckets(0.001, 4, 10)}, []string{"queue"}),
-		Retried: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_batches_retried_total",
-			Help: "Failed batches scheduled for another run."}, []string{"queue"}),
-		Dropped: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_batches_dropped_total",
-			Help: "Dropped batches by reason (delivery_exhausted, worker_lost, undecodable, outbox_handoff_failed, rejected, ...)."}, []string{"queue", "reason"}),
-		HandedOff: promclient.NewCounterVec(promclient.CounterOpts{Name: "txmq_batches_handed_off_total",
-			Help: "Buffered batches the backend refused, handed to the outbox."}, []string{"queue"}),
+		BatchesPublished:  counter(metricset.BatchesPublished),
+		MessagesPublished: counter(metricset.MessagesPublished),
+		Runs:              counter(metricset.Runs),
+		RunDuration: promclient.NewHistogramVec(promclient.HistogramOpts{Name: d.Name, Help: d.Help,
+			Buckets: metricset.RunDurationBuckets}, d.Labels),
+		Retried:   counter(metricset.Retried),
+		Dropped:   counter(metricset.Dropped),
+		HandedOff: counter(metricset.HandedOff),
 	}
 	if reg == nil {
 		return m, nil
@@ -93,25 +92,37 @@ func register[C promclient.Collector](reg promclient.Registerer, c C) (C, error)
 
 // Hooks returns core hooks that update m.
 func (m *Metrics) Hooks() *txmq.Hooks {
-	return &txmq.Hooks{
-		Published: func(queue string, messages int) {
-			m.BatchesPublished.WithLabelValues(queue).Inc()
-			m.MessagesPublished.WithLabelValues(queue).Add(float64(messages))
-		},
-		Delivered: func(queue string, _ int, _ int, took time.Duration, err error) {
-			outcome := "success"
-			if err != nil {
-				outcome = "failure"
-			}
-			m.Runs.WithLabelValues(queue, outcome).Inc()
-			m.RunDuration.WithLabelValues(queue).Observe(took.Seconds())
-		},
-		Retried: func(queue string, _ int, _ time.Duration) { m.Retried.WithLabelValues(queue).Inc() },
-		Dropped: func(queue, reason string, _ int) { m.Dropped.WithLabelValues(queue, reason).Inc() },
-		HandedOff: func(queue string, _ int) {
-			m.HandedOff.WithLabelValues(queue).Inc()
-		},
+	return metricset.Hooks(sink{m})
+}
+
+// sink is m as the shared hook metrics' Sink.
+type sink struct{ m *Metrics }
+
+// Add implements metricset.Sink.
+func (s sink) Add(c metricset.Counter, v float64, labels ...string) {
+	var vec *promclient.CounterVec
+	switch c {
+	case metricset.BatchesPublished:
+		vec = s.m.BatchesPublished
+	case metricset.MessagesPublished:
+		vec = s.m.MessagesPublished
+	case metricset.Runs:
+		vec = s.m.Runs
+	case metricset.Retried:
+		vec = s.m.Retried
+	case metricset.Dropped:
+		vec = s.m.Dropped
+	case metricset.HandedOff:
+		vec = s.m.HandedOff
+	default:
+		return
 	}
+	vec.WithLabelValues(labels...).Add(v)
+}
+
+// ObserveRun implements metricset.Sink.
+func (s sink) ObserveRun(queue string, seconds float64) {
+	s.m.RunDuration.WithLabelValues(queue).Observe(seconds)
 }
 
 // NewHooks registers the metrics with reg and returns hooks for txmq.NodeOptions.Hooks.

@@ -58,7 +58,8 @@
 // (counted as Delayed in Depths) until every earlier one of their key is acked or dropped. A
 // retried or expired head stays first, and a delayed head holds its key back. Cost: one map
 // entry per key with stored batches (forgotten when its lane empties), O(1) per publish and
-// settle; unkeyed batches are untouched.
+// settle; unkeyed batches are untouched. It answers core.KeyHolder (does a lane exist?), so it
+// can be the old backend of a drain that keeps per-key order (package drain).
 //
 // # Limits
 //

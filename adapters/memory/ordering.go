@@ -1,6 +1,8 @@
 package memory
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/txmq/txmq/core"
@@ -71,4 +73,21 @@ func (q *queue) finishKeyed(r *record, now time.Time) {
 	next := l.recs[0]
 	q.held--
 	q.schedule(next, next.at, now)
+}
+
+var _ core.KeyHolder = (*Backend)(nil)
+
+// HoldsKey implements core.KeyHolder: whether queue holds any batch of key (ready, delayed,
+// held behind the key's head or in flight).
+func (be *Backend) HoldsKey(ctx context.Context, queue, key string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("memory: holds key %q of queue %q: %w", key, queue, err)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if err := be.usableLocked("holds key", queue); err != nil {
+		return false, err
+	}
+	q, ok := be.queues[queue]
+	return ok && q.lanes[key] != nil, nil
 }

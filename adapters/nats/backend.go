@@ -110,7 +110,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err != nil {
 		return err
 	}
-	return be.store(ctx, q, b.ID, b.Body, b.DelayFrom(time.Now()))
+	return be.store(ctx, q, b.ID, b.Body, b.DelayFrom(time.Now()), b.Key, b.Exclusive)
 }
 
 // Close stops waiting fetches at once, waits for outstanding pulls to end on their own (at
@@ -146,8 +146,10 @@ func (be *Backend) takeStash() []*stashed {
 	defer be.mu.Unlock()
 	var out []*stashed
 	for _, q := range be.queues {
-		out = append(out, q.stash...)
-		q.stash = nil
+		for _, l := range q.lanes() {
+			out = append(out, l.stash...)
+			l.stash = nil
+		}
 	}
 	return out
 }

@@ -23,6 +23,7 @@ type serverClock struct {
 	mu   sync.Mutex
 	ts   time.Time // the server's clock in the last stream info
 	sent time.Time // time.Now() just before that request (kept with its monotonic reading)
+	recv time.Time // time.Now() just after its response
 }
 
 // serverNow returns a time not before the clock of the server that runs q's stream (its
@@ -51,17 +52,48 @@ func (be *Backend) serverNow(ctx context.Context, q *queueState) (time.Time, err
 	if info.TimeStamp.IsZero() {
 		return time.Now(), nil
 	}
-	c.seed(info.TimeStamp, sent)
+	c.seed(info.TimeStamp, sent, time.Now())
 	return info.TimeStamp.Add(time.Since(sent)), nil
 }
 
+// serverNowLow returns a time not after the clock of the server that runs q's stream now: the
+// server's time in a recent stream info plus the monotonic time elapsed since its response
+// came back, less the drift allowance (the server read its clock before the response left).
+// It judges whether a keyed batch is due (see ordering.go): a lower bound can only make the
+// batch wait longer, never run early. Without a reading of its own (an old server) it uses
+// this process's clock.
+func (be *Backend) serverNowLow(ctx context.Context, q *queueState) (time.Time, error) {
+	c := &q.clock
+	c.mu.Lock()
+	fresh := !c.recv.IsZero() && time.Since(c.sent) < serverClockRefresh
+	ts, recv := c.ts, c.recv
+	c.mu.Unlock()
+	if !fresh {
+		cctx, cancel := be.callCtx(ctx)
+		defer cancel()
+		sent := time.Now()
+		info, err := q.stream.Info(cctx)
+		if err != nil {
+			return time.Time{}, err
+		}
+		if info.TimeStamp.IsZero() {
+			return time.Now(), nil
+		}
+		ts, recv = info.TimeStamp, time.Now()
+		c.seed(ts, sent, recv)
+	}
+	age := time.Since(recv)
+	return ts.Add(age - age/driftAllowance), nil
+}
+
 // seed records a reading of the server's clock, ts, from a response to a request sent at
-// sent (local, with its monotonic reading); a zero ts (an old server) is ignored.
-func (c *serverClock) seed(ts, sent time.Time) {
+// sent and received at recv (local, with their monotonic readings); a zero ts (an old server)
+// is ignored.
+func (c *serverClock) seed(ts, sent, recv time.Time) {
 	if ts.IsZero() {
 		return
 	}
 	c.mu.Lock()
-	c.ts, c.sent = ts, sent
+	c.ts, c.sent, c.recv = ts, sent, recv
 	c.mu.Unlock()
 }

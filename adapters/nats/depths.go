@@ -3,18 +3,22 @@ package nats
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txmq/txmq/core"
 )
 
-// Depths reports, for each named queue: Ready = the consumer's NumPending (stored, due, never
-// delivered or given back), InFlight = its NumAckPending (delivered and not yet acknowledged,
-// including deliveries whose lease ran out and that wait for redelivery), Delayed = the
-// queue's pending message schedules (delayed publishes and retries). A queue whose stream does
-// not exist reports zeros; Depths never creates streams. Before any node fetched a queue (no
-// consumer yet) every stored due batch counts as ready.
+// Depths reports, for each named queue: Ready = its consumers' NumPending (stored, due, never
+// delivered or given back), InFlight = their NumAckPending (delivered and not yet
+// acknowledged, including deliveries whose lease ran out and that wait for redelivery), Delayed
+// = the queue's pending message schedules (delayed publishes and retries). The consumers are
+// the main one and, on an Ordered queue, the key partitions' (one listing call): a keyed batch
+// waiting behind its partition's head counts as ready, and a delayed keyed batch (stored in
+// place) as ready until its partition hands it out, then in flight while hidden. A queue whose
+// stream does not exist reports zeros; Depths never creates streams. Before any node fetched
+// a queue (no consumer yet) every stored due batch counts as ready.
 func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core.Depth, error) {
 	if err := be.usable(ctx, "depths", ""); err != nil {
 		return nil, err
@@ -48,22 +52,39 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 		return core.Depth{}, wrap("depths", name, err)
 	}
 	var d core.Depth
+	var mainSeen, partSeen bool
 	cctx, cancel = be.callCtx(ctx)
-	cons, err := stream.Consumer(cctx, consumerName)
+	defer cancel()
+	list := stream.ListConsumers(cctx)
+	for info := range list.Info() {
+		switch {
+		case info.Name == consumerName:
+			mainSeen = true
+		case strings.HasPrefix(info.Name, consumerName+"-k"):
+			partSeen = true
+		default:
+			continue
+		}
+		d.Ready += int64(info.NumPending)
+		d.InFlight += int64(info.NumAckPending)
+	}
+	if err := list.Err(); err != nil {
+		return core.Depth{}, wrap("depths", name, err)
+	}
 	cancel()
-	switch {
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		n, err := be.subjectCount(ctx, stream, q.ready)
+	// Before any node fetched a lane (no consumer yet) its stored batches count as ready.
+	for _, c := range []struct {
+		seen   bool
+		filter string
+	}{{mainSeen, q.ready}, {partSeen, q.prefix + "k.>"}} {
+		if c.seen {
+			continue
+		}
+		n, err := be.subjectCount(ctx, stream, c.filter)
 		if err != nil {
 			return core.Depth{}, wrap("depths", name, err)
 		}
-		d.Ready = n
-	case err != nil:
-		return core.Depth{}, wrap("depths", name, err)
-	default:
-		info := cons.CachedInfo() // fresh: Consumer just fetched it
-		d.Ready = int64(info.NumPending)
-		d.InFlight = int64(info.NumAckPending)
+		d.Ready += n
 	}
 	n, err := be.subjectCount(ctx, stream, q.schedFilter())
 	if err != nil {
@@ -73,7 +94,8 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 	return d, nil
 }
 
-// subjectCount counts the stream's messages on subjects matching filter.
+// subjectCount counts the stream's messages on subjects matching filter, in one server call
+// with its own Options.Timeout.
 func (be *Backend) subjectCount(ctx context.Context, s jetstream.Stream, filter string) (int64, error) {
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()

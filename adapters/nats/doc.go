@@ -29,6 +29,7 @@
 //	txmq_timeout         Options.Timeout (a Go duration)
 //	txmq_idle_pull       Options.IdlePull (a Go duration)
 //	txmq_max_ack_pending Options.MaxAckPending
+//	txmq_partitions      Options.Partitions (key partitions of an Ordered queue, see Ordering)
 //	txmq_fetch_limit     Options.FetchLimit
 //	txmq_name            Options.Name
 //	txmq_creds           Options.CredentialsFile (a .creds file)
@@ -46,6 +47,8 @@
 //	<prefix>.<q>.r             due batches: the consumer's filter
 //	<prefix>.<q>.s.<id>        message schedules (delayed publishes and retries)
 //	<prefix>.<q>.c.<id>.<n>    chunks of bodies larger than the server's max payload
+//	<prefix>.<q>.k.<n>         keyed batches of key partition n (see Ordering)
+//	<prefix>.<q>.n.<seq>       deliveries of a keyed batch that were not runs (see Ordering)
 //
 // A stream per queue (rather than one stream with a subject per queue) gives each queue its own
 // limits, storage and replicas, a cheap per-queue depth, and failure isolation: a full or slow
@@ -134,12 +137,70 @@
 // Retry is a rewrite: the body core re-encoded (with its attempt count) is stored again
 // (scheduled when delayed) and only then is the old message acked, so Deliveries restarts at 1,
 // the Exclusive slot is released during the backoff, and Depths shows the retry as delayed.
+// A keyed batch is the exception: retried in place (see Ordering), so a claim core gives back
+// unrun (a paused queue, a closing node, an early arrival) counts as a delivery there.
 //
 // # Ordering
 //
-// Not supported yet: the Backend does not implement core.KeyOrderer, so a node refuses an
-// Ordered queue (txmq.QueueConfig.Ordered) on it with an error naming the queue and the
-// adapter, and the parity group "ordering" counts its properties as not supported.
+// The Backend enforces per-key order (core.KeyOrderer) for batches with a key
+// (txmq.QueueConfig.Ordered) with key partitions. A keyed batch is stored on one of its
+// stream's partition subjects, <prefix>.<q>.k.<n>, n = FNV-1a(key) mod the stream's
+// partitions (Options.Partitions, txmq_partitions, default 8; recorded in the stream's
+// metadata when the stream is made, and read from there by every client, so clients with other
+// settings still agree). Each partition has its own durable pull consumer, "txmq-k<n>", with
+// MaxAckPending 1: the server hands out a partition's batches one at a time in stream order,
+// and the one it handed out stays pending, holding the partition, until it is acked or
+// terminated. So at most one batch per key is in flight cluster-wide, in publish order.
+// Nodes pull the partitions of a queue whose QueueSlots.Ordered is set, besides its main
+// consumer (unkeyed batches). An Exclusive Ordered queue keeps its keyed batches on the
+// ready subject, under its main consumer's MaxAckPending 1: one total order, which keeps every
+// key's.
+//
+// Why partitions: JetStream has no per-subject in-flight limit, so the choices were a consumer
+// per key (unbounded consumers, a pull per key per Fetch), a subject per key with a lock and a
+// "held" list kept by the client (a second store to keep consistent with the stream across
+// crashes), or a bounded number of consumers that the server itself keeps to one in flight.
+// The last needs no client-side state for correctness: retries, lost leases and delays are all
+// the server's own redelivery of the one pending message.
+//
+//   - Head of line: a keyed batch is retried in place: Retry sends a Nak with the backoff as its
+//     delay ("-NAK {delay}"), the stored body is kept and Deliveries counts on (core counts the
+//     run from the envelope's attempt plus Deliveries). It stays the partition's pending batch
+//     through its backoff, so its key (and its partition) waits until it is acked or dropped.
+//   - A lost lease is the server's own redelivery after AckWait, of the same pending batch,
+//     before anything later in its partition.
+//   - Delays: a delayed keyed batch is stored at once in its place, with its delay in the
+//     Txmq-Delay header (not as a message schedule, which would let later batches of its key
+//     pass it). Delivered before it is due, judged on the server's clock (its store time plus
+//     the delay, against a lower bound of the server's clock now, so never early), it is not
+//     handed out but hidden with a Nak delayed by what is left: it stays pending and holds its
+//     partition until it is due and done.
+//   - Deliveries that are not runs: a keyed batch cannot be given back as a copy (the copy would
+//     go behind the later batches of its key), so a stashed one is given back in place with a
+//     Nak, and an early one is hidden in place. Each such delivery, and one whose lease ran out
+//     in the stash, is recorded as not a run in a rollup message on <prefix>.<q>.n.<stream
+//     seq> (the count so far), read when the batch is delivered again; Claim.Deliveries is
+//     NumDelivered less that count. The count is removed with the batch. If recording fails
+//     the delivery counts (logged).
+//   - Leases: a partition pull may carry the partition's batches one after another (each is
+//     delivered only once the one before is settled), so a batch's lease is timed from the
+//     later of the pull's start and this Backend's last settle on that partition, both before
+//     the server's delivery.
+//   - Restarts: the partition consumers keep their state in server memory (the stream stays on
+//     disk): with one batch in flight per partition, consumer state changes on every batch, and
+//     under load file-backed state made each partition several times slower. After a server
+//     restart the consumers are gone; the next Fetch makes them again (a pull that finds no
+//     consumer drops it from the cache), and they start from the partition's first stored
+//     batch, still in order. What is lost: a pending in-place retry's backoff (the batch runs
+//     again at once) and its delivery count, so a failing batch may get more runs than its
+//     budget across restarts (never fewer); claims pulled before the restart are lost anyway
+//     (see connEpoch above).
+//   - Cost of sharing: keys that hash to the same partition wait on each other (head of line
+//     across keys): a failing, slow or delayed batch holds back every key of its partition,
+//     not only its own, and at most Partitions keys of a queue run at once cluster-wide. Two
+//     given keys share a partition with probability 1/Partitions; raise it for more
+//     parallelism, at the cost below. The partitions of an existing stream cannot change (the
+//     metadata wins): a new count needs a new queue, or a drained stream deleted.
 //
 // # Limits
 //
@@ -172,8 +233,11 @@
 // In a cluster, a pull that finds no responder (the consumer's leader was just elected, by its
 // creation or a failover, and the other servers have not yet learnt its subscription) or that
 // its leader ends with a leadership change is sent again after 50 ms, for up to Options.Timeout
-// in a row, before Fetch reports the error; a Fetch sets up the streams and consumers of the
-// queues it has not used yet concurrently (each waits for its Raft group's leader). A stream or
+// in a row, before Fetch reports the error; the first no-responder of such a run looks the
+// consumer up again, creating it if it is gone (a key partition's after a server restart). This
+// holds for every lane: a queue's main consumer and each key partition's. A Fetch sets up the
+// streams, then the consumers (main and partitions), of the queues it has not used yet
+// concurrently, four calls at a time (each waits for its Raft group's leader). A stream or
 // consumer that cannot be placed because a server is offline ("no suitable peers for
 // placement, peer offline") wraps core.ErrBackendUnavailable; with more replicas than servers
 // it is a configuration error.
@@ -194,6 +258,16 @@
 // node is at capacity. A pull whose client went away is not delivered to: the server checks the
 // reply subject's interest first. Close waits for outstanding pulls (see above), so it can take
 // up to a quarter of the AckWait.
+//
+// An Ordered queue adds Partitions consumers to its stream (made four at a time on a node's
+// first Fetch of it) and one pull per partition: an idle Ordered queue costs Partitions+1 pull
+// requests per node per min(IdlePull, AckWait/4) instead of one. Each partition has one batch
+// in flight, so a busy partition costs a pull round trip and a settle per batch when its next
+// batch is not already waiting in an open pull; a Fetch sends at most one pull per lane, so
+// Partitions+1 requests at most. A delayed keyed batch delivered early costs a stream info
+// (the server's clock, cached 30 s), a count message and a Nak; a batch given back costs a
+// count message and a Nak; a keyed batch delivered more than once costs a direct get (its
+// count) and, at its settle, a purge. Depths lists the stream's consumers in one call.
 //
 // A stream per queue costs one stream (and, in a cluster, one Raft group) per queue. Extend and
 // every settle are requests the server answers: one round trip each. A delayed publish or retry

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txmq/txmq/core"
@@ -19,7 +20,7 @@ const minLongPoll = 10 * time.Millisecond
 // stashed is a message the server delivered to this Backend (its lease is running) that no
 // Fetch has handed out yet.
 type stashed struct {
-	q          *queueState
+	l          *lane
 	msg        jetstream.Msg
 	id         string
 	body       []byte
@@ -28,15 +29,19 @@ type stashed struct {
 	ackWait    time.Duration
 	leaseUntil time.Time
 	conn       uint64 // the connection's reconnect count when the pull was sent (see connEpoch)
+	key        string // the ordering key of a keyed batch (see ordering.go), else empty
+	seq        uint64 // a keyed message's stream sequence
+	notRuns    int    // a keyed message's deliveries that were not runs
 }
 
-// slot is one requested queue in a Fetch.
+// slot is one lane of a requested queue in a Fetch: the main lane, and on an Ordered queue
+// each key partition's lane too.
 type slot struct {
-	q       *queueState
+	l       *lane
 	cons    jetstream.Consumer
 	ackWait time.Duration
-	want    int  // claims of the queue still allowed (the request's Max caps them all)
-	polled  bool // this Fetch started or joined a pull for the queue
+	want    *int // claims of the queue still allowed, shared by its lanes (the request's Max caps them all)
+	polled  bool // this Fetch started or joined a pull for the lane
 }
 
 // Fetch claims due batches for the queues in req (normalised: see core.FetchRequest.Normalize),
@@ -68,13 +73,9 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 	lease := req.Lease
 	deadline := time.Now().Add(req.Wait)
 	budget := req.Max
-	ready, err := be.setupQueues(ctx, req.Queues, lease)
+	slots, err := be.setupQueues(ctx, req.Queues, lease)
 	if err != nil {
 		return nil, err
-	}
-	slots := make([]*slot, 0, len(req.Queues))
-	for i, qs := range req.Queues {
-		slots = append(slots, &slot{q: ready[i].q, cons: ready[i].cons, ackWait: ready[i].ackWait, want: qs.Free})
 	}
 	start := rand.IntN(len(slots))
 	var timer *time.Timer
@@ -100,9 +101,9 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			var rel []*stashed
 			claims, budget, rel = be.takeLocked(s, claims, budget)
 			release = append(release, rel...)
-			if s.q.pollErr != nil && pollErr == nil {
-				pollErr = s.q.pollErr
-				s.q.pollErr = nil
+			if s.l.pollErr != nil && pollErr == nil {
+				pollErr = s.l.pollErr
+				s.l.pollErr = nil
 			}
 		}
 		if len(claims) > 0 || pollErr != nil {
@@ -116,11 +117,11 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		remaining := time.Until(deadline)
 		waiting := false // a pull this Fetch may still get something from
 		for _, s := range slots {
-			want := min(s.want, budget)
+			want := min(*s.want, budget)
 			if want <= 0 {
 				continue
 			}
-			if s.q.polling {
+			if s.l.polling {
 				// Join the outstanding pull while this Fetch may wait; with no time left,
 				// what it delivers goes to the next Fetch.
 				waiting = waiting || remaining > 0
@@ -130,14 +131,19 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			if s.polled && remaining < minLongPoll {
 				continue // this Fetch already asked once and its time is up
 			}
-			s.q.polling, s.polled, waiting = true, true, true
+			s.l.polling, s.polled, waiting = true, true, true
 			expires := min(remaining, s.ackWait/4)
-			if s.q.idle && remaining >= minLongPoll {
+			if s.l.idle && remaining >= minLongPoll {
 				// An idle queue's pull outlives this Fetch; the next Fetch calls join it.
 				expires = min(max(remaining, be.opts.IdlePull), s.ackWait/4)
 			}
+			if s.l.part >= 0 {
+				// Never no_wait on a key partition: the server keeps such a pull open while
+				// the partition's batch is pending.
+				expires = max(expires, minLongPoll)
+			}
 			be.polls.Add(1)
-			go be.poll(s.q, s.cons, s.ackWait, want, expires)
+			go be.poll(s.l, s.cons, s.ackWait, want, expires)
 		}
 		be.mu.Unlock()
 		be.giveBack(release)
@@ -182,13 +188,13 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 	var release []*stashed
 	now := time.Now()
 	epoch := be.connEpoch()
-	for len(s.q.stash) > 0 {
-		if min(s.want, budget) <= 0 {
+	for len(s.l.stash) > 0 {
+		if min(*s.want, budget) <= 0 {
 			break
 		}
-		st := s.q.stash[0]
-		s.q.stash[0] = nil
-		s.q.stash = s.q.stash[1:]
+		st := s.l.stash[0]
+		s.l.stash[0] = nil
+		s.l.stash = s.l.stash[1:]
 		if st.conn != epoch {
 			// Delivered before the connection was re-established: the server may have
 			// restarted and handed it out again (see connEpoch). Neither run nor acked: it
@@ -199,16 +205,18 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 			release = append(release, st)
 			continue
 		}
-		claims = append(claims, be.claim(s.q, st))
-		s.want--
+		claims = append(claims, be.claim(st))
+		*s.want--
 		budget--
 	}
 	return claims, budget, release
 }
 
 // claim turns a stashed message into a claim holding a lease.
-func (be *Backend) claim(q *queueState, st *stashed) *core.Claim {
-	h := &handle{be: be, q: q, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil, conn: st.conn}
+func (be *Backend) claim(st *stashed) *core.Claim {
+	q := st.l.q
+	h := &handle{be: be, q: q, l: st.l, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil, conn: st.conn,
+		key: st.key, seq: st.seq, notRuns: st.notRuns}
 	return &core.Claim{
 		Queue:      q.name,
 		ID:         st.id,
@@ -219,9 +227,9 @@ func (be *Backend) claim(q *queueState, st *stashed) *core.Claim {
 	}
 }
 
-// poll runs one pull request for the queue (no_wait when expires is below minLongPoll) and
+// poll runs one pull request for the lane (no_wait when expires is below minLongPoll) and
 // stashes what it delivers.
-func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Duration, batch int, expires time.Duration) {
+func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration, batch int, expires time.Duration) {
 	defer be.polls.Done()
 	// The server starts a message's AckWait when it delivers it, after it received this
 	// request: timing the lease from here is conservative.
@@ -245,19 +253,32 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 			if !delivered {
 				delivered = true
 				be.mu.Lock()
-				q.idle = false
-				be.sweepLaterLocked(q, sent.Add(ackWait/2))
+				l.idle = false
+				be.sweepLaterLocked(l, sent.Add(ackWait/2))
 				be.mu.Unlock()
 			}
-			st := be.prepare(q, m, sent, ackWait)
+			start := sent
+			if l.part >= 0 {
+				// A partition's next batch is delivered only once its pending one is
+				// settled: when this Backend settled it, after the pull was sent, the
+				// delivery came after that settle, and its lease is timed from it (see
+				// lane.settledAt), not from the pull's start.
+				be.mu.Lock()
+				if l.settledAt.After(start) {
+					start = l.settledAt
+					be.sweepLaterLocked(l, start.Add(ackWait/2))
+				}
+				be.mu.Unlock()
+			}
+			st := be.prepare(l, m, start, ackWait)
 			if st == nil {
 				continue
 			}
 			st.conn = conn
 			// Stashed even after Close: Close waits for this pull and gives back the stash.
 			be.mu.Lock()
-			q.stash = append(q.stash, st)
-			if len(q.stash) == 1 {
+			l.stash = append(l.stash, st)
+			if len(l.stash) == 1 {
 				// Only a stash that was empty can have a Fetch waiting for it: a Fetch waits
 				// after finding each of its queues' stashes empty, and the append that
 				// filled one woke it.
@@ -267,17 +288,22 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 		}
 		err = mb.Error()
 	}
-	if be.refusedPull(q, err) {
+	if be.refusedPull(l, cons, err) {
 		err = nil // sent again by the Fetch, if it still waits
+	} else if errors.Is(err, natsgo.ErrNoResponders) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+		// The consumer is gone (deleted, or a key partition's in-memory consumer lost to a
+		// server restart) or has had no reachable leader for Options.Timeout: the next Fetch
+		// looks it up again, creating it if need be.
+		l.forget(cons)
 	}
 	be.mu.Lock()
-	q.polling = false
-	q.idle = false
+	l.polling = false
+	l.idle = false
 	if err != nil && !be.closed && !errors.Is(err, jetstream.ErrNoMessages) &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		q.pollErr = wrap("fetch: pull", q.name, err)
+		l.pollErr = wrap("fetch: pull of consumer "+l.consumer, l.q.name, err)
 	} else if !delivered && expires >= minLongPoll {
-		q.idle = true // a long pull found nothing: the next one may wait longer
+		l.idle = true // a long pull found nothing: the next one may wait longer
 	}
 	be.broadcastLocked()
 	be.mu.Unlock()
@@ -288,14 +314,21 @@ func (be *Backend) poll(q *queueState, cons jetstream.Consumer, ackWait time.Dur
 // means "not a claim". Due times are not checked here: the server fires a schedule by its own
 // clock, the one the schedule was computed on (see serverNow), so comparing with this
 // process's clock would only add skew.
-func (be *Backend) prepare(q *queueState, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
+func (be *Backend) prepare(l *lane, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
+	q := l.q
 	hdr := m.Headers()
-	st := &stashed{q: q, msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1}
-	if meta, err := m.Metadata(); err == nil {
+	st := &stashed{l: l, msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1, key: hdr.Get(hdrKey)}
+	meta, err := m.Metadata()
+	if err == nil {
 		st.deliveries = int(meta.NumDelivered)
+	} else {
+		meta = nil
 	}
 	if base, err := strconv.Atoi(hdr.Get(hdrBase)); err == nil && base > 0 {
 		st.deliveries += base
+	}
+	if st.key != "" && !be.keyed(context.Background(), st, meta) {
+		return nil
 	}
 	if hdr.Get(hdrChunks) != "" {
 		st.chunkID = hdr.Get(hdrChunkID)

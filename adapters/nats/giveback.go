@@ -11,11 +11,19 @@ import (
 // giveBack hands stashed messages back to the server so another claim can take them at once,
 // without counting their delivery (see requeue). A message whose lease has run out, or is
 // within the margin of it, is left alone: the server may already have redelivered it, and it
-// would accept this stale delivery's acknowledgement as the current one's.
+// would accept this stale delivery's acknowledgement as the current one's. A keyed message is
+// given back in place (see putBack), since a copy would go behind the later batches of its
+// key; one whose lease is gone only has its delivery recorded as not a run (markNotRun).
 func (be *Backend) giveBack(ss []*stashed) {
 	for _, st := range ss {
-		if time.Now().Add(be.leaseMargin(st.ackWait)).Before(st.leaseUntil) {
-			be.requeue(st.q, st)
+		live := time.Now().Add(be.leaseMargin(st.ackWait)).Before(st.leaseUntil)
+		switch {
+		case st.key != "" && live:
+			be.putBack(context.Background(), st, 0)
+		case st.key != "":
+			be.markNotRun(context.Background(), st)
+		case live:
+			be.requeue(st.l.q, st)
 		}
 	}
 }
@@ -53,12 +61,12 @@ func (be *Backend) requeue(q *queueState, st *stashed) {
 	}
 }
 
-// sweepLaterLocked gives back, at at (when half their lease is gone), the messages of q's
+// sweepLaterLocked gives back, at at (when half their lease is gone), the messages of l's
 // stash whose lease is half gone by then, if no Fetch has taken them (a node at capacity does
 // not fetch the queue), rather than letting the lease run out, which the server would count
 // as a delivery. A pull arms it once for all it delivers (they share one lease start), not
 // once per message.
-func (be *Backend) sweepLaterLocked(q *queueState, at time.Time) {
+func (be *Backend) sweepLaterLocked(l *lane, at time.Time) {
 	if be.noStashSweep {
 		return
 	}
@@ -72,16 +80,16 @@ func (be *Backend) sweepLaterLocked(q *queueState, at time.Time) {
 		}
 		now := time.Now()
 		var release []*stashed
-		keep := q.stash[:0]
-		for _, st := range q.stash {
+		keep := l.stash[:0]
+		for _, st := range l.stash {
 			if st.leaseUntil.Sub(now) <= st.ackWait/2 {
 				release = append(release, st)
 			} else {
 				keep = append(keep, st)
 			}
 		}
-		clear(q.stash[len(keep):])
-		q.stash = keep
+		clear(l.stash[len(keep):])
+		l.stash = keep
 		be.mu.Unlock()
 		be.giveBack(release)
 	})

@@ -44,6 +44,14 @@ type Options struct {
 	// nodes; Exclusive queues always use 1. Default 10000.
 	MaxAckPending int
 
+	// Partitions is the number of key partitions of an Ordered queue's stream (see "Ordering"
+	// in the package doc): keyed batches are hashed by key onto this many subjects, each with
+	// its own consumer that has one batch in flight at a time, so it is how many keys of one
+	// queue can run at once, cluster-wide. It applies when a client creates the stream; the
+	// stream keeps it (in its metadata) and every client uses the stream's value, so clients
+	// with different settings still agree. 1 to 1024. Default 8.
+	Partitions int
+
 	// IdlePull is how long the pull request of an idle queue (one whose last pull delivered
 	// nothing) waits on the server, across the node's Fetch calls, instead of ending with the
 	// Fetch's wait: a publish is still delivered at once through the waiting pull, and the
@@ -100,6 +108,8 @@ const (
 	defaultTimeout       = 5 * time.Second
 	defaultReconnectWait = 250 * time.Millisecond
 	defaultIdlePull      = 30 * time.Second
+	defaultPartitions    = 8
+	maxPartitions        = 1024
 	maxLeaseMargin       = 250 * time.Millisecond
 	chunkHeadroom        = 8 << 10
 )
@@ -130,6 +140,12 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.MaxAckPending <= 0 {
 		c.MaxAckPending = defaultMaxAckPending
+	}
+	if c.Partitions == 0 {
+		c.Partitions = defaultPartitions
+	}
+	if c.Partitions < 0 || c.Partitions > maxPartitions {
+		return c, fmt.Errorf("%w: nats: Partitions %d must be between 1 and %d", core.ErrInvalidConfig, c.Partitions, maxPartitions)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = defaultTimeout

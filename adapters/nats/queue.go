@@ -22,33 +22,57 @@ const (
 	hdrSize    = "Txmq-Size"     // total body size of a chunked body
 	hdrBase    = "Txmq-Base"     // deliveries of the batch before this message existed
 
+	hdrKey   = "Txmq-Key"   // ordering key of a keyed batch (see ordering.go)
+	hdrDelay = "Txmq-Delay" // a keyed batch's delay from its store time (a Go duration)
+
 	hdrSchedule       = "Nats-Schedule"
 	hdrScheduleTarget = "Nats-Schedule-Target"
 
 	consumerName = "txmq"
 )
 
-// queueState is one queue's stream, consumer and fetch state in one Backend.
+// queueState is one queue's stream and its lanes in one Backend.
 type queueState struct {
+	*lane      // the main lane: consumer "txmq" on the ready subject
 	name       string
 	streamName string
-	ready      string // subject of due batches, the consumer's filter
+	ready      string // subject of due batches, the main consumer's filter
 	prefix     string // "<prefix>.<queue>."
 
-	setup     sync.Mutex // serialises stream and consumer creation
-	stream    jetstream.Stream
+	setup      sync.Mutex // serialises stream creation
+	stream     jetstream.Stream
+	partitions int         // key partitions, from the stream's metadata (see ordering.go)
+	parts      []*lane     // one lane per key partition, made with the stream
+	clock      serverClock // the clock of the server that fires the stream's schedules
+}
+
+// lane is one durable pull consumer of a queue's stream and this Backend's fetch state for
+// it: the main lane (consumer "txmq", the ready subject) or a key partition's (see
+// ordering.go).
+type lane struct {
+	q        *queueState
+	consumer string // durable name
+	filter   string // the consumer's filter subject
+	part     int    // the key partition, -1 for the main lane
+
+	refusedSince atomic.Int64 // UnixNano of the first of the lane's pulls refused in a row (see refusedPull)
+
+	consMu    sync.Mutex // serialises consumer creation
 	cons      jetstream.Consumer
 	exclusive bool          // as applied to cons
 	ackWait   time.Duration // cons's AckWait
-	clock     serverClock   // the clock of the server that fires the stream's schedules
-
-	refusedSince atomic.Int64 // UnixNano of the first of the pulls refused in a row (see refusedPull)
 
 	// Guarded by Backend.mu.
 	polling bool       // a pull request is outstanding
 	idle    bool       // the last pull ended having delivered nothing (see Options.IdlePull)
 	stash   []*stashed // claims pulled but not yet handed out
 	pollErr error      // the last poll's error, for the next Fetch
+	// settledAt is when this Backend last sent a settle (or a give-back) of a key partition's
+	// pending batch, taken before sending it. The partition has one batch pending at a time,
+	// so a batch this lane receives was delivered after the settle that freed it: its lease
+	// is timed from max(the pull's start, settledAt), conservative either way, so that one
+	// pull can carry a partition's batches one after the other.
+	settledAt time.Time
 }
 
 func (q *queueState) schedSubject() string { return q.prefix + "s." + nuid.Next() }
@@ -68,6 +92,7 @@ func (be *Backend) queueStateLocked(name string) *queueState {
 			ready:      be.opts.Prefix + "." + name + ".r",
 			prefix:     be.opts.Prefix + "." + name + ".",
 		}
+		q.lane = &lane{q: q, consumer: consumerName, filter: q.ready, part: -1}
 		be.queues[name] = q
 	}
 	return q
@@ -101,10 +126,16 @@ func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, err
 	if err != nil {
 		return nil, wrap(op+": stream "+q.streamName, name, err)
 	}
-	q.stream = s
-	if info := s.CachedInfo(); info != nil {
-		q.clock.seed(info.TimeStamp, sent) // the first delayed publish needs no extra round trip
+	recv := time.Now()
+	if s, err = be.withPartitions(cctx, s); err != nil {
+		return nil, wrap(op+": recording the key partitions of stream "+q.streamName, name, err)
 	}
+	q.stream = s
+	info := s.CachedInfo()
+	be.mu.Lock()
+	q.setPartitionsLocked(partitionsOf(info))
+	be.mu.Unlock()
+	q.clock.seed(info.TimeStamp, sent, recv) // the first delayed publish needs no extra round trip
 	return q, nil
 }
 
@@ -123,53 +154,89 @@ func (be *Backend) streamConfig(q *queueState) jetstream.StreamConfig {
 		AllowMsgSchedules: true,
 		AllowRollup:       true,
 		AllowDirect:       true,
+		Metadata:          map[string]string{metaPartitions: strconv.Itoa(be.opts.Partitions)},
 	}
 }
 
-// consumer returns the queue's durable pull consumer, created on first use with AckWait =
-// the larger of Options.AckWait and the request's lease, and MaxAckPending 1 for an Exclusive
-// queue. An existing consumer whose MaxAckPending does not match the queue's exclusivity, or
-// whose AckWait is shorter than this client wants, is updated.
+// cached returns the lane's consumer when it was set up as wanted (see consumer).
+func (l *lane) cached(exclusive bool, wantWait time.Duration) (jetstream.Consumer, time.Duration, bool) {
+	l.consMu.Lock()
+	defer l.consMu.Unlock()
+	if l.cons != nil && l.exclusive == exclusive && l.ackWait >= wantWait {
+		return l.cons, l.ackWait, true
+	}
+	return nil, 0, false
+}
+
+// forget drops the lane's consumer if it is still cons, so the next Fetch sets it up again.
+func (l *lane) forget(cons jetstream.Consumer) {
+	l.consMu.Lock()
+	defer l.consMu.Unlock()
+	if l.cons == cons {
+		l.cons = nil
+	}
+}
+
+// consumer returns the lane's durable pull consumer, created on first use with AckWait = the
+// larger of Options.AckWait and the request's lease, and MaxAckPending 1 for an Exclusive
+// queue's main lane and for every key partition's lane. An existing consumer whose
+// MaxAckPending does not match, or whose AckWait is shorter than this client wants, is updated.
 //
 // AckWait is only ever raised, never lowered: every client times its claims with the AckWait
 // it last saw, so a lower value set by one client would let the server redeliver the batches
 // another still holds (and extends on its own schedule). A client whose lease is longer than
 // the AckWait raises it, so that its claims hold at least its lease; one whose lease is
 // shorter keeps the longer AckWait (its node extends more often than it needs to).
-func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, lease time.Duration) (jetstream.Consumer, time.Duration, error) {
-	q.setup.Lock()
-	defer q.setup.Unlock()
+func (be *Backend) consumer(ctx context.Context, l *lane, exclusive bool, lease time.Duration) (jetstream.Consumer, time.Duration, error) {
+	l.consMu.Lock()
+	defer l.consMu.Unlock()
+	q := l.q
 	wantWait := max(be.opts.AckWait, lease) // lease > 0: Fetch normalised its request
-	if q.cons != nil && q.exclusive == exclusive && q.ackWait >= wantWait {
-		return q.cons, q.ackWait, nil
+	if l.cons != nil && l.exclusive == exclusive && l.ackWait >= wantWait {
+		return l.cons, l.ackWait, nil
 	}
 	wantPending := be.opts.MaxAckPending
-	if exclusive {
+	if exclusive || l.part >= 0 {
 		wantPending = 1
+	}
+	desc := "txmq workers of queue " + q.name
+	if l.part >= 0 {
+		desc += " (key partition " + strconv.Itoa(l.part) + ")"
 	}
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
 	cfg := jetstream.ConsumerConfig{
-		Durable:       consumerName,
-		Description:   "txmq workers of queue " + q.name,
-		FilterSubject: q.ready,
+		Durable:       l.consumer,
+		Description:   desc,
+		FilterSubject: l.filter,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       wantWait,
 		MaxDeliver:    -1, // core owns the retry budget
 		MaxAckPending: wantPending,
 		Replicas:      be.opts.Replicas,
-		MemoryStorage: be.opts.MemoryStorage,
+		MemoryStorage: be.opts.MemoryStorage || l.part >= 0,
 	}
-	c, err := q.stream.Consumer(cctx, consumerName)
-	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+	var c jetstream.Consumer
+	var err error
+	if l.part >= 0 {
+		// A partition's consumer is usually new (its state lives in server memory): create
+		// it in one call; one that exists with another config (a raised AckWait) is looked up.
 		c, err = q.stream.CreateConsumer(cctx, cfg)
 		if errors.Is(err, jetstream.ErrConsumerExists) {
-			c, err = q.stream.Consumer(cctx, consumerName)
+			c, err = q.stream.Consumer(cctx, l.consumer)
+		}
+	} else {
+		c, err = q.stream.Consumer(cctx, l.consumer)
+		if errors.Is(err, jetstream.ErrConsumerNotFound) {
+			c, err = q.stream.CreateConsumer(cctx, cfg)
+			if errors.Is(err, jetstream.ErrConsumerExists) {
+				c, err = q.stream.Consumer(cctx, l.consumer)
+			}
 		}
 	}
 	if err != nil {
-		return nil, 0, wrap("fetch: consumer of stream "+q.streamName, q.name, err)
+		return nil, 0, wrap("fetch: consumer "+l.consumer+" of stream "+q.streamName, q.name, err)
 	}
 	have := c.CachedInfo().Config
 	if have.MaxAckPending != wantPending || have.AckWait < wantWait {
@@ -177,21 +244,22 @@ func (be *Backend) consumer(ctx context.Context, q *queueState, exclusive bool, 
 		upd.MaxAckPending = wantPending
 		upd.AckWait = max(have.AckWait, wantWait)
 		if c, err = q.stream.UpdateConsumer(cctx, upd); err != nil {
-			return nil, 0, wrap("fetch: updating consumer of stream "+q.streamName, q.name, err)
+			return nil, 0, wrap("fetch: updating consumer "+l.consumer+" of stream "+q.streamName, q.name, err)
 		}
 		have = c.CachedInfo().Config
 	}
-	q.cons, q.exclusive, q.ackWait = c, exclusive, have.AckWait
+	l.cons, l.exclusive, l.ackWait = c, exclusive, have.AckWait
 	return c, have.AckWait, nil
 }
 
 // store publishes one batch body: chunks first when it is too large, then the message on the
-// ready subject, or as a message schedule targeting the ready subject when notBefore is in
-// the future.
-func (be *Backend) store(ctx context.Context, q *queueState, id string, body []byte, delay time.Duration) error {
+// ready subject, or as a message schedule targeting the ready subject when delay is positive.
+// A keyed batch (key not empty, see ordering.go) goes to its key's partition subject (the ready
+// subject on an Exclusive queue) at once, in its place, with its delay in a header.
+func (be *Backend) store(ctx context.Context, q *queueState, id string, body []byte, delay time.Duration, key string, exclusive bool) error {
 	hdr := natsgo.Header{}
 	var at time.Time
-	if delay > 0 {
+	if delay > 0 && key == "" {
 		now, err := be.serverNow(ctx, q)
 		if err != nil {
 			return wrap("publish batch "+id+": reading the server's clock for its schedule", q.name, err)
@@ -217,6 +285,13 @@ func (be *Backend) store(ctx context.Context, q *queueState, id string, body []b
 		data = nil
 	}
 	msg := &natsgo.Msg{Subject: q.ready, Header: hdr, Data: data}
+	if key != "" {
+		msg.Subject = q.keyedSubject(key, exclusive)
+		hdr.Set(hdrKey, key)
+		if delay > 0 {
+			hdr.Set(hdrDelay, delay.String())
+		}
+	}
 	if !at.IsZero() {
 		msg.Subject = q.schedSubject()
 		hdr.Set(hdrSchedule, "@at "+at.UTC().Format(time.RFC3339Nano))

@@ -39,6 +39,7 @@ var urlParams = map[string]func(o *Options, v string) error{
 	"txmq_timeout":         func(o *Options, v string) error { return duration(v, &o.Timeout) },
 	"txmq_idle_pull":       func(o *Options, v string) error { return duration(v, &o.IdlePull) },
 	"txmq_max_ack_pending": func(o *Options, v string) error { return atoi(v, &o.MaxAckPending) },
+	"txmq_partitions":      func(o *Options, v string) error { return atoi(v, &o.Partitions) },
 	// txmq_fetch_limit set an option the node always overrode (its NodeOptions.FetchMax
 	// decides): accepted for old URLs, checked and ignored.
 	"txmq_fetch_limit": func(_ *Options, v string) error { var n int; return atoi(v, &n) },
@@ -63,7 +64,7 @@ var urlParams = map[string]func(o *Options, v string) error{
 // every stream and consumer on three servers.
 // Query parameters set Options: txmq_prefix, txmq_replicas, txmq_storage (file|memory),
 // txmq_max_age, txmq_ack_wait, txmq_timeout, txmq_idle_pull (Go durations), txmq_max_ack_pending,
-// txmq_fetch_limit, txmq_name, txmq_creds (a .creds file), txmq_nkey (an NKey seed file),
+// txmq_partitions, txmq_fetch_limit, txmq_name, txmq_creds (a .creds file), txmq_nkey (an NKey seed file),
 // txmq_tls_ca, txmq_tls_cert, txmq_tls_key (PEM files). Any other parameter is an error
 // wrapping core.ErrInvalidConfig that lists the accepted ones.
 func Open(_ context.Context, u *url.URL) (core.Backend, error) {

@@ -32,9 +32,13 @@ var (
 type handle struct {
 	be      *Backend
 	q       *queueState
+	l       *lane
 	msg     jetstream.Msg
 	chunkID string
 	ackWait time.Duration
+	key     string // a keyed batch's ordering key (see ordering.go)
+	seq     uint64 // a keyed message's stream sequence
+	notRuns int    // a keyed message's deliveries that were not runs (its count exists if > 0)
 
 	mu         sync.Mutex // serialises settles and extensions of one claim
 	leaseUntil time.Time
@@ -67,13 +71,18 @@ func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error
 // keeps the stored body) is stored as a new message, due after delay (a message schedule when
 // delay > 0), and the old message is acknowledged. Deliveries therefore restarts at 1 on the
 // next claim. The new message is stored before the old one is acknowledged, so a failure in
-// between can cause a duplicate run, never a loss.
+// between can cause a duplicate run, never a loss. A keyed batch (an Ordered queue) is retried
+// in place instead, so it stays first of its key: a Nak that redelivers it after delay, the
+// stored body kept, Deliveries counting on.
 func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay time.Duration) error {
 	if body == nil && c != nil {
 		body = c.Body
 	}
 	return be.settle(ctx, "retry", c, func(ctx context.Context, h *handle) error {
-		if err := be.store(ctx, h.q, c.ID, body, delay); err != nil {
+		if h.key != "" {
+			return h.request(ctx, nakBody(delay))
+		}
+		if err := be.store(ctx, h.q, c.ID, body, delay, "", false); err != nil {
 			return err
 		}
 		return h.request(ctx, ackAck)
@@ -117,15 +126,33 @@ func (be *Backend) held(ctx context.Context, op string, c *core.Claim, fn func(h
 // lost one. The claim counts as settled only when apply succeeds.
 func (be *Backend) settle(ctx context.Context, op string, c *core.Claim, apply func(ctx context.Context, h *handle) error) error {
 	return be.held(ctx, op, c, func(h *handle) error {
+		be.settling(h.l)
 		if err := apply(ctx, h); err != nil {
 			return wrap(fmt.Sprintf("%s batch %s", op, c.ID), c.Queue, err)
 		}
 		h.settled = true
+		if h.key != "" && op == "retry" {
+			return nil // in place: the message, its chunks and its not-run count stay
+		}
 		if h.chunkID != "" {
 			be.purgeChunks(h.q, h.chunkID)
 		}
+		if h.notRuns > 0 {
+			be.purgeNotRuns(h.q, h.seq)
+		}
 		return nil
 	})
+}
+
+// settling records, before a settle of a key partition's batch is sent, when it was sent
+// (see lane.settledAt).
+func (be *Backend) settling(l *lane) {
+	if l == nil || l.part < 0 {
+		return
+	}
+	be.mu.Lock()
+	l.settledAt = time.Now()
+	be.mu.Unlock()
 }
 
 // handleOf returns the claim's handle, checking that this Backend handed it out.

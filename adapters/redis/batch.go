@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	goredis "github.com/redis/go-redis/v9"
 )
@@ -20,6 +21,10 @@ type settleBatcher struct {
 	be   *Backend
 	reqs chan *settleReq
 }
+
+// reqPool recycles settle requests and their reply channels (two allocations per settle, and
+// a one-message batch settles once per message).
+var reqPool = sync.Pool{New: func() any { return &settleReq{res: make(chan settleRes, 1)} }}
 
 // settleReq is one settle or extend waiting for its reply.
 type settleReq struct {
@@ -53,7 +58,8 @@ func newSettleBatcher(be *Backend) *settleBatcher {
 // pipeline and returns its reply. It returns when the reply arrived, when ctx ends (the settle
 // may still happen) or at Close.
 func (b *settleBatcher) run(ctx context.Context, keys *queueKeys, args [settleArgs]any) (int64, error) {
-	r := &settleReq{ctx: ctx, keys: keys, args: args, res: make(chan settleRes, 1)}
+	r := reqPool.Get().(*settleReq)
+	r.ctx, r.keys, r.args = ctx, keys, args
 	select {
 	case b.reqs <- r:
 	case <-ctx.Done():
@@ -63,6 +69,10 @@ func (b *settleBatcher) run(ctx context.Context, keys *queueKeys, args [settleAr
 	}
 	select {
 	case res := <-r.res:
+		// The flusher is done with r once it replied: reuse it. A request whose caller gave
+		// up below is left to the garbage collector, as the flusher may still reply to it.
+		*r = settleReq{res: r.res}
+		reqPool.Put(r)
 		return res.n, res.err
 	case <-ctx.Done():
 		return 0, ctx.Err()

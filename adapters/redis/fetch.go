@@ -248,7 +248,7 @@ func parseClaims(be *Backend, qs core.QueueSlots, cmd *goredis.Cmd, leaseUntil t
 			Body:       []byte(body),
 			Deliveries: int(dlv),
 			LeaseUntil: leaseUntil,
-			Handle:     &handle{owner: be, token: tok, exclusive: qs.Exclusive},
+			Handle:     &handle{owner: be, token: tok, exclusive: qs.Exclusive, idArg: vals[j], tokenArg: vals[j+3]},
 		})
 	}
 	return claims, next, nil

@@ -1,6 +1,11 @@
 package redis
 
-import "github.com/txmq/txmq/core"
+import (
+	"context"
+	"fmt"
+
+	"github.com/txmq/txmq/core"
+)
 
 // Ordered queues (core.KeyOrderer). Each queue's batches with an ordering key form one linked
 // list per key, kept in four hashes under the queue's hash tag (so every script still touches
@@ -21,3 +26,19 @@ var _ core.KeyOrderer = (*Backend)(nil)
 
 // OrdersKeys reports that the Backend enforces per-key order (core.KeyOrderer): always nil.
 func (be *Backend) OrdersKeys() error { return nil }
+
+var _ core.KeyHolder = (*Backend)(nil)
+
+// HoldsKey implements core.KeyHolder: whether queue holds any batch of key (ready, delayed,
+// held or in flight), which is whether the key has a tail in ktail (one HEXISTS). A drain
+// wrapper asks it of its old backend (package drain).
+func (be *Backend) HoldsKey(ctx context.Context, queue, key string) (bool, error) {
+	if err := be.usable("holds key", queue); err != nil {
+		return false, err
+	}
+	held, err := be.rdb.HExists(ctx, be.keys.keys(queue).script[5], key).Result()
+	if err != nil {
+		return false, be.wrap(fmt.Sprintf("does queue %q hold batches of ordering key %q", queue, key), err)
+	}
+	return held, nil
+}

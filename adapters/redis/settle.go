@@ -18,6 +18,9 @@ type handle struct {
 	owner     *Backend
 	token     string
 	exclusive bool
+	// idArg and tokenArg are the batch id and token as the claim reply held them (boxed),
+	// passed back as the settle script's arguments without boxing them again per settle.
+	idArg, tokenArg any
 
 	mu      sync.Mutex
 	settled bool
@@ -103,17 +106,24 @@ func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h 
 	if d > 0 {
 		ms = int64((d + time.Millisecond - 1) / time.Millisecond)
 	}
-	hasBody := "0"
+	hasBody := argZero
 	if body != nil {
-		hasBody = "1"
+		hasBody = argOne
 	}
 	// A retry may make the batch due at once; settling an exclusive batch frees the queue:
 	// both wake fetches waiting on it. A plain ack frees nothing anyone waits for.
-	notify := "0"
+	notify := argZero
 	if op == opRetry || h.exclusive {
-		notify = "1"
+		notify = argOne
 	}
-	res, err := be.settles.run(ctx, k, [settleArgs]any{c.ID, h.token, op, ms, hasBody, body, notify})
+	id, tok := h.idArg, h.tokenArg
+	if s, ok := id.(string); !ok || s != c.ID { // not set, or the claim's id was changed
+		id = c.ID
+	}
+	if s, ok := tok.(string); !ok || s != h.token {
+		tok = h.token
+	}
+	res, err := be.settles.run(ctx, k, [settleArgs]any{id, tok, opArg(op), ms, hasBody, body, notify})
 	if err != nil {
 		return be.wrap(fmt.Sprintf("%s %s", what, c.String()), err)
 	}
@@ -122,4 +132,27 @@ func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h 
 			what, c.String(), c.Deliveries, core.ErrLeaseLost)
 	}
 	return nil
+}
+
+// The settle script's constant arguments, boxed once: boxing a string per settle is an
+// allocation each, and a one-message batch settles once per message.
+var (
+	argZero   any = "0"
+	argOne    any = "1"
+	argAck    any = opAck
+	argRetry  any = opRetry
+	argExtend any = opExtend
+)
+
+// opArg returns op boxed (one of the pre-boxed constants for the settle operations).
+func opArg(op string) any {
+	switch op {
+	case opAck:
+		return argAck
+	case opRetry:
+		return argRetry
+	case opExtend:
+		return argExtend
+	}
+	return op
 }

@@ -119,6 +119,14 @@
 //
 //	postgres://app@pgbouncer:6432/app?txmq_pgbouncer=true&txmq_listen_url=postgres%3A%2F%2Fapp%40db%3A5432%2Fapp
 //
+// Without a ledger, the Backend answers message lookups (core.BatchInspector: the batches it
+// still holds, ready, delayed, held behind their key, waiting to retry or running; never
+// completed ones) by reading the queue's rows through the (queue, run_at) index in pages of
+// 200, and cancels (core.BatchEditor) by replacing the body of, or deleting, a row no node
+// holds under a live lease; deleting the head of an ordering key makes the key's next batch
+// due, as an ack does. A lookup is an operator's tool: it reads the queue until it finds the
+// message.
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) for batches with a key
@@ -137,7 +145,8 @@
 // (queue, order_key, id)); keyed acks and drops are grouped like the others (see
 // Options.SettleWindow) into one round trip that locks their keys and probes the same index
 // for each key's next row. The index holds keyed rows only. The abandoned-queue reaper makes
-// the next row of a key it reaped due.
+// the next row of a key it reaped due. HoldsKey (core.KeyHolder, asked by a drain wrapper
+// of its old backend) is one probe of the same index.
 //
 // # Limits
 //

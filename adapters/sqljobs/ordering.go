@@ -3,6 +3,7 @@ package sqljobs
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,6 +15,30 @@ var _ core.KeyOrderer = (*Backend)(nil)
 // OrdersKeys reports that the Backend enforces per-key order (core.KeyOrderer): always nil.
 // See the package doc's "Ordering".
 func (be *Backend) OrdersKeys() error { return nil }
+
+var _ core.KeyHolder = (*Backend)(nil)
+
+// HoldsKey implements core.KeyHolder: whether the jobs table holds any row of queue with
+// ordering key key (ready, delayed, held behind the key's first row or in flight), one index
+// access. A drain wrapper asks it of its old backend (package drain).
+func (be *Backend) HoldsKey(ctx context.Context, queue, key string) (bool, error) {
+	if err := be.usable("holds key"); err != nil {
+		return false, err
+	}
+	var held bool
+	err := be.run(ctx, "holds key", func(ctx context.Context) error {
+		rows, err := query(ctx, be.pool, be.sql.holdsKey, queue, key)
+		if err != nil {
+			return err
+		}
+		held, err = pgx.CollectExactlyOneRow(rows, pgx.RowTo[bool])
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("sqljobs: does queue %q hold batches of ordering key %q: %w", queue, key, err)
+	}
+	return held, nil
+}
 
 // queryKeyed runs sql behind the plan guard and the key's lock (sqlLockKey), in one implicit
 // transaction and one round trip, and returns its rows; closing them ends the pipeline.

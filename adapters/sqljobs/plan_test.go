@@ -44,6 +44,12 @@ var planCases = []planCase{
 	{"publish_keyed_delayed", func(s statements) string { return s.publishKeyed },
 		`'q1', 'b', '\x7b7d'::bytea, 1000000, 1, 'chan', 'k7'`},
 	{"ack_keyed", func(s statements) string { return s.ackKeyed }, `'{1,2,3}'::bigint[], '{7,8,9}'::bigint[], 'chan'`},
+	{"inspect_queues", func(s statements) string { return s.inspectQueues }, ``},
+	{"inspect_page", func(s statements) string { return s.inspectPage }, `'q1', '-infinity'::timestamptz, 0, 200`},
+	{"inspect_find", func(s statements) string { return s.inspectFind }, `'q1', 'b77'`},
+	{"replace_body", func(s statements) string { return s.replaceBody }, `1, '\x7b7d'::bytea`},
+	{"remove_unclaimed", func(s statements) string { return s.removeUnclaimed }, `1, 'chan'`},
+	{"holds_key", func(s statements) string { return s.holdsKey }, `'q1', 'k7'`},
 }
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
@@ -202,7 +208,11 @@ func explainGuarded(t *testing.T, w *world, mode, sql, args string) any {
 		}
 	}
 	var out []byte
-	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) EXECUTE txmq_plan("+args+")").Scan(&out); err != nil {
+	exec := "EXECUTE txmq_plan"
+	if args != "" {
+		exec += "(" + args + ")"
+	}
+	if err := tx.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+exec).Scan(&out); err != nil {
 		t.Fatalf("EXPLAIN: %v\n%s", err, sql)
 	}
 	if _, err := tx.Exec(ctx, "DEALLOCATE txmq_plan"); err != nil {

@@ -10,7 +10,9 @@ import (
 type statements struct {
 	publish, claim, extend, ack, retry, depths, heartbeat string
 	reapQueues, reapPick, reapDelete, reapCount           string
-	publishKeyed, ackKeyed                                string
+	publishKeyed, ackKeyed, holdsKey                      string
+	inspectQueues, inspectPage, inspectFind               string
+	replaceBody, removeUnclaimed                          string
 }
 
 // render substitutes the quoted schema into every statement. {{s}} is the quoted schema;
@@ -33,6 +35,13 @@ func render(schema string) statements {
 
 		publishKeyed: r.Replace(sqlPublishKeyed),
 		ackKeyed:     r.Replace(sqlAckKeyed),
+		holdsKey:     r.Replace(sqlHoldsKey),
+
+		inspectQueues:   r.Replace(sqlInspectQueues),
+		inspectPage:     r.Replace(sqlInspectPage),
+		inspectFind:     r.Replace(sqlInspectFind),
+		replaceBody:     r.Replace(sqlReplaceBody),
+		removeUnclaimed: r.Replace(sqlRemoveUnclaimed),
 	}
 }
 
@@ -272,6 +281,11 @@ i AS (
 	RETURNING queue
 )
 SELECT pg_notify($6, queue) FROM i`
+
+// sqlHoldsKey reports whether the table holds any row of one queue and ordering key (ready,
+// delayed, held or in flight): core.KeyHolder, for a drain whose old backend this is.
+// $1 queue, $2 key.
+const sqlHoldsKey = `SELECT EXISTS (SELECT 1 FROM {{s}}.txmq_jobs j WHERE j.queue = $1 AND j.order_key = $2)`
 
 // sqlAckKeyed deletes batches of ordered queues under live leases (Ack and Drop) for a group
 // of claims, after sqlLockKeys, releases their Exclusive locks, and makes the next row of each

@@ -119,6 +119,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	}
 	w.key = b.Key
 	dedup := b.ID
+	if b.Dedup != "" {
+		dedup = b.Dedup // a deliberate re-publish (a replay): not a repeat of the first
+	}
 	if dedup == "" {
 		dedup = core.NewID()
 	}

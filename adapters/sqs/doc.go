@@ -100,7 +100,8 @@
 // its FIFO queue with one message group, so SQS itself guarantees at most one claimed batch in
 // the whole cluster, released by Ack, Drop, Retry (the rewrite deletes it) and visibility
 // expiry. Publish uses the batch id as the deduplication id, so a batch re-published within
-// five minutes (an outbox sweep repeating itself) is stored once.
+// five minutes (an outbox sweep repeating itself) is stored once; a publish that sets
+// core.OutgoingBatch.Dedup (a dead-letter replay) uses that instead, and is stored.
 //
 // Delays are judged on SQS's clock alone: a batch travels with its delay as a duration
 // (core.OutgoingBatch.Delay), never with the publisher's absolute due time, so app/SQS clock

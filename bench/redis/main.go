@@ -148,18 +148,24 @@ func main() {
 	fmt.Printf("  asynq tuned:    p50 %v  p99 %v  (TaskCheckInterval 10 ms)\n", t50, t99)
 }
 
-// commandStats reads the server's cumulative calls per command (INFO commandstats).
+// commandStats reads the server's cumulative calls per command (INFO commandstats) and its
+// socket reads (see readsKey).
 func commandStats(ctx context.Context, rdb *goredis.Client) map[string]int64 {
 	out := map[string]int64{}
 	if !*stats {
 		return out
 	}
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	info, err := rdb.Info(ctx, "commandstats", "stats").Result()
 	if err != nil {
 		return out
 	}
 	for _, line := range strings.Split(info, "\n") {
 		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && name == "total_reads_processed" {
+			n, _ := strconv.ParseInt(rest, 10, 64)
+			out[readsKey] = n
+			continue
+		}
 		if !ok || !strings.HasPrefix(name, "cmdstat_") {
 			continue
 		}
@@ -182,13 +188,18 @@ func printStats(ctx context.Context, rdb *goredis.Client, before map[string]int6
 	after := commandStats(ctx, rdb)
 	var parts []string
 	for name, n := range after {
-		if d := n - before[name]; d > 0 && name != "info" {
+		if d := n - before[name]; d > 0 && name != "info" && name != readsKey {
 			parts = append(parts, fmt.Sprintf("%s %.2f", name, float64(d)/float64(batches)))
 		}
 	}
 	sort.Strings(parts)
 	fmt.Printf("    commands per batch (incl. publishing and cleanup): %s\n", strings.Join(parts, ", "))
+	fmt.Printf("    round trips per batch (the server's reads, incl. publishing): %.2f\n", float64(after[readsKey]-before[readsKey])/float64(batches))
 }
+
+// readsKey is where commandStats keeps the server's total_reads_processed (INFO stats): one
+// per read of a client's socket, so about one per round trip (a pipeline is one).
+const readsKey = "~reads"
 
 // deleteKeys removes every key matching pattern (never FLUSHALL: the server is shared).
 func deleteKeys(ctx context.Context, rdb *goredis.Client, pattern string) {
@@ -278,7 +289,7 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 		}
 		defer pprof.StopCPUProfile()
 	}
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	if err := node.Start(ctx); err != nil {
 		log.Fatal(err)
 	}
@@ -287,8 +298,11 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 	case <-time.After(5 * time.Minute):
 		log.Fatalf("txmq: delivered %d of %d", got.Load(), n)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	_ = node.Close(ctx)
+	if *stats {
+		fmt.Printf("    process CPU while draining: %.1f µs per message\n", float64(cpu.Microseconds())/float64(n))
+	}
 	return float64(n) / elapsed.Seconds()
 }
 
@@ -406,7 +420,7 @@ func asynqBacklog(ctx context.Context, rdb *goredis.Client, n int) float64 {
 		return nil
 	})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: *workers, Queues: map[string]int{queue: 1}, Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	if err := srv.Start(mux); err != nil {
 		log.Fatal(err)
 	}
@@ -415,8 +429,11 @@ func asynqBacklog(ctx context.Context, rdb *goredis.Client, n int) float64 {
 	case <-time.After(5 * time.Minute):
 		log.Fatalf("asynq: processed %d of %d", got.Load(), n)
 	}
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), processCPU()-cpu0
 	srv.Shutdown()
+	if *stats {
+		fmt.Printf("    process CPU while draining: %.1f µs per message\n", float64(cpu.Microseconds())/float64(n))
+	}
 	return float64(n) / elapsed.Seconds()
 }
 

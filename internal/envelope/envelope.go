@@ -33,8 +33,17 @@ type Envelope struct {
 	// Key is the ordering key of a batch of an ordered queue (every message has it), empty
 	// otherwise; see core.OutgoingBatch.Key.
 	Key string `json:"k,omitempty"`
-	// Trace carries the publisher's trace context (W3C traceparent/tracestate), if any.
+	// Trace carries the publisher's trace context (W3C traceparent/tracestate), if any: that
+	// of the first message when the batch has Traces.
 	Trace map[string]string `json:"tc,omitempty"`
+	// Traces, when the messages carry more than one trace context (they come from several
+	// publish calls), holds each distinct one once, in order of first appearance (an empty
+	// map for messages published without one), and TraceOf the index in Traces of each
+	// message's. Both are empty when every message carries Trace, and in envelopes written
+	// before they existed. SetTraces and KeepMessages keep them consistent.
+	Traces []map[string]string `json:"tcs,omitempty"`
+	// TraceOf holds, with Traces, one index into Traces per message, in order.
+	TraceOf []int `json:"ti,omitempty"`
 	// MessageIDs holds one id per message, in order.
 	MessageIDs []string `json:"ids"`
 	// Messages holds the JSON messages, in order.
@@ -45,16 +54,18 @@ type Envelope struct {
 // ids are only counted and kept as their raw JSON (IDList.IDs decodes them on demand), which
 // saves one string per message when a listener does not ask for them.
 type Typed[T any] struct {
-	Version    int               `json:"v"`
-	ID         string            `json:"id"`
-	Queue      string            `json:"q"`
-	Attempt    int               `json:"a"`
-	Created    time.Time         `json:"t"`
-	Due        time.Time         `json:"nb,omitzero"`
-	Key        string            `json:"k,omitempty"`
-	Trace      map[string]string `json:"tc,omitempty"`
-	MessageIDs IDList            `json:"ids"`
-	Messages   []T               `json:"m"`
+	Version    int                 `json:"v"`
+	ID         string              `json:"id"`
+	Queue      string              `json:"q"`
+	Attempt    int                 `json:"a"`
+	Created    time.Time           `json:"t"`
+	Due        time.Time           `json:"nb,omitzero"`
+	Key        string              `json:"k,omitempty"`
+	Trace      map[string]string   `json:"tc,omitempty"`
+	Traces     []map[string]string `json:"tcs,omitempty"`
+	TraceOf    []int               `json:"ti,omitempty"`
+	MessageIDs IDList              `json:"ids"`
+	Messages   []T                 `json:"m"`
 }
 
 // IDList is a JSON array of message ids as it is in the batch: its length and its raw bytes,
@@ -125,6 +136,9 @@ func Encode(e *Envelope) []byte {
 			size += len(e.MessageIDs[i]) + 3
 		}
 	}
+	if len(e.Traces) > 0 {
+		size += 16 + 4*len(e.TraceOf) + 128*len(e.Traces) // ,"tcs":[...],"ti":[...]
+	}
 	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteString(`{"v":`)
 	buf.WriteString(strconv.Itoa(Version))
@@ -150,6 +164,19 @@ func Encode(e *Envelope) []byte {
 		tc, _ := json.Marshal(e.Trace) // map[string]string cannot fail
 		buf.WriteString(`,"tc":`)
 		buf.Write(tc)
+	}
+	if len(e.Traces) > 0 {
+		tcs, _ := json.Marshal(e.Traces) // []map[string]string cannot fail
+		buf.WriteString(`,"tcs":`)
+		buf.Write(tcs)
+		buf.WriteString(`,"ti":[`)
+		for i, x := range e.TraceOf {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteString(strconv.Itoa(x))
+		}
+		buf.WriteByte(']')
 	}
 	buf.WriteString(`,"ids":[`)
 	for i, id := range e.MessageIDs {
@@ -199,6 +226,9 @@ func Decode(body []byte) (*Envelope, error) {
 
 func (e *Envelope) check(n int) error {
 	if err := checkHeader(e.Version, e.ID, e.Queue, len(e.MessageIDs), n); err != nil {
+		return err
+	}
+	if err := checkTraces(len(e.Traces), e.TraceOf, n); err != nil {
 		return err
 	}
 	return checkTimes(e.Created, e.Due)
@@ -257,6 +287,9 @@ func DecodeTypedJSON[T any](body []byte) (*Typed[T], error) {
 // checkTyped applies Decode's checks to a typed envelope.
 func checkTyped[T any](e *Typed[T]) error {
 	if err := checkHeader(e.Version, e.ID, e.Queue, e.MessageIDs.Len(), len(e.Messages)); err != nil {
+		return err
+	}
+	if err := checkTraces(len(e.Traces), e.TraceOf, len(e.Messages)); err != nil {
 		return err
 	}
 	return checkTimes(e.Created, e.Due)

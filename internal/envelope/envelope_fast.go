@@ -17,11 +17,13 @@ import (
 // body, so every error (and every odd but valid body: other key orders, escapes, whitespace,
 // duplicate or unknown keys) is encoding/json's own. It only accepts:
 //
-//	{"v":INT,"id":STR,"q":STR,"a":INT,"t":TIME[,"nb":TIME][,"tc":{...}],"ids":[STR,...],"m":[...]}
+//	{"v":INT,"id":STR,"q":STR,"a":INT,"t":TIME[,"nb":TIME][,"k":STR][,"tc":{...}][,"tcs":[{...},...]]
+//	 [,"ti":[INT,...]],"ids":[STR,...],"m":[...]}
 //
 // with no whitespace, where STR holds printable ASCII without '"' or '\', INT is an int without
 // leading zeros, TIME is a string time.Time's own UnmarshalJSON accepts (the method encoding/json
-// calls), and the tc object and the m array are handed to encoding/json as they are.
+// calls), the objects hold STR values only, and the tc object, the tcs array and the m array
+// are handed to encoding/json as they are.
 
 // fastReader walks a body left to right; any mismatch clears ok and later calls do nothing.
 type fastReader struct {
@@ -133,6 +135,46 @@ func (r *fastReader) stringObject() []byte {
 	return nil
 }
 
+// objectArray returns the next JSON array of objects of plain strings, for encoding/json to
+// decode (the trace contexts of a batch); anything else gives up.
+func (r *fastReader) objectArray() []byte {
+	start := r.i
+	r.lit("[")
+	if r.peek("]") {
+		r.i++
+		return r.b[start:r.i]
+	}
+	for r.ok {
+		r.stringObject()
+		if r.peek("]") {
+			r.i++
+			return r.b[start:r.i]
+		}
+		r.lit(",")
+	}
+	return nil
+}
+
+// intArray returns the next JSON array of integers (as integer reads them), non-nil when empty
+// as encoding/json makes it.
+func (r *fastReader) intArray() []int {
+	r.lit("[")
+	out := []int{}
+	if r.peek("]") {
+		r.i++
+		return out
+	}
+	for r.ok {
+		out = append(out, r.integer())
+		if r.peek("]") {
+			r.i++
+			return out
+		}
+		r.lit(",")
+	}
+	return nil
+}
+
 // idCount counts the next JSON array of plain strings.
 func (r *fastReader) idCount() int {
 	r.lit("[")
@@ -180,6 +222,16 @@ func decodeTypedFast[T any](body []byte) (e *Typed[T], ok bool) {
 		if tc := r.stringObject(); r.ok && json.Unmarshal(tc, &e.Trace) != nil {
 			return nil, false
 		}
+	}
+	if r.peek(`,"tcs":`) {
+		r.i += len(`,"tcs":`)
+		if tcs := r.objectArray(); r.ok && json.Unmarshal(tcs, &e.Traces) != nil {
+			return nil, false
+		}
+	}
+	if r.peek(`,"ti":`) {
+		r.i += len(`,"ti":`)
+		e.TraceOf = r.intArray()
 	}
 	r.lit(`,"ids":`)
 	start := r.i

@@ -40,6 +40,17 @@ func fastSeeds(f *testing.F) {
 		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","ids":["x"],"m":[{"a":"s"}]}`,
 		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","ids":["x"],"m":[{"a":1,"s":"x","A":2}]}`,
 		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","ids":["x"],"m":["\ud800"]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tc":{"a":"1"},"tcs":[{"a":"1"},{}],"ti":[0,1],"ids":["x","y"],"m":[1,2]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tcs":[],"ti":[],"ids":[],"m":[]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tcs":[{"a":"1"}],"ti":[00],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tcs":[{"a":"1"}],"ti":[-0],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tcs":[{"a":"1"}],"ti":[1e0],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tcs":[{"a":"1"}],"ti":[0,],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tcs":[{"a":"1"},],"ti":[0],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tcs":[{"a":1}],"ti":[0],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","tcs":{},"ti":[0],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","ti":null,"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","a":0,"t":"2026-01-02T03:04:05Z","ti":[99999999999999999999],"ids":["x"],"m":[1]}`,
 		"{\"v\":1,\"id\":\"b\",\"q\":\"q\",\"a\":0,\"t\":\"2026-01-02T03:04:05Z\",\"ids\":[\"x\"],\"m\":[\"\xff\"]}",
 	} {
 		f.Add([]byte(s))
@@ -54,6 +65,7 @@ func sameTyped[T any](a, b *Typed[T]) bool {
 	}
 	return a.Version == b.Version && a.ID == b.ID && a.Queue == b.Queue && a.Attempt == b.Attempt &&
 		sameTime(a.Created, b.Created) && sameTime(a.Due, b.Due) && reflect.DeepEqual(a.Trace, b.Trace) &&
+		reflect.DeepEqual(a.Traces, b.Traces) && reflect.DeepEqual(a.TraceOf, b.TraceOf) &&
 		a.MessageIDs.Len() == b.MessageIDs.Len() && reflect.DeepEqual(a.MessageIDs.IDs(), b.MessageIDs.IDs()) && reflect.DeepEqual(a.Messages, b.Messages)
 }
 
@@ -106,6 +118,9 @@ func TestDecodeTypedFastTakesEncoderOutput(t *testing.T) {
 		{"retry", Envelope{ID: "b", Queue: "q", Attempt: 12, Created: created, MessageIDs: []string{"m1"}, Messages: one}, true},
 		{"delayed", Envelope{ID: "b", Queue: "q", Created: created, Due: created.Add(time.Hour), MessageIDs: []string{"m1"}, Messages: one}, true},
 		{"traced", Envelope{ID: "b", Queue: "q", Created: created, Trace: map[string]string{"traceparent": "00-abc-def-01", "tracestate": "k=v"}, MessageIDs: []string{"m1"}, Messages: one}, true},
+		{"mixed traces", Envelope{ID: "b", Queue: "q", Created: created, Trace: map[string]string{"traceparent": "00-a"},
+			Traces: []map[string]string{{"traceparent": "00-a"}, {}, {"traceparent": "00-b"}}, TraceOf: []int{0, 1, 2, 2},
+			MessageIDs: []string{"m1", "m2", "m3", "m4"}, Messages: []json.RawMessage{one[0], one[0], one[0], one[0]}}, true},
 		{"many", Envelope{ID: "b", Queue: "q", Created: created, MessageIDs: []string{"m1", "m2", "m3"}, Messages: []json.RawMessage{one[0], json.RawMessage(`null`), json.RawMessage(`{"s":"],}"}`)}}, true},
 		{"empty", Envelope{ID: "b", Queue: "q", Created: created}, true},
 		{"escaped queue", Envelope{ID: "b", Queue: "q\"<&>é", Created: created, MessageIDs: []string{"m1"}, Messages: one}, false},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ func envelopeSeeds(f *testing.F) {
 			MessageIDs: []string{"m1", "m\\2", "m3"}, Messages: []json.RawMessage{json.RawMessage(`{"a":1}`), json.RawMessage(`[1,2]`), json.RawMessage(`null`)}},
 		{ID: "b3", Queue: "q", Created: created},
 		{ID: "b4", Queue: "q", Created: created, Due: created.Add(time.Minute), MessageIDs: []string{"m1"}, Messages: []json.RawMessage{json.RawMessage(`1`)}},
+		{ID: "b5", Queue: "q", Created: created, Trace: map[string]string{"traceparent": "00-a"},
+			Traces: []map[string]string{{"traceparent": "00-a"}, {}, {"traceparent": "00-b", "tracestate": "k=v"}}, TraceOf: []int{0, 1, 2, 0},
+			MessageIDs: []string{"m1", "m2", "m3", "m4"}, Messages: []json.RawMessage{json.RawMessage(`1`), json.RawMessage(`2`), json.RawMessage(`3`), json.RawMessage(`4`)}},
 	} {
 		e.Version = Version
 		f.Add(Encode(e))
@@ -41,6 +45,11 @@ func envelopeSeeds(f *testing.F) {
 		`{"v":1,"id":"b","q":"q","t":"2026-01-02T03:04:05+01:00","nb":"2026-01-02T03:04:06.5-01:00","ids":["x"],"m":["y"]}`,
 		`{"v":1,"id":"b","q":"q","t":"9999-12-31T23:00:00-02:00","ids":["x"],"m":["y"]}`,
 		`{"v":1,"id":"b","q":"q","nb":"0000-01-01T00:30:00+01:00","ids":["x"],"m":["y"]}`,
+		`{"v":1,"id":"b","q":"q","tcs":[{"a":"1"},{"a":"2"}],"ti":[1,0],"ids":["x","y"],"m":[1,2]}`,
+		`{"v":1,"id":"b","q":"q","tcs":[{"a":"1"}],"ti":[1],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","tcs":[{"a":"1"}],"ti":[0,0],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","ti":[0],"ids":["x"],"m":[1]}`,
+		`{"v":1,"id":"b","q":"q","tcs":[null,{"a":"1"}],"ti":[0,1],"ids":["x","y"],"m":[1,2]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -66,7 +75,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		if terr != nil {
 			t.Fatalf("Decode accepts %q, DecodeTyped refuses it: %v", body, terr)
 		}
-		if typed.ID != e.ID || typed.Queue != e.Queue || typed.Attempt != e.Attempt || typed.MessageIDs.Len() != len(e.MessageIDs) || fmt.Sprint(typed.MessageIDs.IDs()) != fmt.Sprint(e.MessageIDs) || len(typed.Messages) != len(e.Messages) {
+		if typed.ID != e.ID || typed.Queue != e.Queue || typed.Attempt != e.Attempt || !reflect.DeepEqual(typed.Traces, e.Traces) || !reflect.DeepEqual(typed.TraceOf, e.TraceOf) || typed.MessageIDs.Len() != len(e.MessageIDs) || fmt.Sprint(typed.MessageIDs.IDs()) != fmt.Sprint(e.MessageIDs) || len(typed.Messages) != len(e.Messages) {
 			t.Fatalf("decoders disagree on %q: %+v vs %+v", body, typed, e)
 		}
 		again, err := Decode(Encode(e))
@@ -155,8 +164,11 @@ func FuzzSplitEnvelope(f *testing.F) {
 				t.Fatalf("half %+v of %+v", e, whole)
 			}
 			ids = append(ids, e.MessageIDs...)
-			for _, m := range e.Messages {
+			for i, m := range e.Messages {
 				msgs = append(msgs, string(m))
+				if w := whole.MessageTrace(len(msgs) - 1); !SameTrace(e.MessageTrace(i), w) {
+					t.Fatalf("message %d of a half carries trace %v, in the whole batch %v", len(msgs)-1, e.MessageTrace(i), w)
+				}
 			}
 		}
 		var want []string
@@ -172,11 +184,11 @@ func FuzzSplitEnvelope(f *testing.F) {
 func sameEnvelope(a, b *Envelope) bool {
 	if a.Version != b.Version || a.ID != b.ID || a.Queue != b.Queue || a.Attempt != b.Attempt ||
 		!a.Created.Equal(b.Created) || !a.Due.Equal(b.Due) || !slices.Equal(a.MessageIDs, b.MessageIDs) || len(a.Messages) != len(b.Messages) ||
-		len(a.Trace) != len(b.Trace) {
+		!SameTrace(a.Trace, b.Trace) || len(a.Traces) != len(b.Traces) || !slices.Equal(a.TraceOf, b.TraceOf) {
 		return false
 	}
-	for k, v := range a.Trace {
-		if b.Trace[k] != v {
+	for i := range a.Traces {
+		if !SameTrace(a.Traces[i], b.Traces[i]) {
 			return false
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"github.com/txmq/txmq/core"
 	// Split cuts an encoded batch into two batches of about half its messages each, for an
 	// adapter that cannot store the batch whole (a message size limit) and has nowhere else to put
-	// it. Each half keeps the attempt count, the trace context and the message ids, and gets a new
+	// it. Each half keeps the attempt count, its messages' trace contexts and ids, and gets a new
 	// batch id. A batch of one message cannot be split: that is an error wrapping ErrRejected and
 	// ErrInvalidPayload. Splitting is the one sanctioned case of an adapter looking inside a batch.
 )
@@ -24,8 +24,7 @@ func Split(body []byte) ([][]byte, error) {
 	for _, part := range [][2]int{{0, half}, {half, len(e.Messages)}} {
 		p := *e
 		p.ID = core.NewID()
-		p.MessageIDs = e.MessageIDs[part[0]:part[1]]
-		p.Messages = e.Messages[part[0]:part[1]]
+		p.KeepMessages(func(i int) bool { return i >= part[0] && i < part[1] })
 		out = append(out, Encode(&p))
 	}
 	return out, nil
