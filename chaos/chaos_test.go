@@ -103,6 +103,7 @@ func TestChaos(t *testing.T) {
 		{name: "redis", scenarios: redisScenarios},
 		{name: "nats", scenarios: natsScenarios},
 		{name: "redis-cluster", scenarios: redisClusterScenarios},
+		{name: "nats-cluster", scenarios: natsClusterScenarios},
 	} {
 		t.Run(b.name, func(t *testing.T) {
 			t.Parallel()

@@ -7,7 +7,8 @@
 // a TCP proxy), and checks what was delivered against the ground truth the publisher committed
 // in PostgreSQL. A Redis Cluster of three masters and three replicas gets one drill of its own,
 // redis-cluster/kill-master: the master holding the work queue is killed and a replica promoted
-// (see cluster_test.go).
+// (see cluster_test.go); so does a 3-node JetStream cluster with R3 streams, nats-cluster/kill-node:
+// the node leading the work queue's stream is killed and started again (see natscluster_test.go).
 //
 // Each scenario prints one line, and appends it to the file $TXMQ_CHAOS_SUMMARY names:
 //

@@ -41,9 +41,10 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 	be.mu.Lock()
 	q := be.queueStateLocked(name)
 	be.mu.Unlock()
+	// Each server call has its own Options.Timeout, as everywhere (see Options.Timeout).
 	cctx, cancel := be.callCtx(ctx)
-	defer cancel()
 	stream, err := be.js.Stream(cctx, q.streamName)
+	cancel()
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
 		return core.Depth{}, nil
 	}
@@ -52,6 +53,8 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 	}
 	var d core.Depth
 	var mainSeen, partSeen bool
+	cctx, cancel = be.callCtx(ctx)
+	defer cancel()
 	list := stream.ListConsumers(cctx)
 	for info := range list.Info() {
 		switch {
@@ -68,6 +71,7 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 	if err := list.Err(); err != nil {
 		return core.Depth{}, wrap("depths", name, err)
 	}
+	cancel()
 	// Before any node fetched a lane (no consumer yet) its stored batches count as ready.
 	for _, c := range []struct {
 		seen   bool
@@ -76,13 +80,13 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 		if c.seen {
 			continue
 		}
-		n, err := subjectCount(cctx, stream, c.filter)
+		n, err := be.subjectCount(ctx, stream, c.filter)
 		if err != nil {
 			return core.Depth{}, wrap("depths", name, err)
 		}
 		d.Ready += n
 	}
-	n, err := subjectCount(cctx, stream, q.schedFilter())
+	n, err := be.subjectCount(ctx, stream, q.schedFilter())
 	if err != nil {
 		return core.Depth{}, wrap("depths", name, err)
 	}
@@ -90,9 +94,12 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 	return d, nil
 }
 
-// subjectCount counts the stream's messages on subjects matching filter.
-func subjectCount(ctx context.Context, s jetstream.Stream, filter string) (int64, error) {
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(filter))
+// subjectCount counts the stream's messages on subjects matching filter, in one server call
+// with its own Options.Timeout.
+func (be *Backend) subjectCount(ctx context.Context, s jetstream.Stream, filter string) (int64, error) {
+	cctx, cancel := be.callCtx(ctx)
+	defer cancel()
+	info, err := s.Info(cctx, jetstream.WithSubjectFilter(filter))
 	if err != nil {
 		return 0, err
 	}

@@ -16,8 +16,9 @@
 // server to dial. A cluster is named by comma-separated hosts, each with a port or all without
 // (then 4222), the user info applying to each: nats://a:4222,b:4222,c:4222?txmq_replicas=3
 // dials any of the three and replicates every stream and consumer on three servers
-// (TestClusterURL checks it on an embedded 3-node v2.15 cluster). Query parameters follow the scheme of every adapter, txmq_<name>, and set
-// Options:
+// (TestClusterURL checks it on a 3-node v2.15 cluster, and parity[nats-cluster] runs the whole
+// parity suite on one through such a URL). Query parameters follow the scheme of every
+// adapter, txmq_<name>, and set Options:
 //
 //	txmq_servers         more servers to dial, comma separated (nats://b:4222,nats://c:4222)
 //	txmq_prefix          Options.Prefix
@@ -240,6 +241,18 @@
 // in one place). Stored batches and consumers live on the server and survive its restart with
 // file storage.
 //
+// In a cluster, a pull that finds no responder (the consumer's leader was just elected, by its
+// creation or a failover, and the other servers have not yet learnt its subscription) or that
+// its leader ends with a leadership change is sent again after 50 ms, for up to Options.Timeout
+// in a row, before Fetch reports the error; the first no-responder of such a run looks the
+// consumer up again, creating it if it is gone (a key partition's after a server restart). This
+// holds for every lane: a queue's main consumer and each key partition's. A Fetch sets up the
+// streams, then the consumers (main and partitions), of the queues it has not used yet
+// concurrently, four calls at a time (each waits for its Raft group's leader). A stream or
+// consumer that cannot be placed because a server is offline ("no suitable peers for
+// placement, peer offline") wraps core.ErrBackendUnavailable; with more replicas than servers
+// it is a configuration error.
+//
 // A settle or extension after the lease (or within Options.LeaseMargin of its end), or of a
 // claim pulled before a reconnect, wraps core.ErrLeaseLost. A bad Options field or URL
 // parameter, an empty or non-portable queue name, or a claim this Backend did not hand out
@@ -262,8 +275,8 @@
 // reply subject's interest first. Close waits for outstanding pulls (see above), so it can take
 // up to a quarter of the AckWait.
 //
-// An Ordered queue adds Partitions consumers to its stream (made concurrently on a node's first
-// Fetch of it) and one pull per partition: an idle Ordered queue costs Partitions+1 pull
+// An Ordered queue adds Partitions consumers to its stream (made four at a time on a node's
+// first Fetch of it) and one pull per partition: an idle Ordered queue costs Partitions+1 pull
 // requests per node per min(IdlePull, AckWait/4) instead of one. Each partition has one batch
 // in flight, so a busy partition costs a pull round trip and a settle per batch when its next
 // batch is not already waiting in an open pull; a Fetch sends at most one pull per lane, so

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -50,6 +51,10 @@ var unavailableErrs = []error{
 // exceeds maximum allowed of 64k"), which nats.go has no constant for.
 const jsErrCodeHeaderExceedsMaximum jetstream.ErrorCode = 10097
 
+// jsErrCodeClusterNoPeers is the server's JSClusterNoPeersErr ("no suitable peers for
+// placement", with the reasons appended), which nats.go has no constant for.
+const jsErrCodeClusterNoPeers jetstream.ErrorCode = 10005
+
 // isRejected reports whether err refuses a message permanently, whatever the server's health:
 // a message over the connection's max_payload (the adapter chunks bodies, so this means a
 // server whose max_payload shrank under a running client) or over the stream's max_msg_size or
@@ -81,6 +86,12 @@ func isUnavailable(err error) bool {
 	if errors.As(err, &apiErr) {
 		// 503: "JetStream system temporarily unavailable", no quorum, no leader. But a 503 for
 		// "not enabled for account" is a configuration problem.
+		if apiErr.ErrorCode == jsErrCodeClusterNoPeers && strings.Contains(apiErr.Description, "peer offline") {
+			// Too few servers online to place the replicas asked for: a node is down, or the
+			// meta leader has not heard from it yet. Replicas beyond the cluster's size get the
+			// same code without "peer offline": a configuration problem.
+			return true
+		}
 		return apiErr.Code == 503 && apiErr.ErrorCode != jetstream.JSErrCodeJetStreamNotEnabledForAccount
 	}
 	var ne net.Error

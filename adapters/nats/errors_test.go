@@ -44,6 +44,8 @@ func TestErrorClassification(t *testing.T) {
 		{"message too large", jetstream.ErrStreamMessageExceedsMaximum, false, true},
 		{"message too large api error", &jetstream.APIError{Code: 400, ErrorCode: jetstream.JSErrCodeStreamMessageExceedsMaximum, Description: "message size exceeds maximum allowed"}, false, true},
 		{"header too large", &jetstream.APIError{Code: 400, ErrorCode: jsErrCodeHeaderExceedsMaximum, Description: "header size exceeds maximum allowed of 64k"}, false, true},
+		{"peer offline", &jetstream.APIError{Code: 400, ErrorCode: jsErrCodeClusterNoPeers, Description: "no suitable peers for placement, peer offline"}, true, false},
+		{"too many replicas", &jetstream.APIError{Code: 400, ErrorCode: jsErrCodeClusterNoPeers, Description: "no suitable peers for placement"}, false, false},
 		{"bad request", &jetstream.APIError{Code: 400, ErrorCode: 10003, Description: "bad request"}, false, false},
 		{"cancelled", context.Canceled, false, false},
 		{"other", errors.New("boom"), false, false},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -74,27 +73,9 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 	lease := req.Lease
 	deadline := time.Now().Add(req.Wait)
 	budget := req.Max
-	slots := make([]*slot, 0, len(req.Queues))
-	for _, qs := range req.Queues {
-		if err := checkQueue("fetch", qs.Queue); err != nil {
-			return nil, err
-		}
-		q, err := be.queue(ctx, "fetch", qs.Queue)
-		if err != nil {
-			return nil, err
-		}
-		want := qs.Free
-		lanes := []*lane{q.lane}
-		if qs.Ordered && !qs.Exclusive {
-			be.mu.Lock()
-			lanes = q.lanes()
-			be.mu.Unlock()
-		}
-		ls, err := be.laneSlots(ctx, lanes, qs.Exclusive, lease, &want)
-		if err != nil {
-			return nil, err
-		}
-		slots = append(slots, ls...)
+	slots, err := be.setupQueues(ctx, req.Queues, lease)
+	if err != nil {
+		return nil, err
 	}
 	start := rand.IntN(len(slots))
 	var timer *time.Timer
@@ -199,30 +180,6 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			return claims, nil
 		}
 	}
-}
-
-// laneSlots returns a Fetch slot per lane, with its consumer (see consumer); a queue's lanes
-// get theirs concurrently, so the first Fetch of an Ordered queue waits for one round of
-// consumer lookups and creations rather than one per partition in turn.
-func (be *Backend) laneSlots(ctx context.Context, lanes []*lane, exclusive bool, lease time.Duration, want *int) ([]*slot, error) {
-	slots := make([]*slot, len(lanes))
-	errs := make([]error, len(lanes))
-	var wg sync.WaitGroup
-	for i, l := range lanes {
-		if cons, ackWait, ok := l.cached(exclusive, max(be.opts.AckWait, lease)); ok {
-			slots[i] = &slot{l: l, cons: cons, ackWait: ackWait, want: want}
-			continue
-		}
-		wg.Go(func() {
-			cons, ackWait, err := be.consumer(ctx, l, exclusive, lease)
-			slots[i], errs[i] = &slot{l: l, cons: cons, ackWait: ackWait, want: want}, err
-		})
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return slots, nil
 }
 
 // takeLocked moves up to the slot's allowance of stashed messages into claims, and returns
@@ -331,9 +288,12 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 		}
 		err = mb.Error()
 	}
-	if errors.Is(err, natsgo.ErrNoResponders) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
+	if be.refusedPull(l, cons, err) {
+		err = nil // sent again by the Fetch, if it still waits
+	} else if errors.Is(err, natsgo.ErrNoResponders) || errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrConsumerDeleted) {
 		// The consumer is gone (deleted, or a key partition's in-memory consumer lost to a
-		// server restart): the next Fetch looks it up again, creating it if need be.
+		// server restart) or has had no reachable leader for Options.Timeout: the next Fetch
+		// looks it up again, creating it if need be.
 		l.forget(cons)
 	}
 	be.mu.Lock()

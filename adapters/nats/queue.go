@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -56,6 +57,8 @@ type lane struct {
 	consumer string // durable name
 	filter   string // the consumer's filter subject
 	part     int    // the key partition, -1 for the main lane
+
+	refusedSince atomic.Int64 // UnixNano of the first of the lane's pulls refused in a row (see refusedPull)
 
 	consMu    sync.Mutex // serialises consumer creation
 	cons      jetstream.Consumer

@@ -32,14 +32,7 @@ type NATSServer struct {
 // when given, adjusts the server options before the start (for example MaxPayload).
 func StartNATS(t testing.TB, configure ...func(*server.Options)) *NATSServer {
 	t.Helper()
-	opts := server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1,
-		JetStream: true,
-		StoreDir:  t.TempDir(),
-		NoLog:     true,
-		NoSigs:    true,
-	}
+	opts := embeddedOptions(t.TempDir())
 	for _, c := range configure {
 		c(&opts)
 	}
@@ -112,12 +105,8 @@ func (s *NATSServer) Restart() {
 	s.t.Fatalf("testenv: restarting the embedded nats-server: %v", err)
 }
 
-var (
-	sharedNATSOnce sync.Once
-	sharedNATS     *NATSServer
-	sharedNATSErr  error
-	sharedNATSDir  string
-)
+// sharedNATS is the server NATSURL starts once per test binary.
+var sharedNATS shared
 
 // NATSURL returns the NATS URL for tests. When TXMQ_NATS_URL is set it names an outside server
 // (checked once per process to answer with JetStream; otherwise the test is skipped, or fails
@@ -127,37 +116,78 @@ var (
 // schedules and other features the adapter relies on.
 func NATSURL(t testing.TB) string {
 	t.Helper()
-	if u := strings.TrimSpace(os.Getenv("TXMQ_NATS_URL")); u != "" {
-		testenv.Check(t, "NATS", "TXMQ_NATS_URL", u, pingNATS)
+	if u, ok := outsideURL(t, "NATS", "TXMQ_NATS_URL"); ok {
 		return u
 	}
-	sharedNATSOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "txmq-nats-")
-		if err != nil {
-			sharedNATSErr = err
-			return
+	return sharedNATS.url(t, "txmq-nats-", func(dir string) (string, func(), error) {
+		s := &NATSServer{opts: embeddedOptions(dir)}
+		if err := s.start(); err != nil {
+			return "", nil, err
 		}
-		sharedNATSDir = dir
-		s := &NATSServer{opts: server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true}}
-		sharedNATSErr = s.start()
-		sharedNATS = s
+		return s.URL(), s.Shutdown, nil
 	})
-	if sharedNATSErr != nil {
-		t.Fatalf("testenv: starting the shared embedded nats-server: %v", sharedNATSErr)
-	}
-	return sharedNATS.URL()
 }
 
-// StopSharedNATS shuts the process-wide embedded server and cluster (ClusterURL) down and
+// embeddedOptions are the options of an embedded server storing in dir: 127.0.0.1, a free
+// port, JetStream, no logs, no signal handlers.
+func embeddedOptions(dir string) server.Options {
+	return server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true}
+}
+
+// outsideURL returns the URL in the environment variable env, checked once per process to
+// answer with JetStream (skipping the test, or failing it when services are required, if it
+// does not), and whether the variable was set.
+func outsideURL(t testing.TB, service, env string) (string, bool) {
+	t.Helper()
+	u := strings.TrimSpace(os.Getenv(env))
+	if u == "" {
+		return "", false
+	}
+	testenv.Check(t, service, env, u, pingNATS)
+	return u, true
+}
+
+// shared is a server (or cluster) started once per test binary, in a temporary directory
+// removed by close.
+type shared struct {
+	once sync.Once
+	dir  string
+	u    string
+	stop func()
+	err  error
+}
+
+// url starts the server with start (given a new directory named after pattern) on the first
+// call and returns its URL; a failed start fails this and every later test that asks.
+func (s *shared) url(t testing.TB, pattern string, start func(dir string) (string, func(), error)) string {
+	t.Helper()
+	s.once.Do(func() {
+		if s.dir, s.err = os.MkdirTemp("", pattern); s.err != nil {
+			return
+		}
+		s.u, s.stop, s.err = start(s.dir)
+	})
+	if s.err != nil {
+		t.Fatalf("testenv: starting the shared %s: %v", strings.TrimSuffix(pattern, "-"), s.err)
+	}
+	return s.u
+}
+
+// close stops the server, if it was started, and removes its directory.
+func (s *shared) close() {
+	if s.stop != nil {
+		s.stop()
+	}
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+	}
+}
+
+// StopSharedNATS stops the process-wide embedded server (NATSURL) and cluster (ClusterURL) and
 // removes their stores; call it from TestMain after m.Run. It is a no-op when none was started.
 func StopSharedNATS() {
-	stopSharedCluster()
-	if sharedNATS != nil {
-		sharedNATS.Shutdown()
-	}
-	if sharedNATSDir != "" {
-		_ = os.RemoveAll(sharedNATSDir)
-	}
+	sharedCluster.close()
+	sharedNATS.close()
 }
 
 func pingNATS(ctx context.Context, u string) error {
