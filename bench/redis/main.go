@@ -27,14 +27,11 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/jackc/pgx/v5/pgxpool"
 	goredis "github.com/redis/go-redis/v9"
 
@@ -150,55 +147,6 @@ func main() {
 
 // commandStats reads the server's cumulative calls per command (INFO commandstats) and its
 // socket reads (see readsKey).
-func commandStats(ctx context.Context, rdb *goredis.Client) map[string]int64 {
-	out := map[string]int64{}
-	if !*stats {
-		return out
-	}
-	info, err := rdb.Info(ctx, "commandstats", "stats").Result()
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && name == "total_reads_processed" {
-			n, _ := strconv.ParseInt(rest, 10, 64)
-			out[readsKey] = n
-			continue
-		}
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		for _, kv := range strings.Split(rest, ",") {
-			if v, ok := strings.CutPrefix(kv, "calls="); ok {
-				n, _ := strconv.ParseInt(v, 10, 64)
-				out[strings.TrimPrefix(name, "cmdstat_")] = n
-			}
-		}
-	}
-	return out
-}
-
-// printStats prints the commands the server ran per batch since before (other clients of a
-// shared server are counted too).
-func printStats(ctx context.Context, rdb *goredis.Client, before map[string]int64, batches int) {
-	if !*stats {
-		return
-	}
-	after := commandStats(ctx, rdb)
-	var parts []string
-	for name, n := range after {
-		if d := n - before[name]; d > 0 && name != "info" && name != readsKey {
-			parts = append(parts, fmt.Sprintf("%s %.2f", name, float64(d)/float64(batches)))
-		}
-	}
-	sort.Strings(parts)
-	fmt.Printf("    commands per batch (incl. publishing and cleanup): %s\n", strings.Join(parts, ", "))
-	fmt.Printf("    round trips per batch (the server's reads, incl. publishing): %.2f\n", float64(after[readsKey]-before[readsKey])/float64(batches))
-}
-
-// readsKey is where commandStats keeps the server's total_reads_processed (INFO stats): one
-// per read of a client's socket, so about one per round trip (a pipeline is one).
 const readsKey = "~reads"
 
 // deleteKeys removes every key matching pattern (never FLUSHALL: the server is shared).
@@ -383,62 +331,6 @@ func rawBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) float
 	return float64(n) / time.Since(start).Seconds()
 }
 
-func cleanupAsynq(ctx context.Context, rdb *goredis.Client, queue string) {
-	_ = asynq.NewInspectorFromRedisClient(rdb).DeleteQueue(queue, true)
-	deleteKeys(ctx, rdb, "asynq:{"+queue+"}:*")
-	_ = rdb.SRem(ctx, "asynq:queues", queue).Err()
-}
-
-// asynqBacklog enqueues n tasks before the server starts, then times it draining them with
-// Concurrency=workers.
-func asynqBacklog(ctx context.Context, rdb *goredis.Client, n int) float64 {
-	queue := uniq("benchaq")
-	defer cleanupAsynq(ctx, rdb, queue)
-	client := asynq.NewClientFromRedisClient(rdb)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Go(func() {
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				payload, _ := json.Marshal(benchMsg{ID: int(i)})
-				if _, err := client.EnqueueContext(ctx, asynq.NewTask("noop", payload), asynq.Queue(queue)); err != nil {
-					log.Fatal(err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	var got atomic.Int64
-	done := make(chan struct{})
-	mux := asynq.NewServeMux()
-	mux.HandleFunc("noop", func(_ context.Context, t *asynq.Task) error {
-		var m benchMsg
-		_ = json.Unmarshal(t.Payload(), &m)
-		if got.Add(1) == int64(n) {
-			close(done)
-		}
-		return nil
-	})
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: *workers, Queues: map[string]int{queue: 1}, Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
-	start, cpu0 := time.Now(), processCPU()
-	if err := srv.Start(mux); err != nil {
-		log.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		log.Fatalf("asynq: processed %d of %d", got.Load(), n)
-	}
-	elapsed, cpu := time.Since(start), processCPU()-cpu0
-	srv.Shutdown()
-	if *stats {
-		fmt.Printf("    process CPU while draining: %.1f µs per message\n", float64(cpu.Microseconds())/float64(n))
-	}
-	return float64(n) / elapsed.Seconds()
-}
-
-// txmqLatency publishes single messages to an idle listening node and returns p50/p99 of the
-// time from Publish to the listener.
 func txmqLatency(ctx context.Context, rdb *goredis.Client, n int) (time.Duration, time.Duration) {
 	prefix := uniq("benchtxl")
 	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
@@ -476,47 +368,4 @@ func outboxScenario(ctx context.Context, rdb *goredis.Client) {
 	defer be2.Close()
 	p50, p99 := txmqbench.TxLatency(ctx, pool, be2, *samples, quiet)
 	fmt.Printf("  transactional pickup (RunInTx, publish to listener): p50 %v  p99 %v\n", p50, p99)
-}
-
-// asynqLatency enqueues single tasks to an idle server and returns p50/p99 of the time from
-// Enqueue to the handler; check is the server's TaskCheckInterval (0: Asynq's default).
-func asynqLatency(ctx context.Context, rdb *goredis.Client, n int, check time.Duration) (time.Duration, time.Duration) {
-	queue := uniq("benchaql")
-	defer cleanupAsynq(ctx, rdb, queue)
-	lat := make(chan time.Duration, n)
-	mux := asynq.NewServeMux()
-	mux.HandleFunc("noop", func(_ context.Context, t *asynq.Task) error {
-		var sent int64
-		_ = json.Unmarshal(t.Payload(), &sent)
-		lat <- time.Since(time.Unix(0, sent))
-		return nil
-	})
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: *workers, Queues: map[string]int{queue: 1},
-		TaskCheckInterval: check, Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
-	if err := srv.Start(mux); err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Shutdown()
-	client := asynq.NewClientFromRedisClient(rdb)
-	time.Sleep(300 * time.Millisecond)
-	var out []time.Duration
-	for range n {
-		payload, _ := json.Marshal(time.Now().UnixNano())
-		if _, err := client.EnqueueContext(ctx, asynq.NewTask("noop", payload), asynq.Queue(queue)); err != nil {
-			log.Fatal(err)
-		}
-		out = append(out, <-lat)
-		time.Sleep(10 * time.Millisecond)
-	}
-	return txmqbench.Percentiles(out)
-}
-
-type nopLogger struct{}
-
-func (nopLogger) Debug(...any) {}
-func (nopLogger) Info(...any)  {}
-func (nopLogger) Warn(...any)  {}
-func (nopLogger) Error(...any) {}
-func (nopLogger) Fatal(args ...any) {
-	log.Fatal(strings.TrimSpace(fmt.Sprintln(args...)))
 }
