@@ -45,11 +45,11 @@ func (be *Backend) dupWindow(ctx context.Context, q *queueState, window time.Dur
 	if info.Config.Duplicates != window {
 		cfg := info.Config
 		cfg.Duplicates = window
-		s, err := be.js.UpdateStream(cctx, cfg)
-		if err != nil {
+		// q.stream keeps the handle it had (readers take it without a lock once set up): a
+		// stream handle is its name, and nothing reads its cached duplicate window.
+		if _, err := be.js.UpdateStream(cctx, cfg); err != nil {
 			return wrap(fmt.Sprintf("publish: setting the duplicate window of stream %s to %v (the queue's IDDedupWindow)", q.streamName, window), q.name, err)
 		}
-		q.stream = s
 	}
 	q.dupWindow = window
 	return nil

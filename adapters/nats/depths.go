@@ -41,19 +41,29 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 	be.mu.Lock()
 	q := be.queueStateLocked(name)
 	be.mu.Unlock()
-	// Each server call has its own Options.Timeout, as everywhere (see Options.Timeout).
-	cctx, cancel := be.callCtx(ctx)
-	stream, err := be.js.Stream(cctx, q.streamName)
-	cancel()
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		return core.Depth{}, nil
+	// The stream this Backend already set up, when it has (no server call: on a cluster, a
+	// stream lookup waits until a stream being created has a leader); else a lookup. Each
+	// server call has its own Options.Timeout, as everywhere (see Options.Timeout).
+	var stream jetstream.Stream
+	if q.setup.TryLock() { // a setup in progress holds it: look the stream up instead
+		stream = q.stream
+		q.setup.Unlock()
 	}
-	if err != nil {
-		return core.Depth{}, wrap("depths", name, err)
+	if stream == nil {
+		cctx, cancel := be.callCtx(ctx)
+		s, err := be.js.Stream(cctx, q.streamName)
+		cancel()
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return core.Depth{}, nil
+		}
+		if err != nil {
+			return core.Depth{}, wrap("depths", name, err)
+		}
+		stream = s
 	}
 	var d core.Depth
 	var mainSeen, partSeen bool
-	cctx, cancel = be.callCtx(ctx)
+	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
 	list := stream.ListConsumers(cctx)
 	for info := range list.Info() {
