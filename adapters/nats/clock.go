@@ -42,18 +42,30 @@ func (be *Backend) serverNow(ctx context.Context, q *queueState) (time.Time, err
 		return now, nil
 	}
 	c.mu.Unlock()
-	cctx, cancel := be.callCtx(ctx)
-	defer cancel()
-	sent := time.Now()
-	info, err := q.stream.Info(cctx)
+	ts, sent, _, err := be.readServerClock(ctx, q)
 	if err != nil {
 		return time.Time{}, err
 	}
-	if info.TimeStamp.IsZero() {
+	if ts.IsZero() {
 		return time.Now(), nil
 	}
-	c.seed(info.TimeStamp, sent, time.Now())
-	return info.TimeStamp.Add(time.Since(sent)), nil
+	return ts.Add(time.Since(sent)), nil
+}
+
+// readServerClock asks for q's stream info and seeds q's clock with its time: ts is the
+// server's clock (zero from a server whose stream info carries none), sent and recv the local
+// times around the request.
+func (be *Backend) readServerClock(ctx context.Context, q *queueState) (ts, sent, recv time.Time, err error) {
+	cctx, cancel := be.callCtx(ctx)
+	defer cancel()
+	sent = time.Now()
+	info, err := q.stream.Info(cctx)
+	if err != nil {
+		return time.Time{}, time.Time{}, time.Time{}, err
+	}
+	recv = time.Now()
+	q.clock.seed(info.TimeStamp, sent, recv)
+	return info.TimeStamp, sent, recv, nil
 }
 
 // serverNowLow returns a time not after the clock of the server that runs q's stream now: the
@@ -69,18 +81,13 @@ func (be *Backend) serverNowLow(ctx context.Context, q *queueState) (time.Time, 
 	ts, recv := c.ts, c.recv
 	c.mu.Unlock()
 	if !fresh {
-		cctx, cancel := be.callCtx(ctx)
-		defer cancel()
-		sent := time.Now()
-		info, err := q.stream.Info(cctx)
-		if err != nil {
+		var err error
+		if ts, _, recv, err = be.readServerClock(ctx, q); err != nil {
 			return time.Time{}, err
 		}
-		if info.TimeStamp.IsZero() {
+		if ts.IsZero() {
 			return time.Now(), nil
 		}
-		ts, recv = info.TimeStamp, time.Now()
-		c.seed(ts, sent, recv)
 	}
 	age := time.Since(recv)
 	return ts.Add(age - age/driftAllowance), nil
