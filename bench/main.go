@@ -243,49 +243,29 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int, profi
 		log.Fatalf("txmq: %d batches ready after publishing, want %d", d["bench"].Ready, want)
 	}
 	analyzeTable(ctx, pool, schema, "txmq_jobs")
-	if profile != "" {
-		f, err := os.Create(profile)
-		if err != nil {
-			log.Fatal(err)
+	var prof *os.File
+	elapsed := txmqbench.BurnDown(ctx, be, reg, []*txmq.Queue[benchMsg]{q}, int64(n), quiet, func() {
+		if profile != "" {
+			var err error
+			if prof, err = os.Create(profile); err != nil {
+				log.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(prof); err != nil {
+				log.Fatal(err)
+			}
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
+		if st != nil {
+			st.reset()
 		}
-		defer pprof.StopCPUProfile()
-	}
-
-	var got atomic.Int64
-	done := make(chan struct{})
-	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := q.Listen(node, func(_ context.Context, ms []benchMsg) error {
-		if got.Add(int64(len(ms))) == int64(n) {
-			close(done)
+	}, func() {
+		if prof != nil {
+			pprof.StopCPUProfile()
+			_ = prof.Close()
 		}
-		return nil
-	}); err != nil {
-		log.Fatal(err)
-	}
-	if st != nil {
-		st.reset()
-	}
-	start := time.Now()
-	if err := node.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		log.Fatalf("txmq: delivered %d of %d", got.Load(), n)
-	}
-	elapsed := time.Since(start)
-	if st != nil {
-		st.print(n)
-	}
-	_ = node.Close(ctx)
+		if st != nil {
+			st.print(n)
+		}
+	})
 	return float64(n) / elapsed.Seconds()
 }
 

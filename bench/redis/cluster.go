@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"log"
 	"net/url"
-	"sync/atomic"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/txmq/txmq"
 	txredis "github.com/txmq/txmq/adapters/redis"
+	"github.com/txmq/txmq/bench/internal/txmqbench"
 	"github.com/txmq/txmq/core"
 )
 
@@ -96,47 +96,8 @@ func spreadBacklog(ctx context.Context, open func(prefix string) *txredis.Backen
 		log.Fatal(err)
 	}
 	total := int64(per * queues)
-	for {
-		d, err := be.Depths(ctx, names)
-		if err != nil {
-			log.Fatal(err)
-		}
-		var ready int64
-		for _, x := range d {
-			ready += x.Ready
-		}
-		if ready >= total {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var got atomic.Int64
-	done := make(chan struct{})
-	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet})
-	if err != nil {
-		log.Fatal(err)
-	}
-	for _, q := range qs {
-		if err := q.Listen(node, func(_ context.Context, ms []benchMsg) error {
-			if got.Add(int64(len(ms))) == total {
-				close(done)
-			}
-			return nil
-		}); err != nil {
-			log.Fatal(err)
-		}
-	}
-	start := time.Now()
-	if err := node.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		log.Fatalf("txmq: delivered %d of %d", got.Load(), total)
-	}
-	elapsed := time.Since(start)
-	_ = node.Close(ctx)
+	txmqbench.WaitReady(ctx, be, names, total)
+	elapsed := txmqbench.BurnDown(ctx, be, reg, qs, total, quiet, nil, nil)
 	return float64(total) / elapsed.Seconds()
 }
 

@@ -202,52 +202,25 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 	if err := pub.Close(ctx); err != nil {
 		log.Fatal(err)
 	}
-	want := int64((n + perBatch - 1) / perBatch)
-	for {
-		d, err := be.Depths(ctx, []string{"bench"})
-		if err != nil {
-			log.Fatal(err)
+	txmqbench.WaitReady(ctx, be, []string{"bench"}, int64((n+perBatch-1)/perBatch))
+	var cpu0, cpu time.Duration // process CPU at the start and spent while draining
+	elapsed := txmqbench.BurnDown(ctx, be, reg, []*txmq.Queue[benchMsg]{q}, int64(n), quiet, func() {
+		if perBatch == 1 && *cpuprof != "" {
+			f, err := os.Create(*cpuprof)
+			if err != nil {
+				log.Fatal(err)
+			}
+			if err := pprof.StartCPUProfile(f); err != nil {
+				log.Fatal(err)
+			}
 		}
-		if d["bench"].Ready >= want {
-			break
+		cpu0 = processCPU()
+	}, func() {
+		cpu = processCPU() - cpu0
+		if perBatch == 1 && *cpuprof != "" {
+			pprof.StopCPUProfile()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var got atomic.Int64
-	done := make(chan struct{})
-	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := q.Listen(node, func(_ context.Context, ms []benchMsg) error {
-		if got.Add(int64(len(ms))) == int64(n) {
-			close(done)
-		}
-		return nil
-	}); err != nil {
-		log.Fatal(err)
-	}
-	if perBatch == 1 && *cpuprof != "" {
-		f, err := os.Create(*cpuprof)
-		if err != nil {
-			log.Fatal(err)
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			log.Fatal(err)
-		}
-		defer pprof.StopCPUProfile()
-	}
-	start, cpu0 := time.Now(), processCPU()
-	if err := node.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(5 * time.Minute):
-		log.Fatalf("txmq: delivered %d of %d", got.Load(), n)
-	}
-	elapsed, cpu := time.Since(start), processCPU()-cpu0
-	_ = node.Close(ctx)
+	})
 	if *stats {
 		fmt.Printf("    process CPU while draining: %.1f µs per message\n", float64(cpu.Microseconds())/float64(n))
 	}
