@@ -30,8 +30,8 @@ func TestOpenBehindPgBouncer(t *testing.T) {
 	reg := txmq.NewRegistry()
 	q := txmq.MustDeclareIn(reg, "bounced", txmq.QueueConfig[int]{Transactional: txmq.Require})
 	app, err := txmq.Open(context.Background(), &txmq.Config{
-		Backend:     withQuery(t, bouncer, "txmq_pgbouncer", "true", "txmq_schema", schema),
-		DatabaseURL: withQuery(t, bouncer, "txmq_pgbouncer", "true", "txmq_listen_url", direct),
+		Backend:     testenv.WithParams(t, bouncer, "txmq_pgbouncer", "true", "txmq_schema", schema),
+		DatabaseURL: testenv.WithParams(t, bouncer, "txmq_pgbouncer", "true", "txmq_listen_url", direct),
 		Schema:      schema,
 		Logger:      txmqtest.DiscardLogger(),
 		Node:        txmq.NodeOptions{Registry: reg},
@@ -92,19 +92,4 @@ func TestDatabaseURLPgBouncerParams(t *testing.T) {
 			t.Errorf("Validate(%s) = %v; want ErrInvalidConfig naming TXMQ_DATABASE_URL and %q, without the password", tt.url, err, tt.wantErr)
 		}
 	}
-}
-
-// withQuery adds query parameters to a URL.
-func withQuery(t *testing.T, raw string, kv ...string) string {
-	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	for i := 0; i+1 < len(kv); i += 2 {
-		q.Set(kv[i], kv[i+1])
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }

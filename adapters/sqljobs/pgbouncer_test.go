@@ -20,7 +20,7 @@ func openPgBouncer(t *testing.T, w *world, kv ...string) *Backend {
 	t.Helper()
 	raw := testenv.PgBouncerURL(t)
 	kv = append([]string{"txmq_pgbouncer", "true", "txmq_schema", w.schema, "txmq_reap_interval", "-1s"}, kv...)
-	b, err := core.OpenBackend(ctxT(t), withParams(t, raw, kv...))
+	b, err := core.OpenBackend(ctxT(t), testenv.WithParams(t, raw, kv...))
 	if err != nil {
 		t.Fatalf("open through PgBouncer: %v", err)
 	}

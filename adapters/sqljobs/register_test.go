@@ -86,12 +86,12 @@ func TestOpenBackendURL(t *testing.T) {
 	ctx := ctxT(t)
 
 	// txmq_migrate=false on a fresh schema: New reports the missing tables.
-	_, err := core.OpenBackend(ctx, withParams(t, raw, "txmq_schema", schema, "txmq_migrate", "false"))
+	_, err := core.OpenBackend(ctx, testenv.WithParams(t, raw, "txmq_schema", schema, "txmq_migrate", "false"))
 	if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "Migrate") {
 		t.Fatalf("open without migrating: %v", err)
 	}
 	for _, scheme := range []string{"postgres", "postgresql"} {
-		u, _ := url.Parse(withParams(t, raw, "txmq_schema", schema, "txmq_reap_interval", "-1s"))
+		u, _ := url.Parse(testenv.WithParams(t, raw, "txmq_schema", schema, "txmq_reap_interval", "-1s"))
 		u.Scheme = scheme
 		b, err := core.OpenBackend(ctx, u.String())
 		if err != nil {

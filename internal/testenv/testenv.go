@@ -221,3 +221,18 @@ func pingSQS(ctx context.Context, endpoint string) error {
 	}
 	return nil
 }
+
+// WithParams returns raw with the query parameters kv (name, value, name, value, ...) set.
+func WithParams(t testing.TB, raw string, kv ...string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	for i := 0; i+1 < len(kv); i += 2 {
+		q.Set(kv[i], kv[i+1])
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
