@@ -22,6 +22,7 @@ import (
 func init() {
 	register("messages",
 		property{name: "ledger_mode_republishes_lost_batch", run: ledgerModeRepublishes},
+		property{name: "ledger_mode_republish_keeps_id_dedup", run: ledgerModeKeepsIDDedup},
 	)
 }
 
@@ -157,5 +158,48 @@ func ledgerModeRepublishes(x *X) {
 	}
 	if got := rec.MinCount(offLost); got != 0 || rec.Has(offLost[0]) {
 		x.T.Fatalf("without ledger mode, the batch the backend forgot was delivered (%d): the losing wrapper does not lose", got)
+	}
+}
+
+// ledgerModeKeepsIDDedup: a batch whose run outlasts ledger mode's horizon is published again
+// from the ledger, and when its messages carry caller ids on a queue with an IDDedupWindow the
+// republished copy goes through the same id dedup as any publish: the backend, which still
+// holds the ids, refuses it, and the message is delivered once. Every write path to the
+// backend (flush, outbox, ledger) must honour the window.
+func ledgerModeKeepsIDDedup(x *X) {
+	x.needDedup()
+	horizon := 2 * time.Second
+	lg := x.ledgerModeLedger(horizon)
+	window := dedupLongWindow
+	if sup, err := core.DedupsIDs(x.rawClient()); err == nil && sup.MaxWindow > 0 {
+		window = min(window, sup.MaxWindow)
+	}
+	q := declare(x, txmq.QueueConfig[Msg]{IDDedupWindow: window})
+	n := x.node(txmq.NodeOptions{Ledger: lg, Lease: dedupLease})
+	key := "slow-" + q.Name()
+	if err := q.Publish(context.Background(), n, Msg{K: key}, txmq.ID(key)); err != nil {
+		x.T.Fatalf("Publish: %v", err)
+	}
+	// Stored before anyone listens: the backend's setup for the window (a NATS stream update)
+	// does not overlap the listener's first fetch.
+	x.eventually(func() bool { return n.Stats().PublishedMessages == 1 }, "the message stored")
+	rec := newRecorder()
+	var slow sync.Once
+	listen(x, rec, q, n, func(context.Context, []Msg) error {
+		slow.Do(func() { sleep(3 * horizon) }) // the first run outlasts the horizon
+		return nil
+	})
+	var st ledger.Stats
+	x.eventually(func() bool { st = lg.Stats(); return st.Republished >= 1 },
+		func() string { return fmt.Sprintf("ledger stats %+v: want the slow batch republished", st) })
+	waitDelivered(x, rec, []string{key})
+	x.eventually(func() bool {
+		k, err := lg.KeptBatches(context.Background())
+		return err == nil && k == 0
+	}, "the ledger keeps no batch once the slow one completed")
+	sleep(500 * time.Millisecond) // a wrong second copy's chance to show
+	x.idle(n)
+	if c := rec.Count(key); c != 1 {
+		x.T.Fatalf("message %s delivered %d times: the ledger's republished copy skipped the queue's IDDedupWindow", key, c)
 	}
 }
