@@ -148,17 +148,25 @@ if max > 0 then
     bulk('ZREM', KEYS[1], ids)
     local bodies = bulk('HMGET', KEYS[2], ids)
     local dlvs = bulk('HMGET', KEYS[4], ids)
-    local leaseEnd = now + tonumber(ARGV[2])
+    -- Numbers are formatted here once, not per batch: Redis turns every number passed to
+    -- redis.call into a string with snprintf("%.17g"), which costs more than the command.
+    local leaseEnd = string.format('%d', now + tonumber(ARGV[2]))
+    local tok = ARGV[3]
+    local dstr = {}
     local leases, counts, toks, gone = {}, {}, {}, {}
     for i, id in ipairs(ids) do
       local body = bodies[i]
       if body then
-        local tok = ARGV[3] .. ':' .. i
         local d = (tonumber(dlvs[i]) or 0) + 1
+        local ds = dstr[d]
+        if not ds then
+          ds = tostring(d)
+          dstr[d] = ds
+        end
         leases[#leases + 1] = leaseEnd
         leases[#leases + 1] = id
         counts[#counts + 1] = id
-        counts[#counts + 1] = d
+        counts[#counts + 1] = ds
         toks[#toks + 1] = id
         toks[#toks + 1] = tok
         out[#out + 1] = id
@@ -241,7 +249,13 @@ end
 local function tokens(from, to)
   return redis.call('HMGET', KEYS[5], unpack(ids, from, to))
 end
+-- A batch holds a token exactly while it is in the lease set (claims, reclaims and settles
+-- change both together), so a settle whose token matches holds a lease; when no lease of the
+-- queue has ended (one ZCOUNT: scores are not read, as formatting and parsing each costs more
+-- than the lookup), every such lease is live. Else each lease end is read.
+local ended = redis.call('ZCOUNT', KEYS[3], '-inf', now) > 0
 local function leaseEnds(from, to)
+  if not ended then return {} end
   local ok, r = pcall(redis.call, 'ZMSCORE', KEYS[3], unpack(ids, from, to))
   if ok then return r end
   r = {}
@@ -284,7 +298,7 @@ local function one(k, tok, leaseEnd)
   local base = 2 + (k - 1) * 7
   local id = ids[k]
   if tok ~= ARGV[base + 1] then return -1 end
-  if not leaseEnd or tonumber(leaseEnd) <= now then
+  if ended and (not leaseEnd or tonumber(leaseEnd) <= now) then
     redis.call('ZREM', KEYS[3], id)
     redis.call('HDEL', KEYS[5], id)
     if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then

@@ -55,7 +55,9 @@ func asynqBacklog(ctx context.Context, rdb *goredis.Client, n int) float64 {
 		return nil
 	})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{Concurrency: *workers, Queues: map[string]int{queue: 1}, Logger: nopLogger{}, LogLevel: asynq.FatalLevel})
-	start, cpu0 := time.Now(), processCPU()
+	meter := cpuMeter{rdb: rdb}
+	meter.start(ctx)
+	start := time.Now()
 	if err := srv.Start(mux); err != nil {
 		log.Fatal(err)
 	}
@@ -64,11 +66,10 @@ func asynqBacklog(ctx context.Context, rdb *goredis.Client, n int) float64 {
 	case <-time.After(5 * time.Minute):
 		log.Fatalf("asynq: processed %d of %d", got.Load(), n)
 	}
-	elapsed, cpu := time.Since(start), processCPU()-cpu0
+	elapsed := time.Since(start)
+	meter.stop(ctx, n)
 	srv.Shutdown()
-	if *stats {
-		fmt.Printf("    process CPU while draining: %.1f µs per message\n", float64(cpu.Microseconds())/float64(n))
-	}
+	meter.print()
 	return float64(n) / elapsed.Seconds()
 }
 

@@ -203,7 +203,7 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 		log.Fatal(err)
 	}
 	txmqbench.WaitReady(ctx, be, []string{"bench"}, int64((n+perBatch-1)/perBatch))
-	var cpu0, cpu time.Duration // process CPU at the start and spent while draining
+	meter := cpuMeter{rdb: rdb}
 	elapsed := txmqbench.BurnDown(ctx, be, reg, []*txmq.Queue[benchMsg]{q}, int64(n), quiet, func() {
 		if perBatch == 1 && *cpuprof != "" {
 			f, err := os.Create(*cpuprof)
@@ -214,16 +214,14 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 				log.Fatal(err)
 			}
 		}
-		cpu0 = processCPU()
+		meter.start(ctx)
 	}, func() {
-		cpu = processCPU() - cpu0
+		meter.stop(ctx, n)
 		if perBatch == 1 && *cpuprof != "" {
 			pprof.StopCPUProfile()
 		}
 	})
-	if *stats {
-		fmt.Printf("    process CPU while draining: %.1f µs per message\n", float64(cpu.Microseconds())/float64(n))
-	}
+	meter.print()
 	return float64(n) / elapsed.Seconds()
 }
 
