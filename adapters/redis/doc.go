@@ -40,14 +40,14 @@
 //
 // # Delivery semantics
 //
-// Each queue has five keys (four more for ordered queues, see "Ordering"), all under the hash
+// Each queue has four keys (four more for ordered queues, see "Ordering"), all under the hash
 // tag {prefix:queue}:
 //
 //	{txmq:emails}:due    ZSET  batch id -> due time (ms, server clock): ready when due <= now
 //	{txmq:emails}:body   HASH  batch id -> encoded envelope (opaque bytes)
 //	{txmq:emails}:lease  ZSET  batch id -> lease end (ms, server clock): the batches in flight
-//	{txmq:emails}:dlv    HASH  batch id -> handouts since stored or rewritten (Deliveries)
-//	{txmq:emails}:tok    HASH  batch id -> token of the current lease
+//	{txmq:emails}:dlv    HASH  batch id -> handouts since stored or rewritten (Deliveries),
+//	                           while leased with the lease token appended ("3:<token base>")
 //
 // and one Pub/Sub channel, {txmq:emails}:wake. A batch is in exactly one of due and lease, or
 // gone (acked or dropped).
@@ -64,9 +64,10 @@
 //   - Every change is one Lua script (scripts.go): publish, claim (with the reclaim of expired
 //     leases), ack/drop, retry, extend. A script runs atomically, so a node crashing between
 //     two calls never leaves a batch owned twice or by nobody.
-//   - A lease token per handout (the tok hash, carried in Claim.Handle) tells the current
-//     holder from a node whose lease ran out: its settles and extensions fail with
-//     core.ErrLeaseLost and change nothing.
+//   - A lease token per handout (the dlv value while leased, carried in Claim.Handle) tells
+//     the current holder from a node whose lease ran out: its settles and extensions fail
+//     with core.ErrLeaseLost and change nothing. It shares the Deliveries entry the claim
+//     writes anyway, so a handout and a settle write one hash entry, not two.
 //   - Exclusive needs no separate lock key: the claim script of an Exclusive queue claims one
 //     batch, and none while the lease set holds a live lease. A lock key with a PX expiry
 //     would be a second record of the same fact that could disagree with the lease set (key

@@ -254,8 +254,9 @@ func parseClaims(be *Backend, qs core.QueueSlots, cmd *goredis.Cmd, leaseUntil t
 	return claims, next, nil
 }
 
-// newTokenBase returns a random prefix for the lease tokens of one claim round trip; each
-// claim's token is base, the queue's index and the claim's index, so tokens never repeat.
+// newTokenBase returns a random prefix for the lease tokens of one claim round trip; the
+// token of every claim one queue's script makes is base and the queue's index: a script claims
+// a batch at most once and the base never repeats, so no batch is given a token twice.
 func newTokenBase() string {
 	var b [9]byte
 	_, _ = rand.Read(b[:])

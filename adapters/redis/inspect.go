@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +42,7 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 	}
 	nowMS := float64(now.UnixMilli())
 	for _, q := range queues {
-		k := be.keys.keys(q).script // due, body, lease, dlv, tok
+		k := be.keys.keys(q).script // due, body, lease, dlv, ...
 		var cursor uint64
 		for {
 			kv, next, err := be.rdb.HScan(ctx, k[1], cursor, "*", inspectPage).Result()
@@ -65,7 +66,8 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 					b := core.StoredBatch{Queue: q, ID: id, Body: []byte(kv[2*i+1]), State: core.BatchReady}
 					if i < len(dlvs) {
 						if s, ok := dlvs[i].(string); ok {
-							fmt.Sscan(s, &b.Deliveries)
+							n, _, _ := strings.Cut(s, ":") // "<n>:<token base>" while leased
+							b.Deliveries, _ = strconv.Atoi(n)
 						}
 					}
 					switch {

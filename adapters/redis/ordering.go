@@ -36,7 +36,7 @@ func (be *Backend) HoldsKey(ctx context.Context, queue, key string) (bool, error
 	if err := be.usable("holds key", queue); err != nil {
 		return false, err
 	}
-	held, err := be.rdb.HExists(ctx, be.keys.keys(queue).script[5], key).Result()
+	held, err := be.rdb.HExists(ctx, be.keys.keys(queue).script[4], key).Result()
 	if err != nil {
 		return false, be.wrap(fmt.Sprintf("does queue %q hold batches of ordering key %q", queue, key), err)
 	}

@@ -12,8 +12,9 @@ import goredis "github.com/redis/go-redis/v9"
 //	KEYS[1] due    sorted set: batch id -> due time (ms); ready when due <= now, delayed otherwise
 //	KEYS[2] body   hash: batch id -> encoded envelope
 //	KEYS[3] lease  sorted set: batch id -> lease end (ms); the batches in flight
-//	KEYS[4] dlv    hash: batch id -> handouts since stored or last rewritten (Claim.Deliveries)
-//	KEYS[5] tok    hash: batch id -> token of the current lease
+//	KEYS[4] dlv    hash: batch id -> handouts since stored or last rewritten (Claim.Deliveries),
+//	               while leased followed by ':' and the rest of the lease token: "3:<token base>";
+//	               the whole value is the lease's token
 //
 // They all share the queue's hash tag, so a script touches one Redis Cluster slot. Times come
 // from the server's TIME (allowed in scripts since Redis 5 with effects replication, the only
@@ -38,6 +39,18 @@ local function bulk(cmd, key, args)
     end
   end
   return res
+end
+`
+
+// dlvLua defines handouts(v), the Deliveries a dlv value holds ("<n>", or "<n>:<base>" while
+// leased; 0 for none), and unleased(v), v without its token.
+const dlvLua = `
+local function unleased(v)
+  return string.match(v, '^%d+') or '0'
+end
+local function handouts(v)
+  if not v then return 0 end
+  return tonumber(v) or tonumber(unleased(v))
 end
 `
 
@@ -68,12 +81,12 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
 local key = ARGV[5]
 if key and key ~= '' then
-  redis.call('HSET', KEYS[8], ARGV[1], key)
-  local tail = redis.call('HGET', KEYS[6], key)
-  redis.call('HSET', KEYS[6], key, ARGV[1])
+  redis.call('HSET', KEYS[7], ARGV[1], key)
+  local tail = redis.call('HGET', KEYS[5], key)
+  redis.call('HSET', KEYS[5], key, ARGV[1])
   if tail then
-    redis.call('HSET', KEYS[7], tail, ARGV[1])
-    redis.call('HSET', KEYS[9], ARGV[1], now + tonumber(ARGV[3]))
+    redis.call('HSET', KEYS[6], tail, ARGV[1])
+    redis.call('HSET', KEYS[8], ARGV[1], now + tonumber(ARGV[3]))
     return 1
   end
 end
@@ -84,17 +97,17 @@ return 1
 `
 
 // publishDedupScript is publishScript for a batch whose caller ids deduplicate
-// (core.IDDeduper). KEYS[10] is the queue's id set: a sorted set of id -> expiry (ms, server
+// (core.IDDeduper). KEYS[9] is the queue's id set: a sorted set of id -> expiry (ms, server
 // time). ARGV[6] is the window in ms and ARGV[7..] the batch's ids. It forgets expired ids;
 // when any of the batch's ids is still held it stores nothing and returns those ids (a
 // table); else it records every id until now + window, keeps the set's own TTL at least the
 // window (so an idle queue's set goes away), and stores the batch as publishScript does.
 var publishDedupScript = goredis.NewScript(nowLua + bulkLua + `
 local w = tonumber(ARGV[6])
-redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
 local taken = {}
 for i = 7, #ARGV do
-  if redis.call('ZSCORE', KEYS[10], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
+  if redis.call('ZSCORE', KEYS[9], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
 end
 if #taken > 0 then return taken end
 local add = {}
@@ -102,8 +115,8 @@ for i = 7, #ARGV do
   add[#add + 1] = now + w
   add[#add + 1] = ARGV[i]
 end
-bulk('ZADD', KEYS[10], add)
-if redis.call('PTTL', KEYS[10]) < w then redis.call('PEXPIRE', KEYS[10], w) end
+bulk('ZADD', KEYS[9], add)
+if redis.call('PTTL', KEYS[9]) < w then redis.call('PEXPIRE', KEYS[9], w) end
 ` + publishLua)
 
 // claimScript reclaims expired leases and claims due batches. ARGV: max claims, lease ms,
@@ -123,7 +136,7 @@ var claimScript = goredis.NewScript(claimLua)
 // claimLua is claimScript's source. Each Redis command acts on every batch the call moves at
 // once (variadic ZREM, ZADD, HMGET, HSET, HDEL), so a claim of n batches costs a fixed number
 // of commands on the server, not about five per batch.
-const claimLua = nowLua + bulkLua + `
+const claimLua = nowLua + bulkLua + dlvLua + `
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[5]))
 if #expired > 0 then
   local ids, due = {}, {}
@@ -133,7 +146,15 @@ if #expired > 0 then
     due[#due + 1] = expired[i]
   end
   bulk('ZREM', KEYS[3], ids)
-  bulk('HDEL', KEYS[5], ids)
+  local vs = bulk('HMGET', KEYS[4], ids)
+  local strip = {}
+  for i, id in ipairs(ids) do
+    if vs[i] then
+      strip[#strip + 1] = id
+      strip[#strip + 1] = unleased(vs[i])
+    end
+  end
+  bulk('HSET', KEYS[4], strip)
   bulk('ZADD', KEYS[1], due)
 end
 local max = tonumber(ARGV[1])
@@ -151,24 +172,21 @@ if max > 0 then
     -- Numbers are formatted here once, not per batch: Redis turns every number passed to
     -- redis.call into a string with snprintf("%.17g"), which costs more than the command.
     local leaseEnd = string.format('%d', now + tonumber(ARGV[2]))
-    local tok = ARGV[3]
-    local dstr = {}
-    local leases, counts, toks, gone = {}, {}, {}, {}
+    local toks = {} -- Deliveries -> token ("<n>:<base>"; a script claims a batch once)
+    local leases, counts, gone = {}, {}, {}
     for i, id in ipairs(ids) do
       local body = bodies[i]
       if body then
-        local d = (tonumber(dlvs[i]) or 0) + 1
-        local ds = dstr[d]
-        if not ds then
-          ds = tostring(d)
-          dstr[d] = ds
+        local d = handouts(dlvs[i]) + 1
+        local tok = toks[d]
+        if not tok then
+          tok = d .. ':' .. ARGV[3]
+          toks[d] = tok
         end
         leases[#leases + 1] = leaseEnd
         leases[#leases + 1] = id
         counts[#counts + 1] = id
-        counts[#counts + 1] = ds
-        toks[#toks + 1] = id
-        toks[#toks + 1] = tok
+        counts[#counts + 1] = tok
         out[#out + 1] = id
         out[#out + 1] = body
         out[#out + 1] = d
@@ -180,11 +198,9 @@ if max > 0 then
     if #leases > 0 then
       bulk('ZADD', KEYS[3], leases)
       bulk('HSET', KEYS[4], counts)
-      bulk('HSET', KEYS[5], toks)
     end
     if #gone > 0 then
       bulk('HDEL', KEYS[4], gone)
-      bulk('HDEL', KEYS[5], gone)
       orphan = true
     end
   end
@@ -230,14 +246,15 @@ const settleArgs = 7
 // Reply: one integer per settle, in order. At most one wake-up is published per call.
 var settleScript = goredis.NewScript(settleLua)
 
-// settleLua is settleScript's source. The tokens and lease ends of all its settles are read
-// with one HMGET and one ZMSCORE (one ZSCORE each on a server older than Redis 6.2), and
+// settleLua is settleScript's source. The tokens of all its settles are read with one HMGET,
+// their lease ends with one ZMSCORE (one ZSCORE each on a server older than Redis 6.2) only
+// when some lease of the queue has ended (one ZCOUNT tells), and
 // their writes are gathered into one variadic command per kind, so a call settling n batches
 // costs a fixed number of commands on the server. Only a lease found expired, which is rare,
 // costs commands of its own. When one call holds two settles of the same batch id (two
 // claims of it, one stale), they run one after the other instead, so each sees the other's
 // effects exactly as in separate calls.
-const settleLua = nowLua + bulkLua + `
+const settleLua = nowLua + bulkLua + dlvLua + `
 local n = (#ARGV - 1) / 7 -- settleArgs
 local ids, seen, dup = {}, {}, false
 for k = 1, n do
@@ -247,7 +264,7 @@ for k = 1, n do
   seen[id] = true
 end
 local function tokens(from, to)
-  return redis.call('HMGET', KEYS[5], unpack(ids, from, to))
+  return redis.call('HMGET', KEYS[4], unpack(ids, from, to))
 end
 -- A batch holds a token exactly while it is in the lease set (claims, reclaims and settles
 -- change both together), so a settle whose token matches holds a lease; when no lease of the
@@ -262,35 +279,34 @@ local function leaseEnds(from, to)
   for k = from, to do r[#r + 1] = redis.call('ZSCORE', KEYS[3], ids[k]) end
   return r
 end
-local w = {lease = {}, tok = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
+local w = {lease = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
 local function flush()
   bulk('ZREM', KEYS[3], w.lease)
-  bulk('HDEL', KEYS[5], w.tok)
   bulk('HDEL', KEYS[2], w.body)
   bulk('HDEL', KEYS[4], w.dlv)
   bulk('HSET', KEYS[2], w.setBody)
   bulk('HSET', KEYS[4], w.setDlv)
   bulk('ZADD', KEYS[1], w.due)
   bulk('ZADD', KEYS[3], w.extend)
-  w = {lease = {}, tok = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
+  w = {lease = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
 end
 local out = {}
 local wake = false
 -- An ordered queue's batches have a key (bkey); removing one makes the next of its key due.
-local ordered = redis.call('EXISTS', KEYS[8]) == 1
+local ordered = redis.call('EXISTS', KEYS[7]) == 1
 local function nextOfKey(id)
-  local key = redis.call('HGET', KEYS[8], id)
+  local key = redis.call('HGET', KEYS[7], id)
   if not key then return end
-  redis.call('HDEL', KEYS[8], id)
-  local nxt = redis.call('HGET', KEYS[7], id)
+  redis.call('HDEL', KEYS[7], id)
+  local nxt = redis.call('HGET', KEYS[6], id)
   if nxt then
-    redis.call('HDEL', KEYS[7], id)
-    local due = tonumber(redis.call('HGET', KEYS[9], nxt)) or now
-    redis.call('HDEL', KEYS[9], nxt)
+    redis.call('HDEL', KEYS[6], id)
+    local due = tonumber(redis.call('HGET', KEYS[8], nxt)) or now
+    redis.call('HDEL', KEYS[8], nxt)
     redis.call('ZADD', KEYS[1], due, nxt)
     wake = true
-  elseif redis.call('HGET', KEYS[6], key) == id then
-    redis.call('HDEL', KEYS[6], key)
+  elseif redis.call('HGET', KEYS[5], key) == id then
+    redis.call('HDEL', KEYS[5], key)
   end
 end
 -- settle k, given the batch's current token and lease end.
@@ -300,7 +316,7 @@ local function one(k, tok, leaseEnd)
   if tok ~= ARGV[base + 1] then return -1 end
   if ended and (not leaseEnd or tonumber(leaseEnd) <= now) then
     redis.call('ZREM', KEYS[3], id)
-    redis.call('HDEL', KEYS[5], id)
+    redis.call('HSET', KEYS[4], id, unleased(tok))
     if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then
       redis.call('ZADD', KEYS[1], leaseEnd, id)
       wake = true
@@ -317,18 +333,19 @@ local function one(k, tok, leaseEnd)
     return res
   end
   w.lease[#w.lease + 1] = id
-  w.tok[#w.tok + 1] = id
   if op == 'ack' then
     if ordered then nextOfKey(id) end
     w.body[#w.body + 1] = id
     w.dlv[#w.dlv + 1] = id
   else
+    local b, d = w.setBody, w.setDlv
+    d[#d + 1] = id
     if ARGV[base + 4] == '1' then
-      local b, d = w.setBody, w.setDlv
       b[#b + 1] = id
       b[#b + 1] = ARGV[base + 5]
-      d[#d + 1] = id
-      d[#d + 1] = 0
+      d[#d + 1] = '0'
+    else
+      d[#d + 1] = unleased(tok)
     end
     local due = w.due
     due[#due + 1] = now + tonumber(ARGV[base + 3])
@@ -360,7 +377,7 @@ return out
 // none is ready. Reply: {ready, inflight, delayed, oldest}.
 var depthScript = goredis.NewScript(nowLua + `
 local ready = redis.call('ZCOUNT', KEYS[1], '-inf', now) + redis.call('ZCOUNT', KEYS[3], '-inf', now)
-local delayed = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf') + redis.call('HLEN', KEYS[9])
+local delayed = redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf') + redis.call('HLEN', KEYS[8])
 local inflight = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
 local oldest = -1
 for _, k in ipairs({KEYS[1], KEYS[3]}) do
