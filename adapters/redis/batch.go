@@ -30,8 +30,11 @@ var reqPool = sync.Pool{New: func() any { return &settleReq{res: make(chan settl
 type settleReq struct {
 	ctx  context.Context
 	keys *queueKeys
-	args [settleArgs]any // one settle's entries in settleScript's ARGV
-	res  chan settleRes  // buffered: the flusher never blocks on a caller that gave up
+	args [settleArgs]any // one settle's entries in settleScript's ARGV: the first nargs
+	// nargs is how many of args the settle takes (settleArgs, or ackArgs for a short ack);
+	// 0 means settleArgs.
+	nargs int
+	res   chan settleRes // buffered: the flusher never blocks on a caller that gave up
 }
 
 type settleRes struct {
@@ -54,12 +57,12 @@ func newSettleBatcher(be *Backend) *settleBatcher {
 	return b
 }
 
-// run sends one settle (settleArgs entries of settleScript's ARGV) of a queue with the next
-// pipeline and returns its reply. It returns when the reply arrived, when ctx ends (the settle
-// may still happen) or at Close.
-func (b *settleBatcher) run(ctx context.Context, keys *queueKeys, args [settleArgs]any) (int64, error) {
+// run sends one settle (the first nargs entries of args, settleScript's ARGV for it) of a
+// queue with the next pipeline and returns its reply. It returns when the reply arrived, when
+// ctx ends (the settle may still happen) or at Close.
+func (b *settleBatcher) run(ctx context.Context, keys *queueKeys, args [settleArgs]any, nargs int) (int64, error) {
 	r := reqPool.Get().(*settleReq)
-	r.ctx, r.keys, r.args = ctx, keys, args
+	r.ctx, r.keys, r.args, r.nargs = ctx, keys, args, nargs
 	select {
 	case b.reqs <- r:
 	case <-ctx.Done():
@@ -136,7 +139,11 @@ func (b *settleBatcher) flush(batch []*settleReq) {
 		args := make([]any, 0, 1+settleArgs*len(g))
 		args = append(args, g[0].keys.wake)
 		for _, r := range g {
-			args = append(args, r.args[:]...)
+			n := r.nargs
+			if n == 0 {
+				n = settleArgs
+			}
+			args = append(args, r.args[:n]...)
 		}
 		return g[0].keys.script, args
 	})

@@ -231,13 +231,25 @@ const (
 	opExtend = "extend" // push the lease end
 )
 
-// settleArgs is how many ARGV entries one settle takes in settleScript.
-const settleArgs = 7
+// settleArgs is how many ARGV entries one settle takes in settleScript; an ack in its short
+// form (opAckShort, opAckShortWake) takes only the first ackArgs of them.
+const (
+	settleArgs = 7
+	ackArgs    = 3
+)
+
+// The short ack ops: an ack (or drop) given as id, token and op alone, without publishing a
+// wake-up or with one. A one-message batch settles once per message, so each field less is one
+// argument less for the client to send and the script to read per message.
+const (
+	opAckShort     = "a"
+	opAckShortWake = "A"
+)
 
 // settleScript settles or extends one or more claims of one queue (the settle batcher packs
-// the concurrent settles of a queue into one call). ARGV: wake channel, then settleArgs
-// entries per settle: id, token, op, ms (retry delay or lease), has body ('1' to rewrite),
-// body, notify ('1' to publish a wake-up).
+// the concurrent settles of a queue into one call). ARGV: wake channel, then per settle id,
+// token, op and, unless op is a short ack (opAckShort, opAckShortWake), ms (retry delay or
+// lease), has body ('1' to rewrite), body, notify ('1' to publish a wake-up).
 //
 // Each settle is checked on its own: the claim must hold the batch's current token and its
 // lease must not have ended; otherwise its reply is -1 (lease lost) and nothing changes,
@@ -248,20 +260,26 @@ var settleScript = goredis.NewScript(settleLua)
 
 // settleLua is settleScript's source. The tokens of all its settles are read with one HMGET,
 // their lease ends with one ZMSCORE (one ZSCORE each on a server older than Redis 6.2) only
-// when some lease of the queue has ended (one ZCOUNT tells), and
-// their writes are gathered into one variadic command per kind, so a call settling n batches
-// costs a fixed number of commands on the server. Only a lease found expired, which is rare,
-// costs commands of its own. When one call holds two settles of the same batch id (two
-// claims of it, one stale), they run one after the other instead, so each sees the other's
-// effects exactly as in separate calls.
-const settleLua = nowLua + bulkLua + dlvLua + `
-local n = (#ARGV - 1) / 7 -- settleArgs
-local ids, seen, dup = {}, {}, false
-for k = 1, n do
-  local id = ARGV[2 + (k - 1) * 7]
-  ids[k] = id
+// when some lease of the queue has ended (one ZCOUNT tells), and their writes are gathered
+// into one variadic command per kind, so a call settling n batches costs a fixed number of
+// commands on the server; the lists of the writes no settle of the call makes are never
+// created (each table is an allocation and garbage for Lua's collector, which costs more
+// than a command). Only a lease found expired, which is rare, costs commands of its own.
+// When one call holds two settles of the same batch id (two claims of it, one stale), they
+// run one after the other instead, so each sees the other's effects exactly as in separate
+// calls.
+const settleLua = nowLua + bulkLua + `
+local ids, pos, seen, dup = {}, {}, {}, false
+local n, i = 0, 2
+while i <= #ARGV do
+  local id = ARGV[i]
+  n = n + 1
+  ids[n] = id
+  pos[n] = i
   if seen[id] then dup = true end
   seen[id] = true
+  local op = ARGV[i + 2]
+  if op == 'a' or op == 'A' then i = i + 3 else i = i + 7 end -- ackArgs, settleArgs
 end
 local function tokens(from, to)
   return redis.call('HMGET', KEYS[4], unpack(ids, from, to))
@@ -279,16 +297,19 @@ local function leaseEnds(from, to)
   for k = from, to do r[#r + 1] = redis.call('ZSCORE', KEYS[3], ids[k]) end
   return r
 end
-local w = {lease = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
+-- The writes: ZREM lease, HDEL body and HDEL dlv (acks; retries use the first too), and,
+-- created at first use, HSET body, HSET dlv, ZADD due (retries) and ZADD lease (extensions).
+local zl, hb, hd = {}, {}, {}
+local sb, sd, zd, ze
 local function flush()
-  bulk('ZREM', KEYS[3], w.lease)
-  bulk('HDEL', KEYS[2], w.body)
-  bulk('HDEL', KEYS[4], w.dlv)
-  bulk('HSET', KEYS[2], w.setBody)
-  bulk('HSET', KEYS[4], w.setDlv)
-  bulk('ZADD', KEYS[1], w.due)
-  bulk('ZADD', KEYS[3], w.extend)
-  w = {lease = {}, body = {}, dlv = {}, setBody = {}, setDlv = {}, due = {}, extend = {}}
+  bulk('ZREM', KEYS[3], zl)
+  bulk('HDEL', KEYS[2], hb)
+  bulk('HDEL', KEYS[4], hd)
+  if sb then bulk('HSET', KEYS[2], sb) end
+  if sd then bulk('HSET', KEYS[4], sd) end
+  if zd then bulk('ZADD', KEYS[1], zd) end
+  if ze then bulk('ZADD', KEYS[3], ze) end
+  if dup then zl, hb, hd, sb, sd, zd, ze = {}, {}, {}, nil, nil, nil, nil end
 end
 local out = {}
 local wake = false
@@ -311,45 +332,51 @@ local function nextOfKey(id)
 end
 -- settle k, given the batch's current token and lease end.
 local function one(k, tok, leaseEnd)
-  local base = 2 + (k - 1) * 7
+  local p = pos[k]
   local id = ids[k]
-  if tok ~= ARGV[base + 1] then return -1 end
+  if tok ~= ARGV[p + 1] then return -1 end
   if ended and (not leaseEnd or tonumber(leaseEnd) <= now) then
     redis.call('ZREM', KEYS[3], id)
-    redis.call('HSET', KEYS[4], id, unleased(tok))
+    redis.call('HSET', KEYS[4], id, string.match(tok, '^%d+') or '0')
     if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then
       redis.call('ZADD', KEYS[1], leaseEnd, id)
       wake = true
     end
     return -1
   end
-  local op = ARGV[base + 2]
-  if ARGV[base + 6] == '1' then wake = true end
+  local op = ARGV[p + 2]
+  if op == 'a' or op == 'A' then
+    if op == 'A' then wake = true end
+    op = 'ack'
+  elseif ARGV[p + 6] == '1' then
+    wake = true
+  end
   if op == 'extend' then
-    local res = now + tonumber(ARGV[base + 3])
-    local e = w.extend
-    e[#e + 1] = res
-    e[#e + 1] = id
+    local res = now + tonumber(ARGV[p + 3])
+    ze = ze or {}
+    ze[#ze + 1] = res
+    ze[#ze + 1] = id
     return res
   end
-  w.lease[#w.lease + 1] = id
+  zl[#zl + 1] = id
   if op == 'ack' then
     if ordered then nextOfKey(id) end
-    w.body[#w.body + 1] = id
-    w.dlv[#w.dlv + 1] = id
+    hb[#hb + 1] = id
+    hd[#hd + 1] = id
   else
-    local b, d = w.setBody, w.setDlv
-    d[#d + 1] = id
-    if ARGV[base + 4] == '1' then
-      b[#b + 1] = id
-      b[#b + 1] = ARGV[base + 5]
-      d[#d + 1] = '0'
+    sd = sd or {}
+    sd[#sd + 1] = id
+    if ARGV[p + 4] == '1' then
+      sb = sb or {}
+      sb[#sb + 1] = id
+      sb[#sb + 1] = ARGV[p + 5]
+      sd[#sd + 1] = '0'
     else
-      d[#d + 1] = unleased(tok)
+      sd[#sd + 1] = string.match(tok, '^%d+') or '0'
     end
-    local due = w.due
-    due[#due + 1] = now + tonumber(ARGV[base + 3])
-    due[#due + 1] = id
+    zd = zd or {}
+    zd[#zd + 1] = now + tonumber(ARGV[p + 3])
+    zd[#zd + 1] = id
   end
   return 1
 end

@@ -123,7 +123,14 @@ func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h 
 	if s, ok := tok.(string); !ok || s != h.token {
 		tok = h.token
 	}
-	res, err := be.settles.run(ctx, k, [settleArgs]any{id, tok, opArg(op), ms, hasBody, body, notify})
+	args, nargs := [settleArgs]any{id, tok, opArg(op), ms, hasBody, body, notify}, settleArgs
+	if op == opAck { // the short form: id, token, op
+		args[2], nargs = argAckShort, ackArgs
+		if notify == argOne {
+			args[2] = argAckShortWake
+		}
+	}
+	res, err := be.settles.run(ctx, k, args, nargs)
 	if err != nil {
 		return be.wrap(fmt.Sprintf("%s %s", what, c.String()), err)
 	}
@@ -142,6 +149,9 @@ var (
 	argAck    any = opAck
 	argRetry  any = opRetry
 	argExtend any = opExtend
+
+	argAckShort     any = opAckShort
+	argAckShortWake any = opAckShortWake
 )
 
 // opArg returns op boxed (one of the pre-boxed constants for the settle operations).
