@@ -64,11 +64,15 @@ func (b *settleBatcher) run(ctx context.Context, keys *queueKeys, args [settleAr
 	r := reqPool.Get().(*settleReq)
 	r.ctx, r.keys, r.args, r.nargs = ctx, keys, args, nargs
 	select {
-	case b.reqs <- r:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	case <-b.be.done:
-		return 0, goredis.ErrClosed
+	case b.reqs <- r: // the common case, without a three-way select
+	default:
+		select {
+		case b.reqs <- r:
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-b.be.done:
+			return 0, goredis.ErrClosed
+		}
 	}
 	select {
 	case res := <-r.res:
