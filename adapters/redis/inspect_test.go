@@ -9,7 +9,8 @@ import (
 )
 
 // TestInspectBatches: every queue under the prefix is found, and each batch is reported ready,
-// delayed (with its due time) or in flight, with its body.
+// delayed (with its due time) or in flight, with its body and Deliveries (1 for the batch in
+// flight, whose dlv entry also holds its lease token; 0 for the others).
 func TestInspectBatches(t *testing.T) {
 	t.Parallel()
 	be := newTestBackend(t, uniquePrefix(t), nil)
@@ -30,18 +31,18 @@ func TestInspectBatches(t *testing.T) {
 	}
 	inflight := claims[0].ID
 	for id, b := range got {
-		want := core.BatchReady
+		want, dlv := core.BatchReady, 0
 		switch id {
 		case inflight:
-			want = core.BatchInFlight
+			want, dlv = core.BatchInFlight, 1
 		case "later":
 			want = core.BatchDelayed
 			if b.Due.Sub(due).Abs() > 5*time.Second || b.Queue != "qb" {
 				t.Errorf("delayed batch: %+v; want queue qb due about %v", b, due)
 			}
 		}
-		if b.State != want || string(b.Body) != "body-"+id {
-			t.Errorf("batch %s: state %v body %q; want state %v body %q", id, b.State, b.Body, want, "body-"+id)
+		if b.State != want || string(b.Body) != "body-"+id || b.Deliveries != dlv {
+			t.Errorf("batch %s: state %v body %q deliveries %d; want state %v body %q deliveries %d", id, b.State, b.Body, b.Deliveries, want, "body-"+id, dlv)
 		}
 	}
 	n := 0
