@@ -175,8 +175,8 @@ func (l *Ledger) terminalOf(ctx context.Context, tx pgx.Tx, page []keptBatch) (f
 		}
 	}
 	final := map[[2]string]bool{}
-	rows, err := tx.Query(ctx, `SELECT l.queue, l.id FROM `+l.table+` AS l JOIN unnest($1::text[], $2::text[]) AS t(q, id)
-	ON l.id = t.id AND l.queue = t.q WHERE l.state IN ('completed', 'cancelled', 'dead')`, queues, ids)
+	rows, err := tx.Query(ctx, `SELECT v.queue, v.id FROM `+l.messages()+` JOIN unnest($1::text[], $2::text[]) AS t(q, id)
+	ON v.id = t.id AND v.queue = t.q WHERE v.state IN ('completed', 'cancelled', 'dead')`, queues, ids)
 	if err != nil {
 		return nil, err
 	}
