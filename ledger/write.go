@@ -130,6 +130,7 @@ type batchRow struct {
 	attachAt time.Time       // the newest event's time
 	attachS  core.MessageState
 	attachD  time.Time
+	attached bool // this write attaches its messages (queueAttach)
 }
 
 // batchRows folds the events with a batch id into one row per batch, sorted by queue and id.
@@ -198,6 +199,7 @@ func (l *Ledger) queueAttach(b *pgx.Batch, rows []*batchRow) []*batchRow {
 			}
 		}
 		a.add(r)
+		r.attached = true
 		done = append(done, r)
 	}
 	if len(done) == 0 {
@@ -208,15 +210,16 @@ func (l *Ledger) queueAttach(b *pgx.Batch, rows []*batchRow) []*batchRow {
 	const rowsOf = `(SELECT t.q AS queue, m.id, t.b AS batch_id, t.s AS state, t.p AS published_at, t.u AS updated_at, t.d AS due
 	FROM unnest($1::text[], $2::int[]) AS m(id, i) JOIN unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, i) USING (i)) AS x`
 	const move = `(l.state <> 'cancelled' AND l.batch_id <> x.batch_id AND l.updated_at <= x.updated_at)`
-	b.Queue(`UPDATE `+l.table+` AS l SET
+	// One probe per message: the rows found are updated (rarely: a message moving to another
+	// batch), the others inserted.
+	b.Queue(`WITH x AS (SELECT x.*, EXISTS (SELECT 1 FROM `+l.table+` AS l WHERE l.id = x.id AND l.queue = x.queue) AS found FROM `+rowsOf+`),
+u AS (UPDATE `+l.table+` AS l SET
 	batch_id = CASE WHEN `+move+` THEN x.batch_id ELSE l.batch_id END,
 	updated_at = CASE WHEN `+move+` THEN x.updated_at ELSE l.updated_at END,
 	published_at = LEAST(l.published_at, x.published_at)
-FROM `+rowsOf+`
-WHERE l.id = x.id AND l.queue = x.queue AND (`+move+` OR x.published_at < l.published_at)`, a.args()...)
-	b.Queue(`INSERT INTO `+l.table+` (queue, id, batch_id, state, published_at, updated_at, due)
-SELECT x.queue, x.id, x.batch_id, x.state, x.published_at, x.updated_at, x.due FROM `+rowsOf+`
-WHERE NOT EXISTS (SELECT 1 FROM `+l.table+` AS l WHERE l.id = x.id AND l.queue = x.queue)`, a.args()...)
+FROM x WHERE x.found AND l.id = x.id AND l.queue = x.queue AND (`+move+` OR x.published_at < l.published_at))
+INSERT INTO `+l.table+` (queue, id, batch_id, state, published_at, updated_at, due)
+SELECT x.queue, x.id, x.batch_id, x.state, x.published_at, x.updated_at, x.due FROM x WHERE NOT x.found`, a.args()...)
 	return done
 }
 
@@ -249,7 +252,10 @@ func (a *attachArgs) args() []any {
 }
 
 // queueStates queues the upsert of the batches' state rows: a row takes an event that is not
-// older than its own; the publish time is the earliest recorded.
+// older than its own; the publish time is the earliest recorded. A batch whose messages this
+// write attaches also gets their ids (the longest list recorded stays), which the pruner
+// deletes the messages by: an index on the messages' batch would cost every message an index
+// entry more.
 func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 	n := len(rows)
 	if n == 0 {
@@ -260,6 +266,8 @@ func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 		published, updated                            = make([]time.Time, n), make([]time.Time, n)
 		dues                                          = make([]*time.Time, n)
 		runs, msgs                                    = make([]int32, n), make([]int32, n)
+		ids                                           []string
+		of                                            []int32
 	)
 	for i, r := range rows {
 		e := r.ev
@@ -270,10 +278,17 @@ func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 			d := e.Due
 			dues[i] = &d
 		}
+		if r.attached {
+			for _, id := range r.attach {
+				ids, of = append(ids, id), append(of, int32(i+1))
+			}
+		}
 	}
 	const take = `(s.updated_at <= excluded.updated_at)`
-	b.Queue(`INSERT INTO `+l.states+` AS s (queue, batch_id, state, published_at, updated_at, due, node, runs, error, reason, messages)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[])
+	b.Queue(`INSERT INTO `+l.states+` AS s (queue, batch_id, state, published_at, updated_at, due, node, runs, error, reason, messages, ids)
+SELECT t.q, t.b, t.s, t.p, t.u, t.d, t.n, t.r, t.e, t.re, t.m, x.ids
+FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[]) WITH ORDINALITY AS t(q, b, s, p, u, d, n, r, e, re, m, i)
+LEFT JOIN (SELECT i, array_agg(id) AS ids FROM unnest($12::text[], $13::int[]) AS m(id, i) GROUP BY i) AS x USING (i)
 ON CONFLICT (queue, batch_id) DO UPDATE SET
 	published_at = LEAST(s.published_at, excluded.published_at),
 	state = CASE WHEN `+take+` THEN excluded.state ELSE s.state END,
@@ -283,9 +298,10 @@ ON CONFLICT (queue, batch_id) DO UPDATE SET
 	runs = CASE WHEN `+take+` THEN excluded.runs ELSE s.runs END,
 	error = CASE WHEN `+take+` AND excluded.error <> '' THEN excluded.error ELSE s.error END,
 	reason = CASE WHEN `+take+` THEN excluded.reason ELSE s.reason END,
-	messages = CASE WHEN `+take+` THEN excluded.messages ELSE s.messages END
-WHERE `+take+` OR excluded.published_at < s.published_at`,
-		queues, batches, states, published, updated, dues, nodes, runs, errs, reasons, msgs)
+	messages = CASE WHEN `+take+` THEN excluded.messages ELSE s.messages END,
+	ids = CASE WHEN excluded.ids IS NULL OR cardinality(excluded.ids) < cardinality(s.ids) THEN s.ids ELSE excluded.ids END
+WHERE `+take+` OR excluded.published_at < s.published_at OR excluded.ids IS NOT NULL`,
+		queues, batches, states, published, updated, dues, nodes, runs, errs, reasons, msgs, ids, of)
 }
 
 // write stores events: the statements above in one round trip and one transaction.
@@ -301,6 +317,10 @@ func (l *Ledger) write(ctx context.Context, events []core.BatchEvent) error {
 	if b.Len() == 0 {
 		return nil
 	}
+	// The events were buffered in memory: a crash of this process loses them anyway, so the
+	// write need not wait for the log's flush to disk either (a database crash may lose the
+	// last fraction of a second of writes, as documented; visibility is at the commit).
+	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: `SELECT set_config('synchronous_commit', 'off', true)`}}, b.QueuedQueries...)
 	if err := l.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("txmq ledger: writing %d events to %s and %s: %w", len(events), l.table, l.states, err)
 	}
@@ -352,46 +372,68 @@ func (l *Ledger) pruneLoop() {
 	}
 }
 
-// Prune deletes the messages completed or cancelled more than Retention ago, then the batch
-// rows older than that which no message points at any more, PruneBatch rows per statement
-// until each deletes fewer, and returns how many message rows it deleted. The pruner calls
-// it every PruneInterval.
+// Prune deletes the messages completed or cancelled more than Retention ago and the rows of
+// the batches completed that long ago (with their messages), and the rows of older batches
+// that no message points at any more (their messages were replayed in another batch), about
+// PruneBatch rows per statement until each deletes fewer, and returns how many message rows it
+// deleted. The pruner calls it every PruneInterval.
 func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 	cutoff := time.Now().Add(-l.opts.Retention)
 	var total int64
-	for _, step := range []struct {
-		what, sql string
-		count     bool
-	}{
-		{"completed and cancelled messages", `DELETE FROM ` + l.table + ` WHERE (queue, id) IN (
-	SELECT queue, id FROM ` + l.table + ` WHERE state IN ('completed', 'cancelled') AND updated_at < $1
-	ORDER BY updated_at LIMIT $2)`, true},
-		{"messages of completed batches", `DELETE FROM ` + l.table + ` WHERE (queue, id) IN (
-	SELECT m.queue, m.id FROM ` + l.states + ` AS s JOIN ` + l.table + ` AS m ON m.queue = s.queue AND m.batch_id = s.batch_id
-	WHERE s.state = 'completed' AND s.updated_at < $1 AND m.state <> 'cancelled'
-	ORDER BY s.updated_at LIMIT $2)`, true},
-		{"batches without messages", `DELETE FROM ` + l.states + ` WHERE (queue, batch_id) IN (
-	SELECT s.queue, s.batch_id FROM ` + l.states + ` AS s WHERE s.updated_at < $1
-	AND NOT EXISTS (SELECT 1 FROM ` + l.table + ` AS m WHERE m.queue = s.queue AND m.batch_id = s.batch_id)
-	ORDER BY s.updated_at LIMIT $2)`, false},
-	} {
-		for {
-			tag, err := l.pool.Exec(ctx, step.sql, cutoff, l.opts.PruneBatch)
-			if err != nil {
-				return total, fmt.Errorf("txmq ledger: pruning %s from %s: %w", step.what, l.table, err)
-			}
-			if step.count {
-				total += tag.RowsAffected()
-				l.pruned.Add(tag.RowsAffected())
-			}
-			if tag.RowsAffected() < int64(l.opts.PruneBatch) {
-				break
-			}
-			select {
-			case <-l.stop:
-				return total, nil
-			default:
-			}
+	more := func() bool {
+		select {
+		case <-l.stop:
+			return false
+		default:
+			return true
+		}
+	}
+	for more() {
+		tag, err := l.pool.Exec(ctx, `DELETE FROM `+l.table+` WHERE (queue, id) IN (
+	SELECT queue, id FROM `+l.table+` WHERE state IN ('completed', 'cancelled') AND updated_at < $1
+	ORDER BY updated_at LIMIT $2)`, cutoff, l.opts.PruneBatch)
+		if err != nil {
+			return total, fmt.Errorf("txmq ledger: pruning completed and cancelled messages from %s: %w", l.table, err)
+		}
+		total += tag.RowsAffected()
+		l.pruned.Add(tag.RowsAffected())
+		if tag.RowsAffected() < int64(l.opts.PruneBatch) {
+			break
+		}
+	}
+	for more() {
+		// The oldest completed batches, as many as hold about $2 messages (at least one), and
+		// their messages.
+		var batches, msgs int64
+		err := l.pool.QueryRow(ctx, `WITH b AS (
+	SELECT queue, batch_id FROM (
+		SELECT queue, batch_id, sum(coalesce(cardinality(ids), 0)) OVER (ORDER BY updated_at, queue, batch_id) - coalesce(cardinality(ids), 0) AS before
+		FROM (SELECT * FROM `+l.states+` WHERE state = 'completed' AND updated_at < $1 ORDER BY updated_at LIMIT $2) AS s) AS s
+	WHERE before < $2),
+gone AS (DELETE FROM `+l.states+` AS s USING b WHERE s.queue = b.queue AND s.batch_id = b.batch_id RETURNING s.queue, s.batch_id, s.ids),
+d AS (DELETE FROM `+l.table+` AS m USING gone CROSS JOIN LATERAL unnest(gone.ids) AS x(id)
+	WHERE m.id = x.id AND m.queue = gone.queue AND m.batch_id = gone.batch_id AND m.state <> 'cancelled' RETURNING 1)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d)`, cutoff, l.opts.PruneBatch).Scan(&batches, &msgs)
+		if err != nil {
+			return total, fmt.Errorf("txmq ledger: pruning completed batches from %s: %w", l.states, err)
+		}
+		total += msgs
+		l.pruned.Add(msgs)
+		if batches == 0 {
+			break
+		}
+	}
+	for more() {
+		// Older batches no message points at any more (probes of the primary key).
+		tag, err := l.pool.Exec(ctx, `DELETE FROM `+l.states+` WHERE (queue, batch_id) IN (
+	SELECT s.queue, s.batch_id FROM `+l.states+` AS s WHERE s.updated_at < $1 AND s.state <> 'completed'
+	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id) JOIN `+l.table+` AS m ON m.id = x.id AND m.queue = s.queue AND m.batch_id = s.batch_id)
+	ORDER BY s.updated_at LIMIT $2)`, cutoff, l.opts.PruneBatch)
+		if err != nil {
+			return total, fmt.Errorf("txmq ledger: pruning batches without messages from %s: %w", l.states, err)
+		}
+		if tag.RowsAffected() < int64(l.opts.PruneBatch) {
+			break
 		}
 	}
 	return total, nil
