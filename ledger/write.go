@@ -319,8 +319,9 @@ func (l *Ledger) write(ctx context.Context, events []core.BatchEvent) error {
 	}
 	// The events were buffered in memory: a crash of this process loses them anyway, so the
 	// write need not wait for the log's flush to disk either (a database crash may lose the
-	// last fraction of a second of writes, as documented; visibility is at the commit).
-	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: `SELECT set_config('synchronous_commit', 'off', true)`}}, b.QueuedQueries...)
+	// last fraction of a second of writes, as documented; visibility is at the commit). The
+	// statements run behind the plan guard.
+	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`}}, b.QueuedQueries...)
 	if err := l.pool.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("txmq ledger: writing %d events to %s and %s: %w", len(events), l.table, l.states, err)
 	}
@@ -379,6 +380,7 @@ func (l *Ledger) pruneLoop() {
 // deleted. The pruner calls it every PruneInterval.
 func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 	cutoff := time.Now().Add(-l.opts.Retention)
+	pruneMsgs, pruneBatches, pruneOrphans := l.pruneSQL()
 	var total int64
 	more := func() bool {
 		select {
@@ -389,9 +391,7 @@ func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 		}
 	}
 	for more() {
-		tag, err := l.pool.Exec(ctx, `DELETE FROM `+l.table+` WHERE (queue, id) IN (
-	SELECT queue, id FROM `+l.table+` WHERE state IN ('completed', 'cancelled') AND updated_at < $1
-	ORDER BY updated_at LIMIT $2)`, cutoff, l.opts.PruneBatch)
+		tag, err := l.exec(ctx, pruneMsgs, cutoff, l.opts.PruneBatch)
 		if err != nil {
 			return total, fmt.Errorf("txmq ledger: pruning completed and cancelled messages from %s: %w", l.table, err)
 		}
@@ -405,15 +405,7 @@ func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 		// The oldest completed batches, as many as hold about $2 messages (at least one), and
 		// their messages.
 		var batches, msgs int64
-		err := l.pool.QueryRow(ctx, `WITH b AS (
-	SELECT queue, batch_id FROM (
-		SELECT queue, batch_id, sum(coalesce(cardinality(ids), 0)) OVER (ORDER BY updated_at, queue, batch_id) - coalesce(cardinality(ids), 0) AS before
-		FROM (SELECT * FROM `+l.states+` WHERE state = 'completed' AND updated_at < $1 ORDER BY updated_at LIMIT $2) AS s) AS s
-	WHERE before < $2),
-gone AS (DELETE FROM `+l.states+` AS s USING b WHERE s.queue = b.queue AND s.batch_id = b.batch_id RETURNING s.queue, s.batch_id, s.ids),
-d AS (DELETE FROM `+l.table+` AS m USING gone CROSS JOIN LATERAL unnest(gone.ids) AS x(id)
-	WHERE m.id = x.id AND m.queue = gone.queue AND m.batch_id = gone.batch_id AND m.state <> 'cancelled' RETURNING 1)
-SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d)`, cutoff, l.opts.PruneBatch).Scan(&batches, &msgs)
+		err := l.queryRow(ctx, pruneBatches, cutoff, l.opts.PruneBatch).Scan(&batches, &msgs)
 		if err != nil {
 			return total, fmt.Errorf("txmq ledger: pruning completed batches from %s: %w", l.states, err)
 		}
@@ -425,10 +417,7 @@ SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d)`, cutoff, l.opts.Pr
 	}
 	for more() {
 		// Older batches no message points at any more (probes of the primary key).
-		tag, err := l.pool.Exec(ctx, `DELETE FROM `+l.states+` WHERE (queue, batch_id) IN (
-	SELECT s.queue, s.batch_id FROM `+l.states+` AS s WHERE s.updated_at < $1 AND s.state <> 'completed'
-	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id) JOIN `+l.table+` AS m ON m.id = x.id AND m.queue = s.queue AND m.batch_id = s.batch_id)
-	ORDER BY s.updated_at LIMIT $2)`, cutoff, l.opts.PruneBatch)
+		tag, err := l.exec(ctx, pruneOrphans, cutoff, l.opts.PruneBatch)
 		if err != nil {
 			return total, fmt.Errorf("txmq ledger: pruning batches without messages from %s: %w", l.states, err)
 		}
@@ -437,4 +426,28 @@ SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d)`, cutoff, l.opts.Pr
 		}
 	}
 	return total, nil
+}
+
+// pruneSQL returns Prune's statements ($1 the cutoff, $2 PruneBatch): the completed and
+// cancelled messages without a batch, the oldest completed batches with their messages (as
+// many as hold about $2 messages, at least one), and the older batches no message points at
+// (probes of the primary key).
+func (l *Ledger) pruneSQL() (messages, batches, orphans string) {
+	// Rows are deleted by their ctid (a TID scan), found through an index in a subquery.
+	return `DELETE FROM ` + l.table + ` WHERE ctid = ANY(ARRAY(
+	SELECT ctid FROM ` + l.table + ` WHERE state IN ('completed', 'cancelled') AND updated_at < $1
+	ORDER BY updated_at LIMIT $2))`,
+		`WITH gone AS (DELETE FROM ` + l.states + ` WHERE ctid = ANY(ARRAY(
+	SELECT ctid FROM (
+		SELECT ctid, sum(coalesce(cardinality(ids), 0)) OVER (ORDER BY updated_at, queue, batch_id) - coalesce(cardinality(ids), 0) AS before
+		FROM (SELECT ctid, * FROM ` + l.states + ` WHERE state = 'completed' AND updated_at < $1 ORDER BY updated_at LIMIT $2) AS s) AS s
+	WHERE before < $2))
+	RETURNING queue, batch_id, ids),
+d AS (DELETE FROM ` + l.table + ` AS m WHERE m.id = ANY(ARRAY(SELECT unnest(ids) FROM gone)) AND m.state <> 'cancelled'
+	AND EXISTS (SELECT 1 FROM gone WHERE gone.queue = m.queue AND gone.batch_id = m.batch_id) RETURNING 1)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d)`,
+		`DELETE FROM ` + l.states + ` WHERE ctid = ANY(ARRAY(
+	SELECT s.ctid FROM ` + l.states + ` AS s WHERE s.updated_at < $1 AND s.state <> 'completed'
+	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id) JOIN ` + l.table + ` AS m ON m.id = x.id AND m.queue = s.queue AND m.batch_id = s.batch_id)
+	ORDER BY s.updated_at LIMIT $2))`
 }
