@@ -63,9 +63,11 @@ func (n *Node) startRepublisher() {
 	}()
 }
 
-// record sends one event per message id to the node's ledger (NodeOptions.Ledger), built
-// from ev; a nil ledger or no ids is a no-op. A panicking ledger is logged, never propagated.
-func (n *Node) record(queue, batchID string, ids []string, ev core.MessageInfo) {
+// record sends one event for the batch's messages ids to the node's ledger
+// (NodeOptions.Ledger), built from ev; a nil ledger or no ids is a no-op. ids becomes the
+// ledger's: the caller does not change it afterwards. A panicking ledger is logged, never
+// propagated.
+func (n *Node) record(queue, batchID string, ids []string, ev core.BatchEvent) {
 	lg := n.opts.Ledger
 	if lg == nil || len(ids) == 0 {
 		return
@@ -73,13 +75,8 @@ func (n *Node) record(queue, batchID string, ids []string, ev core.MessageInfo) 
 	if ev.UpdatedAt.IsZero() {
 		ev.UpdatedAt = time.Now()
 	}
-	ev.Queue, ev.BatchID = queue, batchID
-	events := make([]core.MessageInfo, len(ids))
-	for i, id := range ids {
-		events[i] = ev
-		events[i].ID = id
-	}
-	n.guard("ledger", func() { lg.RecordMessages(events) })
+	ev.Queue, ev.BatchID, ev.IDs = queue, batchID, ids
+	n.guard("ledger", func() { lg.RecordBatch(ev) })
 }
 
 // recordStored records a batch the backend (or, with state StateOutbox, the outbox) took; at
@@ -89,7 +86,7 @@ func (n *Node) recordStored(b core.OutgoingBatch, state core.MessageState, at ti
 	if n.opts.Ledger == nil {
 		return
 	}
-	ev := core.MessageInfo{State: state, PublishedAt: at, UpdatedAt: at}
+	ev := core.BatchEvent{State: state, PublishedAt: at, UpdatedAt: at}
 	if b.Delay > 0 {
 		ev.Due = at.Add(b.Delay)
 		if state == core.StateQueued {
@@ -112,7 +109,7 @@ func (n *Node) recordCommitted(tx core.Tx, p *core.Pending) {
 	due := p.NotBefore
 	now := time.Now() // before the commit: older than any run of these messages
 	tx.AfterCommit(func() {
-		ev := core.MessageInfo{State: core.StateQueued, PublishedAt: now, UpdatedAt: now}
+		ev := core.BatchEvent{State: core.StateQueued, PublishedAt: now, UpdatedAt: now}
 		if due.After(now) {
 			ev.State, ev.Due = core.StateDelayed, due
 		}
@@ -146,6 +143,14 @@ func (n *Node) dropCancelled(r *running, l *listener, d *decoded, ids []string) 
 		return d
 	}
 	env.KeepMessages(func(i int) bool { return !cancelled[env.MessageIDs[i]] })
+	// The left-out messages leave the batch in the ledger: its completion is not theirs.
+	left := make([]string, 0, len(cancelled))
+	for _, id := range ids {
+		if cancelled[id] {
+			left = append(left, id)
+		}
+	}
+	n.record(c.Queue, "", left, core.BatchEvent{State: core.StateCancelled, Node: n.id})
 	keepIDs := env.MessageIDs
 	d2, err := safeDecode(l, envelope.Encode(env))
 	if err != nil {

@@ -89,7 +89,7 @@ type keeperFake struct {
 	replay core.OutgoingBatch
 }
 
-func (f *keeperFake) RecordMessages([]core.MessageInfo) {}
+func (f *keeperFake) RecordBatch(core.BatchEvent) {}
 func (f *keeperFake) CancelledMessages(context.Context, string, []string) (map[string]bool, error) {
 	return nil, nil
 }

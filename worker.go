@@ -105,7 +105,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	}
 
 	start := time.Now()
-	n.record(c.Queue, d.id, ids, core.MessageInfo{State: core.StateRunning, UpdatedAt: start, Node: n.id, Runs: run})
+	n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Node: n.id, Runs: run})
 	n.stats.runs.Add(1)
 	runErr := safeRun(ctx, d.run)
 	endSpan(runErr)
@@ -133,7 +133,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		release()
 		err := n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
 		if err == nil {
-			n.record(c.Queue, d.id, ids, core.MessageInfo{State: core.StateCompleted, Node: n.id, Runs: run})
+			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
 		}
 		n.settleErr(c, "ack", err)
 	case n.closing.Load() && cause != nil:
@@ -141,14 +141,14 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		n.stats.failed.Add(1)
 		at := time.Now() // before the batch can run again elsewhere
 		if n.retry(r, d, run-1, 0, runErr) {
-			n.record(c.Queue, d.id, ids, core.MessageInfo{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
+			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
 		}
 	case run < l.spec.maxAttempts:
 		n.stats.failed.Add(1)
 		delay := n.backoff(run)
 		at := time.Now() // before the batch can run again
 		if n.retry(r, d, run, delay, runErr) {
-			n.record(c.Queue, d.id, ids, core.MessageInfo{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
+			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
 		}
 	default:
 		n.stats.failed.Add(1)
@@ -321,7 +321,7 @@ func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, 
 		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)
 	})
 	if d != nil && n.opts.Ledger != nil {
-		n.record(c.Queue, id, d.ids.IDs(), core.MessageInfo{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
+		n.record(c.Queue, id, d.ids.IDs(), core.BatchEvent{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
 	}
 	if d != nil && d.onError != nil {
 		n.guard("OnError", func() {

@@ -53,8 +53,8 @@ const (
 // MessageStates lists every state, in the order of a message's life.
 var MessageStates = []MessageState{StateOutbox, StateQueued, StateDelayed, StateRunning, StateRetry, StateDead, StateCompleted, StateCancelled}
 
-// MessageInfo is what is known of one message: one ledger row, one event a node records, or
-// what an adapter's native lookup found.
+// MessageInfo is what is known of one message: what the ledger holds of it, or what an
+// adapter's native lookup found.
 type MessageInfo struct {
 	// ID is the message id (generated, or given with txmq.ID/IDs).
 	ID string `json:"id"`
@@ -99,13 +99,38 @@ type MessageFilter struct {
 // DefaultMessageLimit is a listing's cap when MessageFilter.Limit is 0.
 const DefaultMessageLimit = 100
 
+// BatchEvent is one change in the life of a batch's messages, as a node records it: the
+// messages of a batch share their fate (they run, retry, dead-letter and complete as a unit),
+// so one event covers them all.
+type BatchEvent struct {
+	// Queue and BatchID name the batch; BatchID is empty for messages staged in a transaction
+	// (the outbox relay gives them their batch) and for messages a node left out of a run
+	// (State StateCancelled).
+	Queue, BatchID string
+	// IDs are the batch's message ids (the ones that run, for StateRunning). The slice is the
+	// recorder's once passed: the caller does not change it afterwards.
+	IDs []string
+	// State is the state the messages entered.
+	State MessageState
+	// PublishedAt is when the messages were published, when the event is their publish.
+	PublishedAt time.Time
+	// UpdatedAt is when the messages entered State.
+	UpdatedAt time.Time
+	// Due, Node, Runs, Error and Reason are as in MessageInfo.
+	Due    time.Time
+	Node   string
+	Runs   int
+	Error  string
+	Reason string
+}
+
 // MessageRecorder receives the life of the messages a node publishes and runs (the ledger):
-// the node calls RecordMessages at every publish and outcome, and asks CancelledMessages
-// before it hands a batch to its listener.
+// the node calls RecordBatch at every publish and outcome, and asks CancelledMessages before
+// it hands a batch to its listener.
 type MessageRecorder interface {
-	// RecordMessages takes events to write; it never blocks for long (a ledger buffers them
-	// and writes groups). The slice is the recorder's once passed.
-	RecordMessages(events []MessageInfo)
+	// RecordBatch takes one event to write; it never blocks for long (a ledger buffers
+	// events and writes groups).
+	RecordBatch(ev BatchEvent)
 	// CancelledMessages returns which of ids (messages of queue) are cancelled.
 	CancelledMessages(ctx context.Context, queue string, ids []string) (map[string]bool, error)
 }

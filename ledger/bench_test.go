@@ -6,9 +6,11 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq"
@@ -51,15 +53,19 @@ type benchRun struct {
 }
 
 // newBenchRig opens the backend, the ledger (unless variant is "off") and a started node;
-// close stops them (the pool and the schema go in b.Cleanup).
+// close stops them and drops the schema (the rounds of a benchmark would hold too many
+// connections if the pools waited for b.Cleanup).
 func newBenchRig(b *testing.B, backend, variant string) *benchRig {
 	b.Helper()
 	ctx := context.Background()
-	pool := testenv.PostgresPool(b)
-	schema := testenv.PostgresSchema(b, pool)
+	pool := benchPool(b)
+	schema := testenv.UniqueName("txmq_t_")
 	r := &benchRig{pool: pool, mode: variant == "mode", runs: make(chan benchRun, 1<<16)}
-	be := openBenchBackend(b, backend, schema)
-	r.done = append(r.done, func() { _ = be.Close() })
+	r.done = append(r.done, pool.Close, func() {
+		_, _ = pool.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	})
+	be, closeBe := openBenchBackend(b, backend, schema)
+	r.done = append(r.done, closeBe)
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts := &txmq.NodeOptions{Registry: txmq.NewRegistry(), Logger: logger, PollWait: 100 * time.Millisecond}
 	if variant != "off" {
@@ -100,21 +106,35 @@ func (r *benchRig) close() {
 	}
 }
 
+// benchPool returns a new pool on the test database; the caller closes it.
+func benchPool(b *testing.B) *pgxpool.Pool {
+	b.Helper()
+	pool, err := pgxpool.New(context.Background(), testenv.PostgresURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return pool
+}
+
 // openBenchBackend opens backend with its own connections, as one opened from TXMQ_BACKEND
-// has, kept apart from other runs by uniq (a schema, a key prefix).
-func openBenchBackend(b *testing.B, backend, uniq string) core.Backend {
+// has, kept apart from other runs by uniq (a schema, a key prefix), and returns it with its
+// closer.
+func openBenchBackend(b *testing.B, backend, uniq string) (core.Backend, func()) {
 	b.Helper()
 	ctx := context.Background()
 	var (
-		be  core.Backend
-		err error
+		be     core.Backend
+		err    error
+		closer = func() {}
 	)
 	switch backend {
 	case "sqljobs":
-		if err := sqljobs.Migrate(ctx, testenv.PostgresPool(b), &sqljobs.Options{Schema: uniq}); err != nil {
+		pool := benchPool(b)
+		closer = pool.Close
+		if err := sqljobs.Migrate(ctx, pool, &sqljobs.Options{Schema: uniq}); err != nil {
 			b.Fatal(err)
 		}
-		be, err = sqljobs.New(ctx, testenv.PostgresPool(b), &sqljobs.Options{Schema: uniq})
+		be, err = sqljobs.New(ctx, pool, &sqljobs.Options{Schema: uniq})
 	case "redis":
 		u, perr := url.Parse(testenv.RedisURL(b))
 		if perr != nil {
@@ -128,9 +148,10 @@ func openBenchBackend(b *testing.B, backend, uniq string) core.Backend {
 		err = fmt.Errorf("unknown backend %q", backend)
 	}
 	if err != nil {
+		closer()
 		b.Fatal(err)
 	}
-	return be
+	return be, func() { _ = be.Close(); closer() }
 }
 
 // await reads runs until want distinct messages were delivered (a batch may run twice: at
@@ -182,33 +203,79 @@ func (r *benchRig) settled(b *testing.B, total int) {
 	}
 }
 
+// benchRounds is how many rounds of every variant BenchmarkLedgerCost runs: on a shared
+// machine one round's ratio swings by a factor of two, the median of interleaved rounds
+// much less.
+const benchRounds = 5
+
 // BenchmarkLedgerCost measures the ledger's cost on the whole path, on SQL jobs and on Redis:
 // for each backend, one node publishes b.N messages, 100 per PublishMany call and per batch,
 // and waits until every one was delivered, with the ledger off, on, and on in ledger mode in
-// turn (fresh schema and key prefix each). It reports each variant's msgs/s (until the last
-// listener run, and until the ledger recorded every completion: "settled"), the app
-// database's write-ahead log bytes per message, and the throughput ratios on/off and
-// mode/off of this one run. b.N counts messages: run it once with a fixed count,
+// turn (fresh schema and key prefix each), benchRounds rounds interleaved (each round starts
+// with the next variant). It reports each variant's median msgs/s (until the last listener
+// run, and until the ledger recorded every completion: "settled"), the app database's
+// write-ahead log bytes per message, and the medians of the rounds' throughput ratios on/off
+// and mode/off. b.N counts messages: run it once with a fixed count,
 //
-//	go test -run '^$' -bench LedgerCost -benchtime 3000x ./ledger
+//	go test -run '^$' -bench LedgerCost -benchtime 20000x ./ledger
 func BenchmarkLedgerCost(b *testing.B) {
 	for _, backend := range benchBackends {
 		b.Run(backend, func(b *testing.B) {
-			rate, settled := map[string]float64{}, map[string]float64{}
+			type result struct{ rate, settled, wal float64 }
+			got := map[string][]result{}
+			ratios := map[string][]float64{}
+			for round := range benchRounds {
+				res := map[string]result{}
+				for k := range benchVariants {
+					v := benchVariants[(round+k)%len(benchVariants)]
+					var r result
+					r.rate, r.settled, r.wal = benchThroughput(b, backend, v)
+					res[v] = r
+					got[v] = append(got[v], r)
+				}
+				for _, v := range benchVariants[1:] {
+					ratios[v] = append(ratios[v], res[v].rate/res["off"].rate)
+					ratios[v+"-settled"] = append(ratios[v+"-settled"], res[v].settled/res["off"].settled)
+				}
+			}
 			for _, v := range benchVariants {
-				rate[v], settled[v] = benchThroughput(b, backend, v)
+				var rate, settled, wal []float64
+				for _, r := range got[v] {
+					rate, settled, wal = append(rate, r.rate), append(settled, r.settled), append(wal, r.wal)
+				}
+				b.ReportMetric(median(rate), v+"-msgs/s")
+				// Until the ledger recorded every completion too (and, in ledger mode, settled
+				// every batch): what a sustained load could keep up with.
+				b.ReportMetric(median(settled), v+"-settled-msgs/s")
+				// The app database's write-ahead log written meanwhile, per message: the write
+				// amplification (the database is shared, so other writers add noise).
+				b.ReportMetric(median(wal), v+"-WAL-B/msg")
 			}
 			for _, v := range benchVariants[1:] {
-				b.ReportMetric(rate[v]/rate["off"], v+"/off")
-				b.ReportMetric(settled[v]/settled["off"], v+"/off-settled")
+				b.ReportMetric(median(ratios[v]), v+"/off")
+				b.ReportMetric(median(ratios[v+"-settled"]), v+"/off-settled")
 			}
 		})
 	}
 }
 
+// median returns the median of xs (the mean of the middle two for an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
 // benchThroughput runs one variant over b.N messages and returns its msgs/s until the last
-// listener run and until the ledger settled everything (both also reported).
-func benchThroughput(b *testing.B, backend, variant string) (rate, settledRate float64) {
+// listener run and until the ledger settled everything, and the app database's write-ahead
+// log per message.
+func benchThroughput(b *testing.B, backend, variant string) (rate, settledRate, walPerMsg float64) {
 	b.StopTimer()
 	r := newBenchRig(b, backend, variant)
 	defer r.close()
@@ -235,17 +302,9 @@ func benchThroughput(b *testing.B, backend, variant string) (rate, settledRate f
 	settled := time.Since(start)
 	rate = float64(b.N) / elapsed.Seconds()
 	settledRate = float64(b.N) / settled.Seconds()
-	b.ReportMetric(rate, variant+"-msgs/s")
-	// Until the ledger recorded every completion too (and, in ledger mode, settled every
-	// batch): what a sustained load could keep up with.
-	b.ReportMetric(settledRate, variant+"-settled-msgs/s")
-	// The app database's write-ahead log written meanwhile, per message: the write
-	// amplification (the database is shared, so other writers add noise; compare variants of
-	// one run).
 	var wal float64
 	if err := r.pool.QueryRow(ctx, `SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)`, walStart).Scan(&wal); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(wal/float64(b.N), variant+"-WAL-B/msg")
-	return rate, settledRate
+	return rate, settledRate, wal / float64(b.N)
 }

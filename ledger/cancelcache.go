@@ -63,7 +63,7 @@ func (l *Ledger) readCancels(ctx context.Context) error {
 		q += ` AND updated_at > $1`
 		args = append(args, from)
 	}
-	rows, err := l.pool.Query(ctx, q, args...)
+	rows, err := l.query(ctx, q, args...)
 	if err != nil {
 		return fmt.Errorf("txmq ledger: reading cancelled messages from %s: %w", l.table, err)
 	}

@@ -1,32 +1,57 @@
-// Package ledger keeps the life of every message in the app's PostgreSQL database: one row per
-// message (queue and id) with its state (queued or delayed, running with node, start and run
-// number, waiting to retry with runs, last error and next run, dead-lettered with reason and
-// error, completed with time and runs, cancelled), so that operators can look a message up by
-// id, list messages by queue, state and time (txmq's Inspector, `txmq msg`), and cancel one
-// before it runs on any backend.
+// Package ledger keeps the life of every message in the app's PostgreSQL database, so that
+// operators can look a message up by id, list messages by queue, state and time (txmq's
+// Inspector, `txmq msg`), and cancel one before it runs on any backend. A message's state is
+// queued or delayed, running (node, start, run number), waiting to retry (runs, last error,
+// next run), dead-lettered (reason, error), completed (time, runs) or cancelled.
 //
-// The ledger is optional: txmq.Open creates one when Config.Ledger is set. Its table
-// (<schema>.txmq_ledger) is migrated like the outbox's (Migrate, recorded in txmq_migrations
-// under the component "ledger").
+// The ledger is optional: txmq.Open creates one when Config.Ledger is set. Its tables are
+// migrated like the outbox's (Migrate, recorded in txmq_migrations under the component
+// "ledger").
 //
-// Cost: nodes record events through RecordMessages, which only appends to a buffer; a
-// background flusher writes the buffer every Options.FlushInterval (or sooner when it holds
-// Options.FlushSize events) as one multi-row INSERT ... ON CONFLICT statement. Before a node
-// runs a batch it asks CancelledMessages, answered from memory: the ledger reads new cancels
-// every Options.CancelCheck (250 ms), and asks the table per batch only while those reads
-// fail. CancelMessage returns after twice CancelCheck, when every node sees the cancel. The
-// ledger writes one row per message (the jobs table of SQL jobs holds one per batch), so at 100
-// messages per batch it costs about half the throughput of SQL jobs on a small shared machine
-// (BenchmarkLedgerCost, one run: 0.50 of it with the ledger off on SQL jobs, 0.41 on Redis;
-// BenchmarkLedgerPickup: pickup p50 1.00x of off on both; see the README). A background pruner
-// deletes completed and cancelled rows older than Options.Retention (default 24 h) in bounded
-// deletes of Options.PruneBatch rows. Dead-lettered rows stay until their messages are replayed
-// and complete.
+// Layout: the messages of a batch share their fate (they run, retry, dead-letter and complete
+// as a unit), so the ledger keeps state per batch and identity per message:
 //
-// Ordering: each event carries its time on the recording node's clock; a row takes an event
-// only when it is not older than the row's, so a late group from one node never moves a
-// message back. A cancelled row takes only a completion (a batch that was already running when
-// the cancel came finished: a running batch is not interrupted).
+//   - <schema>.txmq_ledger has one row per message (queue, id, batch, publish time), inserted
+//     once at its publish. It changes only when the message changes batch (a message staged
+//     in a transaction gets the batch the outbox relay gave it at its first run; a replayed
+//     dead letter leaves its dead batch; a node leaves a cancelled message out of a run) or
+//     is cancelled. A message without a batch, or cancelled, keeps its own state in the row.
+//     Indexes: the primary key (id, queue), for lookups by id, and (queue, published_at), for
+//     listings.
+//   - <schema>.txmq_ledger_states has one row per batch (queue, batch id): its last state and
+//     details, its publish time and its message ids, upserted at each event of the batch.
+//   - A lookup or listing joins the two: a message takes its batch's state, unless it has no
+//     batch or is cancelled (a cancelled message takes only its batch's completion: the batch
+//     was running when the cancel came, and the message ran with it).
+//
+// Migration 0003 moved the rows of the first layout (one row per message, state and all)
+// to this one in place: each batch takes the state of its most recently updated message that
+// is not cancelled; nothing is dropped.
+//
+// Cost: nodes record one event per batch (core.BatchEvent) through RecordBatch, which only
+// appends to a buffer; a background flusher writes the buffer every Options.FlushInterval (or
+// sooner when it holds Options.FlushSize message events) in one round trip and one
+// transaction: an insert of the new message rows (one primary-key probe each, no upsert), an
+// upsert of one row per batch, and ledger mode's statements. A run's start or settle of a batch
+// this process published writes only its batch row. The write does not wait for the log's
+// flush to disk (synchronous_commit off in its transaction): the events were in memory only
+// anyway. Every statement runs with sequential scans off in its transaction (enable_seqscan),
+// so it takes an index whatever the statistics say (TestStatementPlans). Before a node runs a
+// batch it asks CancelledMessages, answered from memory: the ledger reads new cancels every
+// Options.CancelCheck (250 ms), and asks the table per batch only while those reads fail.
+// CancelMessage returns after twice CancelCheck, when every node sees the cancel. One message
+// costs one row and two index entries, about 350 bytes of write-ahead log and 10 µs of database
+// time for its whole life (BenchmarkLedgerWrite; the layout before wrote about 1,600 bytes and
+// took 75 µs); see the README's Performance table for the throughput with and without it. A
+// background pruner deletes, in bounded deletes of about Options.PruneBatch rows, cancelled
+// messages and batches completed more than Options.Retention ago (default 24 h) with their
+// messages, and older batch rows no message points at any more. Dead-lettered batches stay
+// until their messages are replayed and complete.
+//
+// Ordering: each event carries its time on the recording node's clock; a batch row takes an
+// event only when it is not older than the row's, so a late group from one node never moves a
+// batch back. A cancelled message takes only its batch's completion. A message moves to
+// another batch only for an event newer than its last move.
 //
 // # Ledger mode
 //
@@ -71,12 +96,11 @@
 //     after the last republish.
 //   - Cost: one more statement per group of publishes (the keep, on the publish path: a flush
 //     waits for it) and two more in the grouped writes' round trip. BenchmarkLedgerCost, 100
-//     messages per batch, 30,000 messages per variant, one run on a shared 2-core machine:
-//     throughput in mode 0.44 of the ledger off on SQL jobs (on: 0.50), 0.22 on Redis (on:
-//     0.41); write-ahead log per message on SQL jobs 46 B off, 752 B on, 965 B in mode (the
-//     kept bodies are compressed, and the ledger's own row per message is most of the write
-//     amplification). BenchmarkLedgerPickup: pickup p50 in mode 1.07 of off on SQL jobs, 1.06
-//     on Redis.
+//     messages per batch, 20,000 messages per variant, medians of 5 interleaved rounds in one
+//     run on a shared 2-core machine: throughput in mode 0.49 of the ledger off on SQL jobs
+//     (on: 0.70), 0.29 on Redis (on: 0.45); write-ahead log per message on SQL jobs 20 B off,
+//     401 B on, 425 B in mode (the kept bodies are compressed; the message rows are most of
+//     it). BenchmarkLedgerPickup: pickup p50 in mode 1.07 of off on SQL jobs, 1.06 on Redis.
 //   - Proof: the parity property messages/ledger_mode_republishes_lost_batch (a backend that
 //     acknowledges and forgets a plain and a transactional publish's batch, on every adapter)
 //     and the chaos scenarios redis/restart-backend-noaof-ledger (missing 0 where the same
@@ -85,6 +109,7 @@
 //
 // Consistency: events are written asynchronously, so a lookup from another process may miss
 // the last FlushInterval of events; the Ledger's own lookups and cancels flush its buffer
-// first. Events still buffered when a process dies are lost (the row then shows an earlier
-// state until the next event of the message).
+// first. Events still buffered when a process dies are lost, and so are the last grouped
+// writes (a fraction of a second) when the database crashes (the message then shows an
+// earlier state until the next event of its batch).
 package ledger

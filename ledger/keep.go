@@ -159,7 +159,7 @@ ON CONFLICT (queue, batch_id) DO UPDATE SET body = excluded.body, due = excluded
 // whose completion or dead letter was recorded are settled (no longer kept), and the ones that
 // showed a sign of life (a run's start, a retry) get their deadline pushed
 // to Horizon after it (after the retry's due time for a retry).
-func (l *Ledger) batchEvents(b *pgx.Batch, events []core.MessageInfo) {
+func (l *Ledger) batchEvents(b *pgx.Batch, events []core.BatchEvent) {
 	type key struct{ queue, id string }
 	settled := map[key]bool{}
 	touched := map[key]time.Time{}

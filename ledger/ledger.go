@@ -132,15 +132,18 @@ func (o *Options) withDefaults() (c Options, err error) {
 // cancels. It implements core.MessageRecorder (give it to a node as NodeOptions.Ledger) and
 // core.MessageStore. Create it with New; Close it after the nodes that record to it.
 type Ledger struct {
-	pool  *pgxpool.Pool
-	opts  Options
-	table string // quoted schema.txmq_ledger
-	kept  string // quoted schema.txmq_ledger_batches
-	log   *slog.Logger
+	pool   *pgxpool.Pool
+	opts   Options
+	table  string // quoted schema.txmq_ledger: one row per message
+	states string // quoted schema.txmq_ledger_states: one row per batch
+	kept   string // quoted schema.txmq_ledger_batches
+	log    *slog.Logger
 
-	mu      sync.Mutex
-	buf     []core.MessageInfo
-	flushMu sync.Mutex // one write at a time, in buffer order
+	mu       sync.Mutex
+	buf      []core.BatchEvent
+	bufMsgs  int         // the messages of buf's events
+	flushMu  sync.Mutex  // one write at a time, in buffer order
+	attached attachedSet // under flushMu
 
 	wake    chan struct{}
 	stop    chan struct{}
@@ -172,10 +175,11 @@ func New(pool *pgxpool.Pool, opts *Options) (*Ledger, error) {
 	}
 	l := &Ledger{
 		pool: pool, opts: o, log: o.Logger,
-		table: pgx.Identifier{o.Schema, "txmq_ledger"}.Sanitize(),
-		kept:  pgx.Identifier{o.Schema, "txmq_ledger_batches"}.Sanitize(),
-		wake:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
+		table:  pgx.Identifier{o.Schema, "txmq_ledger"}.Sanitize(),
+		states: pgx.Identifier{o.Schema, "txmq_ledger_states"}.Sanitize(),
+		kept:   pgx.Identifier{o.Schema, "txmq_ledger_batches"}.Sanitize(),
+		wake:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
 	}
 	l.loops.Add(1)
 	go l.flushLoop()
@@ -189,13 +193,13 @@ func New(pool *pgxpool.Pool, opts *Options) (*Ledger, error) {
 // Schema returns the schema of the ledger table.
 func (l *Ledger) Schema() string { return l.opts.Schema }
 
-// Stats are a Ledger's counters.
+// Stats are a Ledger's counters. Events count once per message they cover.
 type Stats struct {
 	// Written counts the events written.
 	Written int64
 	// Dropped counts the events dropped because the buffer was full (MaxBuffered).
 	Dropped int64
-	// Pruned counts the rows the pruner deleted.
+	// Pruned counts the message rows the pruner deleted.
 	Pruned int64
 	// Buffered is the number of events waiting to be written.
 	Buffered int
@@ -210,36 +214,48 @@ type Stats struct {
 // Stats returns the ledger's counters.
 func (l *Ledger) Stats() Stats {
 	l.mu.Lock()
-	n := len(l.buf)
+	n := l.bufMsgs
 	l.mu.Unlock()
 	return Stats{Written: l.written.Load(), Dropped: l.dropped.Load(), Pruned: l.pruned.Load(), Buffered: n,
 		Kept: l.mode.kept.Load(), Republished: l.mode.republished.Load(), GaveUp: l.mode.gaveUp.Load()}
 }
 
-// RecordMessages buffers events for the next grouped write; it never blocks on the database.
-// When MaxBuffered events are already waiting, the new ones are dropped, logged and counted.
-func (l *Ledger) RecordMessages(events []core.MessageInfo) {
-	if len(events) == 0 {
+// RecordBatch buffers ev for the next grouped write; it never blocks on the database. When
+// MaxBuffered events (counted per message) are already waiting, it is dropped, logged and
+// counted.
+func (l *Ledger) RecordBatch(ev core.BatchEvent) {
+	n := len(ev.IDs)
+	if n == 0 {
 		return
 	}
 	l.mu.Lock()
-	over := len(l.buf)+len(events) > l.opts.MaxBuffered
+	over := l.bufMsgs+n > l.opts.MaxBuffered
 	if !over {
-		l.buf = append(l.buf, events...)
+		l.buf = append(l.buf, ev)
+		l.bufMsgs += n
 	}
-	n := len(l.buf)
+	total := l.bufMsgs
 	l.mu.Unlock()
 	if over {
-		if l.dropped.Add(int64(len(events))) == int64(len(events)) {
-			l.log.Error("txmq ledger: buffer full (the database does not keep up or does not answer); events dropped (further drops are counted in Stats.Dropped)", "schema", l.opts.Schema, "events", len(events), "max_buffered", l.opts.MaxBuffered)
+		if l.dropped.Add(int64(n)) == int64(n) {
+			l.log.Error("txmq ledger: buffer full (the database does not keep up or does not answer); events dropped (further drops are counted in Stats.Dropped)", "schema", l.opts.Schema, "queue", ev.Queue, "batch", ev.BatchID, "events", n, "max_buffered", l.opts.MaxBuffered)
 		}
 		return
 	}
-	if n >= l.opts.FlushSize {
+	if total >= l.opts.FlushSize {
 		select {
 		case l.wake <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// RecordMessages records events of single messages, each as a batch event of one message
+// (for tools and tests; nodes call RecordBatch).
+func (l *Ledger) RecordMessages(events []core.MessageInfo) {
+	for _, e := range events {
+		l.RecordBatch(core.BatchEvent{Queue: e.Queue, BatchID: e.BatchID, IDs: []string{e.ID}, State: e.State,
+			PublishedAt: e.PublishedAt, UpdatedAt: e.UpdatedAt, Due: e.Due, Node: e.Node, Runs: e.Runs, Error: e.Error, Reason: e.Reason})
 	}
 }
 
@@ -249,8 +265,8 @@ func (l *Ledger) Flush(ctx context.Context) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
 	l.mu.Lock()
-	events := l.buf
-	l.buf = nil
+	events, msgs := l.buf, l.bufMsgs
+	l.buf, l.bufMsgs = nil, 0
 	l.mu.Unlock()
 	if len(events) == 0 {
 		return nil
@@ -259,18 +275,17 @@ func (l *Ledger) Flush(ctx context.Context) error {
 		// Put them back in front, keeping their order, within the cap.
 		l.mu.Lock()
 		keep := events
-		if room := l.opts.MaxBuffered - len(l.buf); len(keep) > room {
-			if room < 0 {
-				room = 0
-			}
-			l.dropped.Add(int64(len(keep) - room))
-			keep = keep[len(keep)-room:]
+		for len(keep) > 0 && msgs+l.bufMsgs > l.opts.MaxBuffered {
+			l.dropped.Add(int64(len(keep[0].IDs)))
+			msgs -= len(keep[0].IDs)
+			keep = keep[1:]
 		}
 		l.buf = append(keep, l.buf...)
+		l.bufMsgs += msgs
 		l.mu.Unlock()
 		return err
 	}
-	l.written.Add(int64(len(events)))
+	l.written.Add(int64(msgs))
 	return nil
 }
 

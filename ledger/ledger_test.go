@@ -157,3 +157,115 @@ func TestCancelSeenAcrossProcesses(t *testing.T) {
 		t.Fatalf("CancelledMessages right after the other process's CancelMessage = %v, %v; want x", got, err)
 	}
 }
+
+// TestPruneBatches: a batch completed past the retention goes with its messages; a dead one
+// stays, as does one completed recently; a dead batch whose messages were replayed in another
+// batch goes (no message points at it), its messages stay.
+func TestPruneBatches(t *testing.T) {
+	t.Parallel()
+	l := open(t, ledger.Options{Retention: time.Hour, PruneBatch: 3, NoPrune: true})
+	ctx := context.Background()
+	old, recent := time.Now().Add(-2*time.Hour), time.Now()
+	life := func(batch string, ids []string, end core.MessageState, at time.Time) {
+		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: core.StateQueued, PublishedAt: at, UpdatedAt: at})
+		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: core.StateRunning, UpdatedAt: at.Add(time.Second), Runs: 1})
+		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: end, UpdatedAt: at.Add(2 * time.Second), Runs: 1})
+	}
+	life("done1", []string{"a1", "a2"}, core.StateCompleted, old)
+	life("done2", []string{"b1", "b2", "b3"}, core.StateCompleted, old)
+	life("done3", []string{"c1"}, core.StateCompleted, old)
+	life("dead", []string{"d1", "d2"}, core.StateDead, old)
+	life("fresh", []string{"f1"}, core.StateCompleted, recent)
+	life("replayed", []string{"r1"}, core.StateDead, old)
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// r1 replayed through the outbox (no batch yet): it leaves its dead batch.
+	l.RecordBatch(core.BatchEvent{Queue: "q", IDs: []string{"r1"}, State: core.StateQueued, UpdatedAt: recent})
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := state(t, l, "r1"); m.State != core.StateQueued || m.BatchID != "" {
+		t.Fatalf("r1 after its replay = %+v; want queued without a batch", m)
+	}
+	n, err := l.Prune(ctx)
+	if err != nil || n != 6 {
+		t.Fatalf("Prune = %d, %v; want the 6 messages of the 3 old completed batches", n, err)
+	}
+	left, err := l.ListMessages(ctx, core.MessageFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]core.MessageState{}
+	for _, m := range left {
+		got[m.ID] = m.State
+	}
+	want := map[string]core.MessageState{"d1": core.StateDead, "d2": core.StateDead, "f1": core.StateCompleted, "r1": core.StateQueued}
+	if len(got) != len(want) {
+		t.Fatalf("left %v; want %v", got, want)
+	}
+	for id, s := range want {
+		if got[id] != s {
+			t.Errorf("left %v; want %v", got, want)
+			break
+		}
+	}
+	var batches []string
+	rows, err := testenv.PostgresPool(t).Query(ctx, `SELECT batch_id FROM `+l.Schema()+`.txmq_ledger_states ORDER BY batch_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var b string
+		if err := rows.Scan(&b); err != nil {
+			t.Fatal(err)
+		}
+		batches = append(batches, b)
+	}
+	if rows.Err() != nil || len(batches) != 2 || batches[0] != "dead" || batches[1] != "fresh" {
+		t.Errorf("batch rows left %v, %v; want dead and fresh", batches, rows.Err())
+	}
+}
+
+// TestBatchLife: a message takes its batch's state; one staged in a transaction (no batch)
+// takes the batch of its first run; a cancelled one keeps its cancel through its batch's
+// retry, and takes the batch's completion unless a node left it out of the run.
+func TestBatchLife(t *testing.T) {
+	t.Parallel()
+	l := open(t, ledger.Options{NoPrune: true})
+	ctx := context.Background()
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	rec := func(batch string, ids []string, s core.MessageState, sec int) {
+		t.Helper()
+		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: s, PublishedAt: at(sec), UpdatedAt: at(sec), Runs: 1})
+		if err := l.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec("", []string{"s1", "s2"}, core.StateQueued, 1) // staged in a transaction
+	rec("B", []string{"s1", "s2"}, core.StateRunning, 2)
+	if m := state(t, l, "s1"); m.State != core.StateRunning || m.BatchID != "B" || !m.PublishedAt.Equal(at(1)) {
+		t.Fatalf("s1 after the relay's batch ran = %+v; want running in B, published at %v", m, at(1))
+	}
+	rec("C", []string{"c1", "c2", "c3"}, core.StateQueued, 3)
+	for _, id := range []string{"c1", "c2"} {
+		if _, err := l.CancelMessage(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec("C", []string{"c1", "c2", "c3"}, core.StateRetry, 4) // c1 and c2 were in the run
+	if m := state(t, l, "c1"); m.State != core.StateCancelled {
+		t.Fatalf("c1 after its batch's retry = %+v; want cancelled", m)
+	}
+	rec("", []string{"c2"}, core.StateCancelled, 5) // the next run leaves c2 out
+	rec("C", []string{"c1", "c3"}, core.StateCompleted, 6)
+	for id, want := range map[string]core.MessageState{"c1": core.StateCompleted, "c2": core.StateCancelled, "c3": core.StateCompleted} {
+		if m := state(t, l, id); m.State != want {
+			t.Errorf("%s = %+v; want %s", id, m, want)
+		}
+	}
+	if got, err := l.ListMessages(ctx, core.MessageFilter{Queue: "q", State: core.StateCompleted}); err != nil || len(got) != 2 {
+		t.Errorf("completed = %+v, %v; want c1 and c3", got, err)
+	}
+}

@@ -175,8 +175,10 @@ func (l *Ledger) terminalOf(ctx context.Context, tx pgx.Tx, page []keptBatch) (f
 		}
 	}
 	final := map[[2]string]bool{}
-	rows, err := tx.Query(ctx, `SELECT l.queue, l.id FROM `+l.table+` AS l JOIN unnest($1::text[], $2::text[]) AS t(q, id)
-	ON l.id = t.id AND l.queue = t.q WHERE l.state IN ('completed', 'cancelled', 'dead')`, queues, ids)
+	if _, err := tx.Exec(ctx, planGuard); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Query(ctx, l.terminalSQL(), queues, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -226,4 +228,10 @@ func (l *Ledger) afterPass(ctx context.Context, tx pgx.Tx, settle, gaveUp, again
 	_, err := tx.Exec(ctx, `UPDATE `+l.kept+` AS k SET republished = k.republished + 1, deadline = now() + t.w * interval '1 microsecond'
 FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(q, id, w) WHERE k.queue = t.q AND k.batch_id = t.id`, queues, ids, waits)
 	return err
+}
+
+// terminalSQL is terminalOf's statement ($1 the queues, $2 the ids of the messages).
+func (l *Ledger) terminalSQL() string {
+	return `SELECT v.queue, v.id FROM ` + l.messages() + ` JOIN unnest($1::text[], $2::text[]) AS t(q, id)
+	ON v.id = t.id AND v.queue = t.q WHERE v.state IN ('completed', 'cancelled', 'dead')`
 }

@@ -1,8 +1,10 @@
 package ledger
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,66 +12,88 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
-// merge folds events of the same message into one (a statement may change a row once): the
-// newest state wins (the later one on a tie), the earliest publish time and the known batch id
-// are kept.
-func merge(events []core.MessageInfo) []core.MessageInfo {
+// A grouped write turns the buffered events into at most four statements, sent in one round
+// trip and run in one transaction, always in this order (so that concurrent writes take their
+// locks in one order):
+//
+//   - loose: events without a batch id (messages staged in a transaction, messages a node
+//     left out of a run as cancelled, and events recorded one message at a time without a
+//     batch) upsert the message rows themselves, state and all;
+//   - attach: a batch's events insert the rows of its messages that are missing and point
+//     those of another batch at it (a message staged in a transaction gets the batch the
+//     outbox relay gave it; a dead letter replayed gets the replay's batch). A batch this
+//     Ledger attached already costs nothing here but at its publish;
+//   - states: one row per batch takes the batch's newest event;
+//   - ledger mode's statements (keep.go).
+
+// loose returns the messages of events without a batch id, one event per message, merged
+// (a statement may change a row once): the newest state wins (the later one on a tie), the
+// earliest publish time is kept.
+func loose(events []core.BatchEvent) []core.MessageInfo {
 	type key struct{ queue, id string }
-	index := make(map[key]int, len(events))
-	out := events[:0:0]
-	for _, e := range events {
-		if e.PublishedAt.IsZero() {
-			e.PublishedAt = e.UpdatedAt
-		}
-		k := key{e.Queue, e.ID}
-		i, ok := index[k]
-		if !ok {
-			index[k] = len(out)
-			out = append(out, e)
+	var (
+		index map[key]int
+		out   []core.MessageInfo
+	)
+	for _, ev := range events {
+		if ev.BatchID != "" {
 			continue
 		}
-		prev := out[i]
-		win := e
-		if prev.State == core.StateCancelled && e.State != core.StateCompleted || e.UpdatedAt.Before(prev.UpdatedAt) {
-			win = prev
+		if index == nil {
+			index = map[key]int{}
 		}
-		if prev.PublishedAt.Before(e.PublishedAt) {
-			win.PublishedAt = prev.PublishedAt
-		} else {
-			win.PublishedAt = e.PublishedAt
-		}
-		if win.BatchID == "" {
-			win.BatchID = prev.BatchID
-			if win.BatchID == "" {
-				win.BatchID = e.BatchID
+		for _, id := range ev.IDs {
+			e := core.MessageInfo{ID: id, Queue: ev.Queue, State: ev.State, PublishedAt: ev.PublishedAt, UpdatedAt: ev.UpdatedAt,
+				Due: ev.Due, Node: ev.Node, Runs: ev.Runs, Error: ev.Error, Reason: ev.Reason}
+			if e.PublishedAt.IsZero() {
+				e.PublishedAt = e.UpdatedAt
 			}
+			k := key{e.Queue, e.ID}
+			i, ok := index[k]
+			if !ok {
+				index[k] = len(out)
+				out = append(out, e)
+				continue
+			}
+			prev := out[i]
+			win := e
+			if prev.State == core.StateCancelled && e.State != core.StateCompleted || e.UpdatedAt.Before(prev.UpdatedAt) {
+				win = prev
+			}
+			if prev.PublishedAt.Before(e.PublishedAt) {
+				win.PublishedAt = prev.PublishedAt
+			} else {
+				win.PublishedAt = e.PublishedAt
+			}
+			out[i] = win
 		}
-		out[i] = win
 	}
 	return out
 }
 
-// newer is the condition for a row to take an event's state: the event is not older than the
-// row's, and a cancelled row takes only a completion.
+// newer is the condition for a message row to take a loose event's state: the event is not
+// older than the row's, and a cancelled row takes only a completion.
 const newer = `(l.updated_at <= excluded.updated_at AND (l.state <> 'cancelled' OR excluded.state = 'completed'))`
 
-// write stores events as one multi-row statement. A row takes an event that is not older
-// than it; a cancelled row takes only a completion.
-func (l *Ledger) write(ctx context.Context, events []core.MessageInfo) error {
-	var modeBatch pgx.Batch
-	if l.opts.Mode {
-		l.batchEvents(&modeBatch, events) // before merge: every batch's events count
-	}
-	events = merge(events)
+// leftOut is the condition for a cancelled row to leave its batch: a node left the message
+// out of a run of it (the batch's completion is not the message's).
+const leftOut = `(l.state = 'cancelled' AND excluded.state = 'cancelled' AND l.batch_id <> '')`
+
+// queueLoose queues the upsert of the loose events' message rows. A row that takes an event
+// leaves its batch: the message is in another one now (staged again, or left out of a run).
+func (l *Ledger) queueLoose(b *pgx.Batch, events []core.MessageInfo) {
 	n := len(events)
+	if n == 0 {
+		return
+	}
 	var (
-		queues, ids, batches, states, nodes, errs, reasons = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		published, updated                                 = make([]time.Time, n), make([]time.Time, n)
-		dues                                               = make([]*time.Time, n)
-		runs                                               = make([]int32, n)
+		queues, ids, states, nodes, errs, reasons = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		published, updated                        = make([]time.Time, n), make([]time.Time, n)
+		dues                                      = make([]*time.Time, n)
+		runs                                      = make([]int32, n)
 	)
 	for i, e := range events {
-		queues[i], ids[i], batches[i], states[i] = e.Queue, e.ID, e.BatchID, string(e.State)
+		queues[i], ids[i], states[i] = e.Queue, e.ID, string(e.State)
 		nodes[i], errs[i], reasons[i] = e.Node, e.Error, e.Reason
 		published[i], updated[i], runs[i] = e.PublishedAt, e.UpdatedAt, int32(e.Runs)
 		if !e.Due.IsZero() {
@@ -77,34 +101,258 @@ func (l *Ledger) write(ctx context.Context, events []core.MessageInfo) error {
 			dues[i] = &d
 		}
 	}
-	upsert := `INSERT INTO ` + l.table + ` AS l (queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::timestamptz[], $7::timestamptz[], $8::text[], $9::int[], $10::text[], $11::text[])
-ON CONFLICT (queue, id) DO UPDATE SET
-	batch_id = CASE WHEN excluded.batch_id = '' THEN l.batch_id ELSE excluded.batch_id END,
+	b.Queue(`INSERT INTO `+l.table+` AS l (queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason)
+SELECT q, id, '', s, p, u, d, n, r, e, re FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[]) AS t(q, id, s, p, u, d, n, r, e, re)
+ON CONFLICT (id, queue) DO UPDATE SET
+	batch_id = CASE WHEN `+newer+` OR `+leftOut+` THEN '' ELSE l.batch_id END,
 	published_at = LEAST(l.published_at, excluded.published_at),
-	state = CASE WHEN ` + newer + ` THEN excluded.state ELSE l.state END,
-	updated_at = CASE WHEN ` + newer + ` THEN excluded.updated_at ELSE l.updated_at END,
-	due = CASE WHEN ` + newer + ` THEN excluded.due ELSE l.due END,
-	node = CASE WHEN ` + newer + ` AND excluded.node <> '' THEN excluded.node ELSE l.node END,
-	runs = CASE WHEN ` + newer + ` THEN excluded.runs ELSE l.runs END,
-	error = CASE WHEN ` + newer + ` AND excluded.error <> '' THEN excluded.error ELSE l.error END,
-	reason = CASE WHEN ` + newer + ` THEN excluded.reason ELSE l.reason END
-WHERE ` + newer + ` OR excluded.published_at < l.published_at`
-	args := []any{queues, ids, batches, states, published, updated, dues, nodes, runs, errs, reasons}
-	var err error
-	if modeBatch.Len() == 0 {
-		_, err = l.pool.Exec(ctx, upsert, args...)
-	} else {
-		// One round trip: the message rows, then the kept batches' deadlines and settles.
-		b := &pgx.Batch{}
-		b.Queue(upsert, args...)
-		b.QueuedQueries = append(b.QueuedQueries, modeBatch.QueuedQueries...)
-		err = l.pool.SendBatch(ctx, b).Close()
+	state = CASE WHEN `+newer+` THEN excluded.state ELSE l.state END,
+	updated_at = CASE WHEN `+newer+` THEN excluded.updated_at ELSE l.updated_at END,
+	due = CASE WHEN `+newer+` THEN excluded.due ELSE l.due END,
+	node = CASE WHEN `+newer+` AND excluded.node <> '' THEN excluded.node ELSE l.node END,
+	runs = CASE WHEN `+newer+` THEN excluded.runs ELSE l.runs END,
+	error = CASE WHEN `+newer+` AND excluded.error <> '' THEN excluded.error ELSE l.error END,
+	reason = CASE WHEN `+newer+` THEN excluded.reason ELSE l.reason END
+WHERE `+newer+` OR `+leftOut+` OR excluded.published_at < l.published_at`,
+		queues, ids, states, published, updated, dues, nodes, runs, errs, reasons)
+}
+
+// batchKey names a batch.
+type batchKey struct{ queue, id string }
+
+// batchRow is what a grouped write knows of one batch: its newest event, its earliest
+// publish time, and the ids of the events that attach messages to it.
+type batchRow struct {
+	key      batchKey
+	ev       core.BatchEvent // the newest event
+	pub      time.Time       // the earliest publish time of its events
+	attach   []string        // the ids to attach (the longest list of its events)
+	attachAt time.Time       // the newest event's time
+	attachS  core.MessageState
+	attachD  time.Time
+	attached bool // this write attaches its messages (queueAttach)
+}
+
+// batchRows folds the events with a batch id into one row per batch, sorted by queue and id.
+func batchRows(events []core.BatchEvent) []*batchRow {
+	var (
+		index map[batchKey]*batchRow
+		out   []*batchRow
+	)
+	for _, ev := range events {
+		if ev.BatchID == "" {
+			continue
+		}
+		if index == nil {
+			index = map[batchKey]*batchRow{}
+		}
+		pub := ev.PublishedAt
+		if pub.IsZero() {
+			pub = ev.UpdatedAt
+		}
+		k := batchKey{ev.Queue, ev.BatchID}
+		r := index[k]
+		if r == nil {
+			r = &batchRow{key: k, ev: ev, pub: pub}
+			index[k] = r
+			out = append(out, r)
+		} else {
+			if !ev.UpdatedAt.Before(r.ev.UpdatedAt) {
+				r.ev = ev
+			}
+			if pub.Before(r.pub) {
+				r.pub = pub
+			}
+		}
+		if len(ev.IDs) >= len(r.attach) {
+			r.attach = ev.IDs
+			if ev.UpdatedAt.After(r.attachAt) {
+				r.attachAt, r.attachS, r.attachD = ev.UpdatedAt, ev.State, ev.Due
+			}
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("txmq ledger: writing %d events to %s: %w", n, l.table, err)
+	slices.SortFunc(out, func(a, b *batchRow) int {
+		return cmp.Or(cmp.Compare(a.key.queue, b.key.queue), cmp.Compare(a.key.id, b.key.id))
+	})
+	return out
+}
+
+// queueAttach queues the statements that attach the batches' messages: rows of another
+// batch (not cancelled) move to this one unless they moved later, and the missing rows are
+// inserted (a plain insert: an upsert's speculative insertion costs twice the time and more
+// log; two writers inserting one id at once fail the group, which the next write takes
+// again). Any event but a publish of a batch this Ledger attached already is skipped.
+func (l *Ledger) queueAttach(b *pgx.Batch, rows []*batchRow) []*batchRow {
+	var (
+		done []*batchRow
+		a    attachArgs
+	)
+	for _, r := range rows {
+		if len(r.attach) == 0 {
+			continue
+		}
+		switch r.attachS {
+		case core.StateOutbox, core.StateQueued, core.StateDelayed:
+		default:
+			if l.attached.has(r.key, len(r.attach)) {
+				continue
+			}
+		}
+		a.add(r)
+		r.attached = true
+		done = append(done, r)
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	// The messages joined with their batch's values: ids and their batch's ordinal, and one
+	// entry per batch (fewer parameters to encode than one of each per message).
+	const rowsOf = `(SELECT t.q AS queue, m.id, t.b AS batch_id, t.s AS state, t.p AS published_at, t.u AS updated_at, t.d AS due
+	FROM unnest($1::text[], $2::int[]) AS m(id, i) JOIN unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, i) USING (i)) AS x`
+	const move = `(l.state <> 'cancelled' AND l.batch_id <> x.batch_id AND l.updated_at <= x.updated_at)`
+	// One probe per message: the rows found are updated (rarely: a message moving to another
+	// batch), the others inserted.
+	b.Queue(`WITH x AS (SELECT x.*, EXISTS (SELECT 1 FROM `+l.table+` AS l WHERE l.id = x.id AND l.queue = x.queue) AS found FROM `+rowsOf+`),
+u AS (UPDATE `+l.table+` AS l SET
+	batch_id = CASE WHEN `+move+` THEN x.batch_id ELSE l.batch_id END,
+	updated_at = CASE WHEN `+move+` THEN x.updated_at ELSE l.updated_at END,
+	published_at = LEAST(l.published_at, x.published_at)
+FROM x WHERE x.found AND l.id = x.id AND l.queue = x.queue AND (`+move+` OR x.published_at < l.published_at))
+INSERT INTO `+l.table+` (queue, id, batch_id, state, published_at, updated_at, due)
+SELECT x.queue, x.id, x.batch_id, x.state, x.published_at, x.updated_at, x.due FROM x WHERE NOT x.found`, a.args()...)
+	return done
+}
+
+// attachArgs are the parameters of one attach statement.
+type attachArgs struct {
+	queues, batches, states []string
+	pubs, ats               []time.Time
+	dues                    []*time.Time
+	ids                     []string
+	of                      []int32
+}
+
+// add appends r's batch and messages.
+func (a *attachArgs) add(r *batchRow) {
+	a.queues, a.batches, a.states = append(a.queues, r.key.queue), append(a.batches, r.key.id), append(a.states, string(r.attachS))
+	a.pubs, a.ats = append(a.pubs, r.pub), append(a.ats, r.attachAt)
+	var due *time.Time
+	if !r.attachD.IsZero() {
+		d := r.attachD
+		due = &d
+	}
+	a.dues = append(a.dues, due)
+	for _, id := range r.attach {
+		a.ids, a.of = append(a.ids, id), append(a.of, int32(len(a.queues)))
+	}
+}
+
+func (a *attachArgs) args() []any {
+	return []any{a.ids, a.of, a.queues, a.batches, a.states, a.pubs, a.ats, a.dues}
+}
+
+// queueStates queues the upsert of the batches' state rows: a row takes an event that is not
+// older than its own; the publish time is the earliest recorded. A batch whose messages this
+// write attaches also gets their ids (the longest list recorded stays), which the pruner
+// deletes the messages by: an index on the messages' batch would cost every message an index
+// entry more.
+func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
+	n := len(rows)
+	if n == 0 {
+		return
+	}
+	var (
+		queues, batches, states, nodes, errs, reasons = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		published, updated                            = make([]time.Time, n), make([]time.Time, n)
+		dues                                          = make([]*time.Time, n)
+		runs, msgs                                    = make([]int32, n), make([]int32, n)
+		ids                                           []string
+		of                                            []int32
+	)
+	for i, r := range rows {
+		e := r.ev
+		queues[i], batches[i], states[i] = r.key.queue, r.key.id, string(e.State)
+		nodes[i], errs[i], reasons[i] = e.Node, e.Error, e.Reason
+		published[i], updated[i], runs[i], msgs[i] = r.pub, e.UpdatedAt, int32(e.Runs), int32(len(e.IDs))
+		if !e.Due.IsZero() {
+			d := e.Due
+			dues[i] = &d
+		}
+		if r.attached {
+			for _, id := range r.attach {
+				ids, of = append(ids, id), append(of, int32(i+1))
+			}
+		}
+	}
+	const take = `(s.updated_at <= excluded.updated_at)`
+	b.Queue(`INSERT INTO `+l.states+` AS s (queue, batch_id, state, published_at, updated_at, due, node, runs, error, reason, messages, ids)
+SELECT t.q, t.b, t.s, t.p, t.u, t.d, t.n, t.r, t.e, t.re, t.m, x.ids
+FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[]) WITH ORDINALITY AS t(q, b, s, p, u, d, n, r, e, re, m, i)
+LEFT JOIN (SELECT i, array_agg(id) AS ids FROM unnest($12::text[], $13::int[]) AS m(id, i) GROUP BY i) AS x USING (i)
+ON CONFLICT (queue, batch_id) DO UPDATE SET
+	published_at = LEAST(s.published_at, excluded.published_at),
+	state = CASE WHEN `+take+` THEN excluded.state ELSE s.state END,
+	updated_at = CASE WHEN `+take+` THEN excluded.updated_at ELSE s.updated_at END,
+	due = CASE WHEN `+take+` THEN excluded.due ELSE s.due END,
+	node = CASE WHEN `+take+` AND excluded.node <> '' THEN excluded.node ELSE s.node END,
+	runs = CASE WHEN `+take+` THEN excluded.runs ELSE s.runs END,
+	error = CASE WHEN `+take+` AND excluded.error <> '' THEN excluded.error ELSE s.error END,
+	reason = CASE WHEN `+take+` THEN excluded.reason ELSE s.reason END,
+	messages = CASE WHEN `+take+` THEN excluded.messages ELSE s.messages END,
+	ids = CASE WHEN excluded.ids IS NULL OR cardinality(excluded.ids) < cardinality(s.ids) THEN s.ids ELSE excluded.ids END
+WHERE `+take+` OR excluded.published_at < s.published_at OR excluded.ids IS NOT NULL`,
+		queues, batches, states, published, updated, dues, nodes, runs, errs, reasons, msgs, ids, of)
+}
+
+// write stores events: the statements above in one round trip and one transaction.
+func (l *Ledger) write(ctx context.Context, events []core.BatchEvent) error {
+	b := &pgx.Batch{}
+	l.queueLoose(b, loose(events))
+	rows := batchRows(events)
+	attached := l.queueAttach(b, rows)
+	l.queueStates(b, rows)
+	if l.opts.Mode {
+		l.batchEvents(b, events)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	// The events were buffered in memory: a crash of this process loses them anyway, so the
+	// write need not wait for the log's flush to disk either (a database crash may lose the
+	// last fraction of a second of writes, as documented; visibility is at the commit). The
+	// statements run behind the plan guard.
+	b.QueuedQueries = append([]*pgx.QueuedQuery{{SQL: `SELECT set_config('synchronous_commit', 'off', true), set_config('enable_seqscan', 'off', true)`}}, b.QueuedQueries...)
+	if err := l.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("txmq ledger: writing %d events to %s and %s: %w", len(events), l.table, l.states, err)
+	}
+	for _, r := range attached {
+		l.attached.add(r.key, len(r.attach))
 	}
 	return nil
+}
+
+// attachedMax bounds the batches an attachedSet remembers; past it, it starts over.
+const attachedMax = 1 << 14
+
+// attachedSet remembers the batches whose messages this Ledger attached (with how many ids),
+// so that a run's start of a batch published through this process costs no message
+// statement. Only the flusher uses it (under flushMu).
+type attachedSet struct {
+	m map[batchKey]int
+}
+
+// has reports whether the batch was attached with at least n ids.
+func (s *attachedSet) has(k batchKey, n int) bool {
+	got, ok := s.m[k]
+	return ok && got >= n
+}
+
+// add remembers the batch.
+func (s *attachedSet) add(k batchKey, n int) {
+	if s.m == nil || len(s.m) >= attachedMax {
+		s.m = make(map[batchKey]int, 1024)
+	}
+	s.m[k] = max(s.m[k], n)
 }
 
 func (l *Ledger) pruneLoop() {
@@ -125,27 +373,81 @@ func (l *Ledger) pruneLoop() {
 	}
 }
 
-// Prune deletes completed and cancelled rows last updated more than Retention ago, PruneBatch
-// rows per statement until one deletes fewer, and returns how many it deleted. The pruner
-// calls it every PruneInterval.
+// Prune deletes the messages completed or cancelled more than Retention ago and the rows of
+// the batches completed that long ago (with their messages), and the rows of older batches
+// that no message points at any more (their messages were replayed in another batch), about
+// PruneBatch rows per statement until each deletes fewer, and returns how many message rows it
+// deleted. The pruner calls it every PruneInterval.
 func (l *Ledger) Prune(ctx context.Context) (int64, error) {
+	cutoff := time.Now().Add(-l.opts.Retention)
+	pruneMsgs, pruneBatches, pruneOrphans := l.pruneSQL()
 	var total int64
-	for {
-		tag, err := l.pool.Exec(ctx, `DELETE FROM `+l.table+` WHERE (queue, id) IN (
-	SELECT queue, id FROM `+l.table+` WHERE state IN ('completed', 'cancelled') AND updated_at < $1
-	ORDER BY updated_at LIMIT $2)`, time.Now().Add(-l.opts.Retention), l.opts.PruneBatch)
+	more := func() bool {
+		select {
+		case <-l.stop:
+			return false
+		default:
+			return true
+		}
+	}
+	for more() {
+		tag, err := l.exec(ctx, pruneMsgs, cutoff, l.opts.PruneBatch)
 		if err != nil {
-			return total, fmt.Errorf("txmq ledger: pruning %s: %w", l.table, err)
+			return total, fmt.Errorf("txmq ledger: pruning completed and cancelled messages from %s: %w", l.table, err)
 		}
 		total += tag.RowsAffected()
 		l.pruned.Add(tag.RowsAffected())
 		if tag.RowsAffected() < int64(l.opts.PruneBatch) {
-			return total, nil
-		}
-		select {
-		case <-l.stop:
-			return total, nil
-		default:
+			break
 		}
 	}
+	for more() {
+		// The oldest completed batches, as many as hold about $2 messages (at least one), and
+		// their messages.
+		var batches, msgs int64
+		err := l.queryRow(ctx, pruneBatches, cutoff, l.opts.PruneBatch).Scan(&batches, &msgs)
+		if err != nil {
+			return total, fmt.Errorf("txmq ledger: pruning completed batches from %s: %w", l.states, err)
+		}
+		total += msgs
+		l.pruned.Add(msgs)
+		if batches == 0 {
+			break
+		}
+	}
+	for more() {
+		// Older batches no message points at any more (probes of the primary key).
+		tag, err := l.exec(ctx, pruneOrphans, cutoff, l.opts.PruneBatch)
+		if err != nil {
+			return total, fmt.Errorf("txmq ledger: pruning batches without messages from %s: %w", l.states, err)
+		}
+		if tag.RowsAffected() < int64(l.opts.PruneBatch) {
+			break
+		}
+	}
+	return total, nil
+}
+
+// pruneSQL returns Prune's statements ($1 the cutoff, $2 PruneBatch): the completed and
+// cancelled messages without a batch, the oldest completed batches with their messages (as
+// many as hold about $2 messages, at least one), and the older batches no message points at
+// (probes of the primary key).
+func (l *Ledger) pruneSQL() (messages, batches, orphans string) {
+	// Rows are deleted by their ctid (a TID scan), found through an index in a subquery.
+	return `DELETE FROM ` + l.table + ` WHERE ctid = ANY(ARRAY(
+	SELECT ctid FROM ` + l.table + ` WHERE state IN ('completed', 'cancelled') AND updated_at < $1
+	ORDER BY updated_at LIMIT $2))`,
+		`WITH gone AS (DELETE FROM ` + l.states + ` WHERE ctid = ANY(ARRAY(
+	SELECT ctid FROM (
+		SELECT ctid, sum(coalesce(cardinality(ids), 0)) OVER (ORDER BY updated_at, queue, batch_id) - coalesce(cardinality(ids), 0) AS before
+		FROM (SELECT ctid, * FROM ` + l.states + ` WHERE state = 'completed' AND updated_at < $1 ORDER BY updated_at LIMIT $2) AS s) AS s
+	WHERE before < $2))
+	RETURNING queue, batch_id, ids),
+d AS (DELETE FROM ` + l.table + ` AS m WHERE m.id = ANY(ARRAY(SELECT unnest(ids) FROM gone)) AND m.state <> 'cancelled'
+	AND EXISTS (SELECT 1 FROM gone WHERE gone.queue = m.queue AND gone.batch_id = m.batch_id) RETURNING 1)
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d)`,
+		`DELETE FROM ` + l.states + ` WHERE ctid = ANY(ARRAY(
+	SELECT s.ctid FROM ` + l.states + ` AS s WHERE s.updated_at < $1 AND s.state <> 'completed'
+	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id) JOIN ` + l.table + ` AS m ON m.id = x.id AND m.queue = s.queue AND m.batch_id = s.batch_id)
+	ORDER BY s.updated_at LIMIT $2))`
 }

@@ -32,7 +32,7 @@ func TestMsgCommands(t *testing.T) {
 	now := time.Now()
 	l.RecordMessages([]core.MessageInfo{
 		{ID: "m1", Queue: "emails", BatchID: "b1", State: core.StateRetry, PublishedAt: now.Add(-time.Minute), UpdatedAt: now, Due: now.Add(time.Minute), Node: "n1", Runs: 2, Error: "smtp: 550"},
-		{ID: "m2", Queue: "emails", BatchID: "b1", State: core.StateCompleted, PublishedAt: now.Add(-time.Minute), UpdatedAt: now, Node: "n1", Runs: 1},
+		{ID: "m2", Queue: "emails", BatchID: "b2", State: core.StateCompleted, PublishedAt: now.Add(-time.Minute), UpdatedAt: now, Node: "n1", Runs: 1},
 		{ID: "m3", Queue: "reports", State: core.StateDelayed, PublishedAt: now.Add(-2 * time.Hour), UpdatedAt: now.Add(-2 * time.Hour), Due: now.Add(time.Hour)},
 	})
 	if err := l.Close(context.Background()); err != nil {
