@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +40,7 @@ type queueState struct {
 	ready      string // subject of due batches, the main consumer's filter
 	prefix     string // "<prefix>.<queue>."
 
-	setup      sync.Mutex // serialises stream creation
+	setup      ctxMutex // serialises stream creation (Depths waits for it, see depth)
 	stream     jetstream.Stream
 	partitions int           // key partitions, from the stream's metadata (see ordering.go)
 	parts      []*lane       // one lane per key partition, made with the stream
@@ -60,7 +59,7 @@ type lane struct {
 
 	refusedSince atomic.Int64 // UnixNano of the first of the lane's pulls refused in a row (see refusedPull)
 
-	consMu    sync.Mutex // serialises consumer creation
+	consMu    ctxMutex // serialises consumer creation (Depths waits for it, see depth)
 	cons      jetstream.Consumer
 	exclusive bool          // as applied to cons
 	ackWait   time.Duration // cons's AckWait
