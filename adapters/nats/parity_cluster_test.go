@@ -20,7 +20,7 @@ import (
 //
 //	go test -race -count=1 -timeout 20m -tags natscluster -run '^TestParityCluster$' ./adapters/nats
 //
-// It takes about 2 minutes (96 properties, two at a time, on the shared 2-core machine) and
+// It takes 2 to 3 minutes (96 properties, two at a time, on the shared 2-core machine) and
 // appends parity[nats-cluster] to TXMQ_PARITY_SUMMARY like every TestParity. Its cluster is
 // three nats-server processes built from the module (natsenv.ClusterURL), so a cluster that
 // cannot start fails the test, on CI=true as anywhere; TXMQ_NATS_CLUSTER_URL names an outside
