@@ -45,7 +45,7 @@ var burnPad = fmt.Sprintf("%080d", 0)
 // against a server of its own process rather than the embedded one.
 func BenchmarkBurnDown(b *testing.B) {
 	url := natsenv.NATSURL(b)
-	b.Run("txmq", func(b *testing.B) { burnTxmq(b, url) })
+	b.Run("txmq", func(b *testing.B) { burnTxmq(b, url, nil) })
 	b.Run("raw", func(b *testing.B) { burnRaw(b, url, false) })
 	b.Run("raw_double_ack", func(b *testing.B) { burnRaw(b, url, true) })
 }
@@ -69,8 +69,9 @@ func parallel(b *testing.B, n int, fn func(i int) error) {
 	wg.Wait()
 }
 
-func burnTxmq(b *testing.B, url string) {
-	be := openBackend(b, url, nil)
+// burnTxmq is the engine's burn-down on a Backend of url with opts (nil: the defaults).
+func burnTxmq(b *testing.B, url string, opts *Options) {
+	be := openBackend(b, url, opts)
 	ctx := context.Background()
 	reg := txmq.NewRegistry()
 	q := txmq.MustDeclareIn(reg, "burn", txmq.QueueConfig[burnMsg]{Transactional: txmq.Never, MaxBatchMessages: 1,

@@ -41,14 +41,21 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 	be.mu.Lock()
 	q := be.queueStateLocked(name)
 	be.mu.Unlock()
-	// The stream this Backend already set up, when it has (no server call: on a cluster, a
-	// stream lookup waits until a stream being created has a leader); else a lookup. Each
-	// server call has its own Options.Timeout, as everywhere (see Options.Timeout).
-	var stream jetstream.Stream
-	if q.setup.TryLock() { // a setup in progress holds it: look the stream up instead
-		stream = q.stream
-		q.setup.Unlock()
+	// A setup of this queue in progress in this Backend is waited for, within the bound of
+	// one server call, rather than raced: in a cluster, a request about a stream or consumer
+	// that is created but has no leader yet gets no answer at all (nats-server's info
+	// handlers stay silent until a leader is elected), and a consumer listing waits up to 4 s
+	// for every consumer's leader, so a Depths overlapping this Backend's own creations ran
+	// out its Options.Timeout. The wait gives the stream this Backend set up (no server call);
+	// a stream it has not set up is looked up (each server call has its own Options.Timeout,
+	// as everywhere, see Options.Timeout).
+	wctx, wcancel := be.callCtx(ctx)
+	defer wcancel()
+	if err := q.setup.lockCtx(wctx); err != nil {
+		return core.Depth{}, wrap("depths: waiting for this client's setup of stream "+q.streamName, name, err)
 	}
+	stream := q.stream
+	q.setup.Unlock()
 	if stream == nil {
 		cctx, cancel := be.callCtx(ctx)
 		s, err := be.js.Stream(cctx, q.streamName)
@@ -61,27 +68,34 @@ func (be *Backend) depth(ctx context.Context, name string) (core.Depth, error) {
 		}
 		stream = s
 	}
-	var d core.Depth
-	var mainSeen, partSeen bool
-	cctx, cancel := be.callCtx(ctx)
-	defer cancel()
-	list := stream.ListConsumers(cctx)
-	for info := range list.Info() {
-		switch {
-		case info.Name == consumerName:
-			mainSeen = true
-		case strings.HasPrefix(info.Name, consumerName+"-k"):
-			partSeen = true
-		default:
+	// The lanes whose consumer this Backend has not set up are held for the listing (see
+	// above): this Backend creates none of their consumers meanwhile (a Fetch setting one up
+	// waits for the listing, one call), while Fetches of lanes set up go on unhindered.
+	be.mu.Lock()
+	lanes := q.lanes()
+	be.mu.Unlock()
+	var held []*lane
+	release := func() {
+		for _, l := range held {
+			l.consMu.Unlock()
+		}
+	}
+	for _, l := range lanes {
+		if err := l.consMu.lockCtx(wctx); err != nil {
+			release()
+			return core.Depth{}, wrap("depths: waiting for this client's setup of consumer "+l.consumer+" of stream "+q.streamName, name, err)
+		}
+		if l.cons != nil {
+			l.consMu.Unlock()
 			continue
 		}
-		d.Ready += int64(info.NumPending)
-		d.InFlight += int64(info.NumAckPending)
+		held = append(held, l)
 	}
-	if err := list.Err(); err != nil {
+	d, mainSeen, partSeen, err := be.listConsumers(ctx, stream)
+	release()
+	if err != nil {
 		return core.Depth{}, wrap("depths", name, err)
 	}
-	cancel()
 	// Before any node fetched a lane (no consumer yet) its stored batches count as ready.
 	for _, c := range []struct {
 		seen   bool
@@ -118,4 +132,26 @@ func (be *Backend) subjectCount(ctx context.Context, s jetstream.Stream, filter 
 		n += int64(c)
 	}
 	return n, nil
+}
+
+// listConsumers sums the NumPending (as Ready) and NumAckPending (as InFlight) of the queue's
+// consumers (the main one and the key partitions'), in one listing call with its own
+// Options.Timeout, and says whether the main consumer and any partition's were there.
+func (be *Backend) listConsumers(ctx context.Context, stream jetstream.Stream) (d core.Depth, mainSeen, partSeen bool, err error) {
+	cctx, cancel := be.callCtx(ctx)
+	defer cancel()
+	list := stream.ListConsumers(cctx)
+	for info := range list.Info() {
+		switch {
+		case info.Name == consumerName:
+			mainSeen = true
+		case strings.HasPrefix(info.Name, consumerName+"-k"):
+			partSeen = true
+		default:
+			continue
+		}
+		d.Ready += int64(info.NumPending)
+		d.InFlight += int64(info.NumAckPending)
+	}
+	return d, mainSeen, partSeen, list.Err()
 }

@@ -55,7 +55,11 @@
 // queue never holds the others back, and deleting a queue is deleting a stream. The cost is one
 // stream (and, in a cluster, one Raft group) per queue, fine for the tens to hundreds of queues
 // an app declares. Streams are created on first use with the Options' replicas, storage and max
-// age; existing streams are used as they are.
+// age; existing streams are used as they are. A client's first use of a queue is one create
+// call, which answers with the existing stream when its config is the same, and a lookup only
+// when it differs; consumers likewise. A create rather than a lookup first, because in a
+// cluster nats-server serves info requests only when no other API request is queued, and a
+// lookup racing other nodes' creations could outlast Options.Timeout.
 //
 // Claims and leases: each queue has one durable pull consumer, "txmq", shared by every node, so
 // the server load-balances batches between them: explicit acks, AckWait = the lease, MaxDeliver
@@ -283,7 +287,9 @@
 // Partitions+1 requests at most. A delayed keyed batch delivered early costs a stream info
 // (the server's clock, cached 30 s), a count message and a Nak; a batch given back costs a
 // count message and a Nak; a keyed batch delivered more than once costs a direct get (its
-// count) and, at its settle, a purge. Depths lists the stream's consumers in one call.
+// count) and, at its settle, a purge. Depths lists the stream's consumers in one call; while
+// its own client is creating the queue's stream or consumers it waits for that first (a
+// listing in a cluster waits for every consumer's leader), within one call's Options.Timeout.
 //
 // A stream per queue costs one stream (and, in a cluster, one Raft group) per queue. Extend and
 // every settle are requests the server answers: one round trip each. A delayed publish or retry

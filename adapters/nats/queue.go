@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,7 +40,7 @@ type queueState struct {
 	ready      string // subject of due batches, the main consumer's filter
 	prefix     string // "<prefix>.<queue>."
 
-	setup      sync.Mutex // serialises stream creation
+	setup      ctxMutex // serialises stream creation (Depths waits for it, see depth)
 	stream     jetstream.Stream
 	partitions int           // key partitions, from the stream's metadata (see ordering.go)
 	parts      []*lane       // one lane per key partition, made with the stream
@@ -60,7 +59,7 @@ type lane struct {
 
 	refusedSince atomic.Int64 // UnixNano of the first of the lane's pulls refused in a row (see refusedPull)
 
-	consMu    sync.Mutex // serialises consumer creation
+	consMu    ctxMutex // serialises consumer creation (Depths waits for it, see depth)
 	cons      jetstream.Consumer
 	exclusive bool          // as applied to cons
 	ackWait   time.Duration // cons's AckWait
@@ -102,6 +101,14 @@ func (be *Backend) queueStateLocked(name string) *queueState {
 }
 
 // queue returns the queue's state with its stream created (or found) on the server.
+//
+// The stream is created first, and looked up only when it exists with another config: a
+// create of a stream that exists with the same config (or is being created with it) answers
+// with the stream, once it has a leader. A lookup first, as before, made the common first use
+// two calls, and in a cluster its stream info request is one nats-server serves only when no
+// other API request is queued ("infos are deprioritized"), and whose "not found" only the
+// meta leader sends: while the other nodes' creations kept the meta leader busy it went
+// unanswered past Options.Timeout, and a publish without an outbox was lost to it.
 func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, error) {
 	if err := be.usable(ctx, op, name); err != nil {
 		return nil, err
@@ -117,14 +124,10 @@ func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, err
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
 	sent := time.Now()
-	s, err := be.js.Stream(cctx, q.streamName)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	s, err := be.js.CreateStream(cctx, be.streamConfig(q))
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 		sent = time.Now()
-		s, err = be.js.CreateStream(cctx, be.streamConfig(q))
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			sent = time.Now()
-			s, err = be.js.Stream(cctx, q.streamName)
-		}
+		s, err = be.js.Stream(cctx, q.streamName)
 	}
 	if err != nil {
 		return nil, wrap(op+": stream "+q.streamName, name, err)
@@ -220,23 +223,13 @@ func (be *Backend) consumer(ctx context.Context, l *lane, exclusive bool, lease 
 		Replicas:      be.opts.Replicas,
 		MemoryStorage: be.opts.MemoryStorage || l.part >= 0,
 	}
-	var c jetstream.Consumer
-	var err error
-	if l.part >= 0 {
-		// A partition's consumer is usually new (its state lives in server memory): create
-		// it in one call; one that exists with another config (a raised AckWait) is looked up.
-		c, err = q.stream.CreateConsumer(cctx, cfg)
-		if errors.Is(err, jetstream.ErrConsumerExists) {
-			c, err = q.stream.Consumer(cctx, l.consumer)
-		}
-	} else {
+	// Created in one call, which answers with the consumer when it exists with the same
+	// config; one that exists with another config (a raised AckWait) is looked up. As with
+	// streams (see queue), a lookup first would be an info request, which a busy cluster
+	// serves last.
+	c, err := q.stream.CreateConsumer(cctx, cfg)
+	if errors.Is(err, jetstream.ErrConsumerExists) {
 		c, err = q.stream.Consumer(cctx, l.consumer)
-		if errors.Is(err, jetstream.ErrConsumerNotFound) {
-			c, err = q.stream.CreateConsumer(cctx, cfg)
-			if errors.Is(err, jetstream.ErrConsumerExists) {
-				c, err = q.stream.Consumer(cctx, l.consumer)
-			}
-		}
 	}
 	if err != nil {
 		return nil, 0, wrap("fetch: consumer "+l.consumer+" of stream "+q.streamName, q.name, err)
