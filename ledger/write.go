@@ -86,20 +86,10 @@ func (l *Ledger) queueLoose(b *pgx.Batch, events []core.MessageInfo) {
 	if n == 0 {
 		return
 	}
-	var (
-		queues, ids, states, nodes, errs, reasons = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		published, updated                        = make([]time.Time, n), make([]time.Time, n)
-		dues                                      = make([]*time.Time, n)
-		runs                                      = make([]int32, n)
-	)
+	c, ids := newStateCols(n), make([]string, n)
 	for i, e := range events {
-		queues[i], ids[i], states[i] = e.Queue, e.ID, string(e.State)
-		nodes[i], errs[i], reasons[i] = e.Node, e.Error, e.Reason
-		published[i], updated[i], runs[i] = e.PublishedAt, e.UpdatedAt, int32(e.Runs)
-		if !e.Due.IsZero() {
-			d := e.Due
-			dues[i] = &d
-		}
+		ids[i] = e.ID
+		c.set(i, e.Queue, e.State, e.PublishedAt, e.UpdatedAt, e.Due, e.Node, e.Runs, e.Error, e.Reason)
 	}
 	b.Queue(`INSERT INTO `+l.table+` AS l (queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason)
 SELECT q, id, '', s, p, u, d, n, r, e, re FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[]) AS t(q, id, s, p, u, d, n, r, e, re)
@@ -114,7 +104,7 @@ ON CONFLICT (id, queue) DO UPDATE SET
 	error = CASE WHEN `+newer+` AND excluded.error <> '' THEN excluded.error ELSE l.error END,
 	reason = CASE WHEN `+newer+` THEN excluded.reason ELSE l.reason END
 WHERE `+newer+` OR `+leftOut+` OR excluded.published_at < l.published_at`,
-		queues, ids, states, published, updated, dues, nodes, runs, errs, reasons)
+		c.queues, ids, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons)
 }
 
 // batchKey names a batch.
@@ -262,22 +252,15 @@ func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 		return
 	}
 	var (
-		queues, batches, states, nodes, errs, reasons = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		published, updated                            = make([]time.Time, n), make([]time.Time, n)
-		dues                                          = make([]*time.Time, n)
-		runs, msgs                                    = make([]int32, n), make([]int32, n)
-		ids                                           []string
-		of                                            []int32
+		c             = newStateCols(n)
+		batches, msgs = make([]string, n), make([]int32, n)
+		ids           []string
+		of            []int32
 	)
 	for i, r := range rows {
 		e := r.ev
-		queues[i], batches[i], states[i] = r.key.queue, r.key.id, string(e.State)
-		nodes[i], errs[i], reasons[i] = e.Node, e.Error, e.Reason
-		published[i], updated[i], runs[i], msgs[i] = r.pub, e.UpdatedAt, int32(e.Runs), int32(len(e.IDs))
-		if !e.Due.IsZero() {
-			d := e.Due
-			dues[i] = &d
-		}
+		batches[i], msgs[i] = r.key.id, int32(len(e.IDs))
+		c.set(i, r.key.queue, e.State, r.pub, e.UpdatedAt, e.Due, e.Node, e.Runs, e.Error, e.Reason)
 		if r.attached {
 			for _, id := range r.attach {
 				ids, of = append(ids, id), append(of, int32(i+1))
@@ -301,7 +284,7 @@ ON CONFLICT (queue, batch_id) DO UPDATE SET
 	messages = CASE WHEN `+take+` THEN excluded.messages ELSE s.messages END,
 	ids = CASE WHEN excluded.ids IS NULL OR cardinality(excluded.ids) < cardinality(s.ids) THEN s.ids ELSE excluded.ids END
 WHERE `+take+` OR excluded.published_at < s.published_at OR excluded.ids IS NOT NULL`,
-		queues, batches, states, published, updated, dues, nodes, runs, errs, reasons, msgs, ids, of)
+		c.queues, batches, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons, msgs, ids, of)
 }
 
 // write stores events: the statements above in one round trip and one transaction.
@@ -450,4 +433,30 @@ SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d)`,
 	SELECT s.ctid FROM ` + l.states + ` AS s WHERE s.updated_at < $1 AND s.state <> 'completed'
 	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id) JOIN ` + l.table + ` AS m ON m.id = x.id AND m.queue = s.queue AND m.batch_id = s.batch_id)
 	ORDER BY s.updated_at LIMIT $2))`
+}
+
+// stateCols are the columns of a state, one slice per column, as the grouped writes pass them
+// to unnest: the message rows' (queueLoose) and the batch rows' (queueStates).
+type stateCols struct {
+	queues, states, nodes, errs, reasons []string
+	published, updated                   []time.Time
+	dues                                 []*time.Time // nil: no due time
+	runs                                 []int32
+}
+
+// newStateCols returns columns for n rows.
+func newStateCols(n int) stateCols {
+	return stateCols{
+		queues: make([]string, n), states: make([]string, n), nodes: make([]string, n), errs: make([]string, n), reasons: make([]string, n),
+		published: make([]time.Time, n), updated: make([]time.Time, n), dues: make([]*time.Time, n), runs: make([]int32, n),
+	}
+}
+
+// set fills row i.
+func (c stateCols) set(i int, queue string, state core.MessageState, published, updated, due time.Time, node string, runs int, errText, reason string) {
+	c.queues[i], c.states[i], c.nodes[i], c.errs[i], c.reasons[i] = queue, string(state), node, errText, reason
+	c.published[i], c.updated[i], c.runs[i] = published, updated, int32(runs)
+	if !due.IsZero() {
+		c.dues[i] = &due
+	}
 }
