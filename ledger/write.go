@@ -96,13 +96,7 @@ SELECT q, id, '', s, p, u, d, n, r, e, re FROM unnest($1::text[], $2::text[], $3
 ON CONFLICT (id, queue) DO UPDATE SET
 	batch_id = CASE WHEN `+newer+` OR `+leftOut+` THEN '' ELSE l.batch_id END,
 	published_at = LEAST(l.published_at, excluded.published_at),
-	state = CASE WHEN `+newer+` THEN excluded.state ELSE l.state END,
-	updated_at = CASE WHEN `+newer+` THEN excluded.updated_at ELSE l.updated_at END,
-	due = CASE WHEN `+newer+` THEN excluded.due ELSE l.due END,
-	node = CASE WHEN `+newer+` AND excluded.node <> '' THEN excluded.node ELSE l.node END,
-	runs = CASE WHEN `+newer+` THEN excluded.runs ELSE l.runs END,
-	error = CASE WHEN `+newer+` AND excluded.error <> '' THEN excluded.error ELSE l.error END,
-	reason = CASE WHEN `+newer+` THEN excluded.reason ELSE l.reason END
+	`+stateSet("l", newer)+`
 WHERE `+newer+` OR `+leftOut+` OR excluded.published_at < l.published_at`,
 		c.queues, ids, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons)
 }
@@ -274,13 +268,7 @@ FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamp
 LEFT JOIN (SELECT i, array_agg(id) AS ids FROM unnest($12::text[], $13::int[]) AS m(id, i) GROUP BY i) AS x USING (i)
 ON CONFLICT (queue, batch_id) DO UPDATE SET
 	published_at = LEAST(s.published_at, excluded.published_at),
-	state = CASE WHEN `+take+` THEN excluded.state ELSE s.state END,
-	updated_at = CASE WHEN `+take+` THEN excluded.updated_at ELSE s.updated_at END,
-	due = CASE WHEN `+take+` THEN excluded.due ELSE s.due END,
-	node = CASE WHEN `+take+` AND excluded.node <> '' THEN excluded.node ELSE s.node END,
-	runs = CASE WHEN `+take+` THEN excluded.runs ELSE s.runs END,
-	error = CASE WHEN `+take+` AND excluded.error <> '' THEN excluded.error ELSE s.error END,
-	reason = CASE WHEN `+take+` THEN excluded.reason ELSE s.reason END,
+	`+stateSet("s", take)+`,
 	messages = CASE WHEN `+take+` THEN excluded.messages ELSE s.messages END,
 	ids = CASE WHEN excluded.ids IS NULL OR cardinality(excluded.ids) < cardinality(s.ids) THEN s.ids ELSE excluded.ids END
 WHERE `+take+` OR excluded.published_at < s.published_at OR excluded.ids IS NOT NULL`,
@@ -459,4 +447,16 @@ func (c stateCols) set(i int, queue string, state core.MessageState, published, 
 	if !due.IsZero() {
 		c.dues[i] = &due
 	}
+}
+
+// stateSet is the SET list by which a row (alias a) of a state upsert takes the event's state
+// (the excluded row's) when cond holds; an empty node or error keeps the row's.
+func stateSet(a, cond string) string {
+	return `state = CASE WHEN ` + cond + ` THEN excluded.state ELSE ` + a + `.state END,
+	updated_at = CASE WHEN ` + cond + ` THEN excluded.updated_at ELSE ` + a + `.updated_at END,
+	due = CASE WHEN ` + cond + ` THEN excluded.due ELSE ` + a + `.due END,
+	node = CASE WHEN ` + cond + ` AND excluded.node <> '' THEN excluded.node ELSE ` + a + `.node END,
+	runs = CASE WHEN ` + cond + ` THEN excluded.runs ELSE ` + a + `.runs END,
+	error = CASE WHEN ` + cond + ` AND excluded.error <> '' THEN excluded.error ELSE ` + a + `.error END,
+	reason = CASE WHEN ` + cond + ` THEN excluded.reason ELSE ` + a + `.reason END`
 }
