@@ -217,7 +217,7 @@ func (n *Node) dispatch(c *core.Claim) {
 	switch {
 	case halted:
 	case start:
-		n.pool.run(n.stopCtx.Done(), func() { n.work(l, c) })
+		n.pool.runWork(n.stopCtx.Done(), n, l, c)
 	case closed, paused: // paused: fetched before this node saw the pause
 		n.giveBack(c)
 	default:

@@ -93,11 +93,14 @@ func (n *Node) fenced(r *running) {
 
 // holds reports whether r's claim is still held (not lost, its fence not passed) and its fence
 // time. A fence found passed here fences the claim at once, as the timer would.
-func (n *Node) holds(r *running) (time.Time, bool) {
+func (n *Node) holds(r *running) (time.Time, bool) { return n.holdsAt(r, time.Now()) }
+
+// holdsAt is holds with the time now.
+func (n *Node) holdsAt(r *running, now time.Time) (time.Time, bool) {
 	s := &n.fences
 	s.mu.Lock()
 	at := r.fenceAt
-	ok := !r.lost.Load() && time.Now().Before(at)
+	ok := !r.lost.Load() && now.Before(at)
 	fire := !ok && !r.lost.Load() && !r.done
 	if fire {
 		r.lost.Store(true)

@@ -18,6 +18,7 @@ import (
 // the node's fence timer (fenceSet).
 type running struct {
 	claim     *core.Claim
+	ctx       listenerCtx // the listener's context
 	cancel    context.CancelCauseFunc
 	ids       *envelope.IDList // the batch's message ids once decoded (MessageIDs)
 	lost      atomic.Bool      // the lease was lost or fenced; written under fs.mu
@@ -30,6 +31,22 @@ type running struct {
 	fenceAt time.Time // confirmed lease end minus the margin, on this node's clock
 	idx     int       // index in fs's heap; -1 once out of it (fenced or done)
 	done    bool      // the worker is done with the claim
+}
+
+// listenerCtx is a listener's context: the claim's cancel context, carrying its *running under
+// leaseKey{} (as context.WithValue would, without an allocation per claim). Cause, Done and
+// child contexts see the cancel context itself.
+type listenerCtx struct {
+	context.Context
+	r *running
+}
+
+// Value returns the claim's *running for leaseKey{}, else the cancel context's value.
+func (c *listenerCtx) Value(key any) any {
+	if _, ok := key.(leaseKey); ok {
+		return c.r
+	}
+	return c.Context.Value(key)
 }
 
 // work runs one claimed batch through the policy: decode first, then the run-count check, the
@@ -53,9 +70,10 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	// The listener's context is not a child of runCtx (registering each one with a shared
 	// parent costs a lock and a map entry per claim): cancelRunning cancels every registered
 	// claim, and a claim registered after it sees runCtx done below.
-	ctx, cancel := context.WithCancelCause(context.Background())
+	cctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	r := &running{claim: c, cancel: cancel, fs: &n.fences, idx: -1}
+	r.ctx = listenerCtx{Context: cctx, r: r}
 	if !n.startFence(r) {
 		n.stats.leaseLost.Add(1)
 		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
@@ -65,7 +83,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	if n.runCtx.Err() != nil {
 		cancel(context.Canceled)
 	}
-	ctx = context.WithValue(ctx, leaseKey{}, r)
+	var ctx context.Context = &r.ctx
 	if n.dueForExtension(r) {
 		// A claim that waited (in an adapter's stash, a slow dispatch) is extended at once
 		// rather than at the lease loop's next tick, to leave its extension the most time.
@@ -107,7 +125,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	start := time.Now()
 	n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Node: n.id, Runs: run})
 	n.stats.runs.Add(1)
-	runErr := safeRun(ctx, d.run)
+	runErr := safeRun(ctx, d.calls)
 	endSpan(runErr)
 	took := time.Since(start)
 	cause := context.Cause(ctx)
@@ -174,16 +192,17 @@ func (n *Node) settle(r *running, op string, fn func(ctx context.Context) error)
 	r.settled = true
 	var err error
 	for i := range settleAttempts {
-		fenceAt, ok := n.holds(r)
+		now := time.Now()
+		fenceAt, ok := n.holdsAt(r, now)
 		if !ok {
 			if err != nil {
 				return fmt.Errorf("%w; last %s error: %w", errFenced, op, err)
 			}
 			return errFenced
 		}
-		ctx, cancel := newCallCtx(context.Background(), earliest(fenceAt, time.Now().Add(n.opts.ClaimTimeout)))
-		err = safeBackendCall(op, func() error { return fn(ctx) })
-		cancel()
+		call := newDetachedCall(earliest(fenceAt, now.Add(n.opts.ClaimTimeout)))
+		err = safeBackendCall(op, func() error { return fn(call) })
+		call.cancel()
 		if err == nil || !isUnavailable(err) || i == settleAttempts-1 {
 			return err
 		}
@@ -323,9 +342,9 @@ func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, 
 	if d != nil && n.opts.Ledger != nil {
 		n.record(c.Queue, id, d.ids.IDs(), core.BatchEvent{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
 	}
-	if d != nil && d.onError != nil {
+	if d != nil && d.hasOnError {
 		n.guard("OnError", func() {
-			if err := d.onError(cause, attempts); err != nil {
+			if err := d.calls.onError(cause, attempts); err != nil {
 				n.log.Error("txmq: OnError returned an error (ignored)", "queue", c.Queue, "batch", id, "error", err)
 			}
 		})
@@ -366,14 +385,14 @@ type PanicError struct {
 // Error describes the panic.
 func (e *PanicError) Error() string { return fmt.Sprintf("txmq: listener panicked: %v", e.Value) }
 
-// safeRun runs a listener, turning a panic into a *PanicError.
-func safeRun(ctx context.Context, run func(context.Context) error) (err error) {
+// safeRun runs a batch's listener, turning a panic into a *PanicError.
+func safeRun(ctx context.Context, b batchCalls) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return run(ctx)
+	return b.run(ctx)
 }
 
 func errText(err error) string {

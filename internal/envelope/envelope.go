@@ -274,14 +274,26 @@ func checkTimes(times ...time.Time) error {
 // DecodeTyped decodes a batch and its messages into T in one pass: by hand for a header as
 // Encode writes it (see decodeTypedFast), with encoding/json for anything else.
 func DecodeTyped[T any](body []byte) (*Typed[T], error) {
-	e, ok := decodeTypedFast[T](body)
-	if !ok {
-		return DecodeTypedJSON[T](body)
-	}
-	if err := checkTyped(e); err != nil {
+	e := new(Typed[T])
+	if err := DecodeTypedInto(body, e, "", nil); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// DecodeTypedInto is DecodeTyped into *e, which it overwrites, with the caller's memory (a
+// node decodes one batch per claim): when the body names queue, e.Queue is queue itself
+// rather than a copy, and one, if not nil, may hold the message of a one-message batch
+// (e.Messages is then one[:]). On error *e and *one are left in an unspecified state.
+func DecodeTypedInto[T any](body []byte, e *Typed[T], queue string, one *[1]T) error {
+	*e = Typed[T]{}
+	if !decodeTypedFastInto(body, e, queue, one) {
+		*e = Typed[T]{}
+		if err := json.Unmarshal(body, e); err != nil {
+			return fmt.Errorf("%w: %v", core.ErrUndecodable, err)
+		}
+	}
+	return checkTyped(e)
 }
 
 // DecodeTypedJSON is DecodeTyped with encoding/json for the whole body: the reference the
