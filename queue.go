@@ -210,10 +210,7 @@ func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error)
 		if env.Queue != q.spec.name {
 			return nil, fmt.Errorf("%w: batch %s names queue %q but was stored in %q", core.ErrUndecodable, env.ID, env.Queue, q.spec.name)
 		}
-		b.decoded = decoded{
-			id: env.ID, attempt: env.Attempt, created: env.Created, due: env.Due, trace: env.Trace, traces: env.Traces, traceOf: env.TraceOf,
-			count: len(env.Messages), ids: env.MessageIDs, calls: b, hasOnError: q.onError != nil,
-		}
+		b.decoded = decoded{Header: &env.Header, count: len(env.Messages), calls: b, hasOnError: q.onError != nil}
 		return &b.decoded, nil
 	}}
 	return n.addListener(l)
@@ -221,18 +218,13 @@ func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error)
 
 // decoded is a claimed batch after decoding, with its typed calls bound.
 type decoded struct {
-	id      string
-	attempt int
-	created time.Time
-	due     time.Time           // the publisher's due time, zero for none (see Envelope.Due)
-	trace   map[string]string   // the first message's trace context
-	traces  []map[string]string // with traceOf: each message's (see envelope.Envelope.Traces)
-	traceOf []int
-	count   int
-	ids     envelope.IDList // the message ids, decoded when a listener asks (MessageIDs)
-	calls   batchCalls      // the typed listener and OnError, bound to the messages
-	// hasOnError: the queue has an OnError (calls.onError is a no-op otherwise).
-	hasOnError bool
+	// Header is the batch's header, in the decoded envelope (not a copy): its id, attempt
+	// count, due time, trace contexts and message ids (decoded when a listener asks, see
+	// MessageIDs).
+	*envelope.Header
+	count      int        // messages
+	calls      batchCalls // the typed listener and OnError, bound to the messages
+	hasOnError bool       // the queue has an OnError (calls.onError is a no-op otherwise)
 }
 
 // batchCalls is a decoded batch's typed calls.

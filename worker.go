@@ -96,31 +96,31 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		n.terminal(r, l.spec, nil, core.ReasonUndecodable, err, 0)
 		return
 	}
-	r.ids = &d.ids
+	r.ids = &d.MessageIDs
 	if n.notYetDue(r, d) {
 		return
 	}
-	run := d.attempt + c.Deliveries
+	run := d.Attempt + c.Deliveries
 	var ids []string // the batch's message ids, for the ledger
 	if n.opts.Ledger != nil {
-		ids = d.ids.IDs()
+		ids = d.MessageIDs.IDs()
 		if d = n.dropCancelled(r, l, d, ids); d == nil {
 			return
 		}
-		r.ids = &d.ids
-		ids = d.ids.IDs()
+		r.ids = &d.MessageIDs
+		ids = d.MessageIDs.IDs()
 	}
 	if run > l.spec.maxAttempts {
 		// The previous runs never settled: their nodes died holding the batch.
-		n.terminal(r, l.spec, d, core.ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", core.ErrWorkerLost, c.Queue, d.id, run-1), run-1)
+		n.terminal(r, l.spec, d, core.ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", core.ErrWorkerLost, c.Queue, d.ID, run-1), run-1)
 		return
 	}
 	endSpan := func(error) {}
 	switch {
 	case n.opts.Tracer != nil:
-		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.id, d.count, run, d.trace, d.links())
-	case n.opts.ExtractTrace != nil && len(d.trace) > 0:
-		ctx = n.withTrace(ctx, d.trace)
+		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.ID, d.count, run, d.Trace, d.links())
+	case n.opts.ExtractTrace != nil && len(d.Trace) > 0:
+		ctx = n.withTrace(ctx, d.Trace)
 	}
 
 	// The clock is read before the run only for what needs the run's start (a ledger, the
@@ -129,7 +129,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	if n.opts.Ledger != nil || n.hooks.Delivered != nil {
 		start = time.Now()
 	}
-	n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Node: n.id, Runs: run})
+	n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Node: n.id, Runs: run})
 	n.stats.runs.Add(1)
 	runErr := safeRun(ctx, d.calls)
 	endSpan(runErr)
@@ -149,7 +149,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		// Fenced or lost: another node may hold the batch now; settling it here, even an Ack
 		// of a run that succeeded, would act on a claim this node no longer holds.
 		n.stats.failed.Add(1)
-		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.id, "run", run, "error", runErr)
+		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.ID, "run", run, "error", runErr)
 	case runErr == nil:
 		n.stats.succeeded.Add(1)
 		// The listener is done: its slot is free for the next batch while the Ack travels (the
@@ -158,7 +158,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		release()
 		err := n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
 		if err == nil {
-			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
 		}
 		n.settleErr(c, "ack", err)
 	case n.closing.Load() && cause != nil:
@@ -166,14 +166,14 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		n.stats.failed.Add(1)
 		at := time.Now() // before the batch can run again elsewhere
 		if n.retry(r, d, run-1, 0, runErr) {
-			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
 		}
 	case run < l.spec.maxAttempts:
 		n.stats.failed.Add(1)
 		delay := n.backoff(run)
 		at := time.Now() // before the batch can run again
 		if n.retry(r, d, run, delay, runErr) {
-			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
 		}
 	default:
 		n.stats.failed.Add(1)
@@ -268,7 +268,7 @@ func (n *Node) retry(r *running, d *decoded, attempt int, delay time.Duration, c
 	if err != nil { // cannot happen: the body decoded a moment ago
 		body = c.Body
 	}
-	n.log.Info("txmq: batch failed; retrying", "queue", c.Queue, "batch", d.id, "run", attempt, "retry_in", delay, "error", cause)
+	n.log.Info("txmq: batch failed; retrying", "queue", c.Queue, "batch", d.ID, "run", attempt, "retry_in", delay, "error", cause)
 	if err := n.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, delay) }); err != nil {
 		n.settleErr(c, "retry", err)
 		return false
@@ -307,7 +307,7 @@ func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, 
 	c := r.claim
 	msgs, id := 0, c.ID
 	if d != nil {
-		msgs, id = d.count, d.id
+		msgs, id = d.count, d.ID
 	}
 	drop := func() {
 		n.settleErr(c, "drop", n.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
@@ -347,7 +347,7 @@ func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, 
 		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)
 	})
 	if d != nil && n.opts.Ledger != nil {
-		n.record(c.Queue, id, d.ids.IDs(), core.BatchEvent{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
+		n.record(c.Queue, id, d.MessageIDs.IDs(), core.BatchEvent{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
 	}
 	if d != nil && d.hasOnError {
 		n.guard("OnError", func() {

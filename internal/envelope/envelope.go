@@ -59,6 +59,14 @@ type Envelope struct {
 // ids are only counted and kept as their raw JSON (IDList.IDs decodes them on demand), which
 // saves one string per message when a listener does not ask for them.
 type Typed[T any] struct {
+	Header
+	Messages []T `json:"m"`
+}
+
+// Header is a typed envelope's batch header: everything but the messages (encoding/json
+// treats its fields as Typed's own). It is not generic, so a node's untyped code can point
+// into a Typed of any T instead of copying it.
+type Header struct {
 	Version     int                 `json:"v"`
 	ID          string              `json:"id"`
 	Queue       string              `json:"q"`
@@ -71,7 +79,6 @@ type Typed[T any] struct {
 	Traces      []map[string]string `json:"tcs,omitempty"`
 	TraceOf     []int               `json:"ti,omitempty"`
 	MessageIDs  IDList              `json:"ids"`
-	Messages    []T                 `json:"m"`
 }
 
 // IDList is a JSON array of message ids as it is in the batch: its length and its raw bytes,
