@@ -24,8 +24,10 @@ type running struct {
 	lost      atomic.Bool      // the lease was lost or fenced; written under fs.mu
 	extending atomic.Bool      // an extension is in flight
 
-	mu      sync.Mutex // serialises Extend with the settle of the same claim
-	settled bool
+	mu       sync.Mutex // serialises Extend with the settle of the same claim
+	settled  bool
+	call     callCtx // the first settle call's context (r.mu): no allocation of its own
+	callUsed bool
 
 	fs      *fenceSet // the node's; fs.mu guards the fields below
 	fenceAt time.Time // confirmed lease end minus the margin, on this node's clock
@@ -181,6 +183,17 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	}
 }
 
+// settleCall returns a detached call context ending at deadline for one settle call: r's own
+// the first time, a new one after (a retried settle). r.mu is held.
+func (r *running) settleCall(deadline time.Time) *callCtx {
+	if r.callUsed {
+		return newDetachedCall(deadline)
+	}
+	r.callUsed = true
+	r.call = callCtx{parent: context.Background(), deadline: deadline}
+	return &r.call
+}
+
 // settleAttempts is how many times a settle is tried when the backend is unavailable, before
 // the batch is left to come back after its lease expires.
 const settleAttempts = 3
@@ -207,7 +220,7 @@ func (n *Node) settle(r *running, op string, fn func(ctx context.Context) error)
 			}
 			return errFenced
 		}
-		call := newDetachedCall(earliest(fenceAt, now.Add(n.opts.ClaimTimeout)))
+		call := r.settleCall(earliest(fenceAt, now.Add(n.opts.ClaimTimeout)))
 		err = safeBackendCall(op, func() error { return fn(call) })
 		call.cancel()
 		if err == nil || !isUnavailable(err) || i == settleAttempts-1 {
