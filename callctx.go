@@ -39,6 +39,12 @@ func newCallCtx(parent context.Context, deadline time.Time) (context.Context, co
 	return c, c.cancel
 }
 
+// newDetachedCall is newCallCtx on context.Background(), as a *callCtx: its caller ends it
+// with c.cancel(), without the CancelFunc's allocation (a settle per batch makes one).
+func newDetachedCall(deadline time.Time) *callCtx {
+	return &callCtx{parent: context.Background(), deadline: deadline}
+}
+
 // Deadline returns the call's deadline.
 func (c *callCtx) Deadline() (time.Time, bool) { return c.deadline, true }
 

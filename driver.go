@@ -22,14 +22,16 @@ func (n *Node) driveLoop() {
 			n.pause(n.opts.PollWait) // Thaw wakes it
 			continue
 		}
-		n.driverTurn.Store(time.Now().UnixNano())
-		req := n.fetchRequest()
+		// One clock read per turn (at one message per batch the driver turns about once per
+		// batch): the turn's start, the fetch's start and the base of its deadline.
+		start := time.Now()
+		n.driverTurn.Store(start.UnixNano())
+		req := n.fetchRequest(start)
 		if len(req.Queues) == 0 {
 			n.pause(n.idlePause()) // woken by a freed slot; a cap func may have been raised
 			continue
 		}
-		start := time.Now()
-		claims, err := n.fetch(req)
+		claims, err := n.fetch(req, start)
 		for _, c := range claims {
 			n.dispatch(c)
 		}
@@ -69,6 +71,11 @@ const emptyFetchPause = 50 * time.Millisecond
 // pause waits for d, a wake-up or the stop. Only the driver pauses: it reuses one timer (at
 // one message per batch the driver pauses about once per batch while its queues are full).
 func (n *Node) pause(d time.Duration) {
+	select {
+	case <-n.wake: // already woken (a slot freed meanwhile): no timer
+		return
+	default:
+	}
 	if n.pauseTimer == nil {
 		n.pauseTimer = time.NewTimer(d)
 	} else {
@@ -87,12 +94,12 @@ func fetchBackoff(failures int) time.Duration {
 	return ExponentialBackoff(100*time.Millisecond, 5*time.Second)(failures)
 }
 
-// fetchRequest computes this node's free slots, as a normalised request (core.FetchRequest.Normalize):
+// fetchRequest computes this node's free slots at now, as a normalised request (core.FetchRequest.Normalize):
 // Exclusive queues ask for one batch when none runs here; capped queues for the cap minus what
 // runs (a cap func is re-read now, outside the node's lock since it is app code that may call
 // the node), at most FetchMax; uncapped queues for FetchMax. Full queues are left out and
 // remembered, so a freed slot can interrupt the fetch.
-func (n *Node) fetchRequest() core.FetchRequest {
+func (n *Node) fetchRequest(now time.Time) core.FetchRequest {
 	req := core.FetchRequest{Node: n.id, Lease: n.opts.Lease, Wait: n.opts.PollWait, Max: n.opts.FetchMax}
 	n.mu.Lock()
 	n.stale = false
@@ -126,7 +133,6 @@ func (n *Node) fetchRequest() core.FetchRequest {
 		n.fetching = make(map[string]bool, len(specs))
 	}
 	clear(n.fetching)
-	now := time.Now()
 	for i, s := range specs {
 		if n.isPaused(s.name) {
 			continue // paused cluster-wide (NodeOptions.Pauses)
@@ -164,12 +170,12 @@ func (n *Node) fetchRequest() core.FetchRequest {
 	return req
 }
 
-// fetch runs one Fetch on a context detached from shutdown, but interruptible by Close, a new
+// fetch runs one Fetch (now: about its start) on a context detached from shutdown, but interruptible by Close, a new
 // listener and a freed slot; a claim made before the interruption is still returned by the
 // adapter. A request that went stale before the Fetch started is not sent. Whatever error an
 // interrupted Fetch returns is not a failure.
-func (n *Node) fetch(req core.FetchRequest) ([]*core.Claim, error) {
-	ctx, cancel := newCallCtx(context.Background(), time.Now().Add(req.Wait+n.opts.ClaimTimeout))
+func (n *Node) fetch(req core.FetchRequest, now time.Time) ([]*core.Claim, error) {
+	ctx, cancel := newCallCtx(context.Background(), now.Add(req.Wait+n.opts.ClaimTimeout))
 	defer cancel()
 	n.mu.Lock()
 	if n.stale || n.closed || n.frozen.Load() {
@@ -217,7 +223,7 @@ func (n *Node) dispatch(c *core.Claim) {
 	switch {
 	case halted:
 	case start:
-		n.pool.run(n.stopCtx.Done(), func() { n.work(l, c) })
+		n.pool.runWork(n.stopCtx.Done(), n, l, c)
 	case closed, paused: // paused: fetched before this node saw the pause
 		n.giveBack(c)
 	default:

@@ -92,7 +92,7 @@ func TestFreeSlotJustBeforeFetch(t *testing.T) {
 			n.mu.Lock()
 			n.inflight["q"] = 1 // q is full
 			n.mu.Unlock()
-			req := n.fetchRequest()
+			req := n.fetchRequest(time.Now())
 			for _, qs := range req.Queues {
 				if qs.Queue == "q" {
 					t.Fatalf("full queue in the request: %+v", req)
@@ -104,7 +104,7 @@ func TestFreeSlotJustBeforeFetch(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			_, _ = n.fetch(req)
+			_, _ = n.fetch(req, time.Now())
 			if took := time.Since(start); took > time.Second {
 				t.Fatalf("the fetch waited %v although its request was already stale", took)
 			}

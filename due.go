@@ -23,23 +23,23 @@ const earlyAllowance = 2 * MaxClockSkew
 // its attempt count is unchanged (the give-back is not a run) and no listener, backoff,
 // OnError or dead letter is involved. It reports whether the batch was given back.
 func (n *Node) notYetDue(r *running, d *decoded) bool {
-	if d.due.IsZero() {
+	if d.Due.IsZero() {
 		return false
 	}
-	left := d.due.Sub(n.clock.Now())
+	left := d.Due.Sub(n.clock.Now())
 	if left <= earlyAllowance {
 		return false
 	}
 	c := r.claim
 	wait := left + earlyAllowance
-	runs := d.attempt + c.Deliveries - 1 // this delivery is not a run
+	runs := d.Attempt + c.Deliveries - 1 // this delivery is not a run
 	body, err := envelope.ReencodeAttempt(c.Body, runs)
 	if err != nil { // cannot happen: the body decoded a moment ago
 		body = c.Body
 	}
 	n.stats.early.Add(1)
 	n.log.Warn("txmq: the backend delivered a batch before its due time (beyond the clock-skew allowance); given back without a run (an adapter bug: report it)",
-		"queue", c.Queue, "batch", d.id, "due", d.due, "early_by", left.Round(time.Millisecond), "allowance", earlyAllowance, "retry_in", wait.Round(time.Millisecond))
+		"queue", c.Queue, "batch", d.ID, "due", d.Due, "early_by", left.Round(time.Millisecond), "allowance", earlyAllowance, "retry_in", wait.Round(time.Millisecond))
 	n.settleErr(c, "give-back", n.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, wait) }))
 	return true
 }

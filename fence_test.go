@@ -324,7 +324,7 @@ func TestStepBackAfterLostLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	asks := func() bool {
-		for _, s := range n.fetchRequest().Queues {
+		for _, s := range n.fetchRequest(time.Now()).Queues {
 			if s.Queue == "q" {
 				return true
 			}

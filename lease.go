@@ -36,22 +36,24 @@ var errFenced = fmt.Errorf("%w: not settled: the lease was not confirmed extende
 // the adapter reported it, on this node's clock). A claim that arrives past its fence (it waited in an
 // adapter's stash, or a slow fetch) but before LeaseUntil gets one extension, bounded by
 // LeaseUntil, to confirm it; startFence reports false if that fails: the claim is not held.
-func (n *Node) startFence(r *running) bool {
+// It returns the time it registered r at (read once: a claim per batch).
+func (n *Node) startFence(r *running) (time.Time, bool) {
 	c := r.claim
 	fenceAt := c.LeaseUntil.Add(-n.margin)
-	if !time.Now().Before(fenceAt) {
-		if !time.Now().Before(c.LeaseUntil) {
-			return false
+	now := time.Now()
+	if !now.Before(fenceAt) {
+		if !now.Before(c.LeaseUntil) {
+			return now, false
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), earliest(c.LeaseUntil, time.Now().Add(n.opts.ClaimTimeout)))
 		defer cancel()
 		start := time.Now()
 		if err := safeCall("backend Extend", func() error { return n.backend.Extend(ctx, c, n.opts.Lease) }); err != nil {
-			return false
+			return now, false
 		}
 		fenceAt = earliest(c.LeaseUntil, start.Add(n.opts.Lease)).Add(-n.margin)
-		if !time.Now().Before(fenceAt) {
-			return false
+		if now = time.Now(); !now.Before(fenceAt) {
+			return now, false
 		}
 	}
 	s := &n.fences
@@ -59,7 +61,7 @@ func (n *Node) startFence(r *running) bool {
 	defer s.mu.Unlock()
 	r.fenceAt = fenceAt
 	s.addLocked(r)
-	return true
+	return now, true
 }
 
 // stopFence disarms r's fence once its worker is done with the claim.
@@ -93,11 +95,14 @@ func (n *Node) fenced(r *running) {
 
 // holds reports whether r's claim is still held (not lost, its fence not passed) and its fence
 // time. A fence found passed here fences the claim at once, as the timer would.
-func (n *Node) holds(r *running) (time.Time, bool) {
+func (n *Node) holds(r *running) (time.Time, bool) { return n.holdsAt(r, time.Now()) }
+
+// holdsAt is holds with the time now.
+func (n *Node) holdsAt(r *running, now time.Time) (time.Time, bool) {
 	s := &n.fences
 	s.mu.Lock()
 	at := r.fenceAt
-	ok := !r.lost.Load() && time.Now().Before(at)
+	ok := !r.lost.Load() && now.Before(at)
 	fire := !ok && !r.lost.Load() && !r.done
 	if fire {
 		r.lost.Store(true)
@@ -128,11 +133,14 @@ const extendBelow = 0.75
 // dueForExtension reports whether r's claim has less than extendBelow of its lease left, as
 // last confirmed (its fence plus the margin: the adapter's LeaseUntil may be later, as with a
 // JetStream AckWait longer than this node's lease, but the fence is what counts here).
-func (n *Node) dueForExtension(r *running) bool {
+func (n *Node) dueForExtension(r *running) bool { return n.dueForExtensionAt(r, time.Now()) }
+
+// dueForExtensionAt is dueForExtension at now.
+func (n *Node) dueForExtensionAt(r *running, now time.Time) bool {
 	n.fences.mu.Lock()
 	confirmed := r.fenceAt.Add(n.margin)
 	n.fences.mu.Unlock()
-	return time.Until(confirmed) < time.Duration(float64(n.opts.Lease)*extendBelow)
+	return confirmed.Sub(now) < time.Duration(float64(n.opts.Lease)*extendBelow)
 }
 
 // leaseLoop extends the leases of running batches. It ticks every tenth of the lease (first

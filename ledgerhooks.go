@@ -127,14 +127,14 @@ func (n *Node) dropCancelled(r *running, l *listener, d *decoded, ids []string) 
 	cancelled, err := n.cancelledOf(ctx, c.Queue, ids)
 	cancel()
 	if err != nil {
-		n.log.Warn("txmq: the ledger did not say which messages are cancelled; running the batch whole", "queue", c.Queue, "batch", d.id, "error", err)
+		n.log.Warn("txmq: the ledger did not say which messages are cancelled; running the batch whole", "queue", c.Queue, "batch", d.ID, "error", err)
 		return d
 	}
 	if len(cancelled) == 0 {
 		return d
 	}
 	if len(cancelled) >= len(ids) {
-		n.log.Info("txmq: every message of the batch is cancelled; acking it without a run", "queue", c.Queue, "batch", d.id, "messages", len(ids))
+		n.log.Info("txmq: every message of the batch is cancelled; acking it without a run", "queue", c.Queue, "batch", d.ID, "messages", len(ids))
 		n.settleErr(c, "ack", n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) }))
 		return nil
 	}
@@ -156,7 +156,7 @@ func (n *Node) dropCancelled(r *running, l *listener, d *decoded, ids []string) 
 	if err != nil {
 		return d
 	}
-	n.log.Info("txmq: cancelled messages left out of the batch", "queue", c.Queue, "batch", d.id, "cancelled", len(ids)-len(keepIDs), "left", len(keepIDs))
+	n.log.Info("txmq: cancelled messages left out of the batch", "queue", c.Queue, "batch", d.ID, "cancelled", len(ids)-len(keepIDs), "left", len(keepIDs))
 	return d2
 }
 

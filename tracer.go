@@ -35,7 +35,7 @@ type TraceLink struct {
 // links returns the distinct trace contexts of the batch's messages, in order of first
 // appearance, with their message counts; messages published without one are left out.
 func (d *decoded) links() []TraceLink {
-	counts := envelope.TraceCounts(d.trace, d.traces, d.traceOf, d.count)
+	counts := envelope.TraceCounts(d.Trace, d.Traces, d.TraceOf, d.count)
 	if len(counts) == 0 {
 		return nil
 	}

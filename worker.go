@@ -18,18 +18,37 @@ import (
 // the node's fence timer (fenceSet).
 type running struct {
 	claim     *core.Claim
+	ctx       listenerCtx // the listener's context
 	cancel    context.CancelCauseFunc
 	ids       *envelope.IDList // the batch's message ids once decoded (MessageIDs)
 	lost      atomic.Bool      // the lease was lost or fenced; written under fs.mu
 	extending atomic.Bool      // an extension is in flight
 
-	mu      sync.Mutex // serialises Extend with the settle of the same claim
-	settled bool
+	mu       sync.Mutex // serialises Extend with the settle of the same claim
+	settled  bool
+	call     callCtx // the first settle call's context (r.mu): no allocation of its own
+	callUsed bool
 
 	fs      *fenceSet // the node's; fs.mu guards the fields below
 	fenceAt time.Time // confirmed lease end minus the margin, on this node's clock
 	idx     int       // index in fs's heap; -1 once out of it (fenced or done)
 	done    bool      // the worker is done with the claim
+}
+
+// listenerCtx is a listener's context: the claim's cancel context, carrying its *running under
+// leaseKey{} (as context.WithValue would, without an allocation per claim). Cause, Done and
+// child contexts see the cancel context itself.
+type listenerCtx struct {
+	context.Context
+	r *running
+}
+
+// Value returns the claim's *running for leaseKey{}, else the cancel context's value.
+func (c *listenerCtx) Value(key any) any {
+	if _, ok := key.(leaseKey); ok {
+		return c.r
+	}
+	return c.Context.Value(key)
 }
 
 // work runs one claimed batch through the policy: decode first, then the run-count check, the
@@ -53,10 +72,12 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	// The listener's context is not a child of runCtx (registering each one with a shared
 	// parent costs a lock and a map entry per claim): cancelRunning cancels every registered
 	// claim, and a claim registered after it sees runCtx done below.
-	ctx, cancel := context.WithCancelCause(context.Background())
+	cctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	r := &running{claim: c, cancel: cancel, fs: &n.fences, idx: -1}
-	if !n.startFence(r) {
+	r.ctx = listenerCtx{Context: cctx, r: r}
+	now, held := n.startFence(r)
+	if !held {
 		n.stats.leaseLost.Add(1)
 		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
 		return
@@ -65,8 +86,8 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	if n.runCtx.Err() != nil {
 		cancel(context.Canceled)
 	}
-	ctx = context.WithValue(ctx, leaseKey{}, r)
-	if n.dueForExtension(r) {
+	var ctx context.Context = &r.ctx
+	if n.dueForExtensionAt(r, now) {
 		// A claim that waited (in an adapter's stash, a slow dispatch) is extended at once
 		// rather than at the lease loop's next tick, to leave its extension the most time.
 		n.extendAsync(r)
@@ -77,54 +98,60 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		n.terminal(r, l.spec, nil, core.ReasonUndecodable, err, 0)
 		return
 	}
-	r.ids = &d.ids
+	r.ids = &d.MessageIDs
 	if n.notYetDue(r, d) {
 		return
 	}
-	run := d.attempt + c.Deliveries
+	run := d.Attempt + c.Deliveries
 	var ids []string // the batch's message ids, for the ledger
 	if n.opts.Ledger != nil {
-		ids = d.ids.IDs()
+		ids = d.MessageIDs.IDs()
 		if d = n.dropCancelled(r, l, d, ids); d == nil {
 			return
 		}
-		r.ids = &d.ids
-		ids = d.ids.IDs()
+		r.ids = &d.MessageIDs
+		ids = d.MessageIDs.IDs()
 	}
 	if run > l.spec.maxAttempts {
 		// The previous runs never settled: their nodes died holding the batch.
-		n.terminal(r, l.spec, d, core.ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", core.ErrWorkerLost, c.Queue, d.id, run-1), run-1)
+		n.terminal(r, l.spec, d, core.ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", core.ErrWorkerLost, c.Queue, d.ID, run-1), run-1)
 		return
 	}
 	endSpan := func(error) {}
 	switch {
 	case n.opts.Tracer != nil:
-		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.id, d.count, run, d.trace, d.links())
-	case n.opts.ExtractTrace != nil && len(d.trace) > 0:
-		ctx = n.withTrace(ctx, d.trace)
+		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.ID, d.count, run, d.Trace, d.links())
+	case n.opts.ExtractTrace != nil && len(d.Trace) > 0:
+		ctx = n.withTrace(ctx, d.Trace)
 	}
 
-	start := time.Now()
-	n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Node: n.id, Runs: run})
+	// The clock is read before the run only for what needs the run's start (a ledger, the
+	// Delivered hook): at one message per batch every read counts.
+	var start time.Time
+	if n.opts.Ledger != nil || n.hooks.Delivered != nil {
+		start = time.Now()
+	}
+	n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Node: n.id, Runs: run})
 	n.stats.runs.Add(1)
-	runErr := safeRun(ctx, d.run)
+	runErr := safeRun(ctx, d.calls)
 	endSpan(runErr)
-	took := time.Since(start)
+	end := time.Now()
 	cause := context.Cause(ctx)
 	if n.halted.Load() {
 		return // a simulated crash: no settle
 	}
 	if n.hooks.Delivered != nil {
+		took := end.Sub(start)
 		n.safeHook("Delivered", func() { n.hooks.Delivered(c.Queue, d.count, run, took, runErr) })
 	}
 
-	l.history.add(time.Now(), d.count, runErr != nil || r.lost.Load() || errors.Is(cause, core.ErrLeaseLost))
+	l.history.add(end, d.count, runErr != nil || r.lost.Load() || errors.Is(cause, core.ErrLeaseLost))
 	switch {
 	case r.lost.Load() || errors.Is(cause, core.ErrLeaseLost):
 		// Fenced or lost: another node may hold the batch now; settling it here, even an Ack
 		// of a run that succeeded, would act on a claim this node no longer holds.
 		n.stats.failed.Add(1)
-		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.id, "run", run, "error", runErr)
+		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.ID, "run", run, "error", runErr)
 	case runErr == nil:
 		n.stats.succeeded.Add(1)
 		// The listener is done: its slot is free for the next batch while the Ack travels (the
@@ -133,7 +160,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		release()
 		err := n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
 		if err == nil {
-			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
 		}
 		n.settleErr(c, "ack", err)
 	case n.closing.Load() && cause != nil:
@@ -141,19 +168,30 @@ func (n *Node) work(l *listener, c *core.Claim) {
 		n.stats.failed.Add(1)
 		at := time.Now() // before the batch can run again elsewhere
 		if n.retry(r, d, run-1, 0, runErr) {
-			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
 		}
 	case run < l.spec.maxAttempts:
 		n.stats.failed.Add(1)
 		delay := n.backoff(run)
 		at := time.Now() // before the batch can run again
 		if n.retry(r, d, run, delay, runErr) {
-			n.record(c.Queue, d.id, ids, core.BatchEvent{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
 		}
 	default:
 		n.stats.failed.Add(1)
 		n.terminal(r, l.spec, d, core.ReasonDeliveryExhausted, runErr, run)
 	}
+}
+
+// settleCall returns a detached call context ending at deadline for one settle call: r's own
+// the first time, a new one after (a retried settle). r.mu is held.
+func (r *running) settleCall(deadline time.Time) *callCtx {
+	if r.callUsed {
+		return newDetachedCall(deadline)
+	}
+	r.callUsed = true
+	r.call = callCtx{parent: context.Background(), deadline: deadline}
+	return &r.call
 }
 
 // settleAttempts is how many times a settle is tried when the backend is unavailable, before
@@ -174,16 +212,17 @@ func (n *Node) settle(r *running, op string, fn func(ctx context.Context) error)
 	r.settled = true
 	var err error
 	for i := range settleAttempts {
-		fenceAt, ok := n.holds(r)
+		now := time.Now()
+		fenceAt, ok := n.holdsAt(r, now)
 		if !ok {
 			if err != nil {
 				return fmt.Errorf("%w; last %s error: %w", errFenced, op, err)
 			}
 			return errFenced
 		}
-		ctx, cancel := newCallCtx(context.Background(), earliest(fenceAt, time.Now().Add(n.opts.ClaimTimeout)))
-		err = safeBackendCall(op, func() error { return fn(ctx) })
-		cancel()
+		call := r.settleCall(earliest(fenceAt, now.Add(n.opts.ClaimTimeout)))
+		err = safeBackendCall(op, func() error { return fn(call) })
+		call.cancel()
 		if err == nil || !isUnavailable(err) || i == settleAttempts-1 {
 			return err
 		}
@@ -242,7 +281,7 @@ func (n *Node) retry(r *running, d *decoded, attempt int, delay time.Duration, c
 	if err != nil { // cannot happen: the body decoded a moment ago
 		body = c.Body
 	}
-	n.log.Info("txmq: batch failed; retrying", "queue", c.Queue, "batch", d.id, "run", attempt, "retry_in", delay, "error", cause)
+	n.log.Info("txmq: batch failed; retrying", "queue", c.Queue, "batch", d.ID, "run", attempt, "retry_in", delay, "error", cause)
 	if err := n.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, delay) }); err != nil {
 		n.settleErr(c, "retry", err)
 		return false
@@ -281,7 +320,7 @@ func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, 
 	c := r.claim
 	msgs, id := 0, c.ID
 	if d != nil {
-		msgs, id = d.count, d.id
+		msgs, id = d.count, d.ID
 	}
 	drop := func() {
 		n.settleErr(c, "drop", n.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
@@ -321,11 +360,11 @@ func (n *Node) terminal(r *running, spec *queueSpec, d *decoded, reason string, 
 		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)
 	})
 	if d != nil && n.opts.Ledger != nil {
-		n.record(c.Queue, id, d.ids.IDs(), core.BatchEvent{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
+		n.record(c.Queue, id, d.MessageIDs.IDs(), core.BatchEvent{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
 	}
-	if d != nil && d.onError != nil {
+	if d != nil && d.hasOnError {
 		n.guard("OnError", func() {
-			if err := d.onError(cause, attempts); err != nil {
+			if err := d.calls.onError(cause, attempts); err != nil {
 				n.log.Error("txmq: OnError returned an error (ignored)", "queue", c.Queue, "batch", id, "error", err)
 			}
 		})
@@ -366,14 +405,14 @@ type PanicError struct {
 // Error describes the panic.
 func (e *PanicError) Error() string { return fmt.Sprintf("txmq: listener panicked: %v", e.Value) }
 
-// safeRun runs a listener, turning a panic into a *PanicError.
-func safeRun(ctx context.Context, run func(context.Context) error) (err error) {
+// safeRun runs a batch's listener, turning a panic into a *PanicError.
+func safeRun(ctx context.Context, b batchCalls) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return run(ctx)
+	return b.run(ctx)
 }
 
 func errText(err error) string {

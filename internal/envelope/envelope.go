@@ -59,6 +59,14 @@ type Envelope struct {
 // ids are only counted and kept as their raw JSON (IDList.IDs decodes them on demand), which
 // saves one string per message when a listener does not ask for them.
 type Typed[T any] struct {
+	Header
+	Messages []T `json:"m"`
+}
+
+// Header is a typed envelope's batch header: everything but the messages (encoding/json
+// treats its fields as Typed's own). It is not generic, so a node's untyped code can point
+// into a Typed of any T instead of copying it.
+type Header struct {
 	Version     int                 `json:"v"`
 	ID          string              `json:"id"`
 	Queue       string              `json:"q"`
@@ -71,7 +79,6 @@ type Typed[T any] struct {
 	Traces      []map[string]string `json:"tcs,omitempty"`
 	TraceOf     []int               `json:"ti,omitempty"`
 	MessageIDs  IDList              `json:"ids"`
-	Messages    []T                 `json:"m"`
 }
 
 // IDList is a JSON array of message ids as it is in the batch: its length and its raw bytes,
@@ -274,14 +281,26 @@ func checkTimes(times ...time.Time) error {
 // DecodeTyped decodes a batch and its messages into T in one pass: by hand for a header as
 // Encode writes it (see decodeTypedFast), with encoding/json for anything else.
 func DecodeTyped[T any](body []byte) (*Typed[T], error) {
-	e, ok := decodeTypedFast[T](body)
-	if !ok {
-		return DecodeTypedJSON[T](body)
-	}
-	if err := checkTyped(e); err != nil {
+	e := new(Typed[T])
+	if err := DecodeTypedInto(body, e, "", nil); err != nil {
 		return nil, err
 	}
 	return e, nil
+}
+
+// DecodeTypedInto is DecodeTyped into *e, which it overwrites, with the caller's memory (a
+// node decodes one batch per claim): when the body names queue, e.Queue is queue itself
+// rather than a copy, and one, if not nil, may hold the message of a one-message batch
+// (e.Messages is then one[:]). On error *e and *one are left in an unspecified state.
+func DecodeTypedInto[T any](body []byte, e *Typed[T], queue string, one *[1]T) error {
+	*e = Typed[T]{}
+	if !decodeTypedFastInto(body, e, queue, one) {
+		*e = Typed[T]{}
+		if err := json.Unmarshal(body, e); err != nil {
+			return fmt.Errorf("%w: %v", core.ErrUndecodable, err)
+		}
+	}
+	return checkTyped(e)
 }
 
 // DecodeTypedJSON is DecodeTyped with encoding/json for the whole body: the reference the

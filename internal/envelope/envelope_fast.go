@@ -76,6 +76,18 @@ func (r *fastReader) str() string {
 	return string(q[1 : len(q)-1])
 }
 
+// strAs is str, returning known itself when the contents equal it (no copy).
+func (r *fastReader) strAs(known string) string {
+	q := r.quoted()
+	if !r.ok {
+		return ""
+	}
+	if q = q[1 : len(q)-1]; known != "" && string(q) == known {
+		return known
+	}
+	return string(q)
+}
+
 // integer returns the next JSON integer if it fits an int, has no leading zero and is not -0.
 func (r *fastReader) integer() int {
 	if !r.ok {
@@ -197,14 +209,24 @@ func (r *fastReader) idCount() int {
 
 // decodeTypedFast is DecodeTyped's fast path; ok false means "use encoding/json", not "invalid".
 func decodeTypedFast[T any](body []byte) (e *Typed[T], ok bool) {
-	r := fastReader{b: body, ok: true}
 	e = new(Typed[T])
+	if !decodeTypedFastInto(body, e, "", nil) {
+		return nil, false
+	}
+	return e, true
+}
+
+// decodeTypedFastInto is decodeTypedFast into e, which must be zero. A queue name equal to
+// queue is set to queue itself, without a copy; one, if not nil, holds a batch's only message.
+// After ok false e is partly filled.
+func decodeTypedFastInto[T any](body []byte, e *Typed[T], queue string, one *[1]T) (ok bool) {
+	r := fastReader{b: body, ok: true}
 	r.lit(`{"v":`)
 	e.Version = r.integer()
 	r.lit(`,"id":`)
 	e.ID = r.str()
 	r.lit(`,"q":`)
-	e.Queue = r.str()
+	e.Queue = r.strAs(queue)
 	r.lit(`,"a":`)
 	e.Attempt = r.integer()
 	r.lit(`,"t":`)
@@ -224,13 +246,13 @@ func decodeTypedFast[T any](body []byte) (e *Typed[T], ok bool) {
 	if r.peek(`,"tc":`) {
 		r.i += len(`,"tc":`)
 		if tc := r.stringObject(); r.ok && json.Unmarshal(tc, &e.Trace) != nil {
-			return nil, false
+			return false
 		}
 	}
 	if r.peek(`,"tcs":`) {
 		r.i += len(`,"tcs":`)
 		if tcs := r.objectArray(); r.ok && json.Unmarshal(tcs, &e.Traces) != nil {
-			return nil, false
+			return false
 		}
 	}
 	if r.peek(`,"ti":`) {
@@ -246,23 +268,29 @@ func decodeTypedFast[T any](body []byte) (e *Typed[T], ok bool) {
 	// The message array runs to the body's closing brace. If that slice is not one JSON value
 	// (a key after "m", trailing bytes), encoding/json refuses it and the slow path decides.
 	if !r.ok || !bytes.HasSuffix(body[r.i:], []byte("}")) {
-		return nil, false
+		return false
 	}
 	msgs := body[r.i : len(body)-1]
 	if e.MessageIDs.Len() == 1 && len(msgs) > 2 && msgs[0] == '[' && msgs[len(msgs)-1] == ']' {
 		// One message: decode it into its element directly, without encoding/json's array
 		// machinery. Anything but one JSON value between the brackets fails here and goes to
 		// the path below (or the slow one), which decides.
-		e.Messages = make([]T, 1)
-		if json.Unmarshal(msgs[1:len(msgs)-1], &e.Messages[0]) == nil {
-			return e, true
+		if one != nil {
+			e.Messages = one[:]
+		} else {
+			e.Messages = make([]T, 1)
 		}
+		if json.Unmarshal(msgs[1:len(msgs)-1], &e.Messages[0]) == nil {
+			return true
+		}
+		var zero T
+		e.Messages[0] = zero // one is the caller's: leave no half-decoded message in it
 	}
 	// Sized from the id count, encoding/json fills the slice in place instead of growing it
 	// (it appends to a slice reset to length zero; null still gives nil).
 	e.Messages = make([]T, 0, e.MessageIDs.Len())
 	if err := json.Unmarshal(msgs, &e.Messages); err != nil {
-		return nil, false
+		return false
 	}
-	return e, true
+	return true
 }

@@ -83,6 +83,19 @@ func checkFastAgrees[T any](t *testing.T, body []byte) bool {
 	case err == nil && !sameTyped(got, want):
 		t.Fatalf("%q: DecodeTyped gives %+v, encoding/json %+v", body, got, want)
 	}
+	// The node's way (DecodeTypedInto with the queue's name and its own one-message array,
+	// both reused from an earlier batch) gives the same.
+	queue := "q"
+	if wantErr == nil {
+		queue = want.Queue
+	}
+	into := &Typed[T]{Messages: make([]T, 3)}
+	into.ID, into.Key = "stale", "stale"
+	var one [1]T
+	if intoErr := DecodeTypedInto(body, into, queue, &one); (intoErr == nil) != (wantErr == nil) ||
+		(intoErr != nil && intoErr.Error() != wantErr.Error()) || (intoErr == nil && !sameTyped(into, want)) {
+		t.Fatalf("%q: DecodeTypedInto gives %+v, %v; encoding/json %+v, %v", body, into, intoErr, want, wantErr)
+	}
 	_, fast := decodeTypedFast[T](body)
 	return fast
 }
