@@ -36,17 +36,22 @@ func (be *Backend) dupWindow(ctx context.Context, q *queueState, window time.Dur
 	if q.dupWindow == window {
 		return nil
 	}
-	cctx, cancel := be.callCtx(ctx)
-	defer cancel()
-	info, err := q.stream.Info(cctx)
-	if err != nil {
-		return wrap("publish: reading stream "+q.streamName, q.name, err)
-	}
-	if info.Config.Duplicates != window {
-		cfg := info.Config
+	// The config comes from the stream's create (or lookup) answer, not from a stream info
+	// request: a busy cluster serves info requests last, and one that outlasted the call
+	// timeout failed the publish (parity identity/ids_dedup_within_window on the NATS cluster).
+	// Every node of a queue asks for the same window (it is the queue's declaration), so an
+	// answer older than another node's update at most repeats that update.
+	info := q.stream.CachedInfo()
+	if info == nil || info.Config.Duplicates != window {
+		cctx, cancel := be.callCtx(ctx)
+		defer cancel()
+		cfg := be.streamConfig(q)
+		if info != nil {
+			cfg = info.Config
+		}
 		cfg.Duplicates = window
 		// q.stream keeps the handle it had (readers take it without a lock once set up): a
-		// stream handle is its name, and nothing reads its cached duplicate window.
+		// stream handle is its name, and nothing else reads its cached duplicate window.
 		if _, err := be.js.UpdateStream(cctx, cfg); err != nil {
 			return wrap(fmt.Sprintf("publish: setting the duplicate window of stream %s to %v (the queue's IDDedupWindow)", q.streamName, window), q.name, err)
 		}
