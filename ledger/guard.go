@@ -5,85 +5,39 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/txmq/txmq/internal/pgplan"
 )
 
-// planGuard makes the planner take an index access wherever one exists, for the rest of the
-// transaction: the ledger's tables grow to millions of rows while their statistics may say
-// otherwise (a table analyzed young), and a sequential scan of them would hold up every
-// write. Every statement of the ledger runs behind it (TestStatementPlans checks that each
-// has an index access to take).
-const planGuard = `SELECT set_config('enable_seqscan', 'off', true)`
+// planGuard runs before every ledger statement, in its transaction: the ledger's tables are
+// read and written by index only, whatever their statistics say (package pgplan, the guard
+// SQL jobs uses too). TestStatementPlans checks each statement.
+const planGuard = pgplan.Guard
 
-// guardedRows are the rows of a statement sent behind the plan guard; Close ends the batch.
-type guardedRows struct {
-	pgx.Rows
-	br pgx.BatchResults
-}
-
-// Close closes the rows and the batch.
-func (g guardedRows) Close() {
-	g.Rows.Close()
-	_ = g.br.Close()
-}
-
-// query runs sql behind the plan guard (one round trip, one implicit transaction).
+// query runs sql behind the plan guard on the ledger's pool.
 func (l *Ledger) query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	b := &pgx.Batch{}
-	b.Queue(planGuard)
-	b.Queue(sql, args...)
-	br := l.pool.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		_ = br.Close()
-		return nil, err
-	}
-	return guardedRows{Rows: rows, br: br}, nil
+	return pgplan.Query(ctx, l.pool, sql, args...)
 }
 
-// guardedRow is the first row of a guarded query, as pgx.Row.
+// guardedRow is one row of a statement run behind the plan guard when scanned.
 type guardedRow struct {
-	rows pgx.Rows
-	err  error
+	l    *Ledger
+	ctx  context.Context
+	sql  string
+	args []any
 }
 
-// Scan scans the first row, or returns pgx.ErrNoRows.
+// Scan runs the statement and scans its one row into dest (pgx.ErrNoRows when none).
 func (r guardedRow) Scan(dest ...any) error {
-	if r.err != nil {
-		return r.err
-	}
-	defer r.rows.Close()
-	if !r.rows.Next() {
-		if err := r.rows.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	if err := r.rows.Scan(dest...); err != nil {
-		return err
-	}
-	r.rows.Close()
-	return r.rows.Err()
+	return pgplan.QueryRow(r.ctx, r.l.pool, r.sql, r.args, dest...)
 }
 
-// queryRow runs sql behind the plan guard and returns its first row.
+// queryRow returns sql's row behind the plan guard, run when scanned.
 func (l *Ledger) queryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rows, err := l.query(ctx, sql, args...)
-	return guardedRow{rows: rows, err: err}
+	return guardedRow{l: l, ctx: ctx, sql: sql, args: args}
 }
 
-// exec runs sql behind the plan guard.
+// exec runs sql behind the plan guard on the ledger's pool and returns its command tag.
 func (l *Ledger) exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	b := &pgx.Batch{}
-	b.Queue(planGuard)
-	b.Queue(sql, args...)
-	br := l.pool.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	return br.Exec()
+	return pgplan.ExecTag(ctx, l.pool, sql, args...)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/pgplan"
 )
 
 var _ core.KeyOrderer = (*Backend)(nil)
@@ -57,7 +58,7 @@ func queryKeyed(ctx context.Context, q querier, queue, key, sql string, args ...
 	if err != nil {
 		return nil, errors.Join(err, br.Close())
 	}
-	return &guardedRows{Rows: rows, br: br}, nil
+	return pgplan.Rows(rows, br), nil
 }
 
 // publishKeyed stores a batch of an ordered queue (see sqlPublishKeyed).
