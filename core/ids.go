@@ -35,3 +35,18 @@ func NewID() string {
 	b[10], b[11], b[12], b[13], b[14], b[15] = byte(n>>40), byte(n>>32), byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
 	return idEncoding.EncodeToString(b[:])
 }
+
+// IDTime returns the time an id made by NewID was made (to the millisecond), and false for a
+// string NewID cannot have returned. Any other 26-character id over NewID's alphabet parses
+// too, to some time: callers use it as a key to find an id again, not as a fact.
+func IDTime(id string) (time.Time, bool) {
+	if len(id) != 26 {
+		return time.Time{}, false
+	}
+	var b [16]byte
+	if n, err := idEncoding.Decode(b[:], []byte(id)); err != nil || n != 16 {
+		return time.Time{}, false
+	}
+	ms := int64(b[0])<<40 | int64(b[1])<<32 | int64(b[2])<<24 | int64(b[3])<<16 | int64(b[4])<<8 | int64(b[5])
+	return time.UnixMilli(ms), true
+}

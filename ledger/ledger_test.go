@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,34 @@ func open(t *testing.T, o ledger.Options) *ledger.Ledger {
 	}
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	return l
+}
+
+// idKinds are the two kinds of message ids the ledger stores differently: ids a caller chose
+// (a row each) and ids made by core.NewID (found through their batch's row). Each returns the
+// id a test's name for a message stands for.
+var idKinds = []struct {
+	name string
+	ids  func() func(string) string
+}{
+	{"caller ids", func() func(string) string { return func(n string) string { return n } }},
+	{"NewID ids", func() func(string) string {
+		m := map[string]string{}
+		return func(n string) string {
+			if m[n] == "" {
+				m[n] = core.NewID()
+			}
+			return m[n]
+		}
+	}},
+}
+
+// idList maps names to ids.
+func idList(id func(string) string, names ...string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = id(n)
+	}
+	return out
 }
 
 func state(t *testing.T, l *ledger.Ledger, id string) core.MessageInfo {
@@ -163,10 +192,20 @@ func TestCancelSeenAcrossProcesses(t *testing.T) {
 // batch goes (no message points at it), its messages stay.
 func TestPruneBatches(t *testing.T) {
 	t.Parallel()
+	for _, kind := range idKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			testPruneBatches(t, kind.ids())
+		})
+	}
+}
+
+func testPruneBatches(t *testing.T, id func(string) string) {
 	l := open(t, ledger.Options{Retention: time.Hour, PruneBatch: 3, NoPrune: true})
 	ctx := context.Background()
 	old, recent := time.Now().Add(-2*time.Hour), time.Now()
-	life := func(batch string, ids []string, end core.MessageState, at time.Time) {
+	life := func(batch string, names []string, end core.MessageState, at time.Time) {
+		ids := idList(id, names...)
 		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: core.StateQueued, PublishedAt: at, UpdatedAt: at})
 		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: core.StateRunning, UpdatedAt: at.Add(time.Second), Runs: 1})
 		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: end, UpdatedAt: at.Add(2 * time.Second), Runs: 1})
@@ -181,11 +220,11 @@ func TestPruneBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	// r1 replayed through the outbox (no batch yet): it leaves its dead batch.
-	l.RecordBatch(core.BatchEvent{Queue: "q", IDs: []string{"r1"}, State: core.StateQueued, UpdatedAt: recent})
+	l.RecordBatch(core.BatchEvent{Queue: "q", IDs: []string{id("r1")}, State: core.StateQueued, UpdatedAt: recent})
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if m := state(t, l, "r1"); m.State != core.StateQueued || m.BatchID != "" {
+	if m := state(t, l, id("r1")); m.State != core.StateQueued || m.BatchID != "" {
 		t.Fatalf("r1 after its replay = %+v; want queued without a batch", m)
 	}
 	n, err := l.Prune(ctx)
@@ -200,7 +239,7 @@ func TestPruneBatches(t *testing.T) {
 	for _, m := range left {
 		got[m.ID] = m.State
 	}
-	want := map[string]core.MessageState{"d1": core.StateDead, "d2": core.StateDead, "f1": core.StateCompleted, "r1": core.StateQueued}
+	want := map[string]core.MessageState{id("d1"): core.StateDead, id("d2"): core.StateDead, id("f1"): core.StateCompleted, id("r1"): core.StateQueued}
 	if len(got) != len(want) {
 		t.Fatalf("left %v; want %v", got, want)
 	}
@@ -232,40 +271,146 @@ func TestPruneBatches(t *testing.T) {
 // retry, and takes the batch's completion unless a node left it out of the run.
 func TestBatchLife(t *testing.T) {
 	t.Parallel()
+	for _, kind := range idKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			testBatchLife(t, kind.ids())
+		})
+	}
+}
+
+func testBatchLife(t *testing.T, id func(string) string) {
 	l := open(t, ledger.Options{NoPrune: true})
 	ctx := context.Background()
 	t0 := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	rec := func(batch string, ids []string, s core.MessageState, sec int) {
+	rec := func(batch string, names []string, s core.MessageState, sec int) {
 		t.Helper()
-		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: s, PublishedAt: at(sec), UpdatedAt: at(sec), Runs: 1})
+		l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: idList(id, names...), State: s, PublishedAt: at(sec), UpdatedAt: at(sec), Runs: 1})
 		if err := l.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rec("", []string{"s1", "s2"}, core.StateQueued, 1) // staged in a transaction
 	rec("B", []string{"s1", "s2"}, core.StateRunning, 2)
-	if m := state(t, l, "s1"); m.State != core.StateRunning || m.BatchID != "B" || !m.PublishedAt.Equal(at(1)) {
+	if m := state(t, l, id("s1")); m.State != core.StateRunning || m.BatchID != "B" || !m.PublishedAt.Equal(at(1)) {
 		t.Fatalf("s1 after the relay's batch ran = %+v; want running in B, published at %v", m, at(1))
 	}
 	rec("C", []string{"c1", "c2", "c3"}, core.StateQueued, 3)
-	for _, id := range []string{"c1", "c2"} {
-		if _, err := l.CancelMessage(ctx, id); err != nil {
+	for _, name := range []string{"c1", "c2"} {
+		if _, err := l.CancelMessage(ctx, id(name)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rec("C", []string{"c1", "c2", "c3"}, core.StateRetry, 4) // c1 and c2 were in the run
-	if m := state(t, l, "c1"); m.State != core.StateCancelled {
+	if m := state(t, l, id("c1")); m.State != core.StateCancelled {
 		t.Fatalf("c1 after its batch's retry = %+v; want cancelled", m)
 	}
 	rec("", []string{"c2"}, core.StateCancelled, 5) // the next run leaves c2 out
 	rec("C", []string{"c1", "c3"}, core.StateCompleted, 6)
-	for id, want := range map[string]core.MessageState{"c1": core.StateCompleted, "c2": core.StateCancelled, "c3": core.StateCompleted} {
-		if m := state(t, l, id); m.State != want {
-			t.Errorf("%s = %+v; want %s", id, m, want)
+	for name, want := range map[string]core.MessageState{"c1": core.StateCompleted, "c2": core.StateCancelled, "c3": core.StateCompleted} {
+		if m := state(t, l, id(name)); m.State != want {
+			t.Errorf("%s = %+v; want %s", name, m, want)
 		}
 	}
 	if got, err := l.ListMessages(ctx, core.MessageFilter{Queue: "q", State: core.StateCompleted}); err != nil || len(got) != 2 {
 		t.Errorf("completed = %+v, %v; want c1 and c3", got, err)
+	}
+}
+
+// TestMessagesOfBatches: a message made by core.NewID costs no row of its own (its batch's row
+// holds it), unless its batch's ids were made too far apart; a message replayed in another
+// batch is in the newest batch that holds it, in lookups and listings alike (once), for both
+// kinds of ids.
+func TestMessagesOfBatches(t *testing.T) {
+	t.Parallel()
+	for _, kind := range idKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			id := kind.ids()
+			l := open(t, ledger.Options{NoPrune: true})
+			ctx := context.Background()
+			t0 := time.Now().Add(-time.Minute)
+			rec := func(batch string, ids []string, s core.MessageState, at time.Time) {
+				t.Helper()
+				l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: batch, IDs: ids, State: s, PublishedAt: at, UpdatedAt: at, Runs: 1})
+				if err := l.Flush(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ids := idList(id, "m1", "m2", "m3")
+			rec("B1", ids, core.StateQueued, t0)
+			rec("B1", ids, core.StateDead, t0.Add(time.Second))
+			rows := func() int {
+				var n int
+				if err := testenv.PostgresPool(t).QueryRow(ctx, `SELECT count(*) FROM `+l.Schema()+`.txmq_ledger`).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			wantRows := 3
+			if kind.name == "NewID ids" {
+				wantRows = 0
+			}
+			if n := rows(); n != wantRows {
+				t.Fatalf("%d message rows after a batch's life; want %d", n, wantRows)
+			}
+			rec("B2", ids[:2], core.StateQueued, t0.Add(2*time.Second)) // m1 and m2 replayed
+			rec("B2", ids[:2], core.StateCompleted, t0.Add(3*time.Second))
+			for name, want := range map[string]string{"m1": "B2", "m2": "B2", "m3": "B1"} {
+				if m := state(t, l, id(name)); m.BatchID != want {
+					t.Errorf("%s = %+v; want in batch %s", name, m, want)
+				}
+			}
+			list, err := l.ListMessages(ctx, core.MessageFilter{Queue: "q"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]core.MessageState{}
+			for _, m := range list {
+				got[m.ID] = m.State
+			}
+			if len(list) != 3 || got[id("m1")] != core.StateCompleted || got[id("m3")] != core.StateDead {
+				t.Errorf("listing = %+v; want m1 and m2 completed, m3 dead, each once", list)
+			}
+			if dead, err := l.ListMessages(ctx, core.MessageFilter{State: core.StateDead}); err != nil || len(dead) != 1 || dead[0].ID != id("m3") {
+				t.Errorf("dead across queues = %+v, %v; want m3 only", dead, err)
+			}
+			// Ids made an hour and more apart: rows of their own, found as well.
+			wide := []string{farID(t, 2*time.Hour), core.NewID()}
+			before := rows()
+			rec("W", wide, core.StateRunning, time.Now())
+			if n := rows(); n != before+2 {
+				t.Errorf("%d message rows after a batch of ids made 2 hours apart; want %d", n, before+2)
+			}
+			for _, w := range wide {
+				if m := state(t, l, w); m.BatchID != "W" || m.State != core.StateRunning {
+					t.Errorf("%s = %+v; want running in W", w, m)
+				}
+			}
+		})
+	}
+}
+
+// farID returns an id of core.NewID's form made ago before now.
+func farID(t *testing.T, ago time.Duration) string {
+	t.Helper()
+	for {
+		id := core.NewID()
+		at, _ := core.IDTime(id)
+		// Rewrite the time: the first 10 characters carry 50 bits, the top 48 of them the
+		// milliseconds; a new id differs from an old one there only.
+		const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
+		ms := uint64(at.Add(-ago).UnixMilli()) << 2
+		b := []byte(id)
+		low := uint64(strings.IndexByte(alphabet, b[9])) & 3
+		ms |= low
+		for i := 9; i >= 0; i-- {
+			b[i] = alphabet[ms&31]
+			ms >>= 5
+		}
+		if got, ok := core.IDTime(string(b)); ok && got.Equal(at.Add(-ago).Truncate(time.Millisecond)) {
+			return string(b)
+		}
 	}
 }

@@ -53,6 +53,7 @@ VALUES ('q', $1, $2, $3, $4, $4, 2, 'boom')`, r.id, r.batch, r.state, r.at); err
 		}
 	}
 	run("0003_batch_states.sql")
+	run("0004_batch_ids.sql")
 	l, err := ledger.New(pool, &ledger.Options{Schema: schema, NoPrune: true})
 	if err != nil {
 		t.Fatal(err)

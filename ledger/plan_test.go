@@ -15,7 +15,8 @@ import (
 )
 
 // TestStatementPlans EXPLAINs the ledger's statements on its tables after ANALYZE, with 30,000
-// messages in 300 batches on 3 queues (most completed, some cancelled), behind the plan guard
+// messages in 300 batches on 3 queues (most completed, some cancelled; a third with ids a
+// caller chose, which have rows, the others found through their batch), behind the plan guard
 // they run behind, and fails on a sequential scan or a whole-index scan (no index condition,
 // not a partial index, not the first rows under a Limit) of txmq_ledger or
 // txmq_ledger_states: each must have an index access to take.
@@ -38,6 +39,9 @@ func TestStatementPlans(t *testing.T) {
 		ids := make([]string, 100)
 		for j := range ids {
 			ids[j] = core.NewID()
+			if i%3 == 2 { // ids a caller chose: rows of their own
+				ids[j] = fmt.Sprint("order-", i, "-", j)
+			}
 		}
 		someIDs = append(someIDs, ids[0])
 		at := old.Add(time.Duration(i) * time.Second)
@@ -93,12 +97,13 @@ func TestStatementPlans(t *testing.T) {
 	}
 	id := someIDs[42]
 	stmts = append(stmts,
-		stmt{"get", l.getSQL(), []any{id}},
-		stmt{"cancel", l.cancelSQL(), []any{id, now}},
+		stmt{"get", l.getSQL(), []any{id, idTime(id)}},
+		stmt{"get (a caller's id)", l.getSQL(), []any{someIDs[2], (*time.Time)(nil)}},
+		stmt{"cancel", l.cancelSQL(), []any{id, idTime(id), now}},
 		stmt{"cancelled of a batch", l.cancelledSQL(), []any{"q0", someIDs[:100]}},
 		stmt{"cancels, first read", `SELECT queue, id, updated_at FROM ` + l.table + ` WHERE state = 'cancelled'`, nil},
 		stmt{"cancels, next read", `SELECT queue, id, updated_at FROM ` + l.table + ` WHERE state = 'cancelled' AND updated_at > $1`, []any{now.Add(-time.Minute)}},
-		stmt{"terminal", l.terminalSQL(), []any{[]string{"q0", "q1"}, someIDs[:2]}},
+		stmt{"terminal", l.terminalSQL(), []any{[]string{"q0", "q1"}, someIDs[:2], []*time.Time{idTime(someIDs[0]), idTime(someIDs[1])}}},
 	)
 	for _, f := range []core.MessageFilter{
 		{Queue: "q1"},

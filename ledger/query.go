@@ -14,18 +14,50 @@ import (
 
 const columns = `queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason`
 
-// messages is the FROM clause of every read: a message row joined with its batch's row. The
-// batch's row gives the state and its details, unless the message has no batch (staged, or
-// left out of a run) or is cancelled (a cancelled message takes only its batch's completion:
-// the batch was running when the cancel came, and the message with it).
-func (l *Ledger) messages() string {
+// A message's state is resolved at read time from two sources (layout 3, migration 0004):
+//
+//   - the batches that hold its id (a batch row's ids; found by the span of their ids' times,
+//     ids_at, for ids made by core.NewID), the newest of them (by updated_at, then batch id)
+//     being the one it is in now;
+//   - its own row in txmq_ledger, if it has one: staged in a transaction (no batch; it gives
+//     way to a batch updated since), cancelled (it gives way only to its own batch's
+//     completion: the batch was running when the cancel came, and the message with it; a
+//     node that leaves it out of a run takes it out of the batch), or pointing at its batch
+//     (ids without a time, and the rows of layout 2), which competes with the other holders.
+//
+// resolveFrom reads the messages that from names: a FROM list binding c (columns q, id and t,
+// the queue, the id and its time, NULL for none) and m (the message's row, or NULLs); pub is
+// the publish time to report.
+func (l *Ledger) resolveFrom(from, pub string) string {
 	pick := func(c string) string {
-		return `CASE WHEN s.batch_id IS NULL THEN m.` + c + ` ELSE s.` + c + ` END AS ` + c
+		return `CASE WHEN p.batch_id IS NULL THEN m.` + c + ` ELSE p.` + c + ` END AS ` + c
 	}
-	return `(SELECT m.queue, m.id, m.batch_id, ` + pick("state") + `, m.published_at, ` + pick("updated_at") + `, ` + pick("due") + `, ` +
-		pick("node") + `, ` + pick("runs") + `, ` + pick("error") + `, ` + pick("reason") + `
-	FROM ` + l.table + ` AS m LEFT JOIN ` + l.states + ` AS s ON m.batch_id <> '' AND s.queue = m.queue AND s.batch_id = m.batch_id
-		AND (m.state <> 'cancelled' OR s.state = 'completed')) AS v`
+	return `SELECT c.q AS queue, c.id, ` + pick("batch_id") + `, ` + pick("state") + `, ` + pub + ` AS published_at, ` + pick("updated_at") + `, ` +
+		pick("due") + `, ` + pick("node") + `, ` + pick("runs") + `, ` + pick("error") + `, ` + pick("reason") + `
+FROM ` + from + `
+LEFT JOIN LATERAL (SELECT h.* FROM (
+		SELECT s.* FROM ` + l.states + ` AS s WHERE m.batch_id <> '' AND s.queue = m.queue AND s.batch_id = m.batch_id
+		UNION ALL
+		SELECT s.* FROM ` + l.states + ` AS s WHERE s.ids_at @> c.t AND s.queue = c.q AND c.id = ANY(s.ids)) AS h
+	WHERE m.id IS NULL OR (m.state = 'cancelled' AND h.batch_id = m.batch_id AND h.state = 'completed')
+		OR (m.state <> 'cancelled' AND (m.batch_id <> '' OR h.updated_at >= m.updated_at))
+	ORDER BY h.updated_at DESC, h.batch_id DESC LIMIT 1) AS p ON true
+WHERE (m.id IS NOT NULL OR p.batch_id IS NOT NULL)`
+}
+
+// resolve reads the candidates cands names (a FROM item aliased c, with columns q, id and t,
+// as above).
+func (l *Ledger) resolve(cands string) string {
+	return l.resolveFrom(cands+` LEFT JOIN `+l.table+` AS m ON m.id = c.id AND m.queue = c.q`,
+		`CASE WHEN m.id IS NULL THEN p.published_at ELSE m.published_at END`)
+}
+
+// byID is the candidates of a lookup by id ($1 the id, $2 its time or NULL): each queue that
+// holds a row or a batch with it.
+func (l *Ledger) byID() string {
+	return `(SELECT qs.q, $1::text AS id, $2::timestamptz AS t FROM (
+	SELECT queue AS q FROM ` + l.table + ` WHERE id = $1
+	UNION SELECT queue FROM ` + l.states + ` WHERE ids_at @> $2::timestamptz AND $1 = ANY(ids)) AS qs) AS c`
 }
 
 func scanInfo(row pgx.Row) (core.MessageInfo, error) {
@@ -49,7 +81,7 @@ func (l *Ledger) GetMessage(ctx context.Context, id string) (core.MessageInfo, e
 	if err := l.Flush(ctx); err != nil {
 		return core.MessageInfo{}, err
 	}
-	m, err := scanInfo(l.queryRow(ctx, l.getSQL(), id))
+	m, err := scanInfo(l.queryRow(ctx, l.getSQL(), id, idTime(id)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return m, fmt.Errorf("%w: message %q is not in the ledger (%s): never published, published by a process without the ledger, or pruned after its retention (%v)", core.ErrMessageNotFound, id, l.table, l.opts.Retention)
 	}
@@ -84,49 +116,65 @@ func (l *Ledger) ListMessages(ctx context.Context, f core.MessageFilter) ([]core
 	return out, nil
 }
 
-// listQuery returns ListMessages' statement and arguments for f.
+// listQuery returns ListMessages' statement and arguments for f: the messages of the batches
+// (those without a row, in the newest batch that holds them) and the messages with a row, each
+// walked by queue and publish time, merged.
 func (l *Ledger) listQuery(f core.MessageFilter) (string, []any) {
 	var (
-		where []string
-		args  []any
+		args          []any
+		batch, rowsOf []string // conditions on s (a batch) and m (a row)
+		where         []string // on the message
 	)
-	add := func(cond string, v any) {
+	arg := func(v any) string {
 		args = append(args, v)
-		where = append(where, fmt.Sprintf(cond, len(args)))
+		return fmt.Sprintf("$%d", len(args))
 	}
+	queue := "qs.q" // across queues: the newest of each queue, then the newest of those
 	if f.Queue != "" {
-		add("queue = $%d", f.Queue)
+		queue = arg(f.Queue)
 	}
+	batch, rowsOf = append(batch, "s.queue = "+queue), append(rowsOf, "m.queue = "+queue)
 	if f.State != "" {
-		add("state = $%d", string(f.State))
+		where = append(where, "state = "+arg(string(f.State)))
 	}
 	if !f.Since.IsZero() {
-		add("published_at >= $%d", f.Since)
+		a := arg(f.Since)
+		batch, rowsOf = append(batch, "s.published_at >= "+a), append(rowsOf, "m.published_at >= "+a)
 	}
 	if !f.Until.IsZero() {
-		add("published_at < $%d", f.Until)
+		a := arg(f.Until)
+		batch, rowsOf = append(batch, "s.published_at < "+a), append(rowsOf, "m.published_at < "+a)
 	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = core.DefaultMessageLimit
 	}
-	args = append(args, limit)
-	order := fmt.Sprintf(` ORDER BY published_at DESC, id DESC LIMIT $%d`, len(args))
-	if f.Queue == "" {
-		// Across queues: the newest of each queue (walking the queues of the index on queue
-		// and publish time, one probe per queue), then the newest of those.
-		where = append(where, "queue = qs.q")
-	}
-	q := `SELECT ` + columns + ` FROM ` + l.messages()
+	order := ` ORDER BY published_at DESC, id DESC LIMIT ` + arg(limit)
+	batches := `SELECT s.queue, x.id, s.batch_id, s.state, s.published_at, s.updated_at, s.due, s.node, s.runs, s.error, s.reason
+	FROM ` + l.states + ` AS s CROSS JOIN LATERAL unnest(s.ids) AS x(id)
+	WHERE s.ids_at IS NOT NULL AND ` + strings.Join(batch, " AND ") + `
+		AND NOT EXISTS (SELECT 1 FROM ` + l.table + ` AS m WHERE m.id = x.id AND m.queue = s.queue)
+		AND NOT EXISTS (SELECT 1 FROM ` + l.states + ` AS n WHERE n.ids_at && s.ids_at AND n.queue = s.queue
+			AND (n.updated_at, n.batch_id) > (s.updated_at, s.batch_id) AND x.id = ANY(n.ids))`
+	rows := `SELECT r.* FROM (` + l.resolveFrom(l.table+` AS m CROSS JOIN LATERAL (SELECT m.queue, m.id, m.id_at) AS c(q, id, t)`, `m.published_at`) + `
+	AND ` + strings.Join(rowsOf, " AND ") + `) AS r`
+	q := `SELECT ` + columns + ` FROM (` + batches + `
+UNION ALL
+` + rows + `) AS v`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	q += order
 	if f.Queue == "" {
-		q = `WITH RECURSIVE qs(q) AS (
-	(SELECT queue FROM ` + l.table + ` ORDER BY queue LIMIT 1)
+		// The queues: the distinct ones of the batches' and of the rows' indexes, one probe each.
+		walk := func(name, table string) string {
+			return name + `(q) AS (
+	(SELECT queue FROM ` + table + ` ORDER BY queue LIMIT 1)
 	UNION ALL
-	SELECT (SELECT queue FROM ` + l.table + ` WHERE queue > qs.q ORDER BY queue LIMIT 1) FROM qs WHERE qs.q IS NOT NULL)
+	SELECT (SELECT queue FROM ` + table + ` WHERE queue > ` + name + `.q ORDER BY queue LIMIT 1) FROM ` + name + ` WHERE ` + name + `.q IS NOT NULL)`
+		}
+		q = `WITH RECURSIVE ` + walk("bq", l.states) + `, ` + walk("rq", l.table) + `,
+qs(q) AS (SELECT q FROM bq WHERE q IS NOT NULL UNION SELECT q FROM rq WHERE q IS NOT NULL)
 SELECT ` + columns + ` FROM qs CROSS JOIN LATERAL (` + q + `) AS x` + order
 	}
 	return q, args
@@ -167,7 +215,7 @@ func (l *Ledger) CancelMessage(ctx context.Context, id string) (core.MessageInfo
 	if err := l.Flush(ctx); err != nil {
 		return core.MessageInfo{}, err
 	}
-	if _, err := l.exec(ctx, l.cancelSQL(), id, time.Now()); err != nil {
+	if _, err := l.exec(ctx, l.cancelSQL(), id, idTime(id), time.Now()); err != nil {
 		return core.MessageInfo{}, fmt.Errorf("txmq ledger: cancelling message %q in %s: %w", id, l.table, err)
 	}
 	m, err := l.GetMessage(ctx, id)
@@ -185,16 +233,20 @@ func (l *Ledger) CancelMessage(ctx context.Context, id string) (core.MessageInfo
 	return m, nil
 }
 
-// getSQL is GetMessage's statement ($1 the id).
+// getSQL is GetMessage's statement ($1 the id, $2 its time or NULL).
 func (l *Ledger) getSQL() string {
-	return `SELECT ` + columns + ` FROM ` + l.messages() + ` WHERE id = $1 ORDER BY updated_at DESC LIMIT 1`
+	return `SELECT ` + columns + ` FROM (` + l.resolve(l.byID()) + `) AS v ORDER BY updated_at DESC LIMIT 1`
 }
 
-// cancelSQL is CancelMessage's statement ($1 the id, $2 the time).
+// cancelSQL is CancelMessage's statement ($1 the id, $2 its time or NULL, $3 the time): the
+// message gets a cancelled row (or its row becomes cancelled) in the batch it is in now,
+// unless it completed or is cancelled already.
 func (l *Ledger) cancelSQL() string {
-	return `UPDATE ` + l.table + ` AS m SET state = 'cancelled', updated_at = GREATEST(m.updated_at, $2), due = NULL
-WHERE m.id = $1 AND m.state NOT IN ('completed', 'cancelled')
-	AND NOT EXISTS (SELECT 1 FROM ` + l.states + ` AS s WHERE m.batch_id <> '' AND s.queue = m.queue AND s.batch_id = m.batch_id AND s.state = 'completed')`
+	return `INSERT INTO ` + l.table + ` AS l (queue, id, batch_id, state, published_at, updated_at, node, runs, error, reason, id_at)
+SELECT v.queue, v.id, v.batch_id, 'cancelled', v.published_at, GREATEST(v.updated_at, $3), v.node, v.runs, v.error, v.reason, $2
+FROM (` + l.resolve(l.byID()) + `) AS v WHERE v.state NOT IN ('completed', 'cancelled')
+ON CONFLICT (id, queue) DO UPDATE SET state = 'cancelled', batch_id = excluded.batch_id, due = NULL,
+	updated_at = GREATEST(l.updated_at, excluded.updated_at), id_at = coalesce(l.id_at, excluded.id_at)`
 }
 
 // cancelledSQL is queryCancelled's statement ($1 the queue, $2 the ids).

@@ -168,17 +168,20 @@ FROM `+l.kept+` WHERE deadline <= now() ORDER BY deadline LIMIT $1 FOR UPDATE SK
 // terminalOf reads the states of the page's messages and returns whether a kept batch's
 // messages are all completed, cancelled or dead (a batch whose ids are unknown never is).
 func (l *Ledger) terminalOf(ctx context.Context, tx pgx.Tx, page []keptBatch) (func(keptBatch) bool, error) {
-	var queues, ids []string
+	var (
+		queues, ids []string
+		times       []*time.Time
+	)
 	for _, k := range page {
 		for _, id := range k.ids {
-			queues, ids = append(queues, k.b.Queue), append(ids, id)
+			queues, ids, times = append(queues, k.b.Queue), append(ids, id), append(times, idTime(id))
 		}
 	}
 	final := map[[2]string]bool{}
 	if _, err := tx.Exec(ctx, planGuard); err != nil {
 		return nil, err
 	}
-	rows, err := tx.Query(ctx, l.terminalSQL(), queues, ids)
+	rows, err := tx.Query(ctx, l.terminalSQL(), queues, ids, times)
 	if err != nil {
 		return nil, err
 	}
@@ -230,8 +233,9 @@ FROM unnest($1::text[], $2::text[], $3::bigint[]) AS t(q, id, w) WHERE k.queue =
 	return err
 }
 
-// terminalSQL is terminalOf's statement ($1 the queues, $2 the ids of the messages).
+// terminalSQL is terminalOf's statement ($1 the queues, $2 the ids of the messages, $3 their
+// times or NULLs).
 func (l *Ledger) terminalSQL() string {
-	return `SELECT v.queue, v.id FROM ` + l.messages() + ` JOIN unnest($1::text[], $2::text[]) AS t(q, id)
-	ON v.id = t.id AND v.queue = t.q WHERE v.state IN ('completed', 'cancelled', 'dead')`
+	return `SELECT v.queue, v.id FROM (` + l.resolve(`unnest($1::text[], $2::text[], $3::timestamptz[]) AS c(q, id, t)`) + `) AS v
+	WHERE v.state IN ('completed', 'cancelled', 'dead')`
 }

@@ -86,19 +86,19 @@ func (l *Ledger) queueLoose(b *pgx.Batch, events []core.MessageInfo) {
 	if n == 0 {
 		return
 	}
-	c, ids := newStateCols(n), make([]string, n)
+	c, ids, idAt := newStateCols(n), make([]string, n), make([]*time.Time, n)
 	for i, e := range events {
-		ids[i] = e.ID
+		ids[i], idAt[i] = e.ID, idTime(e.ID)
 		c.set(i, e.Queue, e.State, e.PublishedAt, e.UpdatedAt, e.Due, e.Node, e.Runs, e.Error, e.Reason)
 	}
-	b.Queue(`INSERT INTO `+l.table+` AS l (queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason)
-SELECT q, id, '', s, p, u, d, n, r, e, re FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[]) AS t(q, id, s, p, u, d, n, r, e, re)
+	b.Queue(`INSERT INTO `+l.table+` AS l (queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason, id_at)
+SELECT q, id, '', s, p, u, d, n, r, e, re, a FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::timestamptz[]) AS t(q, id, s, p, u, d, n, r, e, re, a)
 ON CONFLICT (id, queue) DO UPDATE SET
 	batch_id = CASE WHEN `+newer+` OR `+leftOut+` THEN '' ELSE l.batch_id END,
 	published_at = LEAST(l.published_at, excluded.published_at),
 	`+stateSet("l", newer)+`
 WHERE `+newer+` OR `+leftOut+` OR excluded.published_at < l.published_at`,
-		c.queues, ids, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons)
+		c.queues, ids, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons, idAt)
 }
 
 // batchKey names a batch.
@@ -115,6 +115,7 @@ type batchRow struct {
 	attachS  core.MessageState
 	attachD  time.Time
 	attached bool // this write attaches its messages (queueAttach)
+	span     idSpan
 }
 
 // batchRows folds the events with a batch id into one row per batch, sorted by queue and id.
@@ -161,11 +162,13 @@ func batchRows(events []core.BatchEvent) []*batchRow {
 	return out
 }
 
-// queueAttach queues the statements that attach the batches' messages: rows of another
-// batch (not cancelled) move to this one unless they moved later, and the missing rows are
-// inserted (a plain insert: an upsert's speculative insertion costs twice the time and more
-// log; two writers inserting one id at once fail the group, which the next write takes
-// again). Any event but a publish of a batch this Ledger attached already is skipped.
+// queueAttach queues the statement that attaches the batches' messages that need a row (see
+// idSpan; most need none: their batch's row holds their ids and the span of their times,
+// which queueStates writes): rows of another batch (not cancelled) move to this one unless
+// they moved later, and the missing rows are inserted (a plain insert: an upsert's speculative
+// insertion costs twice the time and more log; two writers inserting one id at once fail the
+// group, which the next write takes again). Any event but a publish of a batch this Ledger
+// attached already is skipped. It returns the batches it attached (rows or none).
 func (l *Ledger) queueAttach(b *pgx.Batch, rows []*batchRow) []*batchRow {
 	var (
 		done []*batchRow
@@ -182,17 +185,20 @@ func (l *Ledger) queueAttach(b *pgx.Batch, rows []*batchRow) []*batchRow {
 				continue
 			}
 		}
-		a.add(r)
+		r.span = spanOf(r.attach)
+		if len(r.span.rows) > 0 {
+			a.add(r)
+		}
 		r.attached = true
 		done = append(done, r)
 	}
-	if len(done) == 0 {
-		return nil
+	if len(a.queues) == 0 {
+		return done
 	}
 	// The messages joined with their batch's values: ids and their batch's ordinal, and one
 	// entry per batch (fewer parameters to encode than one of each per message).
-	const rowsOf = `(SELECT t.q AS queue, m.id, t.b AS batch_id, t.s AS state, t.p AS published_at, t.u AS updated_at, t.d AS due
-	FROM unnest($1::text[], $2::int[]) AS m(id, i) JOIN unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, i) USING (i)) AS x`
+	const rowsOf = `(SELECT t.q AS queue, m.id, m.a AS id_at, t.b AS batch_id, t.s AS state, t.p AS published_at, t.u AS updated_at, t.d AS due
+	FROM unnest($1::text[], $2::int[], $9::timestamptz[]) AS m(id, i, a) JOIN unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, i) USING (i)) AS x`
 	const move = `(l.state <> 'cancelled' AND l.batch_id <> x.batch_id AND l.updated_at <= x.updated_at)`
 	// One probe per message: the rows found are updated (rarely: a message moving to another
 	// batch), the others inserted.
@@ -200,10 +206,11 @@ func (l *Ledger) queueAttach(b *pgx.Batch, rows []*batchRow) []*batchRow {
 u AS (UPDATE `+l.table+` AS l SET
 	batch_id = CASE WHEN `+move+` THEN x.batch_id ELSE l.batch_id END,
 	updated_at = CASE WHEN `+move+` THEN x.updated_at ELSE l.updated_at END,
-	published_at = LEAST(l.published_at, x.published_at)
+	published_at = LEAST(l.published_at, x.published_at),
+	id_at = coalesce(l.id_at, x.id_at)
 FROM x WHERE x.found AND l.id = x.id AND l.queue = x.queue AND (`+move+` OR x.published_at < l.published_at))
-INSERT INTO `+l.table+` (queue, id, batch_id, state, published_at, updated_at, due)
-SELECT x.queue, x.id, x.batch_id, x.state, x.published_at, x.updated_at, x.due FROM x WHERE NOT x.found`, a.args()...)
+INSERT INTO `+l.table+` (queue, id, batch_id, state, published_at, updated_at, due, id_at)
+SELECT x.queue, x.id, x.batch_id, x.state, x.published_at, x.updated_at, x.due, x.id_at FROM x WHERE NOT x.found`, a.args()...)
 	return done
 }
 
@@ -214,6 +221,7 @@ type attachArgs struct {
 	dues                    []*time.Time
 	ids                     []string
 	of                      []int32
+	idAt                    []*time.Time
 }
 
 // add appends r's batch and messages.
@@ -226,20 +234,21 @@ func (a *attachArgs) add(r *batchRow) {
 		due = &d
 	}
 	a.dues = append(a.dues, due)
-	for _, id := range r.attach {
-		a.ids, a.of = append(a.ids, id), append(a.of, int32(len(a.queues)))
+	for _, id := range r.span.rows {
+		a.ids, a.of, a.idAt = append(a.ids, id), append(a.of, int32(len(a.queues))), append(a.idAt, idTime(id))
 	}
 }
 
 func (a *attachArgs) args() []any {
-	return []any{a.ids, a.of, a.queues, a.batches, a.states, a.pubs, a.ats, a.dues}
+	return []any{a.ids, a.of, a.queues, a.batches, a.states, a.pubs, a.ats, a.dues, a.idAt}
 }
 
 // queueStates queues the upsert of the batches' state rows: a row takes an event that is not
 // older than its own; the publish time is the earliest recorded. A batch whose messages this
-// write attaches also gets their ids (the longest list recorded stays), which the pruner
-// deletes the messages by: an index on the messages' batch would cost every message an index
-// entry more.
+// write attaches also gets their ids (the longest list recorded stays) and the span of their
+// times (idSpan), by which lookups find its messages without a row of their own, and by which
+// the pruner deletes the rows of those that have one: an index on the messages' batch would
+// cost every message an index entry more.
 func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 	n := len(rows)
 	if n == 0 {
@@ -248,6 +257,7 @@ func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 	var (
 		c             = newStateCols(n)
 		batches, msgs = make([]string, n), make([]int32, n)
+		los, his      = make([]*time.Time, n), make([]*time.Time, n)
 		ids           []string
 		of            []int32
 	)
@@ -259,20 +269,27 @@ func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 			for _, id := range r.attach {
 				ids, of = append(ids, id), append(of, int32(i+1))
 			}
+			if !r.span.lo.IsZero() {
+				los[i], his[i] = &r.span.lo, &r.span.hi
+			}
 		}
 	}
-	const take = `(s.updated_at <= excluded.updated_at)`
-	b.Queue(`INSERT INTO `+l.states+` AS s (queue, batch_id, state, published_at, updated_at, due, node, runs, error, reason, messages, ids)
-SELECT t.q, t.b, t.s, t.p, t.u, t.d, t.n, t.r, t.e, t.re, t.m, x.ids
-FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[]) WITH ORDINALITY AS t(q, b, s, p, u, d, n, r, e, re, m, i)
+	const (
+		take    = `(s.updated_at <= excluded.updated_at)`
+		keepIDs = `(excluded.ids IS NULL OR cardinality(excluded.ids) < cardinality(s.ids))`
+	)
+	b.Queue(`INSERT INTO `+l.states+` AS s (queue, batch_id, state, published_at, updated_at, due, node, runs, error, reason, messages, ids, ids_at)
+SELECT t.q, t.b, t.s, t.p, t.u, t.d, t.n, t.r, t.e, t.re, t.m, x.ids, CASE WHEN x.ids IS NOT NULL AND t.lo IS NOT NULL THEN tstzrange(t.lo, t.hi, '[]') END
+FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[], $14::timestamptz[], $15::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, n, r, e, re, m, lo, hi, i)
 LEFT JOIN (SELECT i, array_agg(id) AS ids FROM unnest($12::text[], $13::int[]) AS m(id, i) GROUP BY i) AS x USING (i)
 ON CONFLICT (queue, batch_id) DO UPDATE SET
 	published_at = LEAST(s.published_at, excluded.published_at),
 	`+stateSet("s", take)+`,
 	messages = CASE WHEN `+take+` THEN excluded.messages ELSE s.messages END,
-	ids = CASE WHEN excluded.ids IS NULL OR cardinality(excluded.ids) < cardinality(s.ids) THEN s.ids ELSE excluded.ids END
+	ids = CASE WHEN `+keepIDs+` THEN s.ids ELSE excluded.ids END,
+	ids_at = CASE WHEN `+keepIDs+` THEN s.ids_at ELSE excluded.ids_at END
 WHERE `+take+` OR excluded.published_at < s.published_at OR excluded.ids IS NOT NULL`,
-		c.queues, batches, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons, msgs, ids, of)
+		c.queues, batches, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons, msgs, ids, of, los, his)
 }
 
 // write stores events: the statements above in one round trip and one transaction.
@@ -346,9 +363,9 @@ func (l *Ledger) pruneLoop() {
 
 // Prune deletes the messages completed or cancelled more than Retention ago and the rows of
 // the batches completed that long ago (with their messages), and the rows of older batches
-// that no message points at any more (their messages were replayed in another batch), about
-// PruneBatch rows per statement until each deletes fewer, and returns how many message rows it
-// deleted. The pruner calls it every PruneInterval.
+// that hold no message any more (their messages were replayed in another batch), about
+// PruneBatch rows per statement until each deletes fewer, and returns how many messages it
+// pruned. The pruner calls it every PruneInterval.
 func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 	cutoff := time.Now().Add(-l.opts.Retention)
 	pruneMsgs, pruneBatches, pruneOrphans := l.pruneSQL()
@@ -359,6 +376,20 @@ func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 			return false
 		default:
 			return true
+		}
+	}
+	for more() {
+		// The oldest completed batches, as many as hold about $2 messages (at least one), and
+		// their messages (first: a message row the next loop deleted would be counted again).
+		var batches, msgs int64
+		err := l.queryRow(ctx, pruneBatches, cutoff, l.opts.PruneBatch).Scan(&batches, &msgs)
+		if err != nil {
+			return total, fmt.Errorf("txmq ledger: pruning completed batches from %s: %w", l.states, err)
+		}
+		total += msgs
+		l.pruned.Add(msgs)
+		if batches == 0 {
+			break
 		}
 	}
 	for more() {
@@ -373,21 +404,7 @@ func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 		}
 	}
 	for more() {
-		// The oldest completed batches, as many as hold about $2 messages (at least one), and
-		// their messages.
-		var batches, msgs int64
-		err := l.queryRow(ctx, pruneBatches, cutoff, l.opts.PruneBatch).Scan(&batches, &msgs)
-		if err != nil {
-			return total, fmt.Errorf("txmq ledger: pruning completed batches from %s: %w", l.states, err)
-		}
-		total += msgs
-		l.pruned.Add(msgs)
-		if batches == 0 {
-			break
-		}
-	}
-	for more() {
-		// Older batches no message points at any more (probes of the primary key).
+		// Older batches that hold no message any more.
 		tag, err := l.exec(ctx, pruneOrphans, cutoff, l.opts.PruneBatch)
 		if err != nil {
 			return total, fmt.Errorf("txmq ledger: pruning batches without messages from %s: %w", l.states, err)
@@ -400,9 +417,11 @@ func (l *Ledger) Prune(ctx context.Context) (int64, error) {
 }
 
 // pruneSQL returns Prune's statements ($1 the cutoff, $2 PruneBatch): the completed and
-// cancelled messages without a batch, the oldest completed batches with their messages (as
-// many as hold about $2 messages, at least one), and the older batches no message points at
-// (probes of the primary key).
+// cancelled messages without a batch, the oldest completed batches with their messages' rows
+// (as many as hold about $2 messages, at least one; it returns how many batches and messages
+// it pruned: the rows deleted and the ids without a row),
+// and the older batches that hold no message any more (each of their messages has a row
+// elsewhere or a newer batch: probes of the primary key and of the span index).
 func (l *Ledger) pruneSQL() (messages, batches, orphans string) {
 	// Rows are deleted by their ctid (a TID scan), found through an index in a subquery.
 	return `DELETE FROM ` + l.table + ` WHERE ctid = ANY(ARRAY(
@@ -413,13 +432,21 @@ func (l *Ledger) pruneSQL() (messages, batches, orphans string) {
 		SELECT ctid, sum(coalesce(cardinality(ids), 0)) OVER (ORDER BY updated_at, queue, batch_id) - coalesce(cardinality(ids), 0) AS before
 		FROM (SELECT ctid, * FROM ` + l.states + ` WHERE state = 'completed' AND updated_at < $1 ORDER BY updated_at LIMIT $2) AS s) AS s
 	WHERE before < $2))
-	RETURNING queue, batch_id, ids),
+	RETURNING queue, batch_id, ids, updated_at),
 d AS (DELETE FROM ` + l.table + ` AS m WHERE m.id = ANY(ARRAY(SELECT unnest(ids) FROM gone)) AND m.state <> 'cancelled'
-	AND EXISTS (SELECT 1 FROM gone WHERE gone.queue = m.queue AND gone.batch_id = m.batch_id) RETURNING 1)
-SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d)`,
+	AND EXISTS (SELECT 1 FROM gone WHERE gone.queue = m.queue
+		AND (gone.batch_id = m.batch_id OR (m.batch_id = '' AND m.updated_at <= gone.updated_at)))
+	RETURNING 1),
+r AS (SELECT m.queue, m.id FROM ` + l.table + ` AS m WHERE m.id = ANY(ARRAY(SELECT unnest(ids) FROM gone)))
+SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d) + (SELECT coalesce(sum(cardinality(ids)), 0) FROM gone)
+	- (SELECT count(*) FROM r WHERE EXISTS (SELECT 1 FROM gone WHERE gone.queue = r.queue AND r.id = ANY(gone.ids)))`,
 		`DELETE FROM ` + l.states + ` WHERE ctid = ANY(ARRAY(
 	SELECT s.ctid FROM ` + l.states + ` AS s WHERE s.updated_at < $1 AND s.state <> 'completed'
-	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id) JOIN ` + l.table + ` AS m ON m.id = x.id AND m.queue = s.queue AND m.batch_id = s.batch_id)
+	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id)
+		WHERE NOT EXISTS (SELECT 1 FROM ` + l.table + ` AS m WHERE m.id = x.id AND m.queue = s.queue AND m.batch_id <> s.batch_id
+				AND (m.state = 'cancelled' OR m.batch_id <> '' OR m.updated_at > s.updated_at))
+			AND NOT EXISTS (SELECT 1 FROM ` + l.states + ` AS n WHERE n.ids_at && s.ids_at AND n.queue = s.queue
+				AND (n.updated_at, n.batch_id) > (s.updated_at, s.batch_id) AND x.id = ANY(n.ids)))
 	ORDER BY s.updated_at LIMIT $2))`
 }
 
