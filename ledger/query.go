@@ -116,14 +116,13 @@ func (l *Ledger) ListMessages(ctx context.Context, f core.MessageFilter) ([]core
 	return out, nil
 }
 
-// listQuery returns ListMessages' statement and arguments for f: the messages of the batches
-// (those without a row, in the newest batch that holds them) and the messages with a row, each
-// walked by queue and publish time, merged.
+// listQuery returns ListMessages' statement and arguments for f: the newest messages of the
+// batches (those without a row, in the newest batch that holds them) and the newest messages
+// with a row, each walked by queue and publish time and cut at the limit, merged.
 func (l *Ledger) listQuery(f core.MessageFilter) (string, []any) {
 	var (
 		args          []any
-		batch, rowsOf []string // conditions on s (a batch) and m (a row)
-		where         []string // on the message
+		batch, rowsOf []string // conditions on s (a batch) and r (a message with a row)
 	)
 	arg := func(v any) string {
 		args = append(args, v)
@@ -133,38 +132,40 @@ func (l *Ledger) listQuery(f core.MessageFilter) (string, []any) {
 	if f.Queue != "" {
 		queue = arg(f.Queue)
 	}
-	batch, rowsOf = append(batch, "s.queue = "+queue), append(rowsOf, "m.queue = "+queue)
+	batch, rowsOf = append(batch, "s.queue = "+queue), append(rowsOf, "r.queue = "+queue)
 	if f.State != "" {
-		where = append(where, "state = "+arg(string(f.State)))
+		a := arg(string(f.State))
+		batch, rowsOf = append(batch, "s.state = "+a), append(rowsOf, "r.state = "+a)
 	}
 	if !f.Since.IsZero() {
 		a := arg(f.Since)
-		batch, rowsOf = append(batch, "s.published_at >= "+a), append(rowsOf, "m.published_at >= "+a)
+		batch, rowsOf = append(batch, "s.published_at >= "+a), append(rowsOf, "r.published_at >= "+a)
 	}
 	if !f.Until.IsZero() {
 		a := arg(f.Until)
-		batch, rowsOf = append(batch, "s.published_at < "+a), append(rowsOf, "m.published_at < "+a)
+		batch, rowsOf = append(batch, "s.published_at < "+a), append(rowsOf, "r.published_at < "+a)
 	}
 	limit := f.Limit
 	if limit <= 0 {
 		limit = core.DefaultMessageLimit
 	}
 	order := ` ORDER BY published_at DESC, id DESC LIMIT ` + arg(limit)
+	// A batch's messages: its ids less those with a row and those a newer batch holds (the
+	// ids of the newer batches whose span overlaps its own, gathered once per batch as the
+	// keys of a jsonb object, which a lookup searches by halves).
 	batches := `SELECT s.queue, x.id, s.batch_id, s.state, s.published_at, s.updated_at, s.due, s.node, s.runs, s.error, s.reason
-	FROM ` + l.states + ` AS s CROSS JOIN LATERAL unnest(s.ids) AS x(id)
+	FROM ` + l.states + ` AS s
+	CROSS JOIN LATERAL (SELECT coalesce(jsonb_object_agg(u.id, 1), '{}') AS ids FROM ` + l.states + ` AS n CROSS JOIN LATERAL unnest(n.ids) AS u(id)
+		WHERE n.ids_at && s.ids_at AND n.queue = s.queue AND (n.updated_at, n.batch_id) > (s.updated_at, s.batch_id)) AS nw
+	CROSS JOIN LATERAL unnest(s.ids) AS x(id)
 	WHERE s.ids_at IS NOT NULL AND ` + strings.Join(batch, " AND ") + `
-		AND NOT EXISTS (SELECT 1 FROM ` + l.table + ` AS m WHERE m.id = x.id AND m.queue = s.queue)
-		AND NOT EXISTS (SELECT 1 FROM ` + l.states + ` AS n WHERE n.ids_at && s.ids_at AND n.queue = s.queue
-			AND (n.updated_at, n.batch_id) > (s.updated_at, s.batch_id) AND x.id = ANY(n.ids))`
-	rows := `SELECT r.* FROM (` + l.resolveFrom(l.table+` AS m CROSS JOIN LATERAL (SELECT m.queue, m.id, m.id_at) AS c(q, id, t)`, `m.published_at`) + `
-	AND ` + strings.Join(rowsOf, " AND ") + `) AS r`
-	q := `SELECT ` + columns + ` FROM (` + batches + `
+		AND NOT nw.ids ? x.id
+		AND NOT EXISTS (SELECT 1 FROM ` + l.table + ` AS m WHERE m.id = x.id AND m.queue = s.queue)`
+	rows := `SELECT r.* FROM (` + l.resolveFrom(l.table+` AS m CROSS JOIN LATERAL (SELECT m.queue, m.id, m.id_at) AS c(q, id, t)`, `m.published_at`) + `) AS r
+	WHERE ` + strings.Join(rowsOf, " AND ")
+	q := `SELECT ` + columns + ` FROM ((` + batches + order + `)
 UNION ALL
-` + rows + `) AS v`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += order
+(` + rows + order + `)) AS v` + order
 	if f.Queue == "" {
 		// The queues: the distinct ones of the batches' and of the rows' indexes, one probe each.
 		walk := func(name, table string) string {
