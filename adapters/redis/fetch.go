@@ -176,7 +176,7 @@ func (be *Backend) claim(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		}
 		return be.keys.keys(qs.Queue).script, []any{shares[i], leaseMs, base + strconv.Itoa(i), excl, reclaimLimit}
 	})
-	leaseUntil := start.Add(lease)
+	leaseUntil := leaseEnd(start, leaseMs)
 	claims := []*core.Claim{}
 	next := time.Duration(-1)
 	looks := make([]look, n)
@@ -214,6 +214,19 @@ func (be *Backend) claim(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		firstErr = be.wrap("fetch", err)
 	}
 	return claims, next, looks, firstErr
+}
+
+// leaseEnd returns, on this machine's clock, the end of a lease of ms milliseconds that a
+// script started at or after start: never later than the end the server enforces. The server
+// stores its TIME truncated to the millisecond plus ms and ends the lease when its truncated
+// TIME reaches that, so the lease ends at that millisecond; its TIME is read after start, so
+// start truncated to the millisecond, plus ms, is not after it (start + lease was not: up to a
+// millisecond later than the server's end, more for a claim's lease that is no whole number of
+// milliseconds, which the claim script gets rounded down). As before, this machine's clock and
+// the server's are taken to agree. Add keeps start's monotonic clock reading.
+func leaseEnd(start time.Time, ms int64) time.Time {
+	frac := time.Duration(start.UnixNano() % int64(time.Millisecond))
+	return start.Add(time.Duration(ms)*time.Millisecond - frac)
 }
 
 // parseClaims reads one claim script reply: {now, next ms, id, body, deliveries, token, ...}.

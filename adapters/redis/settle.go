@@ -46,8 +46,8 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 
 // Extend pushes the claim's lease to now+lease (core.LeaseOr: the default when lease <= 0) on the
 // server's clock, and updates c.LeaseUntil (on this machine's clock, measured from before the
-// call, so it never runs past the server's). Extending a claim already settled by its holder
-// is a no-op.
+// call and truncated to the server's millisecond, so it never runs past the server's; see
+// leaseEnd). Extending a claim already settled by its holder is a no-op.
 func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duration) error {
 	lease = core.LeaseOr(lease)
 	start := time.Now()
@@ -59,7 +59,7 @@ func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duratio
 	if err := be.runSettle(ctx, "extend", c, h, opExtend, lease, nil); err != nil {
 		return err
 	}
-	c.LeaseUntil = start.Add(lease)
+	c.LeaseUntil = leaseEnd(start, millisUp(lease))
 	return nil
 }
 
@@ -102,10 +102,7 @@ func (be *Backend) hold(what string, c *core.Claim) (*handle, error) {
 // wrapping core.ErrLeaseLost.
 func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h *handle, op string, d time.Duration, body []byte) error {
 	k := be.keys.keys(c.Queue)
-	ms := int64(0)
-	if d > 0 {
-		ms = int64((d + time.Millisecond - 1) / time.Millisecond)
-	}
+	ms := millisUp(d)
 	hasBody := argZero
 	if body != nil {
 		hasBody = argOne
@@ -139,6 +136,15 @@ func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h 
 			what, c.String(), c.Deliveries, core.ErrLeaseLost)
 	}
 	return nil
+}
+
+// millisUp returns d in whole milliseconds, rounded up (0 for d <= 0): the retry delay or
+// lease a settle script is given.
+func millisUp(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // The settle script's constant arguments, boxed once: boxing a string per settle is an
