@@ -106,11 +106,15 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	var ids []string // the batch's message ids, for the ledger
 	if n.opts.Ledger != nil {
 		ids = d.MessageIDs.IDs()
-		if d = n.dropCancelled(r, l, d, ids); d == nil {
+		kept := n.dropCancelled(r, l, d, ids)
+		if kept == nil {
 			return
 		}
-		r.ids = &d.MessageIDs
-		ids = d.MessageIDs.IDs()
+		if kept != d { // some were cancelled: the run's ids are the ones left
+			d = kept
+			r.ids = &d.MessageIDs
+			ids = d.MessageIDs.IDs()
+		}
 	}
 	if run > l.spec.maxAttempts {
 		// The previous runs never settled: their nodes died holding the batch.

@@ -217,7 +217,7 @@ const benchRounds = 5
 // write-ahead log bytes per message, and the medians of the rounds' throughput ratios on/off
 // and mode/off. b.N counts messages: run it once with a fixed count,
 //
-//	go test -run '^$' -bench LedgerCost -benchtime 20000x ./ledger
+//	go test -run '^$' -bench LedgerCost -benchtime 200000x ./ledger
 func BenchmarkLedgerCost(b *testing.B) {
 	for _, backend := range benchBackends {
 		b.Run(backend, func(b *testing.B) {

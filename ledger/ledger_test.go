@@ -3,7 +3,6 @@ package ledger_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -377,7 +376,7 @@ func TestMessagesOfBatches(t *testing.T) {
 				t.Errorf("dead across queues = %+v, %v; want m3 only", dead, err)
 			}
 			// Ids made an hour and more apart: rows of their own, found as well.
-			wide := []string{farID(t, 2*time.Hour), core.NewID()}
+			wide := []string{farID(2 * time.Hour), core.NewID()}
 			before := rows()
 			rec("W", wide, core.StateRunning, time.Now())
 			if n := rows(); n != before+2 {
@@ -393,24 +392,4 @@ func TestMessagesOfBatches(t *testing.T) {
 }
 
 // farID returns an id of core.NewID's form made ago before now.
-func farID(t *testing.T, ago time.Duration) string {
-	t.Helper()
-	for {
-		id := core.NewID()
-		at, _ := core.IDTime(id)
-		// Rewrite the time: the first 10 characters carry 50 bits, the top 48 of them the
-		// milliseconds; a new id differs from an old one there only.
-		const alphabet = "0123456789abcdefghjkmnpqrstvwxyz"
-		ms := uint64(at.Add(-ago).UnixMilli()) << 2
-		b := []byte(id)
-		low := uint64(strings.IndexByte(alphabet, b[9])) & 3
-		ms |= low
-		for i := 9; i >= 0; i-- {
-			b[i] = alphabet[ms&31]
-			ms >>= 5
-		}
-		if got, ok := core.IDTime(string(b)); ok && got.Equal(at.Add(-ago).Truncate(time.Millisecond)) {
-			return string(b)
-		}
-	}
-}
+func farID(ago time.Duration) string { return ledger.OldID(time.Now().Add(-ago).UnixMilli()) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -258,17 +259,15 @@ func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 		c             = newStateCols(n)
 		batches, msgs = make([]string, n), make([]int32, n)
 		los, his      = make([]*time.Time, n), make([]*time.Time, n)
-		ids           []string
-		of            []int32
+		ids           = make([]*string, n) // joined by idSep: one string to encode per batch
 	)
 	for i, r := range rows {
 		e := r.ev
 		batches[i], msgs[i] = r.key.id, int32(len(e.IDs))
 		c.set(i, r.key.queue, e.State, r.pub, e.UpdatedAt, e.Due, e.Node, e.Runs, e.Error, e.Reason)
-		if r.attached {
-			for _, id := range r.attach {
-				ids, of = append(ids, id), append(of, int32(i+1))
-			}
+		if r.attached && !r.span.unlisted {
+			joined := strings.Join(r.attach, idSep)
+			ids[i] = &joined
 			if !r.span.lo.IsZero() {
 				los[i], his[i] = &r.span.lo, &r.span.hi
 			}
@@ -279,9 +278,8 @@ func (l *Ledger) queueStates(b *pgx.Batch, rows []*batchRow) {
 		keepIDs = `(excluded.ids IS NULL OR cardinality(excluded.ids) < cardinality(s.ids))`
 	)
 	b.Queue(`INSERT INTO `+l.states+` AS s (queue, batch_id, state, published_at, updated_at, due, node, runs, error, reason, messages, ids, ids_at)
-SELECT t.q, t.b, t.s, t.p, t.u, t.d, t.n, t.r, t.e, t.re, t.m, x.ids, CASE WHEN x.ids IS NOT NULL AND t.lo IS NOT NULL THEN tstzrange(t.lo, t.hi, '[]') END
-FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[], $14::timestamptz[], $15::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, n, r, e, re, m, lo, hi, i)
-LEFT JOIN (SELECT i, array_agg(id) AS ids FROM unnest($12::text[], $13::int[]) AS m(id, i) GROUP BY i) AS x USING (i)
+SELECT t.q, t.b, t.s, t.p, t.u, t.d, t.n, t.r, t.e, t.re, t.m, string_to_array(t.ids, E'\x1f'), CASE WHEN t.ids IS NOT NULL AND t.lo IS NOT NULL THEN tstzrange(t.lo, t.hi, '[]') END
+FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::int[], $12::text[], $13::timestamptz[], $14::timestamptz[]) AS t(q, b, s, p, u, d, n, r, e, re, m, ids, lo, hi)
 ON CONFLICT (queue, batch_id) DO UPDATE SET
 	published_at = LEAST(s.published_at, excluded.published_at),
 	`+stateSet("s", take)+`,
@@ -289,7 +287,7 @@ ON CONFLICT (queue, batch_id) DO UPDATE SET
 	ids = CASE WHEN `+keepIDs+` THEN s.ids ELSE excluded.ids END,
 	ids_at = CASE WHEN `+keepIDs+` THEN s.ids_at ELSE excluded.ids_at END
 WHERE `+take+` OR excluded.published_at < s.published_at OR excluded.ids IS NOT NULL`,
-		c.queues, batches, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons, msgs, ids, of, los, his)
+		c.queues, batches, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons, msgs, ids, los, his)
 }
 
 // write stores events: the statements above in one round trip and one transaction.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/txmq/txmq/core"
 )
@@ -95,6 +97,23 @@ func (l IDList) Len() int { return l.n }
 func (l IDList) IDs() []string {
 	if l.n == 0 {
 		return nil
+	}
+	if raw := string(l.raw); strings.IndexByte(raw, '\\') < 0 && utf8.ValidString(raw) {
+		// No escapes (the ids NewID makes never have one): the ids are the quoted runs of one
+		// copy of the array, which UnmarshalJSON checked holds only strings.
+		ids := make([]string, 0, l.n)
+		for i := 0; i < len(raw); i++ {
+			if raw[i] != '"' {
+				continue
+			}
+			end := strings.IndexByte(raw[i+1:], '"')
+			if end < 0 {
+				return nil
+			}
+			ids = append(ids, raw[i+1:i+1+end])
+			i += end + 1
+		}
+		return ids
 	}
 	ids := make([]string, 0, l.n)
 	if json.Unmarshal(l.raw, &ids) != nil {

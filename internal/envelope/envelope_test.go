@@ -3,6 +3,7 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -43,5 +44,29 @@ func TestIDCount(t *testing.T) {
 				t.Fatalf("counted %d (%q), encoding/json decodes %q", v.IDs.Len(), v.IDs.IDs(), strs)
 			}
 		})
+	}
+}
+
+// TestIDListIDs: the ids decode as encoding/json decodes them, with or without escapes,
+// whitespace and characters beyond ASCII.
+func TestIDListIDs(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		`["a","b","c"]`,
+		`[ "a" , "" ,"0123456789abcdefghjkmnpqrs" ]`,
+		`["ü-1","日本"]`,
+		`["a\"b","c\\d","\u00e9"]`,
+		`["x"]`,
+		"[\"a\xffb\"]",
+	} {
+		var l IDList
+		if err := l.UnmarshalJSON([]byte(raw)); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		var want []string
+		_ = json.Unmarshal([]byte(raw), &want)
+		if got := l.IDs(); !slices.Equal(got, want) || l.Len() != len(want) {
+			t.Errorf("%s: IDs() = %q (Len %d); want %q", raw, got, l.Len(), want)
+		}
 	}
 }

@@ -1,0 +1,4 @@
+package ledger
+
+// OldID is oldID, for the external tests.
+var OldID = oldID
