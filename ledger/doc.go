@@ -9,44 +9,56 @@
 // "ledger").
 //
 // Layout: the messages of a batch share their fate (they run, retry, dead-letter and complete
-// as a unit), so the ledger keeps state per batch and identity per message:
+// as a unit), so the ledger keeps state per batch, and a message needs a row of its own only
+// where its batch cannot speak for it:
 //
-//   - <schema>.txmq_ledger has one row per message (queue, id, batch, publish time), inserted
-//     once at its publish. It changes only when the message changes batch (a message staged
-//     in a transaction gets the batch the outbox relay gave it at its first run; a replayed
-//     dead letter leaves its dead batch; a node leaves a cancelled message out of a run) or
-//     is cancelled. A message without a batch, or cancelled, keeps its own state in the row.
-//     Indexes: the primary key (id, queue), for lookups by id, and (queue, published_at), for
-//     listings.
 //   - <schema>.txmq_ledger_states has one row per batch (queue, batch id): its last state and
-//     details, its publish time and its message ids, upserted at each event of the batch.
-//   - A lookup or listing joins the two: a message takes its batch's state, unless it has no
-//     batch or is cancelled (a cancelled message takes only its batch's completion: the batch
-//     was running when the cancel came, and the message ran with it).
+//     details, its publish time, its message ids and the span of their ids' times (ids_at,
+//     under a GiST index), upserted at each event of the batch. An id made by core.NewID
+//     carries the millisecond it was made (core.IDTime), so a lookup by id reads the few
+//     batches whose span holds that time and whose ids hold the id.
+//   - <schema>.txmq_ledger has a row per message only for what its batch cannot say: a message
+//     staged in a transaction (no batch until the outbox relay gives it one), a cancelled one,
+//     and ids that carry no time (ids a caller chose with txmq.ID, or a batch whose ids were
+//     made more than an hour apart), which point at their batch and move with it, one
+//     primary-key probe each. Indexes: the primary key (id, queue) and (queue, published_at).
+//   - A lookup or listing resolves a message from the two: the newest batch that holds it
+//     (by update time), unless its row says otherwise: a message without a batch keeps its own
+//     state until a batch updated since holds it, and a cancelled message takes only its
+//     batch's completion (the batch was running when the cancel came, and the message ran
+//     with it); a message a node left out of a run has left its batch. A message's publish
+//     time is its row's, or the publish of the batch that holds it.
 //
-// Migration 0003 moved the rows of the first layout (one row per message, state and all)
-// to this one in place: each batch takes the state of its most recently updated message that
-// is not cancelled; nothing is dropped.
+// Migration 0003 moved the rows of the first layout (one row per message, state and all) to
+// per-batch state in place, and migration 0004 added the spans; the rows of either stay valid
+// (each points at its batch) and nothing is dropped.
 //
 // Cost: nodes record one event per batch (core.BatchEvent) through RecordBatch, which only
 // appends to a buffer; a background flusher writes the buffer every Options.FlushInterval (or
 // sooner when it holds Options.FlushSize message events) in one round trip and one
-// transaction: an insert of the new message rows (one primary-key probe each, no upsert), an
-// upsert of one row per batch, and ledger mode's statements. A run's start or settle of a batch
-// this process published writes only its batch row. The write does not wait for the log's
-// flush to disk (synchronous_commit off in its transaction): the events were in memory only
-// anyway. Every statement runs with sequential scans off in its transaction (enable_seqscan),
-// so it takes an index whatever the statistics say (TestStatementPlans). Before a node runs a
-// batch it asks CancelledMessages, answered from memory: the ledger reads new cancels every
+// transaction: the rows of staged and cancelled messages and of ids without a time (one
+// primary-key probe each), an upsert of one row per batch (its ids sent as one string), and
+// ledger mode's statements. A batch of messages made by core.NewID costs its batch row and
+// nothing per message but its id in that row. The write does not wait for the log's flush to
+// disk (synchronous_commit off in its transaction): the events were in memory only anyway.
+// Every statement runs with sequential scans off in its transaction (enable_seqscan), so it
+// takes an index whatever the statistics say (TestStatementPlans). Before a node runs a batch
+// it asks CancelledMessages, answered from memory: the ledger reads new cancels every
 // Options.CancelCheck (250 ms), and asks the table per batch only while those reads fail.
-// CancelMessage returns after twice CancelCheck, when every node sees the cancel. One message
-// costs one row and two index entries, about 350 bytes of write-ahead log and 10 µs of database
-// time for its whole life (BenchmarkLedgerWrite; the layout before wrote about 1,600 bytes and
-// took 75 µs); see the README's Performance table for the throughput with and without it. A
-// background pruner deletes, in bounded deletes of about Options.PruneBatch rows, cancelled
-// messages and batches completed more than Options.Retention ago (default 24 h) with their
-// messages, and older batch rows no message points at any more. Dead-lettered batches stay
-// until their messages are replayed and complete.
+// CancelMessage returns after twice CancelCheck, when every node sees the cancel. A message's
+// whole life costs about 30 bytes of write-ahead log (BenchmarkLedgerWrite; a row per message
+// wrote about 350 bytes, and a row per message and event 1,600); see the README's
+// Performance table for the throughput with and without it. A background pruner deletes, in
+// bounded deletes of about Options.PruneBatch rows, cancelled messages and batches completed
+// more than Options.Retention ago (default 24 h) with their messages' rows, and older batch
+// rows that hold no message any more. Dead-lettered batches stay until their messages are
+// replayed and complete.
+//
+// Upgrading: run every process of an app on a build with migration 0004 before relying on
+// lookups. A process of an earlier build still writes rows for every message (which this
+// layout reads), but its lookups do not see the messages a newer process recorded without a
+// row, and its pruner deletes the rows of batches older than Retention that did not complete
+// (dead letters) when no message row points at them (their messages then read as unknown).
 //
 // Ordering: each event carries its time on the recording node's clock; a batch row takes an
 // event only when it is not older than the row's, so a late group from one node never moves a

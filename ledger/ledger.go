@@ -24,8 +24,9 @@ const (
 	DefaultFlushInterval = 100 * time.Millisecond
 	// DefaultFlushSize is how many buffered events trigger a write before the period ends.
 	DefaultFlushSize = 2000
-	// DefaultMaxBuffered caps the events buffered while the database does not answer.
-	DefaultMaxBuffered = 200_000
+	// DefaultMaxBuffered caps the message events buffered while the database does not answer
+	// or is slow.
+	DefaultMaxBuffered = 1_000_000
 	// DefaultPruneInterval is the period of the pruner (which also runs at start).
 	DefaultPruneInterval = time.Minute
 	// DefaultPruneBatch bounds the rows one prune statement deletes.
@@ -48,8 +49,12 @@ type Options struct {
 	// FlushSize is how many buffered events make the flusher write before FlushInterval
 	// ends. Default 2000.
 	FlushSize int
-	// MaxBuffered caps the events kept while writes fail (the database is down); events
-	// beyond it are dropped, logged and counted (Stats.Dropped). Default 200,000.
+	// MaxBuffered caps the message events kept while writes fail or lag behind; events
+	// beyond it are dropped, logged and counted (Stats.Dropped). An event costs about 45
+	// bytes per message it names (its id), so the cap holds about 45 MB. A node at 300,000
+	// messages a second records about 900,000 message events a second (publish, run,
+	// settle): the default gives about a second of slack to a database write that stalls
+	// (the former 200,000 dropped events under such a burst). Default 1,000,000.
 	MaxBuffered int
 	// PruneInterval is how often completed and cancelled rows past Retention are deleted;
 	// the pruner also runs at start. Default 1 min.
