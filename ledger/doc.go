@@ -108,12 +108,11 @@
 //     after the last republish.
 //   - Cost: one more statement per group of publishes (the keep, on the publish path: a flush
 //     waits for it) and two more in the grouped writes' round trip. BenchmarkLedgerCost, 100
-//     messages per batch, 20,000 messages per variant, medians of 5 interleaved rounds in one
-//     run on a shared 2-core machine: throughput in mode 0.49 of the ledger off on SQL jobs
-//     (on: 0.70), 0.29 on Redis (on: 0.45), and on a quiet machine, with the faster engine of
-//     stop 24, 0.45 and 0.28 (on: 0.54 and 0.62–0.69); write-ahead log per message on SQL jobs 20 B off,
-//     401 B on, 425 B in mode (the kept bodies are compressed; the message rows are most of
-//     it). BenchmarkLedgerPickup: pickup p50 in mode 1.07 of off on SQL jobs, 1.06 on Redis.
+//     messages per batch, 200,000 messages per variant, medians of 5 interleaved rounds, four
+//     runs on a shared 2-core machine: throughput in mode 0.56–0.64 of the ledger off on SQL
+//     jobs (on: 0.74–0.83) and 0.24–0.28 on Redis (on: 0.62–0.76); write-ahead log per message
+//     on SQL jobs 20 B off, 46–48 B on, 61–62 B in mode (the kept bodies are compressed).
+//     BenchmarkLedgerPickup: pickup p50 in mode 1.00 of off on SQL jobs and on Redis.
 //   - Proof: the parity property messages/ledger_mode_republishes_lost_batch (a backend that
 //     acknowledges and forgets a plain and a transactional publish's batch, on every adapter)
 //     and the chaos scenarios redis/restart-backend-noaof-ledger (missing 0 where the same
