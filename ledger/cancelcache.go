@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/txmq/txmq/core"
@@ -20,18 +21,20 @@ const cancelOverlap = 5 * time.Minute
 // cancelCache is a node's copy of the cancelled messages, read every Options.CancelCheck.
 type cancelCache struct {
 	start sync.Once
+	first chan struct{} // closed once the reader's first read ended (nil: no reader)
 
 	mu        sync.Mutex
 	set       map[string]time.Time // queue + "\x00" + id -> the cancel's time
 	newest    time.Time            // the newest cancel time read
 	readAt    time.Time            // when the last successful read started (this clock)
 	overflown bool                 // more than cancelCacheMax: ask the table per batch
+	asked     atomic.Int64         // CancelledMessages calls that asked the table
 }
 
 func cancelKey(queue, id string) string { return queue + "\x00" + id }
 
 // cancelLoop reads the new cancels every CancelCheck until Close.
-func (l *Ledger) cancelLoop() {
+func (l *Ledger) cancelLoop(first chan struct{}) {
 	defer l.loops.Done()
 	t := time.NewTicker(l.opts.CancelCheck)
 	defer t.Stop()
@@ -41,6 +44,10 @@ func (l *Ledger) cancelLoop() {
 			l.log.Warn("txmq ledger: reading cancelled messages failed; nodes ask the table per batch until a read works", "schema", l.opts.Schema, "error", err)
 		}
 		cancel()
+		if first != nil {
+			close(first)
+			first = nil
+		}
 		select {
 		case <-l.stop:
 			return
@@ -132,19 +139,32 @@ func (l *Ledger) fromCache(queue string, ids []string) (out map[string]bool, ok 
 }
 
 // CancelledMessages returns which of ids (messages of queue) are cancelled. The first call
-// starts the reader of new cancels (every CancelCheck); while its last read is fresh the
-// answer comes from memory, else from one indexed query.
+// starts the reader of new cancels (every CancelCheck), and calls wait for its first read;
+// while its last read is fresh the answer comes from memory, else from one indexed query.
 func (l *Ledger) CancelledMessages(ctx context.Context, queue string, ids []string) (map[string]bool, error) {
 	l.cancels.start.Do(func() {
 		if l.closed.Load() {
 			return
 		}
+		l.cancels.first = make(chan struct{})
 		l.loops.Add(1)
-		go l.cancelLoop()
+		go l.cancelLoop(l.cancels.first)
 	})
 	if out, ok := l.fromCache(queue, ids); ok {
 		return out, nil
 	}
+	if first := l.cancels.first; first != nil {
+		// Until the reader's first read ends, wait for it rather than each batch asking the
+		// table at once (a node's first claims come together).
+		select {
+		case <-first:
+			if out, ok := l.fromCache(queue, ids); ok {
+				return out, nil
+			}
+		case <-ctx.Done():
+		}
+	}
+	l.cancels.asked.Add(1)
 	return l.queryCancelled(ctx, queue, ids)
 }
 

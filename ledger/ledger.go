@@ -23,7 +23,7 @@ const (
 	// DefaultFlushInterval is the period of the grouped writes.
 	DefaultFlushInterval = 100 * time.Millisecond
 	// DefaultFlushSize is how many buffered events trigger a write before the period ends.
-	DefaultFlushSize = 2000
+	DefaultFlushSize = 20_000
 	// DefaultMaxBuffered caps the message events buffered while the database does not answer
 	// or is slow.
 	DefaultMaxBuffered = 1_000_000
@@ -47,7 +47,7 @@ type Options struct {
 	// 100 ms.
 	FlushInterval time.Duration
 	// FlushSize is how many buffered events make the flusher write before FlushInterval
-	// ends. Default 2000.
+	// ends. Default 20,000.
 	FlushSize int
 	// MaxBuffered caps the message events kept while writes fail or lag behind; events
 	// beyond it are dropped, logged and counted (Stats.Dropped). An event costs about 45
