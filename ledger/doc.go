@@ -108,10 +108,10 @@
 //     after the last republish.
 //   - Cost: one more statement per group of publishes (the keep, on the publish path: a flush
 //     waits for it) and two more in the grouped writes' round trip. BenchmarkLedgerCost, 100
-//     messages per batch, 200,000 messages per variant, medians of 5 interleaved rounds, four
-//     runs on a shared 2-core machine: throughput in mode 0.56–0.64 of the ledger off on SQL
-//     jobs (on: 0.74–0.83) and 0.24–0.28 on Redis (on: 0.62–0.76); write-ahead log per message
-//     on SQL jobs 20 B off, 46–48 B on, 61–62 B in mode (the kept bodies are compressed).
+//     messages per batch, 200,000 messages per variant, medians of 5 interleaved rounds, three
+//     runs on a shared 2-core machine: throughput in mode 0.62–0.67 of the ledger off on SQL
+//     jobs (on: 0.84–0.95) and 0.29–0.30 on Redis (on: 0.70–0.83); write-ahead log per message
+//     on SQL jobs 20 B off, 35 B on, 49 B in mode (the kept bodies are compressed).
 //     BenchmarkLedgerPickup: pickup p50 in mode 1.00 of off on SQL jobs and on Redis.
 //   - Proof: the parity property messages/ledger_mode_republishes_lost_batch (a backend that
 //     acknowledges and forgets a plain and a transactional publish's batch, on every adapter)
