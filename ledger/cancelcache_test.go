@@ -7,24 +7,14 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 )
 
 // TestCancelFirstReadShared: a node's first claims, which come together, wait for the reader's
 // first read instead of each asking the table, and see a cancel made before.
 func TestCancelFirstReadShared(t *testing.T) {
 	t.Parallel()
-	pool := testenv.PostgresPool(t)
+	l, _ := newTestLedger(t, &Options{NoPrune: true})
 	ctx := context.Background()
-	o := &Options{Schema: testenv.PostgresSchema(t, pool), NoPrune: true}
-	if err := Migrate(ctx, pool, o); err != nil {
-		t.Fatal(err)
-	}
-	l, err := New(pool, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
 	id := core.NewID()
 	l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: "b", IDs: []string{id}, State: core.StateQueued, UpdatedAt: time.Now()})
 	if _, err := l.CancelMessage(ctx, id); err != nil {

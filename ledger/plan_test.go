@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 )
 
 // TestStatementPlans EXPLAINs the ledger's statements on its tables after ANALYZE, with 30,000
@@ -22,17 +21,8 @@ import (
 // txmq_ledger_states: each must have an index access to take.
 func TestStatementPlans(t *testing.T) {
 	t.Parallel()
-	pool := testenv.PostgresPool(t)
+	l, pool := newTestLedger(t, &Options{NoPrune: true, FlushInterval: time.Hour, Mode: true})
 	ctx := context.Background()
-	o := &Options{Schema: testenv.PostgresSchema(t, pool), NoPrune: true, FlushInterval: time.Hour, Mode: true}
-	if err := Migrate(ctx, pool, o); err != nil {
-		t.Fatal(err)
-	}
-	l, err := New(pool, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close(ctx)
 	old := time.Now().Add(-48 * time.Hour)
 	var someIDs []string
 	for i := range 300 {
