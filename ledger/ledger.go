@@ -204,7 +204,7 @@ type Stats struct {
 	Written int64
 	// Dropped counts the events dropped because the buffer was full (MaxBuffered).
 	Dropped int64
-	// Pruned counts the message rows the pruner deleted.
+	// Pruned counts the messages the pruner deleted (their rows, or their ids in batch rows).
 	Pruned int64
 	// Buffered is the number of events waiting to be written.
 	Buffered int
