@@ -515,7 +515,7 @@ _txmq_redis_cluster() {
 _txmq_nats() {
 	local hostport host port
 	if [ -z "${TXMQ_NATS_URL:-}" ]; then
-		_txmq_say "nats embedded nats-server v2.15 in the Go tests (TXMQ_NATS_URL unset)"
+		_txmq_say "nats: the Go tests start a nats-server v2.15 process of their own (TXMQ_NATS_URL unset)"
 		return 0
 	fi
 	hostport="${TXMQ_NATS_URL#*://}"

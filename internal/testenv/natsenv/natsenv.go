@@ -110,21 +110,25 @@ var sharedNATS shared
 
 // NATSURL returns the NATS URL for tests. When TXMQ_NATS_URL is set it names an outside server
 // (checked once per process to answer with JetStream; otherwise the test is skipped, or fails
-// under CI=true / TXMQ_REQUIRE_SERVICES=1). Otherwise one embedded nats-server v2.15 is started
-// for the whole test binary and its URL returned; StopSharedNATS (from TestMain) removes it.
-// The machine's Debian nats-server 2.9 on :4222 is never used by default: it lacks message
-// schedules and other features the adapter relies on.
+// under CI=true / TXMQ_REQUIRE_SERVICES=1). Otherwise one nats-server v2.15 process (the
+// module's own build, ServerBinary, as a Cluster's nodes) is started for the whole test binary
+// and its URL returned; StopSharedNATS (from TestMain) removes it. It runs outside the test
+// process so that the race detector checks txmq, not the server: an embedded v2.15.2 reported
+// a data race inside the server (a stream update's filestore config against a concurrent
+// consumer create), which failed every test running at the time. The machine's Debian
+// nats-server 2.9 on :4222 is never used by default: it lacks message schedules and other
+// features the adapter relies on.
 func NATSURL(t testing.TB) string {
 	t.Helper()
 	if u, ok := outsideURL(t, "NATS", "TXMQ_NATS_URL"); ok {
 		return u
 	}
 	return sharedNATS.url(t, "txmq-nats-", func(dir string) (string, func(), error) {
-		s := &NATSServer{opts: embeddedOptions(dir)}
-		if err := s.start(); err != nil {
+		n, err := startProcess(dir)
+		if err != nil {
 			return "", nil, err
 		}
-		return s.URL(), s.Shutdown, nil
+		return n.URL(), n.Stop, nil
 	})
 }
 
