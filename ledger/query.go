@@ -45,6 +45,12 @@ LEFT JOIN LATERAL (SELECT h.* FROM (
 WHERE (m.id IS NOT NULL OR p.batch_id IS NOT NULL)`
 }
 
+// newerOverlapping is the condition for a batch n to be newer than batch s (by update time,
+// then batch id, the order in which resolveFrom picks the newest holder) and to be able to
+// hold an id of s (same queue, overlapping span): the batches that may take a message of s
+// away from it, for listings and the pruner.
+const newerOverlapping = `n.ids_at && s.ids_at AND n.queue = s.queue AND (n.updated_at, n.batch_id) > (s.updated_at, s.batch_id)`
+
 // resolve reads the candidates cands names (a FROM item aliased c, with columns q, id and t,
 // as above).
 func (l *Ledger) resolve(cands string) string {
@@ -156,7 +162,7 @@ func (l *Ledger) listQuery(f core.MessageFilter) (string, []any) {
 	batches := `SELECT s.queue, x.id, s.batch_id, s.state, s.published_at, s.updated_at, s.due, s.node, s.runs, s.error, s.reason
 	FROM ` + l.states + ` AS s
 	CROSS JOIN LATERAL (SELECT coalesce(jsonb_object_agg(u.id, 1), '{}') AS ids FROM ` + l.states + ` AS n CROSS JOIN LATERAL unnest(n.ids) AS u(id)
-		WHERE n.ids_at && s.ids_at AND n.queue = s.queue AND (n.updated_at, n.batch_id) > (s.updated_at, s.batch_id)) AS nw
+		WHERE ` + newerOverlapping + `) AS nw
 	CROSS JOIN LATERAL unnest(s.ids) AS x(id)
 	WHERE s.ids_at IS NOT NULL AND ` + strings.Join(batch, " AND ") + `
 		AND NOT nw.ids ? x.id

@@ -443,8 +443,7 @@ SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d) + (SELECT coalesce(
 	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id)
 		WHERE NOT EXISTS (SELECT 1 FROM ` + l.table + ` AS m WHERE m.id = x.id AND m.queue = s.queue AND m.batch_id <> s.batch_id
 				AND (m.state = 'cancelled' OR m.batch_id <> '' OR m.updated_at > s.updated_at))
-			AND NOT EXISTS (SELECT 1 FROM ` + l.states + ` AS n WHERE n.ids_at && s.ids_at AND n.queue = s.queue
-				AND (n.updated_at, n.batch_id) > (s.updated_at, s.batch_id) AND x.id = ANY(n.ids)))
+			AND NOT EXISTS (SELECT 1 FROM ` + l.states + ` AS n WHERE ` + newerOverlapping + ` AND x.id = ANY(n.ids)))
 	ORDER BY s.updated_at LIMIT $2))`
 }
 
