@@ -127,36 +127,33 @@ _txmq_pg_use() {
 # _txmq_pg_capacity PORT: the suites run side by side (parity properties in parallel, each
 # with pools of its own, the ledger and outbox stores, PgBouncer's server connections), which
 # takes more than PostgreSQL's default 100 connections ("sorry, too many clients already").
-# On the machine's own cluster (port 5432, Debian's /etc/postgresql, as root) it raises
-# max_connections to 300 with ALTER SYSTEM and a restart, once: the setting stays. Any other
-# server is used as it is, with a warning.
+# It fails, saying so, when the server on PORT allows fewer than 300: the caller then starts a
+# private server instead. A server the project did not start is never reconfigured or
+# restarted (no ALTER SYSTEM): it may be a developer's own database, or shared.
 _txmq_pg_capacity() {
-	local port=$1 want=300 have user ver
-	user="$(_txmq_pg_user "$port")" || return 0
+	local port=$1 want=300 have user
+	user="$(_txmq_pg_user "$port")" || return 1
 	have="$(psql -X -q -h 127.0.0.1 -p "$port" -U "$user" -d postgres -Atc 'show max_connections' </dev/null 2>/dev/null)"
-	if [ -z "$have" ] || [ "$have" -ge "$want" ]; then
-		return 0
+	if [ -n "$have" ] && [ "$have" -lt "$want" ]; then
+		_txmq_say "postgres on port $port allows $have connections, the suites side by side need $want: using a private server instead (the one on port $port is left as it is)"
+		return 1
 	fi
-	if [ "$port" != 5432 ] || [ -z "$(ls /etc/postgresql 2>/dev/null)" ] || [ "$(id -u)" != 0 ]; then
-		_txmq_warn "postgres: max_connections is $have; the suites side by side may need $want (raise it if tests fail with 'too many clients')"
-		return 0
-	fi
-	ver="$(ls /etc/postgresql | sort -V | tail -n 1)"
-	if ! psql -X -q -h 127.0.0.1 -p "$port" -U "$user" -d postgres -c "alter system set max_connections = $want" >/dev/null 2>&1 </dev/null ||
-		! pg_ctlcluster --skip-systemctl-redirect "$ver" main restart >/dev/null 2>&1; then
-		_txmq_warn "postgres: could not raise max_connections from $have to $want; using it as it is"
-		return 0
-	fi
-	local i
-	for i in $(seq 1 60); do
-		if _txmq_pg_user "$port" >/dev/null; then
-			_txmq_say "postgres max_connections $have -> $want (ALTER SYSTEM, cluster $ver/main restarted)"
-			return 0
-		fi
-		sleep 0.5
-	done
-	_txmq_warn "postgres: cluster $ver/main did not come back after the restart"
-	return 1
+	return 0
+}
+
+# _txmq_nofds CMD...: run CMD with the caller's file descriptors above 2 closed, so that a
+# daemon it starts holds none of them (a lock or a pipe of the caller's would otherwise stay
+# open for as long as the daemon runs).
+_txmq_nofds() {
+	(
+		for fd in /proc/self/fd/*; do
+			fd="${fd##*/}"
+			if [ "$fd" -gt 2 ] 2>/dev/null; then
+				eval "exec $fd>&-" 2>/dev/null
+			fi
+		done
+		exec "$@"
+	)
 }
 
 # _txmq_pg_throwaway PORT: initdb + start a private trust-auth cluster.
@@ -180,7 +177,7 @@ _txmq_pg_throwaway() {
 		tail -n 20 "$dir/initdb.log" >&2
 		return 1
 	fi
-	if ! "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
+	if ! _txmq_nofds "${as_pg[@]}" "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 \
 		-o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" \
 		start >/dev/null 2>&1; then
 		_txmq_warn "postgres: pg_ctl start failed:"
@@ -215,7 +212,7 @@ _txmq_postgres() {
 		if _txmq_pg_capacity "$port" && _txmq_pg_use "$port" reused; then
 			return 0
 		fi
-		_txmq_warn "postgres: port $port answers but trust login fails; starting a private server"
+		_txmq_warn "postgres: port $port answers but is not usable as it is (see above); starting a private server"
 		port="$(_txmq_free_port 15432)" || return 1
 	elif [ "$port" = 5432 ] && [ -n "$(ls /etc/postgresql 2>/dev/null)" ]; then
 		# The machine's own cluster, stopped: start it the way the machine does.
@@ -225,7 +222,7 @@ _txmq_postgres() {
 			if _txmq_pg_capacity "$port" && _txmq_pg_use "$port" started; then
 				return 0
 			fi
-			_txmq_warn "postgres: cluster $ver/main started but trust login fails; starting a private server"
+			_txmq_warn "postgres: cluster $ver/main started but is not usable as it is (see above); starting a private server"
 		fi
 		port="$(_txmq_free_port 15432)" || return 1
 	fi
