@@ -74,28 +74,28 @@ func (s *server) deadShow(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "letter.html", map[string]any{"Title": fmt.Sprintf("Dead letter %d", id), "Row": row, "Messages": msgs, "DecodeErr": decodeErr})
 }
 
-func (s *server) replay(ctx context.Context, r *http.Request) (string, error) {
+func (s *server) replay(ctx context.Context, r *http.Request) (banner, error) {
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil {
-		return "", fmt.Errorf("no dead letter %q", r.PathValue("id"))
+		return banner{}, fmt.Errorf("no dead letter %q", r.PathValue("id"))
 	}
 	if err := s.o.Store.Replay(ctx, id); err != nil {
-		return "", err
+		return banner{}, err
 	}
-	return fmt.Sprintf("replayed dead letter %d with a fresh budget", id), nil
+	return banner{"replayed", []string{strconv.FormatInt(id, 10)}}, nil
 }
 
-func (s *server) purge(ctx context.Context, r *http.Request) (string, error) {
+func (s *server) purge(ctx context.Context, r *http.Request) (banner, error) {
 	queue := r.PostFormValue("queue")
 	if queue == "" {
-		return "", errors.New("name the queue whose dead letters to purge")
+		return banner{}, errors.New("name the queue whose dead letters to purge")
 	}
 	if r.PostFormValue("confirm") != queue {
-		return "", fmt.Errorf("not purged: type the queue name %q in the confirmation box", queue)
+		return banner{}, fmt.Errorf("not purged: type the queue name %q in the confirmation box", queue)
 	}
 	n, err := s.o.Store.Purge(ctx, outbox.DLQFilter{Queue: queue})
 	if err != nil {
-		return "", err
+		return banner{}, err
 	}
-	return fmt.Sprintf("purged %d dead letter(s) of %s", n, queue), nil
+	return banner{"purged", []string{strconv.FormatInt(n, 10), queue}}, nil
 }

@@ -12,7 +12,34 @@
 //
 // or an operator runs `txmq ui --listen 127.0.0.1:8080` against the app database and backend.
 //
-// Security: every change is a POST carrying a CSRF token (a SameSite=Strict cookie that the
-// form must repeat) from the same origin; Options.User and Password require HTTP basic auth;
-// Options.ReadOnly hides and refuses every change; pages never show a URL or a secret.
+// # Security
+//
+// Without auth (Options.User unset) anyone whose requests reach the dashboard reads its pages,
+// the messages' payloads of dead letters included, and (unless Options.ReadOnly) changes
+// queues. The checks, in order:
+//
+//   - Host (421 Misdirected Request on every route, reads included): the dashboard answers only
+//     to the IP the connection came in on and the loopback names (localhost, 127.0.0.1, [::1])
+//     on the port it came in on, and to Options.AllowedHosts (e.g. a reverse proxy's name).
+//     This is what stops DNS rebinding: a foreign page whose name was made to resolve to the
+//     dashboard's address is same-origin with it, so it can read the CSRF token and pass the
+//     Origin check, but its requests carry the foreign name as Host. Options.HostCheck
+//     decides when it applies: by default (HostCheckAuto) Handler checks unless basic auth is
+//     on (a rebinding page has no credentials), and ForApp does not check, since the app's
+//     own auth and routing stand in front of a mounted dashboard and it is served under the
+//     app's names; an app that mounts it without auth sets HostCheckOn.
+//   - Fetch metadata, where the browser sends it (403): a change must come from the
+//     dashboard's own page (Sec-Fetch-Site same-origin); a read from another site must be a
+//     top-level navigation (a link followed), not a subresource, a script's fetch or a frame.
+//   - Basic auth, when Options.User is set (401).
+//   - Every change is a POST whose form carries a CSRF token: an HMAC, under a per-Handler
+//     random key (Options.SigningKey to share one), of the session's SameSite=Strict cookie
+//     (and of the basic-auth user), so that a cookie planted from a sibling origin cannot be
+//     repeated as a token; its Origin, when sent, must be the request's own host.
+//   - The banner a change leaves on the page it redirects to (?msg=) is one of a fixed set of
+//     messages, its arguments signed for the session: a link cannot make the dashboard show a
+//     text of its own.
+//
+// Options.ReadOnly hides and refuses every change, but still shows the payloads. Pages never
+// show a URL or a secret.
 package ui

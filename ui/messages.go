@@ -100,17 +100,17 @@ func parseWhen(name, v string, now time.Time) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%s %q: use an RFC 3339 time (2026-01-02T15:04:05Z, UTC without a zone) or a duration ago (90m)", name, v)
 }
 
-func (s *server) cancelMessage(ctx context.Context, r *http.Request) (string, error) {
+func (s *server) cancelMessage(ctx context.Context, r *http.Request) (banner, error) {
 	id := strings.TrimSpace(r.PostFormValue("id"))
 	if id == "" {
-		return "", errors.New("name the message to cancel")
+		return banner{}, errors.New("name the message to cancel")
 	}
 	m, err := s.o.Inspector.Cancel(ctx, id)
 	if err != nil {
 		if errors.Is(err, txmq.ErrNotCancellable) || errors.Is(err, txmq.ErrMessageNotFound) || errors.Is(err, txmq.ErrLookupUnsupported) {
-			return "", fmt.Errorf("message %s not cancelled: %w", id, err)
+			return banner{}, fmt.Errorf("message %s not cancelled: %w", id, err)
 		}
-		return "", err
+		return banner{}, err
 	}
-	return fmt.Sprintf("cancelled message %s (queue %s, now %s)", id, m.Queue, m.State), nil
+	return banner{"cancelled", []string{id, m.Queue, string(m.State)}}, nil
 }

@@ -1,11 +1,10 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -42,10 +41,30 @@ type Options struct {
 	// declared queues); nil lists the queues found in the outbox, the dead letters and the
 	// pause marks, and those of the backend's depths.
 	Queues func() []string
-	// ReadOnly hides and refuses every change (pause, resume, replay, purge, cancel).
+	// ReadOnly hides and refuses every change (pause, resume, replay, purge, cancel). The
+	// pages still show the messages' payloads (a dead letter's decoded body) and errors: it
+	// is no substitute for auth.
 	ReadOnly bool
 	// User and Password, when User is set, require HTTP basic auth with these credentials.
 	User, Password string
+	// HostCheck decides whether the dashboard checks each request's Host header, answering
+	// 421 Misdirected Request (on every route, reads included) unless it names the dashboard:
+	// the IP the connection came in on or a loopback name (localhost, 127.0.0.1, [::1]), with
+	// the port the connection came in on, or an entry of AllowedHosts. Without auth, this is
+	// what stops a foreign page made same-origin with the dashboard by DNS rebinding (its Host
+	// is the foreign name). Default HostCheckAuto: Handler checks unless User is set; ForApp
+	// does not (see ForApp).
+	HostCheck HostCheck
+	// AllowedHosts are further Host values the dashboard answers when it checks the Host, e.g.
+	// the name a reverse proxy in front of it passes on: "name:port" allows that name on that
+	// port, a bare "name" on any port. Default none: only the addresses above.
+	AllowedHosts []string
+	// SigningKey signs the CSRF tokens of the forms (an HMAC of the session cookie, and of the
+	// basic-auth user when auth is on) and the banners a change leaves on the page it
+	// redirects to. At least 32 bytes. Default: a random key made by Handler, so that a page
+	// loaded before a restart must be reloaded before its forms work; give every process the
+	// same key when a load balancer spreads one operator's requests over several.
+	SigningKey []byte
 	// Timeout bounds the reads of one page. Default 5 s.
 	Timeout time.Duration
 	// Logger receives the changes made through the dashboard. Default slog.Default().
@@ -54,10 +73,20 @@ type Options struct {
 
 // ForApp returns the dashboard of app (its store, backend and declared queues), with opts for the
 // rest (nil: defaults). The app needs a database.
+//
+// ForApp's dashboard is meant to be mounted behind the app's own authentication, on whatever
+// names the app is served under: with HostCheckAuto (the default) it does not check the Host
+// header, which the app's auth and routing stand for. An app that serves it without auth
+// (e.g. on a loopback admin port) sets HostCheck: HostCheckOn, with AllowedHosts for any name
+// it is reached by besides the listening address and the loopback names. The CSRF, origin
+// and fetch metadata checks apply either way.
 func ForApp(app *txmq.App, opts *Options) (http.Handler, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
+	}
+	if o.HostCheck == HostCheckAuto {
+		o.HostCheck = HostCheckOff
 	}
 	o.Store, o.Backend, o.Node = app.Store, app.Backend, app.Node
 	if o.Inspector == nil {
@@ -70,8 +99,11 @@ func ForApp(app *txmq.App, opts *Options) (http.Handler, error) {
 }
 
 type server struct {
-	o    Options
-	tmpl *template.Template
+	o         Options
+	tmpl      *template.Template
+	checkHost bool       // answer 421 to a Host that does not name the dashboard
+	allowed   []hostPort // Options.AllowedHosts, parsed
+	key       []byte     // signs the CSRF tokens and the banners
 }
 
 // Handler returns the dashboard.
@@ -80,6 +112,30 @@ func Handler(opts *Options) (http.Handler, error) {
 		return nil, fmt.Errorf("%w: ui: Options.Store is required (the app database: txmq.Open with TXMQ_DATABASE_URL)", txmq.ErrInvalidConfig)
 	}
 	s := &server{o: *opts}
+	var err error
+	if s.allowed, err = parseAllowedHosts(s.o.AllowedHosts); err != nil {
+		return nil, err
+	}
+	switch s.o.HostCheck {
+	case HostCheckAuto:
+		s.checkHost = s.o.User == ""
+	case HostCheckOn:
+		s.checkHost = true
+	case HostCheckOff:
+	default:
+		return nil, fmt.Errorf("%w: ui: Options.HostCheck %d: use HostCheckAuto, HostCheckOn or HostCheckOff", txmq.ErrInvalidConfig, s.o.HostCheck)
+	}
+	switch n := len(s.o.SigningKey); {
+	case n == 0:
+		s.key = make([]byte, 32)
+		if _, err := rand.Read(s.key); err != nil {
+			return nil, fmt.Errorf("ui: making the signing key: %w", err)
+		}
+	case n < 32:
+		return nil, fmt.Errorf("%w: ui: Options.SigningKey is %d bytes: give at least 32 random bytes, or none for a random key per Handler", txmq.ErrInvalidConfig, n)
+	default:
+		s.key = bytes.Clone(s.o.SigningKey)
+	}
 	if s.o.Timeout <= 0 {
 		s.o.Timeout = 5 * time.Second
 	}
@@ -93,7 +149,6 @@ func Handler(opts *Options) (http.Handler, error) {
 			s.o.Inspector = txmq.NewInspector(nil, s.o.Backend)
 		}
 	}
-	var err error
 	s.tmpl, err = template.New("").Funcs(template.FuncMap{
 		"ago": func(t time.Time) string {
 			if t.IsZero() {
@@ -127,28 +182,8 @@ func Handler(opts *Options) (http.Handler, error) {
 	mux.HandleFunc("POST /dead/{id}/replay", s.change(s.replay))
 	mux.HandleFunc("POST /dead/purge", s.change(s.purge))
 	mux.HandleFunc("POST /messages/cancel", s.change(s.cancelMessage))
-	return s.auth(mux), nil
+	return s.guard(mux), nil
 }
-
-// auth wraps h with basic auth when configured, and sets headers every page gets.
-func (s *server) auth(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Frame-Options", "DENY")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; form-action 'self'")
-		w.Header().Set("Cache-Control", "no-store")
-		if s.o.User != "" {
-			u, p, ok := r.BasicAuth()
-			if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(s.o.User)) != 1 || subtle.ConstantTimeCompare([]byte(p), []byte(s.o.Password)) != 1 {
-				w.Header().Set("WWW-Authenticate", `Basic realm="txmq"`)
-				http.Error(w, "authentication required", http.StatusUnauthorized)
-				return
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-const csrfCookie = "txmq_csrf"
 
 // root returns the relative path from path to the dashboard's root ("./", "../", ...), so that
 // links work wherever the dashboard is mounted.
@@ -159,28 +194,15 @@ func root(path string) string {
 	return "./"
 }
 
-// csrf returns the request's CSRF token, setting the cookie when it has none.
-func csrf(w http.ResponseWriter, r *http.Request) string {
-	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == 32 {
-		return c.Value
-	}
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	tok := hex.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: tok, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-	return tok
-}
-
 // change wraps a mutating action: refused in read-only mode, checked for CSRF and origin, then
-// redirected (303) to the page named by the form's "back" field with the action's message.
-func (s *server) change(fn func(ctx context.Context, r *http.Request) (string, error)) http.HandlerFunc {
+// redirected (303) to the page named by the form's "back" field with the action's banner.
+func (s *server) change(fn func(ctx context.Context, r *http.Request) (banner, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.o.ReadOnly {
 			http.Error(w, "the dashboard is read-only", http.StatusForbidden)
 			return
 		}
-		c, err := r.Cookie(csrfCookie)
-		if err != nil || subtle.ConstantTimeCompare([]byte(c.Value), []byte(r.PostFormValue("csrf"))) != 1 {
+		if !s.csrfValid(r) {
 			http.Error(w, "missing or wrong CSRF token: reload the page and try again", http.StatusForbidden)
 			return
 		}
@@ -192,11 +214,11 @@ func (s *server) change(fn func(ctx context.Context, r *http.Request) (string, e
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.o.Timeout)
 		defer cancel()
-		msg, err := fn(ctx, r)
+		b, err := fn(ctx, r)
 		if err != nil {
-			msg = "failed: " + err.Error()
+			b = banner{code: "failed", args: []string{err.Error()}}
 		} else {
-			s.o.Logger.Info("txmq ui: "+msg, "remote", r.RemoteAddr)
+			s.o.Logger.Info("txmq ui: "+b.text(), "remote", r.RemoteAddr)
 		}
 		// back is a path relative to the dashboard's root, so that the redirect works wherever
 		// the dashboard is mounted: the Location is relative to this request's own URL.
@@ -206,7 +228,7 @@ func (s *server) change(fn func(ctx context.Context, r *http.Request) (string, e
 			u = &url.URL{}
 		}
 		q := u.Query()
-		q.Set("msg", msg)
+		s.addBanner(q, r, b)
 		u.RawQuery = q.Encode()
 		w.Header().Set("Location", root(r.URL.Path)+u.String())
 		w.WriteHeader(http.StatusSeeOther)
@@ -214,13 +236,15 @@ func (s *server) change(fn func(ctx context.Context, r *http.Request) (string, e
 }
 
 func (s *server) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
-	data["CSRF"] = csrf(w, r)
+	data["CSRF"] = s.csrf(w, r)
 	data["ReadOnly"] = s.o.ReadOnly
-	data["Msg"] = r.URL.Query().Get("msg")
+	data["Msg"] = s.bannerText(r)
 	data["Root"] = root(r.URL.Path)
 	back := strings.TrimPrefix(r.URL.Path, "/")
 	q := r.URL.Query()
-	q.Del("msg")
+	q.Del(msgParam)
+	q.Del(msgArgParam)
+	q.Del(msgSigParam)
 	if e := q.Encode(); e != "" {
 		back += "?" + e
 	}
@@ -301,24 +325,24 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, "queues.html", map[string]any{"Title": "Queues", "Rows": rows, "Errors": errs, "HasBackend": s.o.Backend != nil})
 }
 
-func (s *server) pause(ctx context.Context, r *http.Request) (string, error) {
+func (s *server) pause(ctx context.Context, r *http.Request) (banner, error) {
 	q := r.PathValue("queue")
 	if err := txmq.ValidateQueueName(q); err != nil {
-		return "", err
+		return banner{}, err
 	}
 	if err := s.o.Store.Pause(ctx, q, "dashboard "+r.RemoteAddr); err != nil {
-		return "", err
+		return banner{}, err
 	}
-	return "paused " + q + ": nodes start no new batch of it within a second or so", nil
+	return banner{"paused", []string{q}}, nil
 }
 
-func (s *server) resume(ctx context.Context, r *http.Request) (string, error) {
+func (s *server) resume(ctx context.Context, r *http.Request) (banner, error) {
 	q := r.PathValue("queue")
 	if err := txmq.ValidateQueueName(q); err != nil {
-		return "", err
+		return banner{}, err
 	}
 	if err := s.o.Store.Resume(ctx, q); err != nil {
-		return "", err
+		return banner{}, err
 	}
-	return "resumed " + q, nil
+	return banner{"resumed", []string{q}}, nil
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/txmq/txmq/core"
 )
 
 // exit codes
@@ -91,15 +93,36 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun txmq <command> --help for a command's flags.")
 }
 
-// newFlags returns a flag set that reports errors instead of exiting.
+// newFlags returns a flag set that reports errors instead of exiting. Its usage (printed by
+// --help and on a flag error) shows every default redacted (see redactDefaults).
 func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("txmq "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: txmq %s\n\n", synopsis)
+		redactDefaults(fs)
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// redactDefaults replaces the secrets in the defaults of fs's flags with core.Redacted: the
+// URL flags default to TXMQ_DATABASE_URL, TXMQ_BACKEND and TXMQ_DRAIN_BACKENDS, whose
+// passwords and tokens must not reach the help text any more than a log or an error. A
+// list flag (stringList: comma-separated URLs) is redacted element by element. Defaults
+// without a secret are left as they are.
+func redactDefaults(fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(*stringList); ok {
+			parts := strings.Split(f.DefValue, ",")
+			for i, p := range parts {
+				parts[i] = core.Redact(p)
+			}
+			f.DefValue = strings.Join(parts, ",")
+			return
+		}
+		f.DefValue = core.Redact(f.DefValue)
+	})
 }
 
 // parse parses flags, allowing them before and after positional arguments ("dlq show 5

@@ -34,3 +34,52 @@ func TestCommandsRedactSecrets(t *testing.T) {
 		})
 	}
 }
+
+// No command's help (nor the usage printed on a flag error) shows the secrets of the URLs its
+// flags default to from the environment (TXMQ_DATABASE_URL, TXMQ_BACKEND, TXMQ_DRAIN_BACKENDS).
+// Not parallel: it sets the environment.
+func TestHelpRedactsSecrets(t *testing.T) {
+	t.Setenv("TXMQ_DATABASE_URL", "postgres://u:hunter2@127.0.0.1:1/db")
+	t.Setenv("TXMQ_BACKEND", "redis://u:hunter3@127.0.0.1:1/0")
+	t.Setenv("TXMQ_DRAIN_BACKENDS", "nats://hunter4@127.0.0.1:1,memory://")
+	covered := map[string]bool{}
+	for _, args := range [][]string{
+		{"bench", "--help"},
+		{"demo", "--help"},
+		{"dlq", "ls", "--help"},
+		{"dlq", "show", "--help"},
+		{"dlq", "replay", "--help"},
+		{"dlq", "purge", "--help"},
+		{"outbox", "ls", "--help"},
+		{"migrate", "--help"},
+		{"msg", "ls", "--help"},
+		{"msg", "show", "--help"},
+		{"queue", "pause", "q", "--help"},
+		{"queue", "paused", "--help"},
+		{"schedule", "ls", "--help"},
+		{"status", "--help"},
+		{"ui", "--help"},
+		{"status", "--no-such-flag"},
+	} {
+		covered[args[0]] = true
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), args, &out, &errOut)
+		text := out.String() + errOut.String()
+		if code != exitOK && code != exitUsage {
+			t.Errorf("%s: exit %d\n%s", strings.Join(args, " "), code, text)
+		}
+		if !strings.Contains(text, "xxxxx@127.0.0.1:1") {
+			t.Errorf("%s: no redacted URL default in the help:\n%s", strings.Join(args, " "), text)
+		}
+		for _, secret := range []string{"hunter2", "hunter3", "hunter4"} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s: the help shows the secret %s:\n%s", strings.Join(args, " "), secret, text)
+			}
+		}
+	}
+	for name := range commands {
+		if !covered[name] {
+			t.Errorf("txmq %s --help is not checked here: add it", name)
+		}
+	}
+}
