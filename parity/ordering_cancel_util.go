@@ -61,7 +61,9 @@ func publishBatches(x *X, raw core.Backend, q *txmq.Queue[Msg], n *txmq.Node, id
 		x.eventually(func() bool {
 			last = depthOf(x, raw, q)
 			return last.Ready+last.Delayed+last.InFlight == stored
-		}, func() string { return fmt.Sprintf("batch %q stored: Depths %+v, want %d batches in all", b, last, stored) })
+		}, func() string {
+			return fmt.Sprintf("batch %q stored: Depths %+v, want %d batches in all", b, last, stored)
+		})
 	}
 	return ids
 }
@@ -103,7 +105,9 @@ func checkHolds(x *X, raw core.Backend, q *txmq.Queue[Msg], key string, want boo
 	x.eventually(func() bool {
 		held, err = h.HoldsKey(x.ctx(), q.Name(), key)
 		return err == nil && held == want
-	}, func() string { return fmt.Sprintf("HoldsKey(%q, %q) = %v, %v; want %v", q.Name(), key, held, err, want) })
+	}, func() string {
+		return fmt.Sprintf("HoldsKey(%q, %q) = %v, %v; want %v", q.Name(), key, held, err, want)
+	})
 }
 
 // checkListed checks what the Inspector in says of q, whose stored batches are batches (in
