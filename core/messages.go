@@ -154,7 +154,8 @@ type BatchState int
 const (
 	// BatchReady: due and unclaimed.
 	BatchReady BatchState = iota + 1
-	// BatchDelayed: waiting for its due or retry time (StoredBatch.Due).
+	// BatchDelayed: waiting for its due or retry time (StoredBatch.Due), or held behind an
+	// earlier batch of its ordering key (Due its own due time, or zero), as Depths counts it.
 	BatchDelayed
 	// BatchInFlight: claimed by a node under a lease.
 	BatchInFlight
@@ -181,14 +182,17 @@ type StoredBatch struct {
 // Redis adapters implement it). Completed batches are gone from a backend, so such a lookup knows only
 // messages not yet completed.
 type BatchInspector interface {
-	// InspectBatches calls fn for each batch of the named queues until fn returns false.
+	// InspectBatches calls fn for each batch of the named queues until fn returns false:
+	// every batch stored, those held behind an earlier batch of their ordering key included.
 	InspectBatches(ctx context.Context, queues []string, fn func(StoredBatch) bool) error
 }
 
 // BatchEditor is an optional adapter interface, for cancelling without a ledger: it replaces
 // the body of a batch that is not claimed, or removes the batch when body is nil. A batch that
 // is in flight or gone is not changed: the error wraps ErrNotCancellable (in flight) or
-// ErrMessageNotFound (gone).
+// ErrMessageNotFound (gone). On an ordered queue (KeyOrderer) any unclaimed batch of a key
+// can be edited or removed: removing the key's first batch lets its next one become due, as
+// an ack does, and a key with no batch left is no longer held (KeyHolder).
 type BatchEditor interface {
 	// ReplaceBatch replaces or (body nil) removes the unclaimed batch id of queue; body is
 	// the adapter's for the call only.

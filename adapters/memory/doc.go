@@ -65,6 +65,13 @@
 // settle; unkeyed batches are untouched. It answers core.KeyHolder (does a lane exist?), so it
 // can be the old backend of a drain that keeps per-key order (package drain).
 //
+// Held batches are stored batches: InspectBatches reports them (delayed, with their own due
+// time), so the Inspector lists, finds and cancels them without a ledger. ReplaceBatch edits
+// or removes any unclaimed batch of a lane: removing the head lets the key's next batch become
+// due (and wakes waiting fetches), as an ack does; removing a held batch keeps the others in
+// order; a lane left empty is forgotten, so HoldsKey turns false. A head in flight is not
+// removable (core.ErrNotCancellable).
+//
 // # Limits
 //
 // No size limit of its own (the Backend does not implement core.SizeLimiter; core's NodeOptions

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/txmq/txmq/core"
@@ -14,8 +15,10 @@ var (
 )
 
 // InspectBatches implements core.BatchInspector: it calls fn for each batch of the named
-// queues (every queue when queues is nil), ready, delayed and in flight, under the backend's
-// lock (fn must not call the backend). Acked and dropped batches are gone.
+// queues (every queue when queues is nil), ready, delayed, in flight and held behind the head
+// of its ordering key, under the backend's lock (fn must not call the backend). A held batch
+// is reported delayed, as Depths counts it, with its own due time (zero when it was published
+// without a delay): it waits for its key's earlier batches. Acked and dropped batches are gone.
 func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(core.StoredBatch) bool) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: inspect batches: %w", err)
@@ -53,14 +56,24 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 				return nil
 			}
 		}
+		for _, l := range q.lanes {
+			for _, r := range l.recs[1:] {
+				if !fn(core.StoredBatch{Queue: name, ID: r.id, Body: r.body, State: core.BatchDelayed, Due: r.at, Deliveries: r.deliveries}) {
+					return nil
+				}
+			}
+		}
 	}
 	return nil
 }
 
 // ReplaceBatch implements core.BatchEditor: it replaces the body of the unclaimed batch id of
 // queue with a copy of body (its Deliveries and due time unchanged), or removes the batch when
-// body is nil. A batch in flight is not changed (core.ErrNotCancellable), nor one that is
-// gone (core.ErrMessageNotFound).
+// body is nil. That batch may be held behind the head of its ordering key. Removing a key's
+// head lets the key's next batch become due, as an ack does; removing a held batch leaves the
+// rest of its key in order; a key left with no batch is no longer held (HoldsKey). A batch in
+// flight is not changed (core.ErrNotCancellable), nor one that is gone
+// (core.ErrMessageNotFound).
 func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []byte) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: replace batch %s of queue %q: %w", id, queue, err)
@@ -74,36 +87,51 @@ func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []by
 	if !ok {
 		return fmt.Errorf("%w: memory: queue %q holds no batch %s", core.ErrMessageNotFound, queue, id)
 	}
-	q.advance(be.clock())
-	for i, r := range q.ready {
+	now := be.clock()
+	q.advance(now)
+	r := q.find(id)
+	switch {
+	case r == nil:
+		return fmt.Errorf("%w: memory: queue %q holds no batch %s (completed or dropped)", core.ErrMessageNotFound, queue, id)
+	case r.state == stateInFlight:
+		return fmt.Errorf("%w: memory: batch %s of queue %q is running; a running batch is not interrupted", core.ErrNotCancellable, id, queue)
+	case body != nil:
+		r.body = clone(body)
+		return nil
+	}
+	switch r.state {
+	case stateReady:
+		i := slices.Index(q.ready, r)
+		last := len(q.ready) - 1
+		q.ready[i] = q.ready[last]
+		q.ready[last] = nil
+		q.ready = q.ready[:last]
+	case stateDelayed:
+		q.delayed.remove(r.idx)
+	}
+	if q.removeKeyed(r, now) {
+		q.notify() // the key's next batch may be claimable now
+	}
+	r.state, r.body = stateGone, nil
+	return nil
+}
+
+// find returns the stored record id of the queue (ready, delayed, in flight or held), or nil.
+func (q *queue) find(id string) *record {
+	for _, r := range q.ready {
 		if r.id == id {
-			if body == nil {
-				last := len(q.ready) - 1
-				q.ready[i] = q.ready[last]
-				q.ready[last] = nil
-				q.ready = q.ready[:last]
-				r.state, r.body = stateGone, nil
-			} else {
-				r.body = clone(body)
-			}
-			return nil
+			return r
 		}
 	}
 	for _, r := range q.delayed.items {
 		if r.id == id {
-			if body == nil {
-				q.delayed.remove(r.idx)
-				r.state, r.body = stateGone, nil
-			} else {
-				r.body = clone(body)
-			}
-			return nil
+			return r
 		}
 	}
 	for _, r := range q.inflight.items {
 		if r.id == id {
-			return fmt.Errorf("%w: memory: batch %s of queue %q is running; a running batch is not interrupted", core.ErrNotCancellable, id, queue)
+			return r
 		}
 	}
-	return fmt.Errorf("%w: memory: queue %q holds no batch %s (completed or dropped)", core.ErrMessageNotFound, queue, id)
+	return q.heldRecord(id)
 }

@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/txmq/txmq/core"
@@ -73,6 +74,41 @@ func (q *queue) finishKeyed(r *record, now time.Time) {
 	next := l.recs[0]
 	q.held--
 	q.schedule(next, next.at, now)
+}
+
+// removeKeyed takes the unclaimed keyed record r (ready, delayed or held) out of its lane, as a
+// cancel does: a head is finished as an ack finishes it (the next record of its key is
+// scheduled, an emptied lane forgotten); a held record leaves its lane, the others keeping
+// their order. r must already be out of the ready slice and the delayed heap. It reports
+// whether the key's next record was scheduled (fetches may want to know).
+func (q *queue) removeKeyed(r *record, now time.Time) bool {
+	l := r.lane
+	if l == nil {
+		return false
+	}
+	i := slices.Index(l.recs, r)
+	switch {
+	case i == 0:
+		q.finishKeyed(r, now)
+		return len(l.recs) > 0
+	case i > 0:
+		l.recs = slices.Delete(l.recs, i, i+1)
+		q.held--
+	}
+	r.lane = nil
+	return false
+}
+
+// heldRecord returns the record id held behind its key's head, or nil.
+func (q *queue) heldRecord(id string) *record {
+	for _, l := range q.lanes {
+		for _, r := range l.recs[1:] {
+			if r.id == id {
+				return r
+			}
+		}
+	}
+	return nil
 }
 
 var _ core.KeyHolder = (*Backend)(nil)

@@ -22,10 +22,12 @@ const inspectPage = 200
 // InspectBatches implements core.BatchInspector, for looking messages up without a ledger: it
 // calls fn for each batch of the named queues (every queue under the prefix when queues is
 // nil, found with SCAN on every master), reading each queue's body hash with HSCAN in pages
-// and each page's due time, lease end and deliveries in one pipeline, against the server's
-// TIME. It reads a moving queue: a batch settled meanwhile may be missed or reported in its
-// old state. It is an operator's tool, not for the hot path. The Backend does not implement
-// core.BatchEditor: without a ledger, Redis cannot cancel.
+// and each page's due time, lease end, deliveries and held due time in one pipeline, against
+// the server's TIME. A batch held behind the head of its ordering key (in no set, see
+// ordering.go) is reported delayed, as Depths counts it, with its own due time when that is
+// still ahead. It reads a moving queue: a batch settled meanwhile may be missed or reported in
+// its old state. It is an operator's tool, not for the hot path. The Backend does not
+// implement core.BatchEditor: without a ledger, Redis cannot cancel.
 func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(core.StoredBatch) bool) error {
 	if err := be.usable("inspect batches", ""); err != nil {
 		return err
@@ -58,10 +60,11 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 				due := pipe.ZMScore(ctx, k[0], ids...)
 				lease := pipe.ZMScore(ctx, k[2], ids...)
 				dlv := pipe.HMGet(ctx, k[3], ids...)
+				hdue := pipe.HMGet(ctx, k[7], ids...) // held behind their ordering key's head
 				if _, err := pipe.Exec(ctx); err != nil && err != goredis.Nil {
 					return be.wrap(fmt.Sprintf("inspect batches of queue %q", q), err)
 				}
-				dues, leases, dlvs := due.Val(), lease.Val(), dlv.Val()
+				dues, leases, dlvs, helds := due.Val(), lease.Val(), dlv.Val(), hdue.Val()
 				for i, id := range ids {
 					b := core.StoredBatch{Queue: q, ID: id, Body: []byte(kv[2*i+1]), State: core.BatchReady}
 					if i < len(dlvs) {
@@ -75,6 +78,13 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 						b.State = core.BatchInFlight
 					case i < len(dues) && dues[i] > nowMS:
 						b.State, b.Due = core.BatchDelayed, time.UnixMilli(int64(dues[i]))
+					case i < len(helds) && helds[i] != nil:
+						b.State = core.BatchDelayed
+						if s, ok := helds[i].(string); ok {
+							if ms, err := strconv.ParseFloat(s, 64); err == nil && ms > nowMS {
+								b.Due = time.UnixMilli(int64(ms))
+							}
+						}
 					}
 					if !fn(b) {
 						return nil

@@ -50,3 +50,28 @@ func TestInspectBatches(t *testing.T) {
 		t.Errorf("InspectBatches of qb: %d batches, %v; want 1", n, err)
 	}
 }
+
+// TestInspectHeld: batches held behind the head of their ordering key (in no set) are reported
+// delayed, as Depths counts them, with their own due time when it is ahead; the head is ready.
+func TestInspectHeld(t *testing.T) {
+	t.Parallel()
+	be := newTestBackend(t, uniquePrefix(t), nil)
+	publishKeyed(t, be, "q", "h1", "k", 0)
+	publishKeyed(t, be, "q", "h2", "k", 0)
+	publishKeyed(t, be, "q", "h3", "k", time.Hour)
+	due := time.Now().Add(time.Hour)
+	got := map[string]core.StoredBatch{}
+	must(t, be.InspectBatches(context.Background(), []string{"q"}, func(b core.StoredBatch) bool { got[b.ID] = b; return true }))
+	if b := got["h1"]; b.State != core.BatchReady {
+		t.Errorf("the head h1: %+v; want ready", b)
+	}
+	if b := got["h2"]; b.State != core.BatchDelayed || !b.Due.IsZero() {
+		t.Errorf("held h2: %+v; want delayed with no due time (published without a delay)", b)
+	}
+	if b := got["h3"]; b.State != core.BatchDelayed || b.Due.Sub(due).Abs() > 5*time.Second {
+		t.Errorf("held h3: %+v; want delayed, due about %v", b, due)
+	}
+	if d := depth(t, be, "q"); d.Ready != 1 || d.Delayed != 2 {
+		t.Errorf("depth = %+v; want 1 ready, 2 delayed (as InspectBatches reports them)", d)
+	}
+}
