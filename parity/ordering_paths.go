@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -77,7 +78,25 @@ func orderAcrossPaths(x *X, mode txmq.Transactional) {
 	// The publishing node: closed and replaced by a restart (on one client, so that restarts
 	// do not open a connection pool each on the SQL adapters).
 	pubClient, _ := x.client()
-	open := func() *txmq.Node { return x.nodeOn(pubClient, txmq.NodeOptions{Handoff: s}) }
+	// A batch the backend and the outbox both refused is dropped, logged and counted: that
+	// is the documented loss (the app database refused too), reported as such, not as a
+	// message the paths lost.
+	var dmu sync.Mutex
+	var drops []string
+	hooks := &txmq.Hooks{Dropped: func(queue, reason string, msgs int) {
+		dmu.Lock()
+		drops = append(drops, fmt.Sprintf("%d message(s): %s", msgs, reason))
+		dmu.Unlock()
+	}}
+	dropped := func() string {
+		dmu.Lock()
+		defer dmu.Unlock()
+		if len(drops) == 0 {
+			return ""
+		}
+		return fmt.Sprintf("; the node dropped %d batch(es) (%s): the backend and the app database both refused them (is the database out of connections?)", len(drops), strings.Join(limit(drops, 3), ", "))
+	}
+	open := func() *txmq.Node { return x.nodeOn(pubClient, txmq.NodeOptions{Handoff: s, Hooks: hooks}) }
 	pub := open()
 	keys := keyNames("p", 3)
 	next := map[string]int{}
@@ -160,7 +179,7 @@ func orderAcrossPaths(x *X, mode txmq.Transactional) {
 	// Nothing lost: every message delivered at least once (checked apart from the order, so a
 	// message delivered out of order still counts as delivered).
 	x.eventually(func() bool { return o.seenAll(want) }, func() string {
-		return fmt.Sprintf("seed %d: every message delivered: %s; steps: %s", seed, o.missing(want), strings.Join(trace, " "))
+		return fmt.Sprintf("seed %d: every message delivered: %s%s; steps: %s", seed, o.missing(want), dropped(), strings.Join(trace, " "))
 	})
 	x.idle(consumer)
 	o.mu.Lock()
