@@ -1,6 +1,7 @@
 package txmq
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,8 @@ type buffer struct {
 	queues  map[*queueSpec]*queueBuffer
 	count   int
 	started bool
+	// flights orders the flushes of each ordered key (see flights.go); guarded by mu.
+	flights flights
 }
 
 // queueBuffer holds the pending publishes of one queue.
@@ -39,6 +42,8 @@ type queueBuffer struct {
 	// batch holds one key, so the queue is full when one key fills a batch.
 	perKey  map[string]int
 	fullest int
+	// flights are the flights of its ordered keys once taken for a flush (flights.take).
+	flights map[string]*flight
 }
 
 // full reports whether the queue buffer holds a full batch: MaxBatchMessages messages, or on
@@ -104,8 +109,56 @@ func (b *buffer) take(now time.Time, all bool) []*queueBuffer {
 		if all || qb.full() || now.Sub(qb.last) >= b.window || now.Sub(qb.first) >= b.limit {
 			out = append(out, qb)
 			delete(b.queues, spec)
+			b.flights.take(qb)
 		}
 	}
+	return out
+}
+
+// takeKey waits (until ctx ends) for the flushes that took publishes of spec's ordering key
+// key to store them, then removes the key's publishes still in the buffer and returns them as
+// a queue buffer of their own, with a flight of its own (nil when there are none). A transaction
+// that stages a batch of the key calls it first, so that the key's direct publishes, made
+// before, reach the backend (or the outbox) before the transaction's row can.
+func (b *buffer) takeKey(ctx context.Context, spec *queueSpec, key string) *queueBuffer {
+	k := [2]string{spec.name, key}
+	b.mu.Lock()
+wait:
+	for f := b.flights.latest[k]; f != nil; f = b.flights.latest[k] {
+		b.mu.Unlock()
+		select {
+		case <-f.done:
+			b.mu.Lock()
+		case <-ctx.Done():
+			b.mu.Lock()
+			break wait // no longer: the caller goes on
+		}
+	}
+	defer b.mu.Unlock()
+	qb := b.queues[spec]
+	if qb == nil || qb.perKey[key] == 0 {
+		return nil
+	}
+	out := &queueBuffer{spec: spec, first: qb.first, last: qb.last}
+	rest := qb.pending[:0:0]
+	qb.perKey, qb.fullest, qb.messages = make(map[string]int, len(qb.perKey)), 0, 0
+	for _, p := range qb.pending {
+		if p.Key == key {
+			out.pending = append(out.pending, p)
+			out.messages += len(p.Messages)
+			continue
+		}
+		rest = append(rest, p)
+		qb.messages += len(p.Messages)
+		n := qb.perKey[p.Key] + len(p.Messages)
+		qb.perKey[p.Key] = n
+		qb.fullest = max(qb.fullest, n)
+	}
+	qb.pending = rest
+	if len(rest) == 0 {
+		delete(b.queues, spec)
+	}
+	b.flights.take(out)
 	return out
 }
 

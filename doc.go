@@ -128,12 +128,35 @@
 //   - At-least-once still holds: a message may come twice (a lost lease, a duplicate copy),
 //     but a batch whose lease was lost runs again before the next batch of its key, so a
 //     repeat never overtakes a later message.
-//   - A replayed dead letter goes to the back of its key (behind the key's batches stored when
-//     it is replayed). A flush the backend refuses is handed to the outbox together with the
-//     rest of its key in that flush, and the node's later batches of that key follow it there
-//     for as long as the outbox holds rows of the key (the node asks it before each such
-//     write: core.KeyHolder, which outbox.Store implements), so after an outage the outbox's
-//     batches of a key come before the ones published once the backend is back.
+//   - The order holds across every path a message takes, mixed as an app mixes them: a
+//     direct publish (the coalescing buffer), RunInTx (the after-commit publishers), WithTx
+//     and WithSQLTx (the relay), a flush the backend refused (handed to the outbox), a row
+//     left for the recovery sweep, a node restart, a replayed dead letter and a drain; the
+//     next four items say how.
+//   - A key's flushes reach the backend in the order the buffer gave them out, even when two
+//     overlap (a full buffer still being written when the next tick takes more).
+//   - A publish of a key inside a transaction first stores the key's direct publishes made
+//     before it (still in the buffer, or being written), so its row cannot overtake them.
+//   - Once a batch of a key went to the outbox (a refused flush, or a transaction of this
+//     node that committed a row of it), the node's later batches of that key follow it there
+//     for as long as the outbox holds rows of the key: the node asks before each such write
+//     (core.KeyHolder, which outbox.Store implements), and the outbox publishes a key's rows
+//     in id order. A new node reads once per ordered queue, before its first keyed write,
+//     which keys the outbox holds (core.KeyLister), so a restart during an outage keeps the
+//     order too.
+//   - A replayed dead letter goes to the back of its key (behind the key's batches stored
+//     when it is replayed); a drain publishes a key's new batches behind the ones the old
+//     backend still holds (package drain).
+//   - What it costs, only where paths meet on one key: a publish inside a transaction waits
+//     for one backend write when the key was published directly in the last buffer window
+//     (at most about 100 ms before), bounded by twice ClaimTimeout; the first direct write
+//     of a key after the node's transaction committed a row of it asks the outbox one
+//     indexed question, and while the row is still there it goes to the outbox behind it,
+//     where the relay publishes it as soon as the row is gone (woken by the after-commit
+//     publisher, not at the next sweep). Every wait is bounded, and rows of a key that
+//     cannot be published end in the dead-letter table, which frees the key. A direct
+//     publish made from another goroutine while an app-managed transaction (WithTx) that
+//     staged the same key is still open has no defined order with that transaction.
 //   - Exclusive and MaxConcurrentBatches keep their meaning, counted in batches.
 //
 // A node refuses an Ordered queue (at NewNode, Listen or Publish, naming the queue and the

@@ -41,8 +41,14 @@ func (n *Node) publish(ctx context.Context, p *core.Pending) error {
 	tx, inTx := core.TxFromContext(ctx)
 	switch {
 	case inTx && (spec.tx == Require || spec.tx == Try):
+		if spec.ordered {
+			n.storeKeyFirst(ctx, spec, p.Key)
+		}
 		if err := tx.Stage(ctx, p); err != nil {
 			return fmt.Errorf("txmq: queue %q: staging in the transaction's outbox: %w", spec.name, err)
+		}
+		if spec.ordered {
+			n.followAfterCommit(tx, spec.name, p.Key)
 		}
 		n.recordCommitted(tx, p)
 		return nil
@@ -141,7 +147,9 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 			total += qb.messages
 		}
 		defer n.buf.stored(total)
+		defer n.buf.landed(qbs)
 	}
+	fl := keyFlights(qbs)
 	now := n.clock.Now()
 	var all []core.OutgoingBatch
 	for _, qb := range qbs {
@@ -164,6 +172,9 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 		qb.pending = nil
 	}
 	if len(all) == 1 {
+		if b := all[0]; b.Key != "" {
+			n.waitFlight(ctx, fl[[2]string{b.Queue, b.Key}])
+		}
 		n.store(ctx, all[0], false)
 		return
 	}
@@ -180,15 +191,47 @@ func (n *Node) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
 		go func() {
 			defer wg.Done()
 			for i := next.Add(1) - 1; i < int64(len(lanes)); i = next.Add(1) - 1 {
+				var f *flight
+				if b := all[lanes[i][0]]; b.Key != "" {
+					f = fl[[2]string{b.Queue, b.Key}]
+					n.waitFlight(ctx, f)
+				}
 				handedOff := false
 				for _, j := range lanes[i] {
 					handedOff = n.store(ctx, all[j], handedOff) == storedHandedOff
 					all[j] = core.OutgoingBatch{} // its body may be large: let it go once stored
 				}
+				n.buf.landOne(f)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// keyFlights returns the flights of the ordered keys of qbs, by {queue, key}.
+func keyFlights(qbs []*queueBuffer) map[[2]string]*flight {
+	var fl map[[2]string]*flight
+	for _, qb := range qbs {
+		for k, f := range qb.flights {
+			if fl == nil {
+				fl = make(map[[2]string]*flight)
+			}
+			fl[[2]string{qb.spec.name, k}] = f
+		}
+	}
+	return fl
+}
+
+// waitFlight waits until the flush of f's key before f has landed, so that a key's flushes
+// reach the backend in the order they were taken; the wait is bounded by twice ClaimTimeout
+// (each write of that flush is bounded by one, plus its handoff).
+func (n *Node) waitFlight(ctx context.Context, f *flight) {
+	if f == nil || f.prev == nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*n.opts.ClaimTimeout)
+	defer cancel()
+	f.waitPrev(wctx)
 }
 
 // orderLanes groups the indexes of batches into lanes: each unkeyed batch alone, and the

@@ -94,3 +94,13 @@ func KeyHolderOf(b Backend) KeyHolder {
 	}
 	return nil
 }
+
+// KeyLister is implemented by a Handoff (the outbox) that can list the ordering keys it holds
+// batches of. A node asks it once, before it writes its first batch of an ordered key, so that
+// the keys an earlier node of the app left in the outbox (handed off by a node that closed
+// during an outage, or committed in transactions whose publish failed) are followed, as the
+// keys it hands off itself are (see KeyHolder).
+type KeyLister interface {
+	// HeldKeys returns, per queue of queues, the ordering keys the outbox holds batches of.
+	HeldKeys(ctx context.Context, queues []string) (map[string][]string, error)
+}

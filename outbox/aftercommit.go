@@ -317,10 +317,13 @@ func (s *Store) publishCommitted(rows []row) {
 			DELETE FROM `+s.outbox+` USING async WHERE id = ANY($1)`, published); err != nil {
 			s.log.Error("txmq outbox: deleting rows published after commit failed; they will be published again once their lease ends (at-least-once)",
 				"rows", len(published), "error", err)
+		} else if guard != nil && s.keyedWaiting.Load() {
+			s.wake() // later rows of these keys may be due: the relay takes them now
 		}
 	}
 	s.releaseCommitted(db, released)
 	if len(waiting) > 0 {
+		s.keyedWaiting.Store(true)
 		// Due now for the relay, which publishes them once the earlier rows of their keys are
 		// gone (no attempt counted).
 		if _, err := s.pool.Exec(db, `UPDATE `+s.outbox+` SET next_attempt_at = now() WHERE id = ANY($1)`, waiting); err != nil {

@@ -103,7 +103,10 @@ func (g *orderGuard) block(r row) {
 	g.blocked[orderKey{r.batch.Queue, r.batch.Key}] = true
 }
 
-var _ core.KeyHolder = (*Store)(nil)
+var (
+	_ core.KeyHolder = (*Store)(nil)
+	_ core.KeyLister = (*Store)(nil)
+)
 
 // HoldsKey implements core.KeyHolder: whether the outbox table holds a row of queue with
 // ordering key key (one index access). A node asks it before it writes a batch of a key it
@@ -117,6 +120,32 @@ func (s *Store) HoldsKey(ctx context.Context, queue, key string) (bool, error) {
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.outbox+` WHERE queue = $1 AND order_key = $2)`, queue, key).Scan(&held)
 	if err != nil {
 		return false, fmt.Errorf("txmq outbox: does the outbox table %s hold rows of queue %q, ordering key %q: %w", s.outbox, queue, key, err)
+	}
+	return held, nil
+}
+
+// HeldKeys implements core.KeyLister: per queue of queues, the ordering keys the outbox table
+// holds rows of (one index scan per queue). A node asks it once per ordered queue, before its
+// first keyed write, so that its direct publishes follow the rows an earlier node left there.
+func (s *Store) HeldKeys(ctx context.Context, queues []string) (map[string][]string, error) {
+	if s == nil {
+		return nil, errNoStore("HeldKeys")
+	}
+	rs, err := s.pool.Query(ctx, `SELECT DISTINCT queue, order_key FROM `+s.outbox+` WHERE queue = ANY($1) AND order_key IS NOT NULL`, queues)
+	if err != nil {
+		return nil, fmt.Errorf("txmq outbox: which ordering keys does the outbox table %s hold rows of, for queue(s) %v: %w", s.outbox, queues, err)
+	}
+	defer rs.Close()
+	held := map[string][]string{}
+	for rs.Next() {
+		var q, k string
+		if err := rs.Scan(&q, &k); err != nil {
+			return nil, fmt.Errorf("txmq outbox: reading the ordering keys held in %s: %w", s.outbox, err)
+		}
+		held[q] = append(held[q], k)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("txmq outbox: which ordering keys does the outbox table %s hold rows of, for queue(s) %v: %w", s.outbox, queues, err)
 	}
 	return held, nil
 }

@@ -121,6 +121,7 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 		}
 		tried++
 		if !guard.may(r) {
+			s.keyedWaiting.Store(true)
 			continue // an earlier row of its key is still waiting: a later pass takes it
 		}
 		perr := s.publishOne(pub, r.batch)
@@ -238,6 +239,9 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 			return err
 		}
 		if len(page) == 0 {
+			if after == 0 {
+				s.keyedWaiting.Store(false) // nothing is due: no keyed row waits
+			}
 			return nil
 		}
 		var tried int

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -40,6 +41,11 @@ type Store struct {
 	kick    chan struct{}
 
 	ac afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
+
+	// keyedWaiting says rows of an ordering key may wait behind rows of the key that are being
+	// published (a keyed Handoff, or a pass that left a keyed row for later): the after-commit
+	// publishers wake the relay once they published keyed rows (see order.go).
+	keyedWaiting atomic.Bool
 }
 
 var (
@@ -108,6 +114,15 @@ func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error
 	if err != nil {
 		return fmt.Errorf("txmq outbox: handing off %d batch(es) of queue(s) %s to the outbox table %s: %w; check the app database and that outbox.Migrate ran",
 			len(batches), queueList(batches), s.outbox, err)
+	}
+	for _, b := range batches {
+		if b.Key != "" {
+			// A node hands a keyed batch off to follow earlier rows of its key: the relay
+			// publishes it as soon as they are gone, not at the next sweep.
+			s.keyedWaiting.Store(true)
+			s.wake()
+			break
+		}
 	}
 	return nil
 }

@@ -106,6 +106,36 @@ func (o *orderLog) complete(want map[string]int) bool {
 	return true
 }
 
+// seenAll reports whether every message of want (per key, sequence numbers 0 to n-1) was
+// delivered at least once, in order or not.
+func (o *orderLog) seenAll(want map[string]int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, n := range want {
+		for seq := range n {
+			if _, ok := o.first[k+"#"+strconv.Itoa(seq)]; !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// missing lists the messages of want never delivered, for a failed wait.
+func (o *orderLog) missing(want map[string]int) string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var lost []string
+	for k, n := range want {
+		for seq := range n {
+			if _, ok := o.first[k+"#"+strconv.Itoa(seq)]; !ok {
+				lost = append(lost, k+"#"+strconv.Itoa(seq))
+			}
+		}
+	}
+	return fmt.Sprintf("%d never delivered (%s); %d batches; %d order violations (%s)", len(lost), strings.Join(limit(lost, 8), ", "), o.batches, len(o.bad), strings.Join(limit(o.bad, 3), "; "))
+}
+
 // summary says what is missing and what went wrong, for a failed wait.
 func (o *orderLog) summary(want map[string]int) string {
 	o.mu.Lock()
