@@ -113,6 +113,7 @@ func (w tickWindow) String() string {
 type tickWorld struct {
 	x       *X
 	log     *tickLog
+	raw     core.Backend // the one client every process wraps (a client per process would hold a connection pool each on SQL jobs)
 	sweeper *outbox.Store
 	pool    *pgxpool.Pool
 	clock   txmq.Clock // nil: the system clock
@@ -121,8 +122,8 @@ type tickWorld struct {
 // newTickWorld opens the outbox schema with its sweeper process, started (relay and a quick
 // recovery sweep: rows left by a dead process are published within about a second).
 func newTickWorld(x *X) *tickWorld {
-	w := &tickWorld{x: x, log: newTickLog()}
-	w.sweeper = x.store(&tickClient{Backend: x.rawClient(), log: w.log}, outbox.Options{RecoveryAge: 500 * time.Millisecond, SweepInterval: 200 * time.Millisecond})
+	w := &tickWorld{x: x, log: newTickLog(), raw: x.rawClient()}
+	w.sweeper = x.store(&tickClient{Backend: w.raw, log: w.log}, outbox.Options{RecoveryAge: 500 * time.Millisecond, SweepInterval: 200 * time.Millisecond})
 	if err := w.sweeper.Start(x.ctx()); err != nil {
 		x.T.Fatalf("Store.Start: %v", err)
 	}
@@ -131,7 +132,8 @@ func newTickWorld(x *X) *tickWorld {
 }
 
 // tickProc is one simulated app process: a node running the registry's schedules, with its
-// own outbox store (Ticks and Handoff, and its after-commit publishers) and backend client.
+// own outbox store (Ticks and Handoff, and its after-commit publishers) and backend client
+// (a wrapper of the world's client that dies with the process).
 // crash kills all of it at once, as a process dies: the client and the hand-off fail from
 // then on, and the node halts (its buffer is lost).
 type tickProc struct {
@@ -149,8 +151,8 @@ func (w *tickWorld) start() *tickProc {
 	x := w.x
 	x.T.Helper()
 	p := &tickProc{log: w.log, crashed: make(chan struct{})}
-	o := outbox.Options{Schema: w.sweeper.Schema(), Backend: &tickClient{Backend: x.rawClient(), log: w.log, dead: &p.dead},
-		RecoveryAge: 2 * time.Second, Logger: x.logger}
+	client := &tickClient{Backend: w.raw, log: w.log, dead: &p.dead}
+	o := outbox.Options{Schema: w.sweeper.Schema(), Backend: client, RecoveryAge: 2 * time.Second, Logger: x.logger}
 	s, err := outbox.New(w.pool, &o)
 	if err != nil {
 		x.T.Fatalf("outbox.New: %v", err)
@@ -161,8 +163,7 @@ func (w *tickWorld) start() *tickProc {
 		_ = s.Close(ctx)
 	})
 	p.store = s
-	p.node = x.nodeOn(&tickClient{Backend: x.rawClient(), log: w.log, dead: &p.dead},
-		txmq.NodeOptions{Ticks: crashClaimer{p}, Handoff: procHandoff{p}, Clock: w.clock})
+	p.node = x.nodeOn(client, txmq.NodeOptions{Ticks: crashClaimer{p}, Handoff: procHandoff{p}, Clock: w.clock})
 	return p
 }
 

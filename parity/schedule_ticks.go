@@ -84,6 +84,16 @@ func scheduleTicksCrashes(x *X) {
 		procs[i] = w.start()
 	}
 
+	// RunMissedOnce needs a tick claimed before the outage (a schedule that never ran missed
+	// nothing): wait for one of every schedule.
+	x.eventually(func() bool {
+		for _, s := range scheds {
+			if len(w.log.ticks(s.name)) == 0 {
+				return false
+			}
+		}
+		return true
+	}, "a tick of every schedule published before the outage")
 	outageStart := time.Now()
 	haltAll(x, procs)
 	outageSeen := time.Now() // no process claims a tick from here on
