@@ -18,7 +18,7 @@ type pendingMeta struct {
 	spec  *queueSpec
 	clock Clock
 	// maxBatchBytes is an int32 (batch limits are far below 2 GiB, and a larger one is
-	// capped) so that with the two flags the struct stays in the 32-byte size class: one is
+	// capped) so that with the three flags the struct stays in the 32-byte size class: one is
 	// allocated per publish call.
 	maxBatchBytes int32
 	// callerIDs: the call's messages have ids given with ID/IDs, which deduplicate when the
@@ -27,6 +27,9 @@ type pendingMeta struct {
 	// onePerBatch: the node's backend deduplicates whole batches (core.DedupSupport), so
 	// each deduplicating message gets a batch of its own.
 	onePerBatch bool
+	// tick: the call publishes a schedule's tick inside the tick's claim (see
+	// Queue.Schedule): it is staged in the claim's transaction whatever the queue's routing.
+	tick bool
 }
 
 // dedupIDs reports whether the call's messages deduplicate by id.

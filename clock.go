@@ -2,8 +2,9 @@ package txmq
 
 import "time"
 
-// Clock tells time for the publish buffer and the engine; tests inject a fake one to drive the
-// buffer's window and cap without sleeping.
+// Clock tells time for the publish buffer, the engine and the schedules; tests inject a fake
+// one to drive the buffer's window and cap without sleeping, or to bring a daily schedule's
+// next tick near (the schedule loop looks at the clock at least once a second).
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time

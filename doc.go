@@ -45,7 +45,8 @@
 //	Try      outbox row in the same transaction        immediate
 //	Never    held until commit, then immediate         immediate
 //
-// Nothing is published if the transaction rolls back. Immediate means the node's coalescing
+// Nothing is published if the transaction rolls back. A schedule's tick is an outbox row of
+// its claim's transaction whatever the mode (see Queue.Schedule). Immediate means the node's coalescing
 // buffer. A queue's buffer is flushed when the first of these comes: it holds MaxBatchMessages,
 // no message was added for FlushWindow (20 ms), or FlushCap (100 ms) passed since its first
 // message. The cap is measured from the first message, so a steady stream still leaves every
@@ -255,7 +256,10 @@
 //
 // Queue.Schedule publishes a queue's messages at the ticks of a cron expression, each tick once
 // cluster-wide: nodes claim a tick in the app database (NodeOptions.Ticks, set by Open) in the
-// transaction that writes its outbox rows. QueueConfig.RateLimit caps the batches that start
+// transaction that writes its outbox rows, whatever the queue's Transactional setting (a
+// Never queue's ticks too), so a node that dies after a claim does not lose the tick. Ticks
+// are fixed instants, the same on every node whatever its start: "@every D" is anchored at
+// the Unix epoch (epoch + k·D). QueueConfig.RateLimit caps the batches that start
 // per period: a token bucket per queue, shared by every node through the app database
 // (NodeOptions.Limiter, set by Open), per node without one. The driver takes start tokens
 // before a fetch and gives back those the fetch did not use.

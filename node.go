@@ -34,7 +34,8 @@ type NodeOptions struct {
 	Logger *slog.Logger
 	// Hooks receives events for metrics. Default none.
 	Hooks *Hooks
-	// Clock tells time to the publish buffer. Default the system clock.
+	// Clock tells time to the publish buffer and to the schedules (which tick is due; see
+	// Queue.Schedule). Default the system clock.
 	Clock Clock
 	// ID names the node as lease owner. Default a new random id.
 	ID string

@@ -40,7 +40,9 @@ func (n *Node) publish(ctx context.Context, p *core.Pending) error {
 	m.maxBatchBytes = int32(min(lim.batch, math.MaxInt32))
 	tx, inTx := core.TxFromContext(ctx)
 	switch {
-	case inTx && (spec.tx == Require || spec.tx == Try):
+	case inTx && (spec.tx == Require || spec.tx == Try || m.tick):
+		// A schedule's tick is staged whatever the routing, Never included: its messages
+		// commit with its claim (see Queue.Schedule).
 		if spec.ordered {
 			n.storeKeyFirst(ctx, spec, p.Key)
 		}

@@ -30,6 +30,7 @@ type publishOptions struct {
 	ids       []string
 	key       string
 	keySet    bool
+	tick      bool // a schedule's tick (see scheduleTick)
 }
 
 // MaxIDBytes is the longest message id a publish accepts.
@@ -109,7 +110,7 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 			return err
 		}
 	}
-	return n.publish(ctx, &core.Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, Key: o.key, Batcher: &pendingMeta{spec: q.spec, clock: n.clock, callerIDs: o.ids != nil}})
+	return n.publish(ctx, &core.Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, Key: o.key, Batcher: &pendingMeta{spec: q.spec, clock: n.clock, callerIDs: o.ids != nil, tick: o.tick}})
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.

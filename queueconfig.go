@@ -21,7 +21,9 @@ const (
 	// Try: inside a transaction, an outbox row; outside, published immediately.
 	Try
 	// Never: inside a transaction the message waits in memory for the commit and is then
-	// published immediately (dropped on rollback); outside, published immediately.
+	// published immediately (dropped on rollback); outside, published immediately. A
+	// schedule's ticks are the exception: they are outbox rows of the tick's claim (see
+	// Queue.Schedule).
 	Never
 )
 

@@ -21,6 +21,9 @@ const (
 	SkipMissed Missed = iota
 	// RunMissedOnce publishes the latest missed tick once at start (a daily report that was
 	// due while the app was down is sent late rather than never), then goes on from now.
+	// The missed ticks are those after the schedule's last claimed tick in the app database
+	// (a schedule that never claimed one missed none): nodes that start together publish the
+	// latest one once between them.
 	RunMissedOnce
 )
 
@@ -28,9 +31,12 @@ const (
 type ScheduleConfig[T any] struct {
 	// Cron says when it ticks: a cron expression of 5 fields (minute, hour, day of month,
 	// month, day of week), or 6 with seconds first, or a descriptor: "@every 10s", "@hourly",
-	// "@daily". Parsed by github.com/robfig/cron/v3. Required.
+	// "@daily". Parsed by github.com/robfig/cron/v3 (without its TZ= prefix: set Location).
+	// "@every D" ticks at the instants the Unix epoch + k·D (D in whole seconds, at least
+	// 1 s), whatever the location. Required.
 	Cron string
-	// Location is the time zone Cron is read in. Default UTC.
+	// Location is the time zone Cron is read in (any *time.Location, time.FixedZone
+	// included). It does not move "@every" ticks. Default UTC.
 	Location *time.Location
 	// Messages builds the messages of one tick. Default: one zero T.
 	Messages func(tick time.Time) []T
@@ -42,9 +48,11 @@ type ScheduleConfig[T any] struct {
 // *outbox.Store implements it with a table of claimed ticks in the app database: the tick's
 // claim and its messages commit in one transaction. txmq.Open sets NodeOptions.Ticks to it.
 type TickClaimer interface {
-	// ClaimTick runs publish (with a ctx carrying the claim's transaction) and returns true if
-	// no node claimed tick of schedule before; it returns false, without running publish, if
-	// one did. next is the schedule's next tick after this one, for operators.
+	// ClaimTick runs publish and returns true if no node claimed tick of schedule before; it
+	// returns false, without running publish, if one did. publish's ctx must carry the
+	// claim's transaction (core.ContextWithTx): the tick's messages are staged in it whatever
+	// the queue's routing, so they commit with the claim or not at all. next is the
+	// schedule's next tick after this one, for operators.
 	ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error)
 	// LastTick returns the latest claimed tick of schedule, zero if none.
 	LastTick(ctx context.Context, schedule string) (time.Time, error)
@@ -60,8 +68,6 @@ type scheduleSpec struct {
 	publish func(ctx context.Context, n *Node, tick time.Time) error
 }
 
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // Schedule declares a periodic publish on q, named name (1-64 characters of a-z, 0-9, '_' and
 // '-', unique in q's registry): at each tick of cfg.Cron, the messages cfg.Messages builds are
 // published to q once cluster-wide, however many nodes run and whichever restart, with the
@@ -69,6 +75,19 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // second on). Every node whose NodeOptions.Ticks is set (txmq.Open sets it when the app has a
 // database) runs the schedule; the app database decides which node publishes a tick. A node
 // without Ticks logs that it does not run schedules.
+//
+// Ticks are fixed instants, the same on every node whatever its start time and however often
+// it restarts: a cron expression names them in cfg.Location, and "@every D" is anchored at the
+// Unix epoch (its ticks are epoch + k·D, so "@every 7s" ticks at the Unix seconds divisible by
+// 7 and "@every 1h" on the hour in UTC). Nodes read the time from NodeOptions.Clock.
+//
+// A tick's claim and its messages commit in one transaction of the app database (the
+// claimer's, see TickClaimer), whatever the queue's Transactional setting: on a Require or Try
+// queue, as on a Never queue, the tick's messages are outbox rows of that transaction, which
+// the outbox's after-commit publisher, relay or recovery sweep publishes. A node that dies
+// right after claiming a tick therefore never loses it. (A Never queue's plain publishes keep
+// their routing; only its ticks go through the outbox.) Schedules on an Ordered queue are
+// refused: a tick has no ordering key.
 func (q *Queue[T]) Schedule(name string, cfg ScheduleConfig[T]) error {
 	if err := ValidateQueueName(name); err != nil {
 		return fmt.Errorf("%w: schedule name: %w", core.ErrInvalidConfig, err)
@@ -83,9 +102,9 @@ func (q *Queue[T]) Schedule(name string, cfg ScheduleConfig[T]) error {
 	if cfg.Cron == "" {
 		return fmt.Errorf("%w: schedule %q of queue %q: Cron is required (e.g. \"*/5 * * * *\" or \"@every 10s\")", core.ErrInvalidConfig, name, q.spec.name)
 	}
-	sched, err := cronParser.Parse("CRON_TZ=" + loc.String() + " " + cfg.Cron)
+	sched, err := parseSchedule(cfg.Cron, loc)
 	if err != nil {
-		return fmt.Errorf("%w: schedule %q of queue %q: Cron %q: %v", core.ErrInvalidConfig, name, q.spec.name, cfg.Cron, err)
+		return fmt.Errorf("%w: schedule %q of queue %q: Cron %q: %w", core.ErrInvalidConfig, name, q.spec.name, cfg.Cron, err)
 	}
 	if cfg.Missed != SkipMissed && cfg.Missed != RunMissedOnce {
 		return fmt.Errorf("%w: schedule %q: Missed %d is not SkipMissed or RunMissedOnce", core.ErrInvalidConfig, name, cfg.Missed)
@@ -108,7 +127,7 @@ func (q *Queue[T]) Schedule(name string, cfg ScheduleConfig[T]) error {
 					ids[i] = base + "#" + strconv.Itoa(i)
 				}
 			}
-			return q.PublishMany(ctx, n, msgs, IDs(ids...))
+			return q.PublishMany(ctx, n, msgs, IDs(ids...), func(o *publishOptions) { o.tick = true })
 		}}
 	if _, file, line, ok := runtime.Caller(1); ok {
 		spec.site = fmt.Sprintf("%s:%d", file, line)
@@ -141,13 +160,14 @@ func (r *Registry) scheduleList() []*scheduleSpec {
 }
 
 // scheduleLoop runs the registry's schedules until the node stops: at each tick it claims
-// the tick through opts.Ticks and publishes the tick's messages if the claim is its own.
+// the tick through opts.Ticks and publishes the tick's messages if the claim is its own. It
+// reads the time from the node's Clock and looks at it at least once a second.
 func (n *Node) scheduleLoop() {
 	defer n.loops.Done()
 	next := map[string]time.Time{}
-	start := time.Now()
+	start := n.clock.Now()
 	for n.stopCtx.Err() == nil {
-		now := time.Now()
+		now := n.clock.Now()
 		var wake time.Time
 		for _, s := range n.reg.scheduleList() {
 			t, ok := next[s.name]
@@ -172,9 +192,9 @@ func (n *Node) scheduleLoop() {
 		}
 		d := time.Second
 		if !wake.IsZero() {
-			d = max(time.Until(wake), 0)
+			d = max(wake.Sub(n.clock.Now()), 0)
 		}
-		timer := time.NewTimer(min(d, time.Second)) // new schedules are picked up within a second
+		timer := time.NewTimer(min(d, time.Second)) // new schedules (and a clock that jumps) are seen within a second
 		select {
 		case <-n.stopCtx.Done():
 			timer.Stop()
@@ -199,7 +219,7 @@ func (n *Node) claimTick(s *scheduleSpec, tick time.Time) {
 	}
 }
 
-// runMissed publishes the latest tick of s between its last claimed tick and now, if any.
+// runMissed publishes the latest tick of s after its last claimed tick and up to now, if any.
 func (n *Node) runMissed(s *scheduleSpec, now time.Time) {
 	ctx, cancel := context.WithTimeout(n.stopCtx, 10*time.Second)
 	defer cancel()
@@ -207,11 +227,7 @@ func (n *Node) runMissed(s *scheduleSpec, now time.Time) {
 	if err != nil || last.IsZero() {
 		return // never ran: nothing was missed
 	}
-	var missed time.Time
-	for t, i := s.sched.Next(last), 0; !t.After(now) && i < 1_000_000; t, i = s.sched.Next(t), i+1 {
-		missed = t
-	}
-	if !missed.IsZero() {
+	if missed := latestTick(s.sched, last, now); !missed.IsZero() {
 		n.log.Info("txmq: publishing the latest tick missed while the app was down (RunMissedOnce)", "schedule", s.name, "tick", missed)
 		n.claimTick(s, missed)
 	}

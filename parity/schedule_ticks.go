@@ -1,0 +1,183 @@
+package parity
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/txmq/txmq"
+)
+
+func init() {
+	register("schedule",
+		property{name: "each_tick_once_nodes_started_apart_crashes_missed", run: scheduleTicksCrashes},
+		property{name: "tick_kept_when_claimer_dies_never", run: func(x *X) { scheduleClaimCrash(x, txmq.Never) }},
+		property{name: "tick_kept_when_claimer_dies_try", run: func(x *X) { scheduleClaimCrash(x, txmq.Try) }},
+		property{name: "tick_kept_when_claimer_dies_require", run: func(x *X) { scheduleClaimCrash(x, txmq.Require) }},
+	)
+}
+
+// tickSched is one schedule of a tick property and what the suite expects of it.
+type tickSched struct {
+	name   string
+	period int64 // its instants are the Unix seconds divisible by period
+	missed txmq.Missed
+}
+
+func (s tickSched) isInstant(t int64) bool { return t%s.period == 0 }
+
+// instants returns the instants of s in (from, to].
+func (s tickSched) instants(from, to time.Time) []int64 {
+	var out []int64
+	for t := (from.Unix()/s.period + 1) * s.period; t <= to.Unix(); t += s.period {
+		if time.Unix(t, 0).After(from) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+var routingModes = []txmq.Transactional{txmq.Require, txmq.Try, txmq.Never}
+
+// scheduleTicksCrashes: three processes (node, outbox store, backend client) started at
+// moments not aligned to a second run schedules of every routing mode (Require, Try, Never),
+// with a cron expression with seconds (every 2 s), an @every that divides a minute (3 s) and
+// one that does not (7 s), each with SkipMissed and RunMissedOnce. One process dies in each
+// window of a tick (before its claim; after its claim, before anything is published; after
+// the publish) and is replaced by a new one started at another moment; then every process
+// dies at once, and three new ones start a while later. Every tick published is an instant of
+// its spec (the same instants on every node, whatever its start), and is published once;
+// every instant while a process ran is published; of the instants of the full outage,
+// SkipMissed publishes none and RunMissedOnce only the latest, once.
+func scheduleTicksCrashes(x *X) {
+	w := newTickWorld(x)
+	specs := []struct {
+		cron   string
+		period int64
+	}{{"*/2 * * * * *", 2}, {"@every 3s", 3}, {"@every 7s", 7}}
+	var scheds []tickSched
+	for _, mode := range routingModes {
+		q := declare(x, txmq.QueueConfig[Msg]{Transactional: mode})
+		for _, sp := range specs {
+			for _, missed := range []txmq.Missed{txmq.SkipMissed, txmq.RunMissedOnce} {
+				s := tickSched{name: fmt.Sprintf("%s-%d-%s", strings.ToLower(mode.String()), sp.period, missedName(missed)), period: sp.period, missed: missed}
+				if err := q.Schedule(s.name, txmq.ScheduleConfig[Msg]{Cron: sp.cron, Missed: missed}); err != nil {
+					x.T.Fatalf("Schedule %s: %v", s.name, err)
+				}
+				scheds = append(scheds, s)
+			}
+		}
+	}
+
+	waitFrac(0.5) // the first process starts half-way between two seconds
+	firstStart := time.Now()
+	procs := []*tickProc{w.start()}
+	time.Sleep(370 * time.Millisecond)
+	procs = append(procs, w.start())
+	time.Sleep(840 * time.Millisecond)
+	procs = append(procs, w.start())
+	for i, win := range []tickWindow{crashBeforeClaim, crashAfterClaim, crashAfterPublish} {
+		procs[i].arm(win)
+		procs[i].waitCrashed(x, win.String())
+		time.Sleep(time.Duration(130+330*i) * time.Millisecond)
+		procs[i] = w.start()
+	}
+
+	// RunMissedOnce needs a tick claimed before the outage (a schedule that never ran missed
+	// nothing): wait for one of every schedule.
+	x.eventually(func() bool {
+		for _, s := range scheds {
+			if len(w.log.ticks(s.name)) == 0 {
+				return false
+			}
+		}
+		return true
+	}, "a tick of every schedule published before the outage")
+	outageStart := time.Now()
+	haltAll(x, procs)
+	outageSeen := time.Now() // no process claims a tick from here on
+	time.Sleep(2 * time.Second)
+	waitFrac(0.5)
+	restart := time.Now() // no instant between this and the new processes' start
+	procs = []*tickProc{w.start()}
+	time.Sleep(290 * time.Millisecond)
+	procs = append(procs, w.start())
+	time.Sleep(610 * time.Millisecond)
+	procs = append(procs, w.start())
+	time.Sleep(2500 * time.Millisecond)
+	end := time.Now()
+	haltAll(x, procs)
+	w.drain()
+
+	for _, s := range scheds {
+		got := w.checkOnce(s.name, s.isInstant)
+		published := map[int64]bool{}
+		for _, t := range got {
+			published[t] = true
+		}
+		// While a process ran (one second of margin before a shutdown of them all: a claim
+		// under way then may be cut), every instant is published.
+		for _, win := range [][2]time.Time{{firstStart, outageStart.Add(-time.Second)}, {restart, end.Add(-time.Second)}} {
+			for _, t := range s.instants(win[0], win[1]) {
+				if !published[t] {
+					x.T.Errorf("schedule %s: tick %s skipped (0 publishes) while processes ran; published %v", s.name, fmtTick(t), got)
+				}
+			}
+		}
+		// Instants while every process was down.
+		gap := s.instants(outageSeen, restart)
+		var gapPublished []int64
+		for _, t := range gap {
+			if published[t] {
+				gapPublished = append(gapPublished, t)
+			}
+		}
+		switch s.missed {
+		case txmq.SkipMissed:
+			if len(gapPublished) > 0 {
+				x.T.Errorf("schedule %s (SkipMissed): ticks %v missed while every process was down were published", s.name, gapPublished)
+			}
+		case txmq.RunMissedOnce:
+			if len(gap) > 0 && (len(gapPublished) != 1 || gapPublished[0] != gap[len(gap)-1]) {
+				x.T.Errorf("schedule %s (RunMissedOnce): of the ticks %v missed while every process was down, %v were published; want the latest, %d, alone", s.name, gap, gapPublished, gap[len(gap)-1])
+			}
+		}
+	}
+}
+
+func missedName(m txmq.Missed) string {
+	if m == txmq.RunMissedOnce {
+		return "runonce"
+	}
+	return "skip"
+}
+
+// scheduleClaimCrash: a process dies right after claiming a tick of a schedule on a queue of
+// the given routing mode (the claim and the tick's messages are in the claim's transaction,
+// which commits, and nothing else of the process happens). The tick is not lost: it is
+// published once (by another process's recovery of the outbox), and no other process
+// publishes it again.
+func scheduleClaimCrash(x *X, mode txmq.Transactional) {
+	w := newTickWorld(x)
+	q := declare(x, txmq.QueueConfig[Msg]{Transactional: mode})
+	name := "claimcrash-" + strings.ToLower(mode.String())
+	if err := q.Schedule(name, txmq.ScheduleConfig[Msg]{Cron: "@every 1s"}); err != nil {
+		x.T.Fatalf("Schedule: %v", err)
+	}
+	p := w.start()
+	p.arm(crashAfterClaim)
+	p.waitCrashed(x, crashAfterClaim.String())
+	last, err := w.sweeper.LastTick(x.ctx(), name)
+	if err != nil || last.IsZero() {
+		x.T.Fatalf("LastTick after the crash: %v, %v; want the tick the dead process claimed", last, err)
+	}
+	other := w.start() // claims the next ticks, never the dead process's one again
+	id := name + "@" + strconv.FormatInt(last.Unix(), 10)
+	x.eventually(func() bool { return w.log.count(id) > 0 }, func() string {
+		return fmt.Sprintf("tick %s of a %s queue, claimed by a process that died right after the claim, published (%d publishes)", fmtTick(last.Unix()), mode, w.log.count(id))
+	})
+	haltAll(x, []*tickProc{other})
+	w.drain()
+	w.checkOnce(name, func(int64) bool { return true })
+}
