@@ -46,7 +46,9 @@ var (
 //   - else every call fails with an error wrapping ErrLookupUnsupported naming the backend.
 //
 // Cancel never interrupts a running batch: with a ledger, a message cancelled while its batch
-// runs is not run again if that run fails, and shows completed if it succeeds.
+// runs is not run again if that run fails, and shows completed if it succeeds. A cancel
+// applies to the message it found, never to a later publish that reuses the id: that one runs,
+// and Get reports its state.
 type Inspector struct {
 	store   core.MessageStore
 	backend core.Backend

@@ -255,6 +255,7 @@ func (n *Node) extend(r *running) {
 	case err == nil:
 		// The backend's lease began after start: start+Lease is never later than its end.
 		n.confirmLease(r, earliest(r.claim.LeaseUntil, start.Add(n.opts.Lease)))
+		n.recordExtended(r)
 	case errors.Is(err, core.ErrLeaseLost):
 		n.fences.mu.Lock()
 		already := r.lost.Swap(true)

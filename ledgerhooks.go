@@ -79,6 +79,47 @@ func (n *Node) record(queue, batchID string, ids []string, ev core.BatchEvent) {
 	n.guard("ledger", func() { lg.RecordBatch(ev) })
 }
 
+// ledgerRun is what a run's running event told the ledger, for the events of its lease
+// extensions.
+type ledgerRun struct {
+	batch string
+	ids   []string
+	start time.Time
+	run   int
+}
+
+// recordRunning records the start of run number run of batch (its messages ids) at start,
+// with the end of the lease the node holds, and keeps what it recorded in r for the
+// extensions (recordExtended). A ledger reads a running message whose lease ended as ready
+// again: its node died or lost the lease, and the backend hands the batch out again.
+func (n *Node) recordRunning(r *running, batch string, ids []string, start time.Time, run int) {
+	if n.opts.Ledger == nil {
+		return
+	}
+	n.fences.mu.Lock()
+	r.ledger = ledgerRun{batch: batch, ids: ids, start: start, run: run}
+	until := r.fenceAt.Add(n.margin)
+	n.fences.mu.Unlock()
+	n.record(r.claim.Queue, batch, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Due: until, Node: n.id, Runs: run})
+}
+
+// recordExtended records the lease end an extension confirmed for r's run (an event as old
+// as the run's start, so it never moves the batch past a later event). Before the run's
+// start is recorded it records nothing: that event carries the lease.
+func (n *Node) recordExtended(r *running) {
+	if n.opts.Ledger == nil {
+		return
+	}
+	n.fences.mu.Lock()
+	lr := r.ledger
+	until := r.fenceAt.Add(n.margin)
+	n.fences.mu.Unlock()
+	if lr.ids == nil {
+		return
+	}
+	n.record(r.claim.Queue, lr.batch, lr.ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: lr.start, Due: until, Node: n.id, Runs: lr.run})
+}
+
 // recordStored records a batch the backend (or, with state StateOutbox, the outbox) took; at
 // is the time before the write started, so that the event is older than any run's (a node
 // may run the batch before this one's write returns).
@@ -117,14 +158,15 @@ func (n *Node) recordCommitted(tx core.Tx, p *core.Pending) {
 	})
 }
 
-// dropCancelled asks the ledger which messages of the claimed batch are cancelled. When none
+// dropCancelled asks the ledger which messages of the claimed batch are cancelled (in this
+// batch: a cancel applies to the batches it found, never to a later publish of the id). When none
 // are, it returns d. When some are, it returns the batch decoded without them; when all are,
 // it acks the batch and returns nil (nothing to run). A ledger that does not answer is logged
 // and the batch runs whole: delivery is at least once.
 func (n *Node) dropCancelled(r *running, l *listener, d *decoded, ids []string) *decoded {
 	c := r.claim
 	ctx, cancel := n.claimCtx()
-	cancelled, err := n.cancelledOf(ctx, c.Queue, ids)
+	cancelled, err := n.cancelledOf(ctx, core.CancelCheck{Queue: c.Queue, BatchID: d.ID, Created: d.Created, IDs: ids})
 	cancel()
 	if err != nil {
 		n.log.Warn("txmq: the ledger did not say which messages are cancelled; running the batch whole", "queue", c.Queue, "batch", d.ID, "error", err)
@@ -161,10 +203,10 @@ func (n *Node) dropCancelled(r *running, l *listener, d *decoded, ids []string) 
 }
 
 // cancelledOf calls the ledger's CancelledMessages, turning a panic into an error.
-func (n *Node) cancelledOf(ctx context.Context, queue string, ids []string) (out map[string]bool, err error) {
+func (n *Node) cancelledOf(ctx context.Context, b core.CancelCheck) (out map[string]bool, err error) {
 	err = safeCall("ledger CancelledMessages", func() error {
 		var e error
-		out, e = n.opts.Ledger.CancelledMessages(ctx, queue, ids)
+		out, e = n.opts.Ledger.CancelledMessages(ctx, b)
 		return e
 	})
 	return out, err

@@ -90,7 +90,7 @@ type keeperFake struct {
 }
 
 func (f *keeperFake) RecordBatch(core.BatchEvent) {}
-func (f *keeperFake) CancelledMessages(context.Context, string, []string) (map[string]bool, error) {
+func (f *keeperFake) CancelledMessages(context.Context, core.CancelCheck) (map[string]bool, error) {
 	return nil, nil
 }
 func (f *keeperFake) Mode() bool { return true }

@@ -33,6 +33,7 @@ type running struct {
 	fenceAt time.Time // confirmed lease end minus the margin, on this node's clock
 	idx     int       // index in fs's heap; -1 once out of it (fenced or done)
 	done    bool      // the worker is done with the claim
+	ledger  ledgerRun // the ledger's running event (no ids before it, or without a ledger)
 }
 
 // listenerCtx is a listener's context: the claim's cancel context, carrying its *running under
@@ -135,7 +136,7 @@ func (n *Node) work(l *listener, c *core.Claim) {
 	if n.opts.Ledger != nil || n.hooks.Delivered != nil {
 		start = time.Now()
 	}
-	n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Node: n.id, Runs: run})
+	n.recordRunning(r, d.ID, ids, start, run)
 	n.stats.runs.Add(1)
 	runErr := safeRun(ctx, d.calls)
 	endSpan(runErr)

@@ -31,12 +31,14 @@ const (
 	// StateOutbox: in the app database's outbox, not yet stored in the backend (a flush the
 	// backend refused, handed to the outbox for the recovery sweep).
 	StateOutbox MessageState = "outbox"
-	// StateQueued: stored and due, waiting for a node.
+	// StateQueued: stored and due, waiting for a node; also a message whose run's lease
+	// ended without a settle (its node died or lost the lease): the backend hands its batch
+	// out again.
 	StateQueued MessageState = "queued"
 	// StateDelayed: stored, not due before MessageInfo.Due.
 	StateDelayed MessageState = "delayed"
-	// StateRunning: a listener runs its batch on MessageInfo.Node since MessageInfo.Since
-	// (run number MessageInfo.Runs).
+	// StateRunning: a listener runs its batch on MessageInfo.Node since MessageInfo.UpdatedAt
+	// (run number MessageInfo.Runs), under a lease its node keeps extending.
 	StateRunning MessageState = "running"
 	// StateRetry: its batch failed MessageInfo.Runs times (last error MessageInfo.Error) and
 	// runs again at MessageInfo.Due.
@@ -116,7 +118,10 @@ type BatchEvent struct {
 	PublishedAt time.Time
 	// UpdatedAt is when the messages entered State.
 	UpdatedAt time.Time
-	// Due, Node, Runs, Error and Reason are as in MessageInfo.
+	// Due, Node, Runs, Error and Reason are as in MessageInfo, except that the Due of a
+	// StateRunning event is the end of the run's lease (recorded at the run's start and again,
+	// with the start's UpdatedAt, at each extension): a reader takes a running state whose
+	// lease ended for StateQueued.
 	Due    time.Time
 	Node   string
 	Runs   int
@@ -131,8 +136,23 @@ type MessageRecorder interface {
 	// RecordBatch takes one event to write; it never blocks for long (a ledger buffers
 	// events and writes groups).
 	RecordBatch(ev BatchEvent)
-	// CancelledMessages returns which of ids (messages of queue) are cancelled.
-	CancelledMessages(ctx context.Context, queue string, ids []string) (map[string]bool, error)
+	// CancelledMessages returns which of b.IDs are cancelled in batch b. A cancel applies to
+	// the messages it found, never to a later publish that reuses the id: to the batch that
+	// held the message when the cancel was made, and to the batches created no later than the
+	// cancel (a message staged in a transaction then, which the outbox relays in a batch of
+	// its own; a copy of the batch under another id).
+	CancelledMessages(ctx context.Context, b CancelCheck) (map[string]bool, error)
+}
+
+// CancelCheck names the batch a node is about to run, for MessageRecorder.CancelledMessages.
+type CancelCheck struct {
+	// Queue and BatchID name the batch.
+	Queue, BatchID string
+	// Created is when the batch was made (its envelope's time, on the publishing node's
+	// clock).
+	Created time.Time
+	// IDs are the batch's message ids.
+	IDs []string
 }
 
 // MessageStore answers lookups by id and listings, and cancels (the ledger implements it).

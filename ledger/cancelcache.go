@@ -24,14 +24,42 @@ type cancelCache struct {
 	first chan struct{} // closed once the reader's first read ended (nil: no reader)
 
 	mu        sync.Mutex
-	set       map[string]time.Time // queue + "\x00" + id -> the cancel's time
-	newest    time.Time            // the newest cancel time read
-	readAt    time.Time            // when the last successful read started (this clock)
-	overflown bool                 // more than cancelCacheMax: ask the table per batch
-	asked     atomic.Int64         // CancelledMessages calls that asked the table
+	set       map[string]cancelScope // queue + "\x00" + id -> its cancel
+	newest    time.Time              // the newest cancel time read
+	readAt    time.Time              // when the last successful read started (this clock)
+	overflown bool                   // more than cancelCacheMax: ask the table per batch
+	asked     atomic.Int64           // CancelledMessages calls that asked the table
 }
 
 func cancelKey(queue, id string) string { return queue + "\x00" + id }
+
+// cancelScope is what a cancel applies to: the batch that held the message when the cancel
+// was made (empty for a message staged in a transaction), and every batch created no later than
+// the cancel's time (at). Any other batch holding the id is a later publish.
+type cancelScope struct {
+	at    time.Time
+	batch string
+}
+
+// covers reports whether the cancel applies to the batch b (its id and creation time, at the
+// microsecond the database keeps).
+func (s cancelScope) covers(b core.CancelCheck) bool {
+	return (s.batch != "" && s.batch == b.BatchID) || !b.Created.Truncate(time.Microsecond).After(s.at)
+}
+
+// cancelsSQL reads the cancels (all, or with since those made after $1): the cancel recorded
+// on a row (cancel_at, migration 0005), and a cancelled row without one (cancelled by a build
+// before it, during an upgrade), whose cancel is its update time and batch. Each part walks a
+// partial index.
+func (l *Ledger) cancelsSQL(since bool) string {
+	recorded, legacy := `cancel_at IS NOT NULL`, `state = 'cancelled' AND cancel_at IS NULL`
+	if since {
+		recorded, legacy = `cancel_at > $1`, legacy+` AND updated_at > $1`
+	}
+	return `SELECT queue, id, cancel_at, coalesce(cancel_batch, '') FROM ` + l.table + ` WHERE ` + recorded + `
+UNION ALL
+SELECT queue, id, updated_at, batch_id FROM ` + l.table + ` WHERE ` + legacy
+}
 
 // cancelLoop reads the new cancels every CancelCheck until Close.
 func (l *Ledger) cancelLoop(first chan struct{}) {
@@ -64,29 +92,27 @@ func (l *Ledger) readCancels(ctx context.Context) error {
 	from := c.newest.Add(-cancelOverlap)
 	first := c.set == nil
 	c.mu.Unlock()
-	q := `SELECT queue, id, updated_at FROM ` + l.table + ` WHERE state = 'cancelled'`
 	var args []any
 	if !first {
-		q += ` AND updated_at > $1`
 		args = append(args, from)
 	}
-	rows, err := l.query(ctx, q, args...)
+	rows, err := l.query(ctx, l.cancelsSQL(!first), args...)
 	if err != nil {
 		return fmt.Errorf("txmq ledger: reading cancelled messages from %s: %w", l.table, err)
 	}
 	defer rows.Close()
 	type entry struct {
-		key string
-		at  time.Time
+		key   string
+		scope cancelScope
 	}
 	var got []entry
 	for rows.Next() {
 		var queue, id string
-		var at time.Time
-		if err := rows.Scan(&queue, &id, &at); err != nil {
+		var sc cancelScope
+		if err := rows.Scan(&queue, &id, &sc.at, &sc.batch); err != nil {
 			return fmt.Errorf("txmq ledger: reading cancelled messages from %s: %w", l.table, err)
 		}
-		got = append(got, entry{cancelKey(queue, id), at})
+		got = append(got, entry{cancelKey(queue, id), sc})
 	}
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("txmq ledger: reading cancelled messages from %s: %w", l.table, err)
@@ -94,18 +120,20 @@ func (l *Ledger) readCancels(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.set == nil {
-		c.set = make(map[string]time.Time, len(got))
+		c.set = make(map[string]cancelScope, len(got))
 	}
 	for _, e := range got {
-		c.set[e.key] = e.at
-		if e.at.After(c.newest) {
-			c.newest = e.at
+		if prev, ok := c.set[e.key]; !ok || !e.scope.at.Before(prev.at) {
+			c.set[e.key] = e.scope // the newest cancel of the id covers the older ones' batches
+		}
+		if e.scope.at.After(c.newest) {
+			c.newest = e.scope.at
 		}
 	}
 	if len(c.set) > cancelCacheMax {
 		old := time.Now().Add(-l.opts.Retention - time.Hour) // pruned from the table by now
-		for k, at := range c.set {
-			if at.Before(old) {
+		for k, sc := range c.set {
+			if sc.at.Before(old) {
 				delete(c.set, k)
 			}
 		}
@@ -117,7 +145,7 @@ func (l *Ledger) readCancels(ctx context.Context) error {
 
 // fromCache answers CancelledMessages from the cache when its last read is fresh (started
 // less than twice CancelCheck ago); ok is false otherwise.
-func (l *Ledger) fromCache(queue string, ids []string) (out map[string]bool, ok bool) {
+func (l *Ledger) fromCache(b core.CancelCheck) (out map[string]bool, ok bool) {
 	c := &l.cancels
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -127,8 +155,8 @@ func (l *Ledger) fromCache(queue string, ids []string) (out map[string]bool, ok 
 	if len(c.set) == 0 {
 		return nil, true
 	}
-	for _, id := range ids {
-		if _, hit := c.set[cancelKey(queue, id)]; hit {
+	for _, id := range b.IDs {
+		if sc, hit := c.set[cancelKey(b.Queue, id)]; hit && sc.covers(b) {
 			if out == nil {
 				out = map[string]bool{}
 			}
@@ -138,10 +166,13 @@ func (l *Ledger) fromCache(queue string, ids []string) (out map[string]bool, ok 
 	return out, true
 }
 
-// CancelledMessages returns which of ids (messages of queue) are cancelled. The first call
-// starts the reader of new cancels (every CancelCheck), and calls wait for its first read;
-// while its last read is fresh the answer comes from memory, else from one indexed query.
-func (l *Ledger) CancelledMessages(ctx context.Context, queue string, ids []string) (map[string]bool, error) {
+// CancelledMessages returns which of b.IDs are cancelled in batch b: the messages whose
+// cancel found them in b, or in no batch or another one when b was created no later than the
+// cancel (see core.MessageRecorder); a later publish of a cancelled id is not cancelled. The
+// first call starts the reader of new cancels (every CancelCheck), and calls wait for its
+// first read; while its last read is fresh the answer comes from memory, else from one
+// indexed query.
+func (l *Ledger) CancelledMessages(ctx context.Context, b core.CancelCheck) (map[string]bool, error) {
 	l.cancels.start.Do(func() {
 		if l.closed.Load() {
 			return
@@ -150,7 +181,7 @@ func (l *Ledger) CancelledMessages(ctx context.Context, queue string, ids []stri
 		l.loops.Add(1)
 		go l.cancelLoop(l.cancels.first)
 	})
-	if out, ok := l.fromCache(queue, ids); ok {
+	if out, ok := l.fromCache(b); ok {
 		return out, nil
 	}
 	if first := l.cancels.first; first != nil {
@@ -158,14 +189,14 @@ func (l *Ledger) CancelledMessages(ctx context.Context, queue string, ids []stri
 		// table at once (a node's first claims come together).
 		select {
 		case <-first:
-			if out, ok := l.fromCache(queue, ids); ok {
+			if out, ok := l.fromCache(b); ok {
 				return out, nil
 			}
 		case <-ctx.Done():
 		}
 	}
 	l.cancels.asked.Add(1)
-	return l.queryCancelled(ctx, queue, ids)
+	return l.queryCancelled(ctx, b)
 }
 
 // waitCancelSeen waits until every node's next check sees a cancel committed now: twice

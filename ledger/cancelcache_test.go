@@ -25,7 +25,7 @@ func TestCancelFirstReadShared(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, err := l.CancelledMessages(ctx, "q", []string{id, core.NewID()})
+			got, err := l.CancelledMessages(ctx, core.CancelCheck{Queue: "q", BatchID: "b", IDs: []string{id, core.NewID()}})
 			if err != nil || len(got) != 1 || !got[id] {
 				t.Errorf("CancelledMessages = %v, %v; want the cancelled one", got, err)
 			}

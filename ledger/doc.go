@@ -33,6 +33,38 @@
 // per-batch state in place, and migration 0004 added the spans; the rows of either stay valid
 // (each points at its batch) and nothing is dropped.
 //
+// Running and the lease: a node records a run's start with the end of the lease it holds (the
+// state row's due time), and records it again at each lease extension (an event as old as the
+// run's start, so it never moves a batch past a later event). A reader (lookups, listings and
+// their state filter, txmq msg ls --state running) takes a running state whose lease ended
+// for queued since the lease's end: the node died or lost the lease, and the backend hands the
+// batch out again; the next run's start, recorded by whichever node takes it, moves it on. So
+// a crashed node's messages read running for at most one lease (parity property
+// messages/ledger_running_converges_after_crash). A running state recorded without a lease end
+// (by a build before this rule) stays running until its next event.
+//
+// Cancel scope (migration 0005): a cancel applies to the messages it found, never to a later
+// publish that reuses the id. CancelMessage records on the message's row the cancel's time
+// (cancel_at: the cancelling process's clock, and never before the message's last recorded
+// event) and the batch that held the message (cancel_batch; empty for a message staged in a
+// transaction, not yet in a batch). A node leaves a message out of a batch when that batch is
+// the one the cancel found, or was made (its envelope's time, on the publishing node's clock)
+// no later than cancel_at: a message staged before the cancel, relayed by the outbox in a batch
+// of its own, and a batch an adapter split under new ids are covered; a publish after the
+// cancel is not, and runs. The row then follows the later message: a loose event published
+// after cancel_at, or a batch published after it that holds the id (not the cancelled batch),
+// gives the row its state, batch and publish time, and the cancel stays on it (a later cancel
+// replaces it and, by its time, covers the earlier batches too). A node's left-out event for
+// the old batch no longer changes such a row. Lookups take, for a row with a cancel, only the
+// batches published after it (or the cancelled batch's completion, when the cancel found it
+// running). The judgement of "after" compares the clocks of the publishing node and of the
+// cancelling process for batches other than the one the cancel found: with clocks apart by
+// more than the time between a cancel and a new publish of its id, that publish may be left
+// out too (logged at info level, "cancelled messages left out of the batch"), as every publish
+// of a cancelled id was before migration 0005. Cancels made before the migration keep their
+// update time and batch as their scope; a cancel made by a process of an earlier build during
+// an upgrade (no cancel_at) is read the same way.
+//
 // Cost: nodes record one event per batch (core.BatchEvent) through RecordBatch, which only
 // appends to a buffer; a background flusher writes the buffer every Options.FlushInterval (or
 // sooner when it holds Options.FlushSize message events) in one round trip and one
@@ -41,10 +73,14 @@
 // ledger mode's statements. A batch of messages made by core.NewID costs its batch row and
 // nothing per message but its id in that row. The write does not wait for the log's flush to
 // disk (synchronous_commit off in its transaction): the events were in memory only anyway.
+// A batch whose run outlasts about a quarter of its lease costs one more batch event per lease
+// extension (its lease end); the rows' cancel columns are NULL but on cancelled ids, and the
+// write statements test them on the rows they probe anyway (no statement more).
 // Every statement runs with sequential scans off in its transaction (enable_seqscan), so it
 // takes an index whatever the statistics say (TestStatementPlans). Before a node runs a batch
 // it asks CancelledMessages, answered from memory: the ledger reads new cancels every
-// Options.CancelCheck (250 ms), and asks the table per batch only while those reads fail.
+// Options.CancelCheck (250 ms; two partial-index scans, by cancel_at and, for cancels of
+// earlier builds, by update time), and asks the table per batch only while those reads fail.
 // CancelMessage returns after twice CancelCheck, when every node sees the cancel. A message's
 // whole life costs about 30 bytes of write-ahead log (BenchmarkLedgerWrite; a row per message
 // wrote about 350 bytes, and a row per message and event 1,600); see the README's
@@ -59,11 +95,16 @@
 // layout reads), but its lookups do not see the messages a newer process recorded without a
 // row, and its pruner deletes the rows of batches older than Retention that did not complete
 // (dead letters) when no message row points at them (their messages then read as unknown).
+// Migration 0005 adds two nullable columns and a partial index to txmq_ledger and sets them on
+// the cancelled rows (a cancel made before applies to its batch and to the batches made before
+// it). A process of a build before it, running beside a newer one, still leaves out every
+// publish of a cancelled id and reads a later publish of one as cancelled, and its running
+// states carry no lease end.
 //
 // Ordering: each event carries its time on the recording node's clock; a batch row takes an
 // event only when it is not older than the row's, so a late group from one node never moves a
-// batch back. A cancelled message takes only its batch's completion. A message moves to
-// another batch only for an event newer than its last move.
+// batch back. A cancelled message takes only its batch's completion, or a later publish of
+// its id. A message moves to another batch only for an event newer than its last move.
 //
 // # Ledger mode
 //
@@ -101,9 +142,11 @@
 //   - Dead letters: a dead-lettered batch is settled (the dead-letter store holds it); a
 //     replay publishes it through the outbox, which keeps it again.
 //   - Cancel: cancelled messages stay in their kept batch; a node leaves them out of the run,
-//     and a batch whose messages are all completed, cancelled or dead (a node acks a batch of
-//     cancelled messages without a run, or a settle was lost) is settled by the republisher
-//     instead of published.
+//     and a batch whose messages are all completed, cancelled or dead, or cancelled in that
+//     batch (the id may have been published again since), is settled by the republisher
+//     instead of published (a node acks a batch of cancelled messages without a run, or a
+//     settle was lost). A run's lease extensions do not push a kept batch's deadline: only
+//     the run's start and a retry do, as before.
 //   - Retention: kept batches are not pruned by Retention: they leave on their settle, or
 //     after the last republish.
 //   - Cost: one more statement per group of publishes (the keep, on the publish path: a flush

@@ -173,7 +173,7 @@ func (l *Ledger) batchEvents(b *pgx.Batch, events []core.BatchEvent) {
 			settled[k] = true
 		case core.StateRunning, core.StateRetry: // a publish's own event: KeepBatch set the deadline
 			at := e.UpdatedAt
-			if e.Due.After(at) {
+			if e.State == core.StateRetry && e.Due.After(at) { // a running event's Due is its lease's end
 				at = e.Due
 			}
 			if at.After(touched[k]) {

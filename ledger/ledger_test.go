@@ -111,7 +111,7 @@ func TestOrdering(t *testing.T) {
 	if _, err := l.CancelMessage(ctx, "c"); !errors.Is(err, core.ErrNotCancellable) {
 		t.Errorf("CancelMessage of a completed message: %v", err)
 	}
-	got, err := l.CancelledMessages(ctx, "q", []string{"a", "d", "e", "zz"})
+	got, err := l.CancelledMessages(ctx, core.CancelCheck{Queue: "q", Created: t0, IDs: []string{"a", "d", "e", "zz"}})
 	if err != nil || len(got) != 1 || !got["d"] {
 		t.Errorf("CancelledMessages = %v, %v; want only d", got, err)
 	}
@@ -163,12 +163,13 @@ func TestCancelSeenAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	node := open(t, ledger.Options{CancelCheck: 50 * time.Millisecond})
 	ctx := context.Background()
-	node.RecordMessages([]core.MessageInfo{{ID: "x", Queue: "q", State: core.StateQueued, UpdatedAt: time.Now()}})
+	published := time.Now()
+	node.RecordMessages([]core.MessageInfo{{ID: "x", Queue: "q", State: core.StateQueued, UpdatedAt: published}})
 	if err := node.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 { // starts the reader; its reads come while the loop below runs
-		if got, err := node.CancelledMessages(ctx, "q", []string{"x"}); err != nil || len(got) != 0 {
+		if got, err := node.CancelledMessages(ctx, core.CancelCheck{Queue: "q", Created: published, IDs: []string{"x"}}); err != nil || len(got) != 0 {
 			t.Fatalf("CancelledMessages before the cancel = %v, %v", got, err)
 		}
 		time.Sleep(60 * time.Millisecond)
@@ -181,7 +182,7 @@ func TestCancelSeenAcrossProcesses(t *testing.T) {
 	if m, err := other.CancelMessage(ctx, "x"); err != nil || m.State != core.StateCancelled {
 		t.Fatalf("CancelMessage = %+v, %v", m, err)
 	}
-	if got, err := node.CancelledMessages(ctx, "q", []string{"x", "y"}); err != nil || !got["x"] || len(got) != 1 {
+	if got, err := node.CancelledMessages(ctx, core.CancelCheck{Queue: "q", Created: published, IDs: []string{"x", "y"}}); err != nil || !got["x"] || len(got) != 1 {
 		t.Fatalf("CancelledMessages right after the other process's CancelMessage = %v, %v; want x", got, err)
 	}
 }

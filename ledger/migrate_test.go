@@ -54,6 +54,7 @@ VALUES ('q', $1, $2, $3, $4, $4, 2, 'boom')`, r.id, r.batch, r.state, r.at); err
 	}
 	run("0003_batch_states.sql")
 	run("0004_batch_ids.sql")
+	run("0005_cancel_scope.sql")
 	l, err := ledger.New(pool, &ledger.Options{Schema: schema, NoPrune: true})
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +64,21 @@ VALUES ('q', $1, $2, $3, $4, $4, 2, 'boom')`, r.id, r.batch, r.state, r.at); err
 		m, err := l.GetMessage(ctx, id)
 		if err != nil || m.State != want || m.Runs != 2 {
 			t.Errorf("%s after the migration = %+v, %v; want %s after 2 runs", id, m, err, want)
+		}
+	}
+	// The cancel of before migration 0005 applies to its batch and to batches made before it,
+	// not to a later publish of its id.
+	for _, c := range []struct {
+		b    core.CancelCheck
+		want bool
+	}{
+		{core.CancelCheck{Queue: "q", BatchID: "B1", Created: time.Now(), IDs: []string{"r1", "r3"}}, true},
+		{core.CancelCheck{Queue: "q", BatchID: "copy", Created: recent, IDs: []string{"r1", "r3"}}, true},
+		{core.CancelCheck{Queue: "q", BatchID: "later", Created: time.Now(), IDs: []string{"r1", "r3"}}, false},
+	} {
+		got, err := l.CancelledMessages(ctx, c.b)
+		if err != nil || got["r3"] != c.want || got["r1"] {
+			t.Errorf("CancelledMessages(%+v) after the migration = %v, %v; want r3 cancelled: %v", c.b, got, err, c.want)
 		}
 	}
 	if n, err := l.Prune(ctx); err != nil || n != 2 {

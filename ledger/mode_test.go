@@ -118,6 +118,34 @@ func TestModeSettleTouchRepublish(t *testing.T) {
 	}
 }
 
+// TestModeCancelScope: a kept batch whose message was cancelled is settled by the republisher
+// instead of published, also when the id was published again since (the later message is
+// alive, but the cancel still covers the kept batch).
+func TestModeCancelScope(t *testing.T) {
+	t.Parallel()
+	horizon := 500 * time.Millisecond
+	l := open(t, ledger.Options{Mode: true, Horizon: horizon, RepublishInterval: time.Hour, NoPrune: true, CancelCheck: 20 * time.Millisecond})
+	ctx := context.Background()
+	old := batch("q", "old", "r1")
+	if err := l.KeepBatch(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: "old", IDs: []string{"r1"}, State: core.StateQueued, UpdatedAt: time.Now()})
+	if m, err := l.CancelMessage(ctx, "r1"); err != nil || m.State != core.StateCancelled {
+		t.Fatalf("CancelMessage = %+v, %v", m, err)
+	}
+	l.RecordBatch(core.BatchEvent{Queue: "q", BatchID: "again", IDs: []string{"r1"}, State: core.StateQueued, UpdatedAt: time.Now(), PublishedAt: time.Now()})
+	if m, err := l.GetMessage(ctx, "r1"); err != nil || m.State != core.StateQueued || m.BatchID != "again" {
+		t.Fatalf("GetMessage after the later publish = %+v, %v; want queued in batch again", m, err)
+	}
+	time.Sleep(horizon + 100*time.Millisecond)
+	p := &publishes{}
+	if n, err := l.RepublishDue(ctx, p.publish); n != 0 || err != nil {
+		t.Fatalf("RepublishDue = %d, %v (%v); want 0: the cancel covers the kept batch", n, err, p.ids())
+	}
+	waitKept(t, l, 0)
+}
+
 // TestModeGivesUp: after MaxRepublish republishes the ledger stops keeping a batch (counted).
 func TestModeGivesUp(t *testing.T) {
 	t.Parallel()

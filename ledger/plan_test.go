@@ -50,6 +50,17 @@ func TestStatementPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Cancels made through CancelMessage (a cancel scope each), one of them published again.
+	for i := 5; i < 40; i += 7 {
+		id := someIDs[i]
+		if _, err := l.exec(ctx, l.cancelSQL(), id, idTime(id), time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.RecordBatch(core.BatchEvent{Queue: "q2", BatchID: "again", IDs: someIDs[5:6], State: core.StateQueued, UpdatedAt: time.Now(), PublishedAt: time.Now()})
+	if err := l.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := pool.Exec(ctx, `ANALYZE `+l.table+`; ANALYZE `+l.states+`; ANALYZE `+l.kept); err != nil {
 		t.Fatal(err)
 	}
@@ -91,9 +102,10 @@ func TestStatementPlans(t *testing.T) {
 		stmt{"get (a caller's id)", l.getSQL(), []any{someIDs[2], (*time.Time)(nil)}},
 		stmt{"cancel", l.cancelSQL(), []any{id, idTime(id), now}},
 		stmt{"cancelled of a batch", l.cancelledSQL(), []any{"q0", someIDs[:100]}},
-		stmt{"cancels, first read", `SELECT queue, id, updated_at FROM ` + l.table + ` WHERE state = 'cancelled'`, nil},
-		stmt{"cancels, next read", `SELECT queue, id, updated_at FROM ` + l.table + ` WHERE state = 'cancelled' AND updated_at > $1`, []any{now.Add(-time.Minute)}},
+		stmt{"cancels, first read", l.cancelsSQL(false), nil},
+		stmt{"cancels, next read", l.cancelsSQL(true), []any{now.Add(-time.Minute)}},
 		stmt{"terminal", l.terminalSQL(), []any{[]string{"q0", "q1"}, someIDs[:2], []*time.Time{idTime(someIDs[0]), idTime(someIDs[1])}}},
+		stmt{"cancel scopes", l.cancelScopesSQL(), []any{[]string{"q0", "q1"}, someIDs[:2]}},
 	)
 	for _, f := range []core.MessageFilter{
 		{Queue: "q1"},
@@ -112,7 +124,7 @@ func TestStatementPlans(t *testing.T) {
 
 	// txmq_ledger_batches (ledger mode's kept batches) is left out: empty here.
 	tables := map[string]bool{"txmq_ledger": true, "txmq_ledger_states": true}
-	partial := map[string]bool{"txmq_ledger_cancelled": true, "txmq_ledger_prune": true}
+	partial := map[string]bool{"txmq_ledger_cancelled": true, "txmq_ledger_prune": true, "txmq_ledger_cancels": true}
 	for _, s := range stmts {
 		var out string
 		tx, err := pool.Begin(ctx)

@@ -29,20 +29,45 @@ const columns = `queue, id, batch_id, state, published_at, updated_at, due, node
 // the queue, the id and its time, NULL for none) and m (the message's row, or NULLs); pub is
 // the publish time to report.
 func (l *Ledger) resolveFrom(from, pub string) string {
-	pick := func(c string) string {
-		return `CASE WHEN p.batch_id IS NULL THEN m.` + c + ` ELSE p.` + c + ` END AS ` + c
-	}
-	return `SELECT c.q AS queue, c.id, ` + pick("batch_id") + `, ` + pick("state") + `, ` + pub + ` AS published_at, ` + pick("updated_at") + `, ` +
-		pick("due") + `, ` + pick("node") + `, ` + pick("runs") + `, ` + pick("error") + `, ` + pick("reason") + `
+	src := func(c string) string { return `(CASE WHEN p.batch_id IS NULL THEN m.` + c + ` ELSE p.` + c + ` END)` }
+	pick := func(c string) string { return src(c) + ` AS ` + c }
+	state, updated, due := current(src("state"), src("updated_at"), src("due"))
+	return `SELECT c.q AS queue, c.id, ` + pick("batch_id") + `, ` + state + ` AS state, ` + pub + ` AS published_at, ` + updated + ` AS updated_at, ` +
+		due + ` AS due, ` + pick("node") + `, ` + pick("runs") + `, ` + pick("error") + `, ` + pick("reason") + `
 FROM ` + from + `
 LEFT JOIN LATERAL (SELECT h.* FROM (
 		SELECT s.* FROM ` + l.states + ` AS s WHERE m.batch_id <> '' AND s.queue = m.queue AND s.batch_id = m.batch_id
 		UNION ALL
 		SELECT s.* FROM ` + l.states + ` AS s WHERE s.ids_at @> c.t AND s.queue = c.q AND c.id = ANY(s.ids)) AS h
-	WHERE m.id IS NULL OR (m.state = 'cancelled' AND h.batch_id = m.batch_id AND h.state = 'completed')
-		OR (m.state <> 'cancelled' AND (m.batch_id <> '' OR h.updated_at >= m.updated_at))
+	WHERE m.id IS NULL OR (m.state = 'cancelled' AND (h.batch_id = m.batch_id AND h.state = 'completed' OR ` + laterPublish + `))
+		OR (m.state <> 'cancelled' AND (m.batch_id <> '' OR h.updated_at >= m.updated_at) AND (m.cancel_at IS NULL OR ` + laterPublish + `))
 	ORDER BY h.updated_at DESC, h.batch_id DESC LIMIT 1) AS p ON true
 WHERE (m.id IS NOT NULL OR p.batch_id IS NOT NULL)`
+}
+
+// laterPublish is the condition for a batch h holding the id of a message row m to be a later
+// publish of that id than m's cancel (if any): it is not the batch the cancel found and was
+// published after it. A cancel never applies to such a batch, and the id reads as its
+// message's (the newest of them).
+const laterPublish = `(m.cancel_at IS NOT NULL AND h.published_at > m.cancel_at AND h.batch_id <> m.cancel_batch)`
+
+// publishedAt is the publish time a lookup reports (p the batch it resolved, m the message's
+// row): the row's, unless there is none or the batch is a later publish than the row's
+// cancel. (Listings report the row's, walking the rows by it.)
+const publishedAt = `CASE WHEN m.id IS NULL OR p.published_at > m.cancel_at THEN p.published_at ELSE m.published_at END`
+
+// current returns the expressions of the state, update time and due time a reader reports for
+// a recorded state, update time and due time. A running state's due time is the end of the
+// run's lease (as the running node last recorded it: at the run's start and at each
+// extension): once it passed, the node died or lost the lease, the backend hands the batch out
+// again, and the message reads queued since the lease's end, until a node records its next
+// run. A running message reports no due time. (A running state recorded without a lease end,
+// by a build before this rule, stays running.)
+func current(state, updated, due string) (st, up, du string) {
+	ended := `(` + state + ` = 'running' AND ` + due + ` < now())`
+	return `CASE WHEN ` + ended + ` THEN 'queued' ELSE ` + state + ` END`,
+		`CASE WHEN ` + ended + ` THEN ` + due + ` ELSE ` + updated + ` END`,
+		`CASE WHEN ` + state + ` = 'running' THEN NULL ELSE ` + due + ` END`
 }
 
 // newerOverlapping is the condition for a batch n to be newer than batch s (by update time,
@@ -55,7 +80,7 @@ const newerOverlapping = `n.ids_at && s.ids_at AND n.queue = s.queue AND (n.upda
 // as above).
 func (l *Ledger) resolve(cands string) string {
 	return l.resolveFrom(cands+` LEFT JOIN `+l.table+` AS m ON m.id = c.id AND m.queue = c.q`,
-		`CASE WHEN m.id IS NULL THEN p.published_at ELSE m.published_at END`)
+		publishedAt)
 }
 
 // byID is the candidates of a lookup by id ($1 the id, $2 its time or NULL): each queue that
@@ -139,9 +164,10 @@ func (l *Ledger) listQuery(f core.MessageFilter) (string, []any) {
 		queue = arg(f.Queue)
 	}
 	batch, rowsOf = append(batch, "s.queue = "+queue), append(rowsOf, "r.queue = "+queue)
+	state, updated, due := current("s.state", "s.updated_at", "s.due")
 	if f.State != "" {
 		a := arg(string(f.State))
-		batch, rowsOf = append(batch, "s.state = "+a), append(rowsOf, "r.state = "+a)
+		batch, rowsOf = append(batch, "("+state+") = "+a), append(rowsOf, "r.state = "+a)
 	}
 	if !f.Since.IsZero() {
 		a := arg(f.Since)
@@ -159,7 +185,7 @@ func (l *Ledger) listQuery(f core.MessageFilter) (string, []any) {
 	// A batch's messages: its ids less those with a row and those a newer batch holds (the
 	// ids of the newer batches whose span overlaps its own, gathered once per batch as the
 	// keys of a jsonb object, which a lookup searches by halves).
-	batches := `SELECT s.queue, x.id, s.batch_id, s.state, s.published_at, s.updated_at, s.due, s.node, s.runs, s.error, s.reason
+	batches := `SELECT s.queue, x.id, s.batch_id, ` + state + ` AS state, s.published_at, ` + updated + ` AS updated_at, ` + due + ` AS due, s.node, s.runs, s.error, s.reason
 	FROM ` + l.states + ` AS s
 	CROSS JOIN LATERAL (SELECT coalesce(jsonb_object_agg(u.id, 1), '{}') AS ids FROM ` + l.states + ` AS n CROSS JOIN LATERAL unnest(n.ids) AS u(id)
 		WHERE ` + newerOverlapping + `) AS nw
@@ -187,18 +213,25 @@ SELECT ` + columns + ` FROM qs CROSS JOIN LATERAL (` + q + `) AS x` + order
 	return q, args
 }
 
-// queryCancelled returns which of ids (messages of queue) are cancelled: one indexed query.
-func (l *Ledger) queryCancelled(ctx context.Context, queue string, ids []string) (map[string]bool, error) {
-	rows, err := l.query(ctx, l.cancelledSQL(), queue, ids)
+// queryCancelled returns which of b.IDs are cancelled in batch b (see CancelledMessages):
+// one indexed query.
+func (l *Ledger) queryCancelled(ctx context.Context, b core.CancelCheck) (map[string]bool, error) {
+	rows, err := l.query(ctx, l.cancelledSQL(), b.Queue, b.IDs)
 	if err != nil {
-		return nil, fmt.Errorf("txmq ledger: reading cancelled messages of queue %q in %s: %w", queue, l.table, err)
+		return nil, fmt.Errorf("txmq ledger: reading cancelled messages of queue %q in %s: %w", b.Queue, l.table, err)
 	}
 	defer rows.Close()
 	var out map[string]bool
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("txmq ledger: reading cancelled messages of queue %q: %w", queue, err)
+		var (
+			id string
+			sc cancelScope
+		)
+		if err := rows.Scan(&id, &sc.at, &sc.batch); err != nil {
+			return nil, fmt.Errorf("txmq ledger: reading cancelled messages of queue %q: %w", b.Queue, err)
+		}
+		if !sc.covers(b) {
+			continue
 		}
 		if out == nil {
 			out = map[string]bool{}
@@ -206,7 +239,7 @@ func (l *Ledger) queryCancelled(ctx context.Context, queue string, ids []string)
 		out[id] = true
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("txmq ledger: reading cancelled messages of queue %q: %w", queue, err)
+		return nil, fmt.Errorf("txmq ledger: reading cancelled messages of queue %q: %w", b.Queue, err)
 	}
 	return out, nil
 }
@@ -215,9 +248,11 @@ func (l *Ledger) queryCancelled(ctx context.Context, queue string, ids []string)
 // it completed, after writing this process's buffered events, and returns its row once every
 // node's next check sees the cancel (twice Options.CancelCheck after the update). Nodes drop
 // a cancelled message from its batch before the listener sees it; a batch that is running
-// already is not interrupted (if it completes, the row says completed). Cancelling a cancelled
-// message is a no-op; a completed one is an error wrapping core.ErrNotCancellable, an unknown
-// one core.ErrMessageNotFound.
+// already is not interrupted (if it completes, the row says completed). The cancel applies to
+// the batch that holds the message now and to the batches made no later than the cancel
+// (core.MessageRecorder), never to a later publish of the id, which runs and which lookups
+// report from then on. Cancelling a cancelled message is a no-op; a completed one is an error
+// wrapping core.ErrNotCancellable, an unknown one core.ErrMessageNotFound.
 func (l *Ledger) CancelMessage(ctx context.Context, id string) (core.MessageInfo, error) {
 	if err := l.Flush(ctx); err != nil {
 		return core.MessageInfo{}, err
@@ -247,16 +282,20 @@ func (l *Ledger) getSQL() string {
 
 // cancelSQL is CancelMessage's statement ($1 the id, $2 its time or NULL, $3 the time): the
 // message gets a cancelled row (or its row becomes cancelled) in the batch it is in now,
-// unless it completed or is cancelled already.
+// unless it completed or is cancelled already. The row records the cancel's scope: its time
+// (not before the message's last event) and that batch (cancel_at, cancel_batch).
 func (l *Ledger) cancelSQL() string {
-	return `INSERT INTO ` + l.table + ` AS l (queue, id, batch_id, state, published_at, updated_at, node, runs, error, reason, id_at)
-SELECT v.queue, v.id, v.batch_id, 'cancelled', v.published_at, GREATEST(v.updated_at, $3), v.node, v.runs, v.error, v.reason, $2
+	return `INSERT INTO ` + l.table + ` AS l (queue, id, batch_id, state, published_at, updated_at, node, runs, error, reason, id_at, cancel_at, cancel_batch)
+SELECT v.queue, v.id, v.batch_id, 'cancelled', v.published_at, GREATEST(v.updated_at, $3), v.node, v.runs, v.error, v.reason, $2, GREATEST(v.updated_at, $3), v.batch_id
 FROM (` + l.resolve(l.byID()) + `) AS v WHERE v.state NOT IN ('completed', 'cancelled')
-ON CONFLICT (id, queue) DO UPDATE SET state = 'cancelled', batch_id = excluded.batch_id, due = NULL,
-	updated_at = GREATEST(l.updated_at, excluded.updated_at), id_at = coalesce(l.id_at, excluded.id_at)`
+ON CONFLICT (id, queue) DO UPDATE SET state = 'cancelled', batch_id = excluded.batch_id, due = NULL, published_at = excluded.published_at,
+	updated_at = GREATEST(l.updated_at, excluded.updated_at), id_at = coalesce(l.id_at, excluded.id_at),
+	cancel_at = GREATEST(l.cancel_at, excluded.cancel_at), cancel_batch = excluded.cancel_batch`
 }
 
-// cancelledSQL is queryCancelled's statement ($1 the queue, $2 the ids).
+// cancelledSQL is queryCancelled's statement ($1 the queue, $2 the ids): the cancel of each
+// id that has one, as cancelsSQL reads it.
 func (l *Ledger) cancelledSQL() string {
-	return `SELECT id FROM ` + l.table + ` WHERE queue = $1 AND id = ANY($2) AND state = 'cancelled'`
+	return `SELECT id, CASE WHEN cancel_at IS NULL THEN updated_at ELSE cancel_at END, CASE WHEN cancel_at IS NULL THEN batch_id ELSE coalesce(cancel_batch, '') END
+FROM ` + l.table + ` WHERE queue = $1 AND id = ANY($2) AND (cancel_at IS NOT NULL OR state = 'cancelled')`
 }

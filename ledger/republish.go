@@ -71,6 +71,7 @@ type keptBatch struct {
 	b           core.OutgoingBatch
 	republished int
 	ids         []string
+	created     time.Time // the envelope's
 }
 
 // republishPass runs one pass; full reports that it took a whole page (there may be more).
@@ -158,7 +159,7 @@ FROM `+l.kept+` WHERE deadline <= now() ORDER BY deadline LIMIT $1 FOR UPDATE SK
 		}
 		k.b.Messages, k.b.Delay = int(msgs), time.Duration(delay*float64(time.Second))
 		if env, err := envelope.Decode(k.b.Body); err == nil {
-			k.ids = env.MessageIDs
+			k.ids, k.created = env.MessageIDs, env.Created
 		}
 		page = append(page, k)
 	}
@@ -166,7 +167,9 @@ FROM `+l.kept+` WHERE deadline <= now() ORDER BY deadline LIMIT $1 FOR UPDATE SK
 }
 
 // terminalOf reads the states of the page's messages and returns whether a kept batch's
-// messages are all completed, cancelled or dead (a batch whose ids are unknown never is).
+// messages are all completed, cancelled or dead, or cancelled in that batch (a later publish
+// of a cancelled id may be running: the cancel still covers the kept batch); a batch whose
+// ids are unknown never is.
 func (l *Ledger) terminalOf(ctx context.Context, tx pgx.Tx, page []keptBatch) (func(keptBatch) bool, error) {
 	var (
 		queues, ids []string
@@ -193,17 +196,45 @@ func (l *Ledger) terminalOf(ctx context.Context, tx pgx.Tx, page []keptBatch) (f
 		}
 		final[[2]string{q, id}] = true
 	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	cancels := map[[2]string]cancelScope{}
+	if rows, err = tx.Query(ctx, l.cancelScopesSQL(), queues, ids); err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			q, id string
+			sc    cancelScope
+		)
+		if err := rows.Scan(&q, &id, &sc.at, &sc.batch); err != nil {
+			return nil, err
+		}
+		cancels[[2]string{q, id}] = sc
+	}
 	return func(k keptBatch) bool {
 		if len(k.ids) == 0 {
 			return false
 		}
 		for _, id := range k.ids {
-			if !final[[2]string{k.b.Queue, id}] {
+			key := [2]string{k.b.Queue, id}
+			if sc, ok := cancels[key]; !final[key] && !(ok && sc.covers(core.CancelCheck{Queue: k.b.Queue, BatchID: k.b.ID, Created: k.created})) {
 				return false
 			}
 		}
 		return true
 	}, rows.Err()
+}
+
+// cancelScopesSQL reads the cancels of messages ($1 their queues, $2 their ids), as
+// cancelledSQL does.
+func (l *Ledger) cancelScopesSQL() string {
+	return `SELECT m.queue, m.id, CASE WHEN m.cancel_at IS NULL THEN m.updated_at ELSE m.cancel_at END, CASE WHEN m.cancel_at IS NULL THEN m.batch_id ELSE coalesce(m.cancel_batch, '') END
+FROM unnest($1::text[], $2::text[]) AS t(q, id) JOIN ` + l.table + ` AS m ON m.id = t.id AND m.queue = t.q
+WHERE m.cancel_at IS NOT NULL OR m.state = 'cancelled'`
 }
 
 // afterPass deletes the settled and given-up batches and pushes the republished ones'

@@ -57,6 +57,10 @@ func loose(events []core.BatchEvent) []core.MessageInfo {
 				continue
 			}
 			prev := out[i]
+			if e.State != core.StateCancelled && prev.State == core.StateCancelled && e.PublishedAt.After(prev.UpdatedAt) {
+				out[i] = e // a publish after a message was left out: a later publish of the id
+				continue
+			}
 			win := e
 			if prev.State == core.StateCancelled && e.State != core.StateCompleted || e.UpdatedAt.Before(prev.UpdatedAt) {
 				win = prev
@@ -73,12 +77,19 @@ func loose(events []core.BatchEvent) []core.MessageInfo {
 }
 
 // newer is the condition for a message row to take a loose event's state: the event is not
-// older than the row's, and a cancelled row takes only a completion.
-const newer = `(l.updated_at <= excluded.updated_at AND (l.state <> 'cancelled' OR excluded.state = 'completed'))`
+// older than the row's, a cancelled row takes only a completion, and a row that follows a
+// later publish of a cancelled id (not cancelled, with a cancel) takes no cancelled event:
+// a node leaves out only the messages the cancel found, never the later one's.
+const newer = `(l.updated_at <= excluded.updated_at AND (l.state <> 'cancelled' OR excluded.state = 'completed') AND (excluded.state <> 'cancelled' OR l.cancel_at IS NULL))`
 
 // leftOut is the condition for a cancelled row to leave its batch: a node left the message
 // out of a run of it (the batch's completion is not the message's).
 const leftOut = `(l.state = 'cancelled' AND excluded.state = 'cancelled' AND l.batch_id <> '')`
+
+// republished is the condition for a cancelled row to take a loose event of a later publish
+// of its id (staged in a transaction after the cancel): the row follows the new message, its
+// publish time included, and keeps the cancel (cancel_at, cancel_batch).
+const republished = `(l.state = 'cancelled' AND l.cancel_at IS NOT NULL AND excluded.state <> 'cancelled' AND excluded.published_at > l.cancel_at)`
 
 // queueLoose queues the upsert of the loose events' message rows. A row that takes an event
 // leaves its batch: the message is in another one now (staged again, or left out of a run).
@@ -95,10 +106,10 @@ func (l *Ledger) queueLoose(b *pgx.Batch, events []core.MessageInfo) {
 	b.Queue(`INSERT INTO `+l.table+` AS l (queue, id, batch_id, state, published_at, updated_at, due, node, runs, error, reason, id_at)
 SELECT q, id, '', s, p, u, d, n, r, e, re, a FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[], $7::text[], $8::int[], $9::text[], $10::text[], $11::timestamptz[]) AS t(q, id, s, p, u, d, n, r, e, re, a)
 ON CONFLICT (id, queue) DO UPDATE SET
-	batch_id = CASE WHEN `+newer+` OR `+leftOut+` THEN '' ELSE l.batch_id END,
-	published_at = LEAST(l.published_at, excluded.published_at),
-	`+stateSet("l", newer)+`
-WHERE `+newer+` OR `+leftOut+` OR excluded.published_at < l.published_at`,
+	batch_id = CASE WHEN `+newer+` OR `+leftOut+` OR `+republished+` THEN '' ELSE l.batch_id END,
+	published_at = CASE WHEN `+republished+` THEN excluded.published_at ELSE LEAST(l.published_at, excluded.published_at) END,
+	`+stateSet("l", "("+newer+" OR "+republished+")")+`
+WHERE `+newer+` OR `+leftOut+` OR `+republished+` OR excluded.published_at < l.published_at`,
 		c.queues, ids, c.states, c.published, c.updated, c.dues, c.nodes, c.runs, c.errs, c.reasons, idAt)
 }
 
@@ -200,14 +211,23 @@ func (l *Ledger) queueAttach(b *pgx.Batch, rows []*batchRow) []*batchRow {
 	// entry per batch (fewer parameters to encode than one of each per message).
 	const rowsOf = `(SELECT t.q AS queue, m.id, m.a AS id_at, t.b AS batch_id, t.s AS state, t.p AS published_at, t.u AS updated_at, t.d AS due
 	FROM unnest($1::text[], $2::int[], $9::timestamptz[]) AS m(id, i, a) JOIN unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, i) USING (i)) AS x`
-	const move = `(l.state <> 'cancelled' AND l.batch_id <> x.batch_id AND l.updated_at <= x.updated_at)`
+	// A row moves to the batch unless it was cancelled; a row with a cancel moves only to a
+	// later publish of its id (laterPublish), and a cancelled one then follows it: it takes
+	// the batch's state and publish time, and keeps the cancel.
+	const (
+		later = `(l.cancel_at IS NOT NULL AND x.published_at > l.cancel_at AND x.batch_id <> l.cancel_batch)`
+		renew = `(l.state = 'cancelled' AND ` + later + `)`
+		move  = `(l.batch_id <> x.batch_id AND (l.state <> 'cancelled' AND l.updated_at <= x.updated_at AND (l.cancel_at IS NULL OR ` + later + `) OR ` + renew + `))`
+	)
 	// One probe per message: the rows found are updated (rarely: a message moving to another
 	// batch), the others inserted.
 	b.Queue(`WITH x AS (SELECT x.*, EXISTS (SELECT 1 FROM `+l.table+` AS l WHERE l.id = x.id AND l.queue = x.queue) AS found FROM `+rowsOf+`),
 u AS (UPDATE `+l.table+` AS l SET
 	batch_id = CASE WHEN `+move+` THEN x.batch_id ELSE l.batch_id END,
 	updated_at = CASE WHEN `+move+` THEN x.updated_at ELSE l.updated_at END,
-	published_at = LEAST(l.published_at, x.published_at),
+	state = CASE WHEN `+renew+` THEN x.state ELSE l.state END,
+	due = CASE WHEN `+renew+` THEN x.due ELSE l.due END,
+	published_at = CASE WHEN `+renew+` THEN x.published_at ELSE LEAST(l.published_at, x.published_at) END,
 	id_at = coalesce(l.id_at, x.id_at)
 FROM x WHERE x.found AND l.id = x.id AND l.queue = x.queue AND (`+move+` OR x.published_at < l.published_at))
 INSERT INTO `+l.table+` (queue, id, batch_id, state, published_at, updated_at, due, id_at)
@@ -339,112 +359,6 @@ func (s *attachedSet) add(k batchKey, n int) {
 		s.m = make(map[batchKey]int, 1024)
 	}
 	s.m[k] = max(s.m[k], n)
-}
-
-func (l *Ledger) pruneLoop() {
-	defer l.loops.Done()
-	t := time.NewTicker(l.opts.PruneInterval)
-	defer t.Stop()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		if _, err := l.Prune(ctx); err != nil {
-			l.log.Warn("txmq ledger: pruning completed rows failed; trying again at the next period", "schema", l.opts.Schema, "error", err)
-		}
-		cancel()
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-		}
-	}
-}
-
-// Prune deletes the messages completed or cancelled more than Retention ago and the rows of
-// the batches completed that long ago (with their messages), and the rows of older batches
-// that hold no message any more (their messages were replayed in another batch), about
-// PruneBatch rows per statement until each deletes fewer, and returns how many messages it
-// pruned. The pruner calls it every PruneInterval.
-func (l *Ledger) Prune(ctx context.Context) (int64, error) {
-	cutoff := time.Now().Add(-l.opts.Retention)
-	pruneMsgs, pruneBatches, pruneOrphans := l.pruneSQL()
-	var total int64
-	more := func() bool {
-		select {
-		case <-l.stop:
-			return false
-		default:
-			return true
-		}
-	}
-	for more() {
-		// The oldest completed batches, as many as hold about $2 messages (at least one), and
-		// their messages (first: a message row the next loop deleted would be counted again).
-		var batches, msgs int64
-		err := l.queryRow(ctx, pruneBatches, cutoff, l.opts.PruneBatch).Scan(&batches, &msgs)
-		if err != nil {
-			return total, fmt.Errorf("txmq ledger: pruning completed batches from %s: %w", l.states, err)
-		}
-		total += msgs
-		l.pruned.Add(msgs)
-		if batches == 0 {
-			break
-		}
-	}
-	for more() {
-		tag, err := l.exec(ctx, pruneMsgs, cutoff, l.opts.PruneBatch)
-		if err != nil {
-			return total, fmt.Errorf("txmq ledger: pruning completed and cancelled messages from %s: %w", l.table, err)
-		}
-		total += tag.RowsAffected()
-		l.pruned.Add(tag.RowsAffected())
-		if tag.RowsAffected() < int64(l.opts.PruneBatch) {
-			break
-		}
-	}
-	for more() {
-		// Older batches that hold no message any more.
-		tag, err := l.exec(ctx, pruneOrphans, cutoff, l.opts.PruneBatch)
-		if err != nil {
-			return total, fmt.Errorf("txmq ledger: pruning batches without messages from %s: %w", l.states, err)
-		}
-		if tag.RowsAffected() < int64(l.opts.PruneBatch) {
-			break
-		}
-	}
-	return total, nil
-}
-
-// pruneSQL returns Prune's statements ($1 the cutoff, $2 PruneBatch): the completed and
-// cancelled messages without a batch, the oldest completed batches with their messages' rows
-// (as many as hold about $2 messages, at least one; it returns how many batches and messages
-// it pruned: the rows deleted and the ids without a row),
-// and the older batches that hold no message any more (each of their messages has a row
-// elsewhere or a newer batch: probes of the primary key and of the span index).
-func (l *Ledger) pruneSQL() (messages, batches, orphans string) {
-	// Rows are deleted by their ctid (a TID scan), found through an index in a subquery.
-	return `DELETE FROM ` + l.table + ` WHERE ctid = ANY(ARRAY(
-	SELECT ctid FROM ` + l.table + ` WHERE state IN ('completed', 'cancelled') AND updated_at < $1
-	ORDER BY updated_at LIMIT $2))`,
-		`WITH gone AS (DELETE FROM ` + l.states + ` WHERE ctid = ANY(ARRAY(
-	SELECT ctid FROM (
-		SELECT ctid, sum(coalesce(cardinality(ids), 0)) OVER (ORDER BY updated_at, queue, batch_id) - coalesce(cardinality(ids), 0) AS before
-		FROM (SELECT ctid, * FROM ` + l.states + ` WHERE state = 'completed' AND updated_at < $1 ORDER BY updated_at LIMIT $2) AS s) AS s
-	WHERE before < $2))
-	RETURNING queue, batch_id, ids, updated_at),
-d AS (DELETE FROM ` + l.table + ` AS m WHERE m.id = ANY(ARRAY(SELECT unnest(ids) FROM gone)) AND m.state <> 'cancelled'
-	AND EXISTS (SELECT 1 FROM gone WHERE gone.queue = m.queue
-		AND (gone.batch_id = m.batch_id OR (m.batch_id = '' AND m.updated_at <= gone.updated_at)))
-	RETURNING 1),
-r AS (SELECT m.queue, m.id FROM ` + l.table + ` AS m WHERE m.id = ANY(ARRAY(SELECT unnest(ids) FROM gone)))
-SELECT (SELECT count(*) FROM gone), (SELECT count(*) FROM d) + (SELECT coalesce(sum(cardinality(ids)), 0) FROM gone)
-	- (SELECT count(*) FROM r WHERE EXISTS (SELECT 1 FROM gone WHERE gone.queue = r.queue AND r.id = ANY(gone.ids)))`,
-		`DELETE FROM ` + l.states + ` WHERE ctid = ANY(ARRAY(
-	SELECT s.ctid FROM ` + l.states + ` AS s WHERE s.updated_at < $1 AND s.state <> 'completed'
-	AND NOT EXISTS (SELECT 1 FROM unnest(s.ids) AS x(id)
-		WHERE NOT EXISTS (SELECT 1 FROM ` + l.table + ` AS m WHERE m.id = x.id AND m.queue = s.queue AND m.batch_id <> s.batch_id
-				AND (m.state = 'cancelled' OR m.batch_id <> '' OR m.updated_at > s.updated_at))
-			AND NOT EXISTS (SELECT 1 FROM ` + l.states + ` AS n WHERE ` + newerOverlapping + ` AND x.id = ANY(n.ids)))
-	ORDER BY s.updated_at LIMIT $2))`
 }
 
 // stateCols are the columns of a state, one slice per column, as the grouped writes pass them
