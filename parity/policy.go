@@ -13,6 +13,7 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 func init() {
@@ -186,7 +187,7 @@ func poisonWorkerLost(x *X) {
 		case <-time.After(x.Caps.Timeout):
 			x.T.Fatalf("run %d did not start within %v (%s)", i+1, x.Caps.Timeout, rec.Summary())
 		}
-		n.Halt() // dies holding the batch: no settle
+		txmqtest.Halt(n) // dies holding the batch: no settle
 	}
 	last := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, last, poison)

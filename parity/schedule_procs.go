@@ -16,6 +16,7 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // This file is the world of the schedule tick properties (schedule_ticks.go,
@@ -177,7 +178,7 @@ func (p *tickProc) crash() {
 	p.once.Do(func() {
 		p.dead.Store(true)
 		go func() {
-			p.node.Halt()
+			txmqtest.Halt(p.node)
 			close(p.crashed)
 		}()
 	})
