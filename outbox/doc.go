@@ -8,7 +8,7 @@
 //
 // # Publishing inside a transaction
 //
-// A Store joins core's publish routing to an app transaction in two ways:
+// A Store joins the engine's publish routing to an app transaction in two ways:
 //
 //   - Store.RunInTx begins a pgx transaction and calls fn with a context carrying it. Publishes
 //     on Require/Try queues made with that context are staged in memory; just before COMMIT they
@@ -41,7 +41,7 @@
 //     recovery sweep takes them over once they are older than Options.RecoveryAge, which
 //     recovers rows left by a process that died after commit.
 //   - a time: the row is due at that time. Rows from app-managed transactions, and rows handed
-//     off by core's publish buffer when the backend refused a flush or a closing node ran out
+//     off by the engine's publish buffer when the backend refused a flush or a closing node ran out
 //     of time (Store.Handoff), are due at once, for the relay and the very next sweep;
 //     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
 //     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.

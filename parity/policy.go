@@ -127,7 +127,7 @@ func exhaustedBudget(x *X) {
 }
 
 // retriesRespectBackoff: the gap between a failed run and the next run is at least the
-// backoff core asked for (never early).
+// backoff the engine asked for (never early).
 func retriesRespectBackoff(x *X) {
 	const unit = 300 * time.Millisecond
 	backoff := func(run int) time.Duration { return time.Duration(run) * unit }
