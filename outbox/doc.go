@@ -41,8 +41,8 @@
 //     recovery sweep takes them over once they are older than Options.RecoveryAge, which
 //     recovers rows left by a process that died after commit.
 //   - a time: the row is due at that time. Rows from app-managed transactions, and rows handed
-//     off by the engine's publish buffer when the backend refused a flush or a closing node ran out
-//     of time (Store.Handoff), are due at once, for the relay and the very next sweep;
+//     off by the engine's publish buffer when the backend refused a flush or a closing node ran
+//     out of time (Store.Handoff), are due at once, for the relay and the very next sweep;
 //     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
 //     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.
 //
@@ -68,8 +68,8 @@
 // Store implements core.DeadLetterSink. A dead letter stays in txmq_dead_letters until purged;
 // Store.Replay republishes it with its attempt count reset to 0 and marks it replayed
 // (replay_count, replayed_at). A batch dead-lettered again while its row is dead keeps the
-// first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (core
-// then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
+// first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (the
+// engine then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
 // error) and it counts as dead again.
 //
 // # Ordered queues

@@ -91,8 +91,8 @@
 // A claim pulled before the connection was re-established is lost too: a server restarted from
 // its store (or a failover) may hand out again what it had delivered, while accepting the old
 // holder's +WPI. So after a reconnect, every claim pulled earlier answers Extend and settles
-// with core.ErrLeaseLost (core then stops its listener), and messages stashed before it are not
-// handed out. The price: a network blip re-runs what was in flight then.
+// with core.ErrLeaseLost (the engine then stops its listener), and messages stashed before it
+// are not handed out. The price: a network blip re-runs what was in flight then.
 //
 // Deliveries that are not runs: the engine counts a run as the envelope's attempt plus
 // Claim.Deliveries, and a run is counted only when a listener ran. The server counts every
