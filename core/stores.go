@@ -2,8 +2,8 @@ package core
 
 // This file holds the contracts of the stores beside a backend, usually in the app's
 // database, and when the engine calls them. Package outbox implements Tx, Handoff (with
-// KeyLister), DeadLetterSink and Limiter; package ledger implements MessageRecorder and
-// MessageStore.
+// KeyLister), DeadLetterSink and (its Limits) Limiter; package ledger implements
+// MessageRecorder and MessageStore.
 //
 //	Tx, Pending, Batcher  a publish whose ctx carries a Tx (ContextWithTx): Stage, AfterCommit
 //	Handoff               the publish buffer, for a flush the backend refused

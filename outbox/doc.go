@@ -4,7 +4,20 @@
 // # Tables
 //
 // Migrate creates, in Options.Schema (default "txmq"), the tables txmq_outbox and
-// txmq_dead_letters, tracked by internal/pgmigrate under the component "outbox".
+// txmq_dead_letters, tracked by internal/pgmigrate under the component "outbox", and the tables
+// of the Store's other jobs, each behind a type of its own that the Store hands out on the
+// same pool and schema:
+//
+//   - Store.Pauses (type Pauses, table txmq_paused): the queue pause marks that App.Pause,
+//     `txmq queue pause` and the dashboard write and every node reads (txmq.PauseSource).
+//   - Store.Ticks (type Ticks, tables txmq_schedule_ticks and txmq_schedules): each schedule
+//     tick claimed once cluster-wide, in the transaction that stages its messages
+//     (txmq.TickClaimer).
+//   - Store.Limits (type Limits, table txmq_rate_buckets): the token buckets of rate-limited
+//     queues, shared by every node (core.Limiter).
+//
+// txmq.Open gives them to the node (NodeOptions.Pauses, Ticks and Limiter). A nil Store (an
+// app without a database) hands out nil ones, whose methods return ErrNoDatabase.
 //
 // # Publishing inside a transaction
 //
