@@ -1,11 +1,6 @@
 package txmq
 
-import
-
-// pendingMeta is the engine's core.Batcher of a Pending it made: the queue's settings, the
-// publishing node's clock (on which NotBefore was computed) and the batch size limit in force
-// when the call was published (0: none).
-(
+import (
 	"encoding/json"
 	"fmt"
 	"time"
@@ -14,6 +9,9 @@ import
 	"github.com/txmq/txmq/internal/envelope"
 )
 
+// pendingMeta is the engine's core.Batcher of a Pending it made: the queue's settings, the
+// publishing node's clock (on which NotBefore was computed) and the batch size limit in force
+// when the call was published (0: none).
 type pendingMeta struct {
 	spec  *queueSpec
 	clock Clock
@@ -53,13 +51,21 @@ type dueKey struct {
 	dedup bool // the group's messages deduplicate by id (kept apart from the others)
 }
 
+// batches cuts ps, the Pendings of one queue (all made by a node: see meta), into encoded
+// batches. It groups the messages by exact due time (and, on an ordered queue, by key in
+// publish order, a key's publishes starting a new group whenever its due time changes; and
+// apart when they deduplicate by caller id), drops the repeats of a caller id within the
+// flush, applies the queue's Dedup when dedup is set, and then lets appendBatches cut each
+// group by MaxBatchMessages and the lowest batch size limit of its publishes. Each batch keeps
+// the trace context of each of its messages, and its Delay is the group's due time minus the
+// publishing node's clock now (now itself when the Pending carries no clock).
 func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatch, error) {
 	if len(ps) == 0 {
 		return nil, nil
 	}
 	m0 := meta(ps[0])
 	if m0 == nil {
-		return nil, fmt.Errorf("%w: Pending for queue %q was not made by core", core.ErrInvalidConfig, ps[0].Queue)
+		return nil, fmt.Errorf("%w: Pending for queue %q was not made by a node", core.ErrInvalidConfig, ps[0].Queue)
 	}
 	spec := m0.spec
 	type group struct {

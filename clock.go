@@ -18,6 +18,6 @@ func (systemClock) Now() time.Time { return time.Now() }
 // publishing node's, the app database's, the backend's, the consuming node's) that txmq
 // documents and tests. Delays never depend on it: a delay travels as a duration relative to
 // the publish and each hop measures it on one clock (see OutgoingBatch.Delay), so no backend
-// delivers early or late whatever the skew. Only core's early-arrival guard (see the package
+// delivers early or late whatever the skew. Only the engine's early-arrival guard (see the package
 // doc, "Delays and clocks") relies on it, and only to stay silent on a batch that is on time.
 const MaxClockSkew = time.Minute

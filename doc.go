@@ -179,7 +179,7 @@
 // another, so clock skew between the app, its database and the backend cannot make a delay
 // early or late; txmq documents and tests a skew of up to MaxClockSkew (1 minute).
 //
-// Core also guards against an adapter that breaks this: the envelope records the due time on
+// The engine also guards against an adapter that breaks this: the envelope records the due time on
 // the publisher's clock (Envelope.Due), and a batch that arrives more than twice MaxClockSkew
 // before it by the consuming node's clock (the two nodes' clocks may be that far apart, so
 // closer than that the guard cannot tell early from skew and stays silent) is given back

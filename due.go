@@ -13,7 +13,7 @@ import (
 // delivered early by the backend (the adapter broke its contract), whatever the skew.
 const earlyAllowance = 2 * MaxClockSkew
 
-// notYetDue is core's guard against a backend that hands out a delayed batch before it is
+// notYetDue is the engine's guard against a backend that hands out a delayed batch before it is
 // due. Adapters schedule delays on the backend's clock (see OutgoingBatch.Delay), so this
 // guard never fires with a correct adapter. The batch's due time (Envelope.Due) is on the
 // publishing node's clock and is compared with this node's, two clocks that may be up to

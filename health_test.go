@@ -51,12 +51,12 @@ func TestNodeHealth(t *testing.T) {
 	k.Memory.Restore()
 
 	// A stuck driver (Freeze stops its loop): not live once DriverStall passed.
-	n.Freeze()
+	txmqtest.Freeze(n)
 	txmqtest.Eventually(t, 5*time.Second, func() bool { return !n.Live(opts).OK }, "a frozen driver is reported stuck: %+v", n.Live(opts))
 	if c := check(t, n.Live(opts), "driver"); !strings.Contains(c.Detail, "stuck") {
 		t.Fatalf("driver check = %+v; want it to say the driver is stuck", c)
 	}
-	n.Thaw()
+	txmqtest.Thaw(n)
 	txmqtest.Eventually(t, 5*time.Second, func() bool { return n.Live(opts).OK }, "a thawed driver is live again")
 }
 

@@ -45,7 +45,7 @@ type Stats struct {
 	// Buffered is the number of messages waiting in the publish buffer.
 	Buffered int64
 	// EarlyArrivals counts batches the backend handed out well before they were due (beyond
-	// the clock-skew allowance), which core gave back without a run; nonzero means an adapter
+	// the clock-skew allowance), which the node gave back without a run; nonzero means an adapter
 	// bug.
 	EarlyArrivals int64
 }

@@ -144,7 +144,7 @@ func TestListenerPublishesWhileClosing(t *testing.T) {
 	}
 }
 
-// TestHaltDuringFlushKeepsCountsRight: Halt discards the buffer while a flush is in flight;
+// TestHaltDuringFlushKeepsCountsRight: halt discards the buffer while a flush is in flight;
 // Buffered must not go negative when that flush ends.
 func TestHaltDuringFlushKeepsCountsRight(t *testing.T) {
 	t.Parallel()
@@ -160,13 +160,13 @@ func TestHaltDuringFlushKeepsCountsRight(t *testing.T) {
 	_ = q.Publish(context.Background(), n, 1)
 	<-inPublish
 	halted := make(chan struct{})
-	go func() { n.Halt(); close(halted) }()
-	waitFor(t, "Halt to discard the buffer", func() bool { return n.halted.Load() })
+	go func() { n.halt(); close(halted) }()
+	waitFor(t, "halt to discard the buffer", func() bool { return n.halted.Load() })
 	time.Sleep(10 * time.Millisecond)
 	close(release)
 	<-halted
 	if b := n.Stats().Buffered; b != 0 {
-		t.Fatalf("Buffered = %d after Halt and the in-flight flush, want 0", b)
+		t.Fatalf("Buffered = %d after halt and the in-flight flush, want 0", b)
 	}
 }
 
@@ -224,7 +224,7 @@ func TestStartErrors(t *testing.T) {
 		{"cancelled ctx", func(*Node) {}, cancelled, context.Canceled, "Start"},
 		{"twice", func(n *Node) { _ = n.Start(context.Background()) }, context.Background(), core.ErrInvalidConfig, "once"},
 		{"after Close", func(n *Node) { _ = n.Close(context.Background()) }, context.Background(), core.ErrClosed, "new node"},
-		{"after Halt", func(n *Node) { n.Halt() }, context.Background(), core.ErrClosed, "new node"},
+		{"after Halt", func(n *Node) { n.halt() }, context.Background(), core.ErrClosed, "new node"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +289,7 @@ func TestNoGoroutinesAfterClose(t *testing.T) {
 		claims <- &core.Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "2"), Deliveries: 1, LeaseUntil: time.Now().Add(time.Minute)}
 		waitFor(t, "both runs", func() bool { return n.Stats().Runs == 2 })
 		if halt {
-			n.Halt()
+			n.halt()
 		} else {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 			if err := n.Close(ctx); err == nil {

@@ -76,15 +76,16 @@ type NodeOptions struct {
 	Tracer Tracer
 	// Pauses tells the node which queues are paused cluster-wide (see PauseSource); the node
 	// starts no batch of a paused queue, and running ones finish. Open sets it to the outbox
-	// store when the app has a database. Default none: no queue is ever paused.
+	// store's Pauses when the app has a database. Default none: no queue is ever paused.
 	Pauses PauseSource
 	// Limiter hands out the start tokens of rate-limited queues (QueueConfig.RateLimit); Open
-	// sets it to the outbox store when the app has a database, so the limits hold cluster-wide.
+	// sets it to the outbox store's Limits when the app has a database, so the limits hold
+	// cluster-wide.
 	// Default: a limiter of this node alone (each node then allows the whole rate).
 	Limiter Limiter
 	// Ticks makes each tick of the registry's schedules publish once cluster-wide (see
-	// Queue.Schedule); Open sets it to the outbox store when the app has a database. Default
-	// none: the node does not run schedules.
+	// Queue.Schedule); Open sets it to the outbox store's Ticks when the app has a database.
+	// Default none: the node does not run schedules.
 	Ticks TickClaimer
 	// PauseCheck is how often the node reads Pauses: a pause or resume takes effect on every
 	// node within PauseCheck plus one fetch. Default 1 s.

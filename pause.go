@@ -5,9 +5,9 @@ import (
 	"time"
 )
 
-// PauseSource tells nodes which queues are paused cluster-wide. The outbox's *outbox.Store
-// implements it with a table in the app database (Store.Pause, Store.Resume); txmq.Open sets it
-// when the app has a database.
+// PauseSource tells nodes which queues are paused cluster-wide. The outbox's *outbox.Pauses
+// implements it with a table in the app database (Pauses.Pause, Pauses.Resume); txmq.Open sets
+// it to Store.Pauses() when the app has a database.
 type PauseSource interface {
 	// Paused returns the names of the paused queues.
 	Paused(ctx context.Context) ([]string, error)
@@ -72,7 +72,7 @@ func (a *App) Pause(ctx context.Context, queue, by string) error {
 	if err := ValidateQueueName(queue); err != nil {
 		return err
 	}
-	return a.Store.Pause(ctx, queue, by)
+	return a.Store.Pauses().Pause(ctx, queue, by)
 }
 
 // Resume resumes a paused queue on every node of the app, within NodeOptions.PauseCheck plus
@@ -81,5 +81,5 @@ func (a *App) Resume(ctx context.Context, queue string) error {
 	if err := ValidateQueueName(queue); err != nil {
 		return err
 	}
-	return a.Store.Resume(ctx, queue)
+	return a.Store.Pauses().Resume(ctx, queue)
 }

@@ -16,8 +16,8 @@ import (
 type RateLimit = core.RateLimit
 
 // Limiter hands out the start tokens of rate-limited queues; nodes that share one share each
-// queue's limit cluster-wide. The outbox's store is one (txmq.Open sets NodeOptions.Limiter to
-// it); without one, each node limits on its own.
+// queue's limit cluster-wide. The outbox's *outbox.Limits is one (txmq.Open sets
+// NodeOptions.Limiter to Store.Limits()); without one, each node limits on its own.
 type Limiter = core.Limiter
 
 func rateDefaults(r RateLimit) RateLimit {

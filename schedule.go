@@ -45,8 +45,9 @@ type ScheduleConfig[T any] struct {
 }
 
 // TickClaimer makes each tick of a schedule publish once cluster-wide. The outbox's
-// *outbox.Store implements it with a table of claimed ticks in the app database: the tick's
-// claim and its messages commit in one transaction. txmq.Open sets NodeOptions.Ticks to it.
+// *outbox.Ticks implements it with a table of claimed ticks in the app database: the tick's
+// claim and its messages commit in one transaction. txmq.Open sets NodeOptions.Ticks to
+// Store.Ticks().
 type TickClaimer interface {
 	// ClaimTick runs publish and returns true if no node claimed tick of schedule before; it
 	// returns false, without running publish, if one did. publish's ctx must carry the

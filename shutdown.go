@@ -78,10 +78,10 @@ func (n *Node) closeFlush() {
 	n.flushAll(context.WithValue(context.Background(), closingKey{}, cf))
 }
 
-// Halt stops the node at once as if its process died: no settle, no lease extension, no drain;
+// halt stops the node at once as if its process died: no settle, no lease extension, no drain;
 // buffered messages are lost and claimed batches come back after their leases expire. It is
-// for crash tests (coretest, parity) and never needed in an app.
-func (n *Node) Halt() {
+// for crash tests (tests reach it as txmqtest.Halt) and never needed in an app.
+func (n *Node) halt() {
 	n.halted.Store(true)
 	n.mu.Lock()
 	n.closed = true
@@ -117,18 +117,18 @@ func (n *Node) listenersRunning() bool {
 	return false
 }
 
-// Freeze simulates a paused process (a long GC pause, SIGSTOP, an overloaded VM) for fault
-// tests (parity): the node stops fetching and extending leases until Thaw, while its running
-// listeners go on. Its fence timers still run, so a claim not confirmed extended before
-// LeaseUntil - LeaseMargin is cancelled with ErrLeaseLost and never settled. It is never
-// needed in an app.
-func (n *Node) Freeze() {
+// freeze simulates a paused process (a long GC pause, SIGSTOP, an overloaded VM) for fault
+// tests (txmqtest.Freeze): the node stops fetching and extending leases until thaw, while its
+// running listeners go on. Its fence timers still run, so a claim not confirmed extended
+// before LeaseUntil - LeaseMargin is cancelled with ErrLeaseLost and never settled. It is
+// never needed in an app.
+func (n *Node) freeze() {
 	n.frozen.Store(true)
 	n.cancelFetch()
 }
 
-// Thaw ends a Freeze: the node fetches and extends leases again.
-func (n *Node) Thaw() {
+// thaw ends a freeze: the node fetches and extends leases again.
+func (n *Node) thaw() {
 	n.frozen.Store(false)
 	n.signal()
 }

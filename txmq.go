@@ -46,7 +46,8 @@ type App struct {
 // Open builds an App from cfg (nil: ConfigFromEnv). It opens the backend (and the old ones to
 // drain, wrapped with drain.New), then, with a database, connects, migrates the outbox tables
 // (unless SkipMigrate), creates the outbox Store on the backend and starts its relay and
-// recovery sweep, and finally creates the node with the Store as its Handoff and DeadLetters.
+// recovery sweep, and finally creates the node with the Store as its Handoff and DeadLetters
+// (and its Pauses, Ticks and Limits as the node's Pauses, Ticks and Limiter).
 // On error everything opened so far is closed again. URLs appear in logs and errors with
 // their passwords redacted.
 func Open(ctx context.Context, cfg *Config) (*App, error) {
@@ -101,13 +102,13 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 			nodeOpts.DeadLetters = app.Store
 		}
 		if nodeOpts.Pauses == nil {
-			nodeOpts.Pauses = app.Store
+			nodeOpts.Pauses = app.Store.Pauses()
 		}
 		if nodeOpts.Ticks == nil {
-			nodeOpts.Ticks = app.Store
+			nodeOpts.Ticks = app.Store.Ticks()
 		}
 		if nodeOpts.Limiter == nil {
-			nodeOpts.Limiter = app.Store
+			nodeOpts.Limiter = app.Store.Limits()
 		}
 		if app.Ledger != nil && nodeOpts.Ledger == nil {
 			nodeOpts.Ledger = app.Ledger

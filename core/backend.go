@@ -1,5 +1,10 @@
 package core
 
+// This file is what every adapter implements: Backend, the types its methods take and return,
+// and the drop reasons. The sentinel errors an adapter wraps are in errors.go, the optional
+// capabilities in capabilities.go, the contracts of the stores beside a backend (outbox,
+// dead letters, ledger, limiter) in stores.go; the other files are helpers.
+
 import (
 	"context"
 	"time"
@@ -7,16 +12,18 @@ import (
 
 // Backend is the contract an adapter implements. Backends move opaque, already encoded batches:
 // they never look inside Body. Everything that must mean the same on every backend (attempt
-// counting, retry budget, backoff, dead letters, OnError, JSON) lives in core; an adapter only
-// stores, claims, leases and settles batches.
+// counting, retry budget, backoff, dead letters, OnError, JSON) lives in the engine (package
+// txmq; the retry and dead-letter policy is in its worker.go), never in an adapter; an
+// adapter only stores, claims, leases and settles batches.
 //
 // Rules every adapter follows (the parity suite checks each):
 //
 //   - Errors caused by the backend being unreachable or overloaded wrap ErrBackendUnavailable;
 //     classify SDK errors in one place per adapter. A permanent refusal of a batch (too large,
 //     invalid) wraps ErrRejected and never ErrBackendUnavailable, even when the server shows it
-//     by closing the connection: core dead-letters it rather than retrying it forever. A backend
-//     with a size limit it cannot work around (by splitting or chunking) implements SizeLimiter.
+//     by closing the connection: the engine dead-letters it rather than retrying it forever. A
+//     backend with a size limit it cannot work around (by splitting or chunking) implements
+//     SizeLimiter.
 //   - Publish stores the batch durably (as durable as the backend is) before returning, and never
 //     makes it claimable before its delay (OutgoingBatch.DelayFrom) has passed on the backend's
 //     own clock, counted from the publish: the server's now (Postgres now(), Redis TIME, SQS
@@ -37,8 +44,8 @@ import (
 //     an already settled claim again is a no-op (nil).
 //   - Retry makes the batch claimable again after the delay. The adapter either stores the new
 //     body and restarts Deliveries at 0 (a rewrite), or keeps the old body and keeps counting
-//     Deliveries (a retry in place). Either way core's attempt count stays right, because core
-//     counts a run as Envelope.Attempt + Claim.Deliveries.
+//     Deliveries (a retry in place). Either way the engine's attempt count stays right, because
+//     it counts a run as Envelope.Attempt + Claim.Deliveries.
 //   - An adapter that implements IDDeduper publishes a batch with OutgoingBatch.DedupWindow by
 //     its rules (ids checked and recorded atomically with the store); one that does not
 //     ignores the field (a node refuses such a queue on it).
@@ -63,8 +70,9 @@ type Backend interface {
 	// body is the adapter's for the call only: one that keeps it copies it.
 	Retry(ctx context.Context, c *Claim, body []byte, delay time.Duration) error
 
-	// Drop removes a batch that core has given up on (after it reached the dead-letter sink,
-	// if one is configured). reason is one of the Reason constants, for the adapter's own logs.
+	// Drop removes a batch that the engine has given up on (after it reached the dead-letter
+	// sink, if one is configured). reason is one of the Reason constants, for the adapter's
+	// own logs.
 	Drop(ctx context.Context, c *Claim, reason string) error
 
 	// Extend pushes the claim's lease to now+lease and updates c.LeaseUntil (a node always
@@ -78,14 +86,6 @@ type Backend interface {
 	// an error wrapping ErrClosed, and closing twice returns nil. Batches stay stored (in the
 	// memory adapter the store is the client: they go with it).
 	Close() error
-}
-
-// PollWaitHinter is implemented by adapters whose Fetch wait has a price worth tuning (SQS
-// bills every long poll): a node whose NodeOptions.PollWait is zero uses the hint instead of
-// the 1 s default.
-type PollWaitHinter interface {
-	// PollWaitHint returns the Fetch wait the adapter recommends.
-	PollWaitHint() time.Duration
 }
 
 // Unlimited is the Free value of a queue without a concurrency cap, in a hand-built request;
@@ -103,14 +103,15 @@ type OutgoingBatch struct {
 	// keeps the bytes copies them.
 	Body []byte
 	// Delay is how long after this publish the batch may first be claimed, measured from the
-	// moment the backend stores it on the backend's own clock; 0 means now. Core (and the
-	// outbox) always set it, from the publisher's due time and the publisher's own clock at the
-	// moment of the publish, so the delay crosses from one clock to the next as a duration and
-	// app/backend clock skew cannot make a batch early or late. Adapters read DelayFrom.
+	// moment the backend stores it on the backend's own clock; 0 means now. The engine (and
+	// the outbox) always set it, from the publisher's due time and the publisher's own clock
+	// at the moment of the publish, so the delay crosses from one clock to the next as a
+	// duration and app/backend clock skew cannot make a batch early or late. Adapters read
+	// DelayFrom.
 	Delay time.Duration
 	// NotBefore is the due time on the publisher's clock, for logs and for callers that build
-	// batches by hand; zero means now. Core sets it only together with a positive Delay, which
-	// wins. Adapters must not compare it with another clock: use DelayFrom.
+	// batches by hand; zero means now. The engine sets it only together with a positive
+	// Delay, which wins. Adapters must not compare it with another clock: use DelayFrom.
 	NotBefore time.Time
 	// Exclusive reports the queue's Exclusive setting, for adapters that pick storage by it.
 	Exclusive bool
@@ -190,7 +191,7 @@ type Claim struct {
 	// ID is the batch id the adapter stored it under.
 	ID string
 	// Body is the encoded envelope as stored. It is the caller's once Fetch returns and
-	// read-only: core never modifies it, so an adapter may hand out a slice it stores without
+	// read-only: the engine never modifies it, so an adapter may hand out a slice it stores without
 	// copying it, as long as the adapter never writes to that slice either (a Retry's rewrite
 	// stores a new slice).
 	Body []byte
@@ -202,7 +203,7 @@ type Claim struct {
 	// LeaseUntil is when the lease ends unless extended.
 	LeaseUntil time.Time
 	// Handle is the adapter's own lease token (receipt handle, lock token, row version, ...).
-	// Core never looks inside it.
+	// The engine never looks inside it.
 	Handle any
 }
 
@@ -244,3 +245,13 @@ const (
 	// listened to for a long time (see the adapter's options).
 	ReasonAbandoned = "abandoned"
 )
+
+// ReasonRejected: the backend refused a batch permanently (too large, invalid: an error wrapping
+// ErrRejected). A refused buffered flush is dead-lettered (or dropped) at once rather than
+// handed to the outbox, and an outbox row the backend refuses is dead-lettered by the outbox.
+const ReasonRejected = "rejected"
+
+// ReasonPublishExhausted: an outbox row kept failing to publish (with errors other than the
+// backend being unavailable) until the outbox's own budget (outbox Options.MaxAttempts) was
+// spent; the outbox dead-letters it.
+const ReasonPublishExhausted = "publish_exhausted"

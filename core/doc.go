@@ -3,9 +3,22 @@
 // errors an adapter wraps, URL-scheme registration (RegisterBackend), redaction of secrets in
 // URLs and errors (Redact), and the contract of transactional stores (Tx, Pending, Handoff,
 // DeadLetterSink) that the outbox implements. Apps import package txmq, whose doc explains the
-// semantics every backend must give. (The design's first layout put the engine here too; it now
-// lives in package txmq, with the app API it serves, and this package is the contract between
-// that engine and the backends.)
+// semantics every backend must give. The engine (the publish buffer, the driver, the runner
+// with the retry, dead-letter and OnError policy) is not here: it lives in package txmq, and
+// this package is only the contract between that engine and the backends and stores.
+//
+// # Where to read
+//
+//   - backend.go: what every adapter implements (Backend, OutgoingBatch, FetchRequest, Claim,
+//     Depth, the drop reasons); errors.go: the sentinels it wraps.
+//   - capabilities.go: the optional interfaces an adapter may implement, each with who calls
+//     it and when.
+//   - stores.go: the contracts of the stores beside a backend: the transaction (Tx), the
+//     outbox (Handoff, KeyLister), dead letters (DeadLetterSink), the ledger
+//     (MessageRecorder, MessageStore) and the shared rate limit (Limiter).
+//   - The helpers: mux.go (RegisterBackend, OpenBackend), fetchreq.go (defaults, Normalize,
+//     Shares), wait.go (ClaimWait), unwrap.go (capabilities through wrappers), tx.go, keys.go,
+//     claim.go, ids.go, leasemargin.go, redact.go.
 //
 // # Writing an adapter
 //

@@ -10,7 +10,7 @@ var (
 	// it; the outbox sweep stops early when it sees it anywhere in an error chain.
 	ErrBackendUnavailable = errors.New("txmq: backend unavailable")
 
-	// ErrRejected means the backend (or core, before it) refused a batch or a message
+	// ErrRejected means the backend (or the engine, before it) refused a batch or a message
 	// permanently: too large, or invalid in a way that waiting does not fix. It never wraps
 	// ErrBackendUnavailable: a refused batch is dead-lettered (reason "rejected"), never retried
 	// forever, and never stops an outbox sweep. Adapters classify such refusals into it in their
@@ -43,7 +43,7 @@ var (
 
 	// ErrAlreadyDeadLettered is what a DeadLetterSink returns (wrapped or as is) for a batch
 	// it already holds as a dead letter (same queue and batch id, not replayed since): it keeps
-	// the first reason, error and attempts, and core then drops the batch without calling
+	// the first reason, error and attempts, and the engine then drops the batch without calling
 	// OnError again, so the terminal path runs once per batch id across nodes.
 	ErrAlreadyDeadLettered = errors.New("txmq: batch already dead-lettered")
 

@@ -36,7 +36,7 @@
 //     lease, Deliveries and Exclusive semantics it already implements, and the batch stays
 //     visible in its depths, so the old backend is not declared drained while a batch still
 //     waits for its next run. Draining therefore takes at least as long as the longest retry
-//     chain in progress (with core's default backoff and budget, about 15 s).
+//     chain in progress (with the engine's default backoff and budget, about 15 s).
 //   - Depths adds up the primary and every old backend, drained ones included.
 //   - Close ends waiting fetches and closes the primary and every old backend; every later
 //     call fails with an error wrapping core.ErrClosed. Old backends stay open until then, a

@@ -62,7 +62,7 @@ type DeadLetterRow struct {
 	Attempts int
 	// Messages is the number of messages in the batch.
 	Messages int
-	// FirstFailedAt and LastFailedAt are when core first and last gave up on the batch.
+	// FirstFailedAt and LastFailedAt are when the engine first and last gave up on the batch.
 	FirstFailedAt, LastFailedAt time.Time
 	// ReplayCount is how many times the batch was replayed.
 	ReplayCount int
@@ -74,7 +74,7 @@ type DeadLetterRow struct {
 // Dead reports whether the row is dead now (not replayed since it last failed).
 func (r *DeadLetterRow) Dead() bool { return r.ReplayedAt.IsZero() }
 
-// DeadLetter stores a batch core gave up on. Inserting is idempotent on the batch id: a batch
+// DeadLetter stores a batch the engine gave up on. Inserting is idempotent on the batch id: a batch
 // already stored and still dead (same queue and batch id, not replayed since) keeps its row, with
 // the first reason, error and attempts, and the call returns an error wrapping
 // core.ErrAlreadyDeadLettered, so that core does not call OnError a second time. A batch that

@@ -4,11 +4,24 @@
 // # Tables
 //
 // Migrate creates, in Options.Schema (default "txmq"), the tables txmq_outbox and
-// txmq_dead_letters, tracked by internal/pgmigrate under the component "outbox".
+// txmq_dead_letters, tracked by internal/pgmigrate under the component "outbox", and the tables
+// of the Store's other jobs, each behind a type of its own that the Store hands out on the
+// same pool and schema:
+//
+//   - Store.Pauses (type Pauses, table txmq_paused): the queue pause marks that App.Pause,
+//     `txmq queue pause` and the dashboard write and every node reads (txmq.PauseSource).
+//   - Store.Ticks (type Ticks, tables txmq_schedule_ticks and txmq_schedules): each schedule
+//     tick claimed once cluster-wide, in the transaction that stages its messages
+//     (txmq.TickClaimer).
+//   - Store.Limits (type Limits, table txmq_rate_buckets): the token buckets of rate-limited
+//     queues, shared by every node (core.Limiter).
+//
+// txmq.Open gives them to the node (NodeOptions.Pauses, Ticks and Limiter). A nil Store (an
+// app without a database) hands out nil ones, whose methods return ErrNoDatabase.
 //
 // # Publishing inside a transaction
 //
-// A Store joins core's publish routing to an app transaction in two ways:
+// A Store joins the engine's publish routing to an app transaction in two ways:
 //
 //   - Store.RunInTx begins a pgx transaction and calls fn with a context carrying it. Publishes
 //     on Require/Try queues made with that context are staged in memory; just before COMMIT they
@@ -41,8 +54,8 @@
 //     recovery sweep takes them over once they are older than Options.RecoveryAge, which
 //     recovers rows left by a process that died after commit.
 //   - a time: the row is due at that time. Rows from app-managed transactions, and rows handed
-//     off by core's publish buffer when the backend refused a flush or a closing node ran out
-//     of time (Store.Handoff), are due at once, for the relay and the very next sweep;
+//     off by the engine's publish buffer when the backend refused a flush or a closing node ran
+//     out of time (Store.Handoff), are due at once, for the relay and the very next sweep;
 //     a failed publish schedules the row again with exponential backoff (Options.BackoffBase
 //     doubling to Options.BackoffMax). The relay (on NOTIFY) and the sweep publish due rows.
 //
@@ -68,8 +81,8 @@
 // Store implements core.DeadLetterSink. A dead letter stays in txmq_dead_letters until purged;
 // Store.Replay republishes it with its attempt count reset to 0 and marks it replayed
 // (replay_count, replayed_at). A batch dead-lettered again while its row is dead keeps the
-// first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (core
-// then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
+// first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (the
+// engine then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
 // error) and it counts as dead again.
 //
 // # Ordered queues

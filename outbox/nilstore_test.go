@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -41,5 +42,32 @@ func TestNilStore(t *testing.T) {
 	}
 	if got := s.WithTx(ctx, nil); got != ctx {
 		t.Errorf("WithTx on a nil Store changed the context")
+	}
+}
+
+// TestNilStoreJobs: a nil Store hands out nil Pauses, Ticks and Limits (txmq.Open gives them
+// to the node only with a database), whose methods return ErrNoDatabase too.
+func TestNilStoreJobs(t *testing.T) {
+	t.Parallel()
+	var s *Store
+	if s.Pauses() != nil || s.Ticks() != nil || s.Limits() != nil {
+		t.Fatal("a nil Store handed out a non-nil Pauses, Ticks or Limits")
+	}
+	ctx := context.Background()
+	calls := map[string]error{
+		"Pauses().Pause":  s.Pauses().Pause(ctx, "q", "test"),
+		"Pauses().Resume": s.Pauses().Resume(ctx, "q"),
+		"Limits().Return": s.Limits().Return(ctx, "q", 1, core.RateLimit{Batches: 1, Per: time.Second, Burst: 1}),
+	}
+	_, calls["Pauses().PausedQueues"] = s.Pauses().PausedQueues(ctx)
+	_, calls["Pauses().Paused"] = s.Pauses().Paused(ctx)
+	_, calls["Ticks().ClaimTick"] = s.Ticks().ClaimTick(ctx, "s", "q", time.Now(), time.Time{}, func(context.Context) error { return nil })
+	_, calls["Ticks().LastTick"] = s.Ticks().LastTick(ctx, "s")
+	_, calls["Ticks().Schedules"] = s.Ticks().Schedules(ctx)
+	_, _, calls["Limits().Take"] = s.Limits().Take(ctx, "q", 1, core.RateLimit{Batches: 1, Per: time.Second, Burst: 1})
+	for name, err := range calls {
+		if !errors.Is(err, ErrNoDatabase) || !strings.Contains(err.Error(), "Store."+name) {
+			t.Errorf("%s on a nil Store: %v; want ErrNoDatabase naming Store.%s", name, err, name)
+		}
 	}
 }

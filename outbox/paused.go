@@ -6,7 +6,31 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// Pauses are the app's queue pause marks, in the store's schema (table txmq_paused): what
+// App.Pause, `txmq queue pause` and the dashboard write, and what every node of the app reads
+// (it implements txmq.PauseSource; txmq.Open sets NodeOptions.Pauses to it). Get them with
+// Store.Pauses. The methods of a nil *Pauses (a nil Store's) return ErrNoDatabase. Safe for
+// concurrent use.
+type Pauses struct {
+	pool  *pgxpool.Pool
+	table string // quoted
+}
+
+// Pauses returns the store's pause marks; nil for a nil Store.
+func (s *Store) Pauses() *Pauses {
+	if s == nil {
+		return nil
+	}
+	return s.pauses
+}
+
+// newPauses returns the pause marks of schema on pool.
+func newPauses(pool *pgxpool.Pool, schema string) *Pauses {
+	return &Pauses{pool: pool, table: pgx.Identifier{schema, "txmq_paused"}.Sanitize()}
+}
 
 // PausedQueue is one paused queue.
 type PausedQueue struct {
@@ -18,19 +42,15 @@ type PausedQueue struct {
 	PausedBy string
 }
 
-func (s *Store) pausedTable() string {
-	return pgx.Identifier{s.o.Schema, "txmq_paused"}.Sanitize()
-}
-
-// Pause marks queue paused for every node of the app that reads this store (NodeOptions.Pauses,
-// set by txmq.Open): they start no new batch of it once they have seen the mark (within their
-// PauseCheck), and running batches finish. by says who paused it, for operators. Pausing a paused
-// queue keeps its first mark.
-func (s *Store) Pause(ctx context.Context, queue, by string) error {
-	if s == nil {
-		return errNoStore("Pause")
+// Pause marks queue paused for every node of the app that reads these marks
+// (NodeOptions.Pauses, set by txmq.Open): they start no new batch of it once they have seen the
+// mark (within their PauseCheck), and running batches finish. by says who paused it, for
+// operators. Pausing a paused queue keeps its first mark.
+func (p *Pauses) Pause(ctx context.Context, queue, by string) error {
+	if p == nil {
+		return errNoStore("Pauses().Pause")
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO `+s.pausedTable()+` (queue, paused_by) VALUES ($1, $2) ON CONFLICT (queue) DO NOTHING`, queue, by)
+	_, err := p.pool.Exec(ctx, `INSERT INTO `+p.table+` (queue, paused_by) VALUES ($1, $2) ON CONFLICT (queue) DO NOTHING`, queue, by)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: pausing queue %q: %w", queue, err)
 	}
@@ -39,43 +59,43 @@ func (s *Store) Pause(ctx context.Context, queue, by string) error {
 
 // Resume removes queue's pause mark; nodes start its batches again once they have seen it.
 // Resuming a queue that is not paused does nothing.
-func (s *Store) Resume(ctx context.Context, queue string) error {
-	if s == nil {
-		return errNoStore("Resume")
+func (p *Pauses) Resume(ctx context.Context, queue string) error {
+	if p == nil {
+		return errNoStore("Pauses().Resume")
 	}
-	if _, err := s.pool.Exec(ctx, `DELETE FROM `+s.pausedTable()+` WHERE queue = $1`, queue); err != nil {
+	if _, err := p.pool.Exec(ctx, `DELETE FROM `+p.table+` WHERE queue = $1`, queue); err != nil {
 		return fmt.Errorf("txmq outbox: resuming queue %q: %w", queue, err)
 	}
 	return nil
 }
 
 // PausedQueues returns the paused queues, by name.
-func (s *Store) PausedQueues(ctx context.Context) (map[string]PausedQueue, error) {
-	if s == nil {
-		return nil, errNoStore("PausedQueues")
+func (p *Pauses) PausedQueues(ctx context.Context) (map[string]PausedQueue, error) {
+	if p == nil {
+		return nil, errNoStore("Pauses().PausedQueues")
 	}
-	rows, err := s.pool.Query(ctx, `SELECT queue, paused_at, paused_by FROM `+s.pausedTable())
+	rows, err := p.pool.Query(ctx, `SELECT queue, paused_at, paused_by FROM `+p.table)
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: reading paused queues: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PausedQueue, error) {
-		var p PausedQueue
-		err := r.Scan(&p.Queue, &p.PausedAt, &p.PausedBy)
-		return p, err
+		var q PausedQueue
+		err := r.Scan(&q.Queue, &q.PausedAt, &q.PausedBy)
+		return q, err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: reading paused queues: %w", err)
 	}
 	out := make(map[string]PausedQueue, len(list))
-	for _, p := range list {
-		out[p.Queue] = p
+	for _, q := range list {
+		out[q.Queue] = q
 	}
 	return out, nil
 }
 
 // Paused returns the names of the paused queues. It implements txmq.PauseSource.
-func (s *Store) Paused(ctx context.Context) ([]string, error) {
-	ps, err := s.PausedQueues(ctx)
+func (p *Pauses) Paused(ctx context.Context) ([]string, error) {
+	ps, err := p.PausedQueues(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -6,23 +6,41 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
 )
 
-// The Store is the app's shared rate limiter: a token bucket per queue in one row, refilled
-// and taken from in one statement, so every node of the app shares each queue's limit.
-var _ core.Limiter = (*Store)(nil)
+// Limits are the app's shared rate limiter, in the store's schema (table txmq_rate_buckets): a
+// token bucket per queue in one row, refilled and taken from in one statement, so every node
+// of the app shares each queue's limit (txmq.QueueConfig.RateLimit). Limits implements
+// core.Limiter (txmq.Open sets NodeOptions.Limiter to it). Get them with Store.Limits. The
+// methods of a nil *Limits (a nil Store's) return ErrNoDatabase. Safe for concurrent use.
+type Limits struct {
+	pool  *pgxpool.Pool
+	table string // quoted
+}
 
-func (s *Store) bucketsTable() string {
-	return pgx.Identifier{s.o.Schema, "txmq_rate_buckets"}.Sanitize()
+var _ core.Limiter = (*Limits)(nil)
+
+// Limits returns the store's shared rate limiter; nil for a nil Store.
+func (s *Store) Limits() *Limits {
+	if s == nil {
+		return nil
+	}
+	return s.limits
+}
+
+// newLimits returns the rate limiter of schema on pool.
+func newLimits(pool *pgxpool.Pool, schema string) *Limits {
+	return &Limits{pool: pool, table: pgx.Identifier{schema, "txmq_rate_buckets"}.Sanitize()}
 }
 
 // Take takes up to want start tokens of queue's bucket (see core.RateLimit). It implements
 // core.Limiter.
-func (s *Store) Take(ctx context.Context, queue string, want int, limit core.RateLimit) (int, time.Duration, error) {
-	if s == nil {
-		return 0, 0, errNoStore("Take")
+func (l *Limits) Take(ctx context.Context, queue string, want int, limit core.RateLimit) (int, time.Duration, error) {
+	if l == nil {
+		return 0, 0, errNoStore("Limits().Take")
 	}
 	rate := float64(limit.Batches) / limit.Per.Seconds()
 	// clock_timestamp(), not now(): now() is when the statement began, before it waited for the
@@ -31,7 +49,7 @@ func (s *Store) Take(ctx context.Context, queue string, want int, limit core.Rat
 	refilled := `least($3::float8, b.tokens + greatest(0, extract(epoch from clock_timestamp() - b.updated_at)) * $4::float8)`
 	var got int
 	var left float64
-	err := s.pool.QueryRow(ctx, `INSERT INTO `+s.bucketsTable()+` AS b (queue, tokens, last_take, updated_at)
+	err := l.pool.QueryRow(ctx, `INSERT INTO `+l.table+` AS b (queue, tokens, last_take, updated_at)
 		VALUES ($1, $3::float8 - least($2::int, $3::int), least($2::int, $3::int), clock_timestamp())
 		ON CONFLICT (queue) DO UPDATE SET
 			tokens = `+refilled+` - least($2::int, floor(`+refilled+`)::int),
@@ -48,12 +66,12 @@ func (s *Store) Take(ctx context.Context, queue string, want int, limit core.Rat
 }
 
 // Return gives back n unused tokens of queue's bucket. It implements core.Limiter.
-func (s *Store) Return(ctx context.Context, queue string, n int, limit core.RateLimit) error {
-	if s == nil {
-		return errNoStore("Return")
+func (l *Limits) Return(ctx context.Context, queue string, n int, limit core.RateLimit) error {
+	if l == nil {
+		return errNoStore("Limits().Return")
 	}
 	rate := float64(limit.Batches) / limit.Per.Seconds()
-	_, err := s.pool.Exec(ctx, `UPDATE `+s.bucketsTable()+` AS b SET
+	_, err := l.pool.Exec(ctx, `UPDATE `+l.table+` AS b SET
 		tokens = least($3::float8, b.tokens + greatest(0, extract(epoch from clock_timestamp() - b.updated_at)) * $4::float8 + $2::int),
 		updated_at = greatest(b.updated_at, clock_timestamp()) WHERE queue = $1`, queue, n, limit.Burst, rate)
 	if err != nil {

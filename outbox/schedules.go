@@ -9,6 +9,33 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Ticks are the claimed ticks of the app's schedules, in the store's schema (tables
+// txmq_schedule_ticks and txmq_schedules): each tick of a schedule is claimed once
+// cluster-wide, in the transaction that stages its messages in the outbox. Ticks implements
+// txmq.TickClaimer (txmq.Open sets NodeOptions.Ticks to it); `txmq schedules` lists them.
+// Get them with Store.Ticks. The methods of a nil *Ticks (a nil Store's) return
+// ErrNoDatabase. Safe for concurrent use.
+type Ticks struct {
+	s         *Store // its RunInTx stages a tick's messages with the claim
+	ticks     string // quoted table names
+	schedules string
+}
+
+// Ticks returns the store's schedule ticks; nil for a nil Store.
+func (s *Store) Ticks() *Ticks {
+	if s == nil {
+		return nil
+	}
+	return s.ticks
+}
+
+// newTicks returns the schedule ticks of s, in schema.
+func newTicks(s *Store, schema string) *Ticks {
+	return &Ticks{s: s,
+		ticks:     pgx.Identifier{schema, "txmq_schedule_ticks"}.Sanitize(),
+		schedules: pgx.Identifier{schema, "txmq_schedules"}.Sanitize()}
+}
+
 // tickRetention is how long claimed ticks are kept (a tick older than that cannot be claimed
 // again by a node that comes back late: nodes only claim ticks near their own clock's now).
 const tickRetention = 24 * time.Hour
@@ -16,14 +43,13 @@ const tickRetention = 24 * time.Hour
 // ClaimTick claims tick of schedule and runs publish in the same transaction, so that the tick
 // is published once cluster-wide: it returns true when this call claimed it, false (without
 // running publish) when a node did before. It implements txmq.TickClaimer.
-func (s *Store) ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error) {
-	if s == nil {
-		return false, errNoStore("ClaimTick")
+func (t *Ticks) ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error) {
+	if t == nil {
+		return false, errNoStore("Ticks().ClaimTick")
 	}
-	ticks := pgx.Identifier{s.o.Schema, "txmq_schedule_ticks"}.Sanitize()
-	schedules := pgx.Identifier{s.o.Schema, "txmq_schedules"}.Sanitize()
+	ticks, schedules := t.ticks, t.schedules
 	claimed := false
-	err := s.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err := t.s.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO `+ticks+` (schedule, tick) VALUES ($1, $2) ON CONFLICT DO NOTHING`, schedule, tick)
 		if err != nil {
 			return err
@@ -63,19 +89,19 @@ func nullTime(t time.Time) any {
 
 // LastTick returns the latest claimed tick of schedule, zero if none. It implements
 // txmq.TickClaimer.
-func (s *Store) LastTick(ctx context.Context, schedule string) (time.Time, error) {
-	if s == nil {
-		return time.Time{}, errNoStore("LastTick")
+func (t *Ticks) LastTick(ctx context.Context, schedule string) (time.Time, error) {
+	if t == nil {
+		return time.Time{}, errNoStore("Ticks().LastTick")
 	}
-	var t time.Time
-	err := s.pool.QueryRow(ctx, `SELECT last_tick FROM `+pgx.Identifier{s.o.Schema, "txmq_schedules"}.Sanitize()+` WHERE schedule = $1`, schedule).Scan(&t)
+	var last time.Time
+	err := t.s.pool.QueryRow(ctx, `SELECT last_tick FROM `+t.schedules+` WHERE schedule = $1`, schedule).Scan(&last)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, nil
 	}
 	if err != nil {
 		return time.Time{}, fmt.Errorf("txmq outbox: last tick of schedule %q: %w", schedule, err)
 	}
-	return t, nil
+	return last, nil
 }
 
 // ScheduleRow is one schedule as the app database knows it.
@@ -87,11 +113,11 @@ type ScheduleRow struct {
 }
 
 // Schedules lists the schedules that published at least one tick, by name.
-func (s *Store) Schedules(ctx context.Context) ([]ScheduleRow, error) {
-	if s == nil {
-		return nil, errNoStore("Schedules")
+func (t *Ticks) Schedules(ctx context.Context) ([]ScheduleRow, error) {
+	if t == nil {
+		return nil, errNoStore("Ticks().Schedules")
 	}
-	rows, err := s.pool.Query(ctx, `SELECT schedule, queue, last_tick, coalesce(next_tick, 'epoch') FROM `+pgx.Identifier{s.o.Schema, "txmq_schedules"}.Sanitize()+` ORDER BY schedule`)
+	rows, err := t.s.pool.Query(ctx, `SELECT schedule, queue, last_tick, coalesce(next_tick, 'epoch') FROM `+t.schedules+` ORDER BY schedule`)
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: listing schedules: %w", err)
 	}

@@ -22,7 +22,9 @@ var ErrNotFound = errors.New("txmq outbox: not found")
 
 // Store is the outbox and dead-letter store in one schema of the app's PostgreSQL database.
 // It implements core.Handoff and core.DeadLetterSink; give it to txmq.NodeOptions. Its methods
-// are safe for concurrent use.
+// are safe for concurrent use. The schema's other tables have types of their own, reached
+// from the Store: Pauses (queue pause marks), Ticks (schedule ticks) and Limits (the shared
+// rate limit).
 type Store struct {
 	pool      *pgxpool.Pool
 	o         Options
@@ -41,6 +43,10 @@ type Store struct {
 	kick    chan struct{}
 
 	ac afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
+
+	pauses *Pauses // the store's other jobs, on the same pool and schema
+	ticks  *Ticks
+	limits *Limits
 
 	// keyedWaiting says rows of an ordering key may wait behind rows of the key that are being
 	// published (a keyed Handoff, or a pass that left a keyed row for later): the after-commit
@@ -80,14 +86,18 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 			return nil, fmt.Errorf("%w: outbox: Options.ListenURL %s: %v; give a postgres:// URL of the server itself (not the pooler)", core.ErrInvalidConfig, core.Redact(o.ListenURL), core.RedactError(err, o.ListenURL))
 		}
 	}
-	return &Store{
+	s := &Store{
 		pool: pool, o: o, backend: o.Backend, listenCfg: listenCfg,
 		log:     o.Logger.With("txmq_component", "outbox", "txmq_schema", o.Schema),
 		outbox:  pgx.Identifier{o.Schema, "txmq_outbox"}.Sanitize(),
 		dead:    pgx.Identifier{o.Schema, "txmq_dead_letters"}.Sanitize(),
 		channel: channel(o.Schema),
 		kick:    make(chan struct{}, 1),
-	}, nil
+		pauses:  newPauses(pool, o.Schema),
+		limits:  newLimits(pool, o.Schema),
+	}
+	s.ticks = newTicks(s, o.Schema)
+	return s, nil
 }
 
 // Schema returns the schema the store's tables live in.

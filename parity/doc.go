@@ -12,8 +12,8 @@
 //
 // The suite makes its own nodes (txmq.NewNode on Env.Backend, a fresh txmq.Registry and
 // unique queue names per property, a short lease and a fast backoff), simulates node crashes
-// with txmq.Node.Halt and backend outages with Env.Break/Env.Restore, and adapts to the
-// backend's Caps; it never skips a property. Each property is a named subtest
+// with txmqtest.Halt, paused processes with txmqtest.Freeze and backend outages with
+// Env.Break/Env.Restore, and adapts to the backend's Caps; it never skips a property. Each property is a named subtest
 // (group/property, for example "leases/lost_lease_settle_errors"), and the ones where it
 // matters run a second time with every batch stored twice (suffix "_dup", see
 // txmqtest.Duplicate). At the end Run prints one line per adapter:

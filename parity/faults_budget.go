@@ -208,7 +208,7 @@ func holdOnce(x *X, h core.Backend, slots core.QueueSlots) {
 	giveBack(x, h, claims)
 }
 
-// giveBack gives claims back the way core gives back a run it did not start: Retry with the
+// giveBack gives claims back the way the engine gives back a run it did not start: Retry with the
 // attempt count of the runs before this one and no delay, so that they are not runs either.
 func giveBack(x *X, h core.Backend, claims []*core.Claim) {
 	for _, c := range claims {

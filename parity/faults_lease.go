@@ -7,6 +7,7 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 func init() {
@@ -66,8 +67,8 @@ func exclusiveUnderLeaseFault(x *X, fault string) {
 		x.T.Fatalf("node A never ran a batch")
 	}
 	if fault == "pause" {
-		a.Freeze()
-		time.AfterFunc(2*x.Caps.Lease, a.Thaw)
+		txmqtest.Freeze(a)
+		time.AfterFunc(2*x.Caps.Lease, func() { txmqtest.Thaw(a) })
 	}
 	b := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, b, fn(false))

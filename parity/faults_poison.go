@@ -22,10 +22,11 @@ import (
 // published, in or out of a transaction), and a batch the backend refuses permanently (an
 // error wrapping core.ErrRejected) is dead-lettered once, by the node's flush or by the outbox,
 // and never blocks the batches behind it. The permanent refusal is injected by a wrapper around
-// the adapter's client, so the property holds the policy in core and the outbox to the same
-// contract on every adapter; each adapter's own tests check that its real refusals (Redis
-// proto-max-bulk-len, SQS message size, NATS max_payload, PostgreSQL value limits) classify as
-// core.ErrRejected and never as core.ErrBackendUnavailable.
+// the adapter's client, so the property holds the policy of the engine (txmq's flush and
+// worker, not package core) and of the outbox to the same contract on every adapter; each
+// adapter's own tests check that its real refusals (Redis proto-max-bulk-len, SQS message
+// size, NATS max_payload, PostgreSQL value limits) classify as core.ErrRejected and never as
+// core.ErrBackendUnavailable.
 
 func init() {
 	register("poison",

@@ -12,13 +12,13 @@ import (
 func init() {
 	register("faults",
 		property{name: "terminal_once_when_drop_fails_once", run: func(x *X) { terminalOnce(x, 1) }},
-		// More failures than core's settle attempts (3): the batch comes back after its lease.
+		// More failures than the engine's settle attempts (3): the batch comes back after its lease.
 		property{name: "terminal_once_when_drop_fails_past_lease", run: func(x *X) { terminalOnce(x, 4) }},
 	)
 }
 
 // terminalOnce: a batch spends its budget on node A, whose next dropFails Drop calls fail with
-// ErrBackendUnavailable. Core retries the Drop; when it keeps failing, the batch comes back
+// ErrBackendUnavailable. The engine retries the Drop; when it keeps failing, the batch comes back
 // after its lease, to A or to node B (started once the dead letter exists). Either way the
 // terminal path ran once: OnError fired exactly once, there is one dead letter, with reason
 // delivery_exhausted and the listener's error, and the batch is gone from the backend.

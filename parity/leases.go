@@ -7,6 +7,7 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 func init() {
@@ -36,7 +37,7 @@ func crashedNodeBatchMoves(x *X) {
 	case <-time.After(x.Caps.Timeout):
 		x.T.Fatalf("node A never ran the batch")
 	}
-	a.Halt()
+	txmqtest.Halt(a)
 	b := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, b, func(_ context.Context, msgs []Msg) error { ok.Record(msgs...); return nil })
 	waitDelivered(x, ok, keys)

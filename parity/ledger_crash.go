@@ -8,6 +8,7 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // The ledger converges after a crash: a message whose node died running it does not read
@@ -54,7 +55,7 @@ func ledgerCrashConverges(x *X) {
 		x.T.Fatalf("running message: %+v; want node %s", m, a.ID())
 	}
 	halted := time.Now()
-	a.Halt()
+	txmqtest.Halt(a)
 
 	listed := func(state core.MessageState) bool {
 		ms, err := in.List(context.Background(), core.MessageFilter{Queue: q.Name(), State: state})

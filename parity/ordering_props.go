@@ -126,7 +126,7 @@ func orderLostLease(x *X) {
 	case <-time.After(x.Caps.Timeout):
 		x.T.Fatalf("node A never ran the first batch")
 	}
-	a.Halt()
+	txmqtest.Halt(a)
 	// A second log for node B: its first delivery must be k#0 again.
 	ob := newOrderLog()
 	b := x.node(txmq.NodeOptions{})

@@ -98,9 +98,9 @@ func (c Caps) withDefaults() Caps {
 	return c
 }
 
-// CapOvershoot is how far the suite lets MaxConcurrentBatches be exceeded on one node. Core
-// takes a slot before it hands a batch to a worker and asks Fetch for exactly the free slots,
-// so a correct adapter never exceeds the cap: the documented overshoot is 0.
+// CapOvershoot is how far the suite lets MaxConcurrentBatches be exceeded on one node. The
+// engine takes a slot before it hands a batch to a worker and asks Fetch for exactly the free
+// slots, so a correct adapter never exceeds the cap: the documented overshoot is 0.
 const CapOvershoot = 0
 
 // property is one named check; dup also runs it under duplicate delivery.

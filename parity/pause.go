@@ -31,7 +31,7 @@ func pauseNoStart(x *X) {
 		bad      []string  // keys started while paused
 	)
 	rec, recOther := newRecorder(), newRecorder()
-	opts := txmq.NodeOptions{Pauses: s, PauseCheck: pauseCheck}
+	opts := txmq.NodeOptions{Pauses: s.Pauses(), PauseCheck: pauseCheck}
 	a, b := x.node(opts), x.node(opts)
 	for _, n := range []*txmq.Node{a, b} {
 		listen(x, rec, paused, n, func(_ context.Context, msgs []Msg) error {
@@ -49,7 +49,7 @@ func pauseNoStart(x *X) {
 	before := publishKeys(x, paused, a, "before", 5, 1)
 	waitDelivered(x, rec, before)
 
-	if err := s.Pause(x.ctx(), paused.Name(), "parity"); err != nil {
+	if err := s.Pauses().Pause(x.ctx(), paused.Name(), "parity"); err != nil {
 		x.T.Fatalf("Pause: %v", err)
 	}
 	// In force on both nodes after PauseCheck plus one fetch (a fetch in flight is interrupted
@@ -71,7 +71,7 @@ func pauseNoStart(x *X) {
 	if len(started) > 0 {
 		x.T.Fatalf("%d batches of the paused queue started while it was paused (first %s)", len(started), started[0])
 	}
-	if err := s.Resume(x.ctx(), paused.Name()); err != nil {
+	if err := s.Pauses().Resume(x.ctx(), paused.Name()); err != nil {
 		x.T.Fatalf("Resume: %v", err)
 	}
 	waitDelivered(x, rec, during)

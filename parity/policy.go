@@ -13,6 +13,7 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 func init() {
@@ -126,7 +127,7 @@ func exhaustedBudget(x *X) {
 }
 
 // retriesRespectBackoff: the gap between a failed run and the next run is at least the
-// backoff core asked for (never early).
+// backoff the engine asked for (never early).
 func retriesRespectBackoff(x *X) {
 	const unit = 300 * time.Millisecond
 	backoff := func(run int) time.Duration { return time.Duration(run) * unit }
@@ -186,7 +187,7 @@ func poisonWorkerLost(x *X) {
 		case <-time.After(x.Caps.Timeout):
 			x.T.Fatalf("run %d did not start within %v (%s)", i+1, x.Caps.Timeout, rec.Summary())
 		}
-		n.Halt() // dies holding the batch: no settle
+		txmqtest.Halt(n) // dies holding the batch: no settle
 	}
 	last := x.node(txmq.NodeOptions{})
 	listen(x, rec, q, last, poison)

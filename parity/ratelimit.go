@@ -28,7 +28,7 @@ func rateLimitClusterWide(x *X) {
 		mu     sync.Mutex
 		starts []time.Time
 	)
-	opts := txmq.NodeOptions{Limiter: s}
+	opts := txmq.NodeOptions{Limiter: s.Limits()}
 	nodes := []*txmq.Node{x.node(opts), x.node(opts), x.node(opts)}
 	publishKeys(x, q, nodes[0], "r", 600, 100)
 	x.eventually(func() bool { return nodes[0].Stats().PublishedBatches >= 600 }, "the backlog stored before anyone runs")

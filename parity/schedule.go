@@ -65,7 +65,7 @@ func scheduleOnce(x *X) {
 		x.T.Fatalf("Schedule: %v", err)
 	}
 	rec := newRecorder()
-	opts := txmq.NodeOptions{Ticks: s, Handoff: s}
+	opts := txmq.NodeOptions{Ticks: s.Ticks(), Handoff: s}
 	nodes := []*txmq.Node{x.node(opts), x.node(opts), x.node(opts)}
 	for _, n := range nodes {
 		listen(x, rec, q, n, nil)

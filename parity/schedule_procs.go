@@ -16,6 +16,7 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // This file is the world of the schedule tick properties (schedule_ticks.go,
@@ -177,7 +178,7 @@ func (p *tickProc) crash() {
 	p.once.Do(func() {
 		p.dead.Store(true)
 		go func() {
-			p.node.Halt()
+			txmqtest.Halt(p.node)
 			close(p.crashed)
 		}()
 	})
@@ -214,7 +215,7 @@ func (h procHandoff) Handoff(ctx context.Context, batches []core.OutgoingBatch) 
 type crashClaimer struct{ p *tickProc }
 
 func (c crashClaimer) LastTick(ctx context.Context, schedule string) (time.Time, error) {
-	return c.p.store.LastTick(ctx, schedule)
+	return c.p.store.Ticks().LastTick(ctx, schedule)
 }
 
 func (c crashClaimer) ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error) {
@@ -227,7 +228,7 @@ func (c crashClaimer) ClaimTick(ctx context.Context, schedule, queue string, tic
 		return false, ctx.Err()
 	case crashAfterClaim:
 		ran := false
-		ok, err := p.store.ClaimTick(ctx, schedule, queue, tick, next, func(ctx context.Context) error {
+		ok, err := p.store.Ticks().ClaimTick(ctx, schedule, queue, tick, next, func(ctx context.Context) error {
 			err := publish(ctx)
 			ran = err == nil
 			if ran {
@@ -242,7 +243,7 @@ func (c crashClaimer) ClaimTick(ctx context.Context, schedule, queue string, tic
 		p.crash()
 		return ok, err
 	}
-	ok, err := p.store.ClaimTick(ctx, schedule, queue, tick, next, publish)
+	ok, err := p.store.Ticks().ClaimTick(ctx, schedule, queue, tick, next, publish)
 	if w == crashAfterPublish {
 		if !ok || err != nil {
 			p.arm(w)

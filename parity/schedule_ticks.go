@@ -168,7 +168,7 @@ func scheduleClaimCrash(x *X, mode txmq.Transactional) {
 	p := w.start()
 	p.arm(crashAfterClaim)
 	p.waitCrashed(x, crashAfterClaim.String())
-	last, err := w.sweeper.LastTick(x.ctx(), name)
+	last, err := w.sweeper.Ticks().LastTick(x.ctx(), name)
 	if err != nil || last.IsZero() {
 		x.T.Fatalf("LastTick after the crash: %v, %v; want the tick the dead process claimed", last, err)
 	}

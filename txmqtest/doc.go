@@ -29,8 +29,9 @@
 // nothing in flight, nothing buffered and empty queues, observed twice in a row.
 // DeadLetterRecorder is an in-memory core.DeadLetterSink.
 //
-// Kit.Memory.Break and Kit.Memory.Restore simulate a backend outage; txmq.Node.Halt simulates
-// a crash.
+// Kit.Memory.Break and Kit.Memory.Restore simulate a backend outage; Halt simulates a node's
+// crash, and Freeze and Thaw a paused process (these controls are not methods of txmq.Node:
+// an app never needs them).
 //
 // core never imports this package; it imports the memory adapter.
 package txmqtest

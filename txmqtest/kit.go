@@ -29,7 +29,7 @@ const (
 	CloseTimeout = 10 * time.Second
 )
 
-// Backoff is the test retry backoff: 10 ms doubling to 50 ms, with core's ±20% jitter.
+// Backoff is the test retry backoff: 10 ms doubling to 50 ms, with the engine's ±20% jitter.
 var Backoff = txmq.ExponentialBackoff(10*time.Millisecond, 50*time.Millisecond)
 
 // Options configures a Kit. A nil *Options means every default.

@@ -78,7 +78,7 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 	} else {
 		errs = append(errs, "outbox: "+err.Error())
 	}
-	if paused, err := s.o.Store.PausedQueues(ctx); err == nil {
+	if paused, err := s.o.Store.Pauses().PausedQueues(ctx); err == nil {
 		if p, ok := paused[q]; ok {
 			data["Paused"] = p
 		}

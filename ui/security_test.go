@@ -27,7 +27,7 @@ type session struct {
 // form carries the token) and returns the session.
 func newSession(t *testing.T, base string, store *outbox.Store) *session {
 	t.Helper()
-	if err := store.Pause(context.Background(), "emails", "test"); err != nil {
+	if err := store.Pauses().Pause(context.Background(), "emails", "test"); err != nil {
 		t.Fatal(err)
 	}
 	u, _ := url.Parse(base)
@@ -86,7 +86,7 @@ func (s *session) do(method, path string, form url.Values, headers map[string]st
 // paused reports whether queue "emails" is paused.
 func paused(t *testing.T, store *outbox.Store) bool {
 	t.Helper()
-	names, err := store.Paused(context.Background())
+	names, err := store.Pauses().Paused(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,7 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 			t.Errorf("POST %s with Host %s: %d, want 421: %s", path, evil, resp.StatusCode, body)
 		}
 	}
-	if marks, err := store.PausedQueues(context.Background()); err != nil || marks["emails"].PausedBy != "test" {
+	if marks, err := store.Pauses().PausedQueues(context.Background()); err != nil || marks["emails"].PausedBy != "test" {
 		t.Fatalf("the pause marks after POSTs with a foreign Host: %+v, %v; want emails still paused by test", marks, err)
 	}
 	for _, host := range []string{"localhost:" + s.port, "LocalHost:" + s.port, "127.0.0.1:" + s.port, "[::1]:" + s.port} {

@@ -283,7 +283,7 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		errs = append(errs, "dead letters: "+err.Error())
 	}
-	paused, err := s.o.Store.PausedQueues(ctx)
+	paused, err := s.o.Store.Pauses().PausedQueues(ctx)
 	if err != nil {
 		errs = append(errs, "paused queues: "+err.Error())
 	}
@@ -330,7 +330,7 @@ func (s *server) pause(ctx context.Context, r *http.Request) (banner, error) {
 	if err := txmq.ValidateQueueName(q); err != nil {
 		return banner{}, err
 	}
-	if err := s.o.Store.Pause(ctx, q, "dashboard "+r.RemoteAddr); err != nil {
+	if err := s.o.Store.Pauses().Pause(ctx, q, "dashboard "+r.RemoteAddr); err != nil {
 		return banner{}, err
 	}
 	return banner{"paused", []string{q}}, nil
@@ -341,7 +341,7 @@ func (s *server) resume(ctx context.Context, r *http.Request) (banner, error) {
 	if err := txmq.ValidateQueueName(q); err != nil {
 		return banner{}, err
 	}
-	if err := s.o.Store.Resume(ctx, q); err != nil {
+	if err := s.o.Store.Pauses().Resume(ctx, q); err != nil {
 		return banner{}, err
 	}
 	return banner{"resumed", []string{q}}, nil

@@ -58,7 +58,7 @@ var csrfField = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
 func TestChangesNeedTheCSRFToken(t *testing.T) {
 	t.Parallel()
 	srv, store := dashboard(t, ui.Options{})
-	if err := store.Pause(context.Background(), "emails", "test"); err != nil { // listed, with a Resume form
+	if err := store.Pauses().Pause(context.Background(), "emails", "test"); err != nil { // listed, with a Resume form
 		t.Fatal(err)
 	}
 	jar, _ := cookiejar.New(nil)
@@ -87,13 +87,13 @@ func TestChangesNeedTheCSRFToken(t *testing.T) {
 	if code := post(url.Values{"csrf": {m[1]}}, "http://evil.example"); code != http.StatusForbidden {
 		t.Fatalf("POST from another origin: %d, want 403", code)
 	}
-	if names, _ := store.Paused(context.Background()); len(names) != 1 {
+	if names, _ := store.Pauses().Paused(context.Background()); len(names) != 1 {
 		t.Fatalf("a refused POST changed the pause marks: %v", names)
 	}
 	if code := post(url.Values{"csrf": {m[1]}, "back": {"//evil.example/"}}, srv.URL); code != http.StatusSeeOther {
 		t.Fatalf("POST with the token: %d, want 303", code)
 	}
-	if names, _ := store.Paused(context.Background()); len(names) != 0 {
+	if names, _ := store.Pauses().Paused(context.Background()); len(names) != 0 {
 		t.Fatalf("the resume did not happen: %v", names)
 	}
 }
@@ -101,7 +101,7 @@ func TestChangesNeedTheCSRFToken(t *testing.T) {
 func TestReadOnlyAndAuth(t *testing.T) {
 	t.Parallel()
 	srv, store := dashboard(t, ui.Options{ReadOnly: true, User: "ops", Password: "s3cret-pw"})
-	if err := store.Pause(context.Background(), "emails", "test"); err != nil {
+	if err := store.Pauses().Pause(context.Background(), "emails", "test"); err != nil {
 		t.Fatal(err)
 	}
 	if code, _ := get(t, http.DefaultClient, srv.URL+"/"); code != http.StatusUnauthorized {
@@ -252,7 +252,7 @@ func TestMessagesPageWithoutLookup(t *testing.T) {
 		}
 		// No form on the Messages page carries the session's CSRF token: take it from the
 		// queues page's Resume form.
-		if err := store.Pause(context.Background(), "emails", "test"); err != nil {
+		if err := store.Pauses().Pause(context.Background(), "emails", "test"); err != nil {
 			t.Fatal(err)
 		}
 		_, page := get(t, c, srv.URL+"/")

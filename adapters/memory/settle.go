@@ -26,7 +26,7 @@ func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	})
 }
 
-// Drop removes a batch core has given up on; reason is not kept.
+// Drop removes a batch the engine has given up on; reason is not kept.
 func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
 	return be.settle(ctx, "drop", c, func(q *queue, r *record, now time.Time) {
 		r.state, r.body = stateGone, nil

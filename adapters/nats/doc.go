@@ -63,14 +63,14 @@
 //
 // Claims and leases: each queue has one durable pull consumer, "txmq", shared by every node, so
 // the server load-balances batches between them: explicit acks, AckWait = the lease, MaxDeliver
-// unlimited (core owns the retry budget, and dead-letters a batch whose nodes keep dying), no
+// unlimited (the engine owns the retry budget, and dead-letters a batch whose nodes keep dying), no
 // BackOff. Claim.Deliveries is the message's NumDelivered plus its Txmq-Base header (see
 // "deliveries that are not runs" below). AckWait is one per consumer, so nodes with different
 // leases share it: it is the longest lease (or Options.AckWait) any client asked for, raised by
 // a client whose lease is longer and never lowered (a lower AckWait would cut the leases other
 // clients hold and time by the value they saw). Claim.LeaseUntil and Extend report the AckWait
 // this client last saw, which is never more than the server's, so every node's claims hold at
-// least its own lease and core extends them in time. A node with a shorter lease only loses
+// least its own lease and the engine extends them in time. A node with a shorter lease only loses
 // crash-recovery speed: its dead claims come back after the longer AckWait. To lower AckWait,
 // edit or delete the consumer while no node runs. (Two clients raising it to different values
 // at the same moment may leave the lower one; a stale cached value is refreshed only when this
@@ -91,14 +91,14 @@
 // A claim pulled before the connection was re-established is lost too: a server restarted from
 // its store (or a failover) may hand out again what it had delivered, while accepting the old
 // holder's +WPI. So after a reconnect, every claim pulled earlier answers Extend and settles
-// with core.ErrLeaseLost (core then stops its listener), and messages stashed before it are not
-// handed out. The price: a network blip re-runs what was in flight then.
+// with core.ErrLeaseLost (the engine then stops its listener), and messages stashed before it
+// are not handed out. The price: a network blip re-runs what was in flight then.
 //
-// Deliveries that are not runs: core counts a run as the envelope's attempt plus
+// Deliveries that are not runs: the engine counts a run as the envelope's attempt plus
 // Claim.Deliveries, and a run is counted only when a listener ran. The server counts every
 // delivery, including those this client received and never handed to a node: a pulled message
 // waiting in the stash while the queue's slots are full, and one left when the Backend closes.
-// (A batch core itself receives too early is given back by core, see
+// (A batch the engine itself receives too early is given back by it, see
 // txmq.NodeOptions.MaxClockSkew.) NumDelivered cannot be lowered, so such a message is given
 // back as a copy: the same headers and data (the batch id, a large body's chunk references; the
 // body is not decoded) are stored again with Txmq-Base = the deliveries so far minus this one,
@@ -138,17 +138,17 @@
 // cannot make a batch early, and the estimate's error (one round trip) can only make it that
 // much late. A delivered batch is not compared with this process's clock again.
 //
-// Retry is a rewrite: the body core re-encoded (with its attempt count) is stored again
+// Retry is a rewrite: the body the engine re-encoded (with its attempt count) is stored again
 // (scheduled when delayed) and only then is the old message acked, so Deliveries restarts at 1,
 // the Exclusive slot is released during the backoff, and Depths shows the retry as delayed.
-// A keyed batch is the exception: retried in place (see Ordering), so a claim core gives back
+// A keyed batch is the exception: retried in place (see Ordering), so a claim the engine gives back
 // unrun (a paused queue, a closing node, an early arrival) counts as a delivery there.
 //
 // Caller ids deduplicate (core.IDDeduper, txmq.QueueConfig.IDDedupWindow) with JetStream's own
-// message deduplication: JetStream deduplicates whole messages, so core gives each message
+// message deduplication: JetStream deduplicates whole messages, so the engine gives each message
 // with a caller id a batch of its own (core.DedupSupport.OnePerBatch), stored with
 // Nats-Msg-Id = the id; a publish the server reports as a duplicate stores nothing (chunks of
-// a large body are purged) and is left out by core. The window is a stream setting
+// a large body are purged) and is left out by the engine. The window is a stream setting
 // (Duplicates), and a queue is one stream: the first such publish of a Backend sets the
 // queue's stream's Duplicates to the queue's IDDedupWindow (nodes must declare the same
 // window; the last one set wins). It is exact while the server keeps its dedup state, which it
@@ -179,8 +179,8 @@
 // the server's own redelivery of the one pending message.
 //
 //   - Head of line: a keyed batch is retried in place: Retry sends a Nak with the backoff as its
-//     delay ("-NAK {delay}"), the stored body is kept and Deliveries counts on (core counts the
-//     run from the envelope's attempt plus Deliveries). It stays the partition's pending batch
+//     delay ("-NAK {delay}"), the stored body is kept and Deliveries counts on (the engine counts
+//     the run from the envelope's attempt plus Deliveries). It stays the partition's pending batch
 //     through its backoff, so its key (and its partition) waits until it is acked or dropped.
 //   - A lost lease is the server's own redelivery after AckWait, of the same pending batch,
 //     before anything later in its partition.

@@ -336,7 +336,7 @@ func (be *Backend) prepare(l *lane, m jetstream.Msg, sent time.Time, ackWait tim
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound):
 			// The chunks are gone (purged by hand, or MaxAge): hand out an empty body, which
-			// core drops as undecodable, rather than redeliver it forever.
+			// the engine drops as undecodable, rather than redeliver it forever.
 			st.body = nil
 		case err != nil:
 			// Could not read the chunks now (an outage): leave the message to its lease.

@@ -161,7 +161,7 @@ func (be *Backend) putBack(ctx context.Context, st *stashed, delay time.Duration
 // given back, or its lease ran out in the stash): the message's not-run count becomes
 // st.notRuns+1, one rollup message. If that fails the delivery counts as a run (logged). Two
 // holders racing (a lease ran out here while the server redelivered) can only undercount, so
-// a run is never hidden from core's budget.
+// a run is never hidden from the engine's budget.
 func (be *Backend) markNotRun(ctx context.Context, st *stashed) {
 	q := st.l.q
 	cctx, cancel := be.callCtx(ctx)

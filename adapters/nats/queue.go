@@ -218,7 +218,7 @@ func (be *Backend) consumer(ctx context.Context, l *lane, exclusive bool, lease 
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       wantWait,
-		MaxDeliver:    -1, // core owns the retry budget
+		MaxDeliver:    -1, // the engine owns the retry budget
 		MaxAckPending: wantPending,
 		Replicas:      be.opts.Replicas,
 		MemoryStorage: be.opts.MemoryStorage || l.part >= 0,

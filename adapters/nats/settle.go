@@ -59,7 +59,7 @@ func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	})
 }
 
-// Drop removes a batch core has given up on: the message is terminated (+TERM, which the
+// Drop removes a batch the engine has given up on: the message is terminated (+TERM, which the
 // server reports in a JetStream advisory with reason) and its chunks are removed.
 func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
 	return be.settle(ctx, "drop", c, func(ctx context.Context, h *handle) error {
@@ -67,7 +67,7 @@ func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error
 	})
 }
 
-// Retry rewrites the batch: body (the batch re-encoded by core with its attempt count; nil
+// Retry rewrites the batch: body (the batch re-encoded by the engine with its attempt count; nil
 // keeps the stored body) is stored as a new message, due after delay (a message schedule when
 // delay > 0), and the old message is acknowledged. Deliveries therefore restarts at 1 on the
 // next claim. The new message is stored before the old one is acknowledged, so a failure in

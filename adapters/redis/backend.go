@@ -38,7 +38,7 @@ var _ core.Backend = (*Backend)(nil)
 
 // New returns a Backend configured by opts (nil means every default). It does no I/O: an
 // unreachable server shows up as errors wrapping core.ErrBackendUnavailable from the calls,
-// which core turns into retries and outbox hand-offs.
+// which the engine turns into retries and outbox hand-offs.
 func New(opts *Options) (*Backend, error) {
 	o, err := opts.withDefaults()
 	if err != nil {

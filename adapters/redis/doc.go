@@ -115,7 +115,7 @@
 // each Backend's one subscription (on whichever node go-redis picks) hears every queue. The
 // client follows MOVED and ASK redirections (slot migrations) and failovers by itself; while
 // a slot has no master, calls on its queues fail with errors wrapping core.ErrBackendUnavailable
-// (CLUSTERDOWN, a refused connection), which core retries.
+// (CLUSTERDOWN, a refused connection), which the engine retries.
 //
 // Redis replicates asynchronously: a master that dies may take with it writes it acknowledged
 // but had not yet sent to its replicas, and the replica promoted in its place does not have

@@ -31,7 +31,7 @@ func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	return be.settle(ctx, "ack", c, opAck, 0, nil)
 }
 
-// Drop removes a batch core has given up on; reason is not kept (core records it in its
+// Drop removes a batch the engine has given up on; reason is not kept (the engine records it in its
 // dead-letter sink and metrics).
 func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
 	return be.settle(ctx, "drop ("+reason+")", c, opAck, 0, nil)

@@ -131,7 +131,7 @@
 // window, per message id: a batch asking for it is stored in one transaction that first
 // inserts its ids into txmq_job_ids (primary key (queue, id), expires_at = the database's
 // clock plus the window; migration 0004). An id whose row has not expired refuses the publish:
-// the transaction rolls back, nothing is stored, and the ids are named to core, which leaves
+// the transaction rolls back, nothing is stored, and the ids are named to the engine, which leaves
 // those messages out. Two concurrent publishes of one id serialise on the primary key (ON
 // CONFLICT), so exactly one stores it. An expired row is taken over in place. It works the
 // same through PgBouncer (one ordinary transaction).

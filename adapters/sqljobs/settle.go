@@ -36,7 +36,7 @@ func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	return be.settle(ctx, "ack", c, be.deleteLeased)
 }
 
-// Drop deletes a batch core has given up on (reason is for logs only) and releases its
+// Drop deletes a batch the engine has given up on (reason is for logs only) and releases its
 // Exclusive lock; it is grouped with Acks.
 func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
 	return be.settle(ctx, "drop ("+reason+")", c, be.deleteLeased)

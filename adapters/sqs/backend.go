@@ -74,7 +74,7 @@ func New(ctx context.Context, opts *Options) (*Backend, error) {
 	}, nil
 }
 
-// PollWaitHint tells core's nodes to long-poll for 20 s (SQS's maximum) when their PollWait is
+// PollWaitHint tells the nodes to long-poll for 20 s (SQS's maximum) when their PollWait is
 // not set: an idle queue then costs 180 requests an hour per node instead of 3,600, and work
 // is still picked up at once, since a long poll returns as soon as a message arrives.
 func (be *Backend) PollWaitHint() time.Duration { return 20 * time.Second }

@@ -72,28 +72,28 @@
 // MessageNotInflight, InvalidParameterValue for an expired handle) also map to
 // core.ErrLeaseLost. Settling a settled claim again is a no-op. Ack and Drop are DeleteMessage.
 //
-// Deliveries and core's attempt count: Claim.Deliveries is SQS's ApproximateReceiveCount plus a
-// txmq-base attribute (0 unless the adapter itself moved the message, see below). The receive
-// count includes redeliveries after a node died holding the batch, which is exactly what core
-// needs: it counts a run as the envelope's attempt plus Deliveries, so a batch whose nodes keep
-// dying is dead-lettered as worker_lost once the budget is spent. Receives that are not runs
-// are kept out of the count: a not-yet-due batch received early is re-sent (the new message
-// starts at 0, with the same base), and a batch received but never handed out (by half its
-// lease, or at Close) is re-sent with base raised by its receives minus that one. The count
-// resets whenever a message is re-sent, which is why the base travels with it: it lives in the
-// stored message, so it holds across clients and process restarts. A receive is still counted
-// when the client holding it dies before giving it back (a crash, or a kill during Close), like
-// a run whose node died; and when the re-send fails (an outage), the message is made visible
-// again and that receive counts (logged).
+// Deliveries and the engine's attempt count: Claim.Deliveries is SQS's ApproximateReceiveCount
+// plus a txmq-base attribute (0 unless the adapter itself moved the message, see below). The
+// receive count includes redeliveries after a node died holding the batch, which is exactly what
+// the engine needs: it counts a run as the envelope's attempt plus Deliveries, so a batch whose
+// nodes keep dying is dead-lettered as worker_lost once the budget is spent. Receives that are not
+// runs are kept out of the count: a not-yet-due batch received early is re-sent (the new message
+// starts at 0, with the same base), and a batch received but never handed out (by half its lease,
+// or at Close) is re-sent with base raised by its receives minus that one. The count resets
+// whenever a message is re-sent, which is why the base travels with it: it lives in the stored
+// message, so it holds across clients and process restarts. A receive is still counted when the
+// client holding it dies before giving it back (a crash, or a kill during Close), like a run whose
+// node died; and when the re-send fails (an outage), the message is made visible again and that
+// receive counts (logged).
 //
 // Retry with 0 < delay <= 12 h on a standard queue is in place: ChangeMessageVisibility(delay)
-// keeps the old body and the receive count goes on (core's next run = old attempt + the count,
-// the same number the re-encoded body would carry). Any other retry is a rewrite: the new body
-// is sent (with the delay, see below) and the old message deleted, and Deliveries restarts.
+// keeps the old body and the receive count goes on (the engine's next run = old attempt + the
+// count, the same number the re-encoded body would carry). Any other retry is a rewrite: the new
+// body is sent (with the delay, see below) and the old message deleted, and Deliveries restarts.
 // Exclusive queues always rewrite, so the FIFO group is not blocked during the backoff (a keyed
-// batch of an Ordered queue is the exception: always in place, see Ordering), and so
-// does delay 0, which core uses to hand back a run it does not count (a node closing). A
-// rewrite whose delete fails leaves a duplicate, as at-least-once allows.
+// batch of an Ordered queue is the exception: always in place, see Ordering), and so does delay 0,
+// which the engine uses to hand back a run it does not count (a node closing). A rewrite whose
+// delete fails leaves a duplicate, as at-least-once allows.
 //
 // Exclusive queues: SQS has no lock, but a FIFO queue never hands out a message of a message
 // group while another of the same group is in flight. Every batch of an Exclusive queue goes to

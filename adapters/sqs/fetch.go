@@ -254,7 +254,7 @@ func (be *Backend) pollerLocked(k pollKey) *poller {
 }
 
 // freshen extends claims with less than half their lease left (they waited in the stash), so
-// core gets them with time to run; a claim whose handle SQS refuses is dropped (it is
+// the engine gets them with time to run; a claim whose handle SQS refuses is dropped (it is
 // visible again and will be received anew).
 func (be *Backend) freshen(ctx context.Context, claims []*core.Claim, lease time.Duration) []*core.Claim {
 	out := claims[:0]

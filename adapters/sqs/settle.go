@@ -30,7 +30,7 @@ func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	return be.remove(ctx, "ack", c)
 }
 
-// Drop deletes a batch core gave up on; reason is only logged.
+// Drop deletes a batch the engine gave up on; reason is only logged.
 func (be *Backend) Drop(ctx context.Context, c *core.Claim, reason string) error {
 	be.log.Debug("sqs: dropping batch", "queue", c.QueueName(), "reason", reason)
 	return be.remove(ctx, "drop", c)
@@ -56,13 +56,13 @@ func (be *Backend) remove(ctx context.Context, op string, c *core.Claim) error {
 //
 // On a standard queue with 0 < delay <= 12 h the retry is in place: ChangeMessageVisibility
 // hides the same message for the delay, keeping its old body, and its receive count goes on
-// counting (core counts a run as the envelope's attempt plus Deliveries, so the count stays
+// counting (the engine counts a run as the envelope's attempt plus Deliveries, so the count stays
 // right). Otherwise it is a rewrite: body is sent as a new message (through the holding queue
 // when the delay needs it) with Deliveries restarting at 0, then the old message is deleted.
 // Exclusive queues always rewrite, so the FIFO group is free during the delay, except for a
 // keyed batch (an Ordered queue), which is always retried in place, the delay capped at
 // MaxVisibility, so it stays the head of its key (and of an Exclusive queue). A delay of 0
-// rewrites too: core passes an attempt count that does not count the run it gives back (a
+// rewrites too: the engine passes an attempt count that does not count the run it gives back (a
 // node closing), which only a rewrite can express.
 func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay time.Duration) error {
 	h, err := be.hold("retry", c)

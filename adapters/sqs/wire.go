@@ -96,8 +96,8 @@ func (be *Backend) encode(ctx context.Context, queue, id string, body []byte) (w
 }
 
 // decode returns the batch body of w. A body that cannot be decoded, or whose overflow entry
-// is gone, is returned as nil with ok set, so core dead-letters it as undecodable; an overflow
-// store that fails otherwise gives an error (the message is then left to come back).
+// is gone, is returned as nil with ok set, so the engine dead-letters it as undecodable; an
+// overflow store that fails otherwise gives an error (the message is then left to come back).
 func (be *Backend) decode(ctx context.Context, w wire) ([]byte, error) {
 	if w.overflow != "" {
 		if be.opts.Overflow == nil {

@@ -37,7 +37,7 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer done()
-	rows, err := store.Schedules(ctx)
+	rows, err := store.Ticks().Schedules(ctx)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func queuePauseResume(ctx context.Context, verb string, args []string, stdout, s
 	}
 	defer done()
 	if verb == "resume" {
-		if err := store.Resume(ctx, queue); err != nil {
+		if err := store.Pauses().Resume(ctx, queue); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "resumed %s: nodes start its batches again within a second or so\n", queue)
@@ -107,7 +107,7 @@ func queuePauseResume(ctx context.Context, verb string, args []string, stdout, s
 	if who == "" {
 		who = os.Getenv("USER")
 	}
-	if err := store.Pause(ctx, queue, who); err != nil {
+	if err := store.Pauses().Pause(ctx, queue, who); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "paused %s: nodes start no new batch of it within a second or so; running batches finish (txmq queue resume %s to undo)\n", queue, queue)
@@ -126,7 +126,7 @@ func queuePaused(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	defer done()
-	ps, err := store.PausedQueues(ctx)
+	ps, err := store.Pauses().PausedQueues(ctx)
 	if err != nil {
 		return err
 	}

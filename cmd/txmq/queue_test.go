@@ -32,7 +32,7 @@ func TestQueuePauseResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names, err := store.Paused(context.Background()); err != nil || len(names) != 1 || names[0] != "emails" {
+	if names, err := store.Pauses().Paused(context.Background()); err != nil || len(names) != 1 || names[0] != "emails" {
 		t.Fatalf("Paused after queue pause = %v, %v; want [emails]", names, err)
 	}
 	var listed []map[string]any
@@ -40,17 +40,17 @@ func TestQueuePauseResume(t *testing.T) {
 		t.Fatalf("queue paused --json: %v %v", listed, err)
 	}
 	cli(exitOK, append([]string{"queue", "resume", "emails"}, db...)...)
-	if names, err := store.Paused(context.Background()); err != nil || len(names) != 0 {
+	if names, err := store.Pauses().Paused(context.Background()); err != nil || len(names) != 0 {
 		t.Fatalf("Paused after queue resume = %v, %v; want none", names, err)
 	}
 	if out := cli(exitOK, append([]string{"schedule", "ls"}, db...)...); !strings.Contains(out, "no schedule") {
 		t.Fatalf("schedule ls: %s", out)
 	}
 	tick := time.Now().Truncate(time.Second)
-	if ok, err := store.ClaimTick(context.Background(), "nightly", "reports", tick, tick.Add(time.Hour), func(context.Context) error { return nil }); err != nil || !ok {
+	if ok, err := store.Ticks().ClaimTick(context.Background(), "nightly", "reports", tick, tick.Add(time.Hour), func(context.Context) error { return nil }); err != nil || !ok {
 		t.Fatalf("ClaimTick: %v %v", ok, err)
 	}
-	if ok, err := store.ClaimTick(context.Background(), "nightly", "reports", tick, tick.Add(time.Hour), func(context.Context) error { t.Error("published a tick twice"); return nil }); err != nil || ok {
+	if ok, err := store.Ticks().ClaimTick(context.Background(), "nightly", "reports", tick, tick.Add(time.Hour), func(context.Context) error { t.Error("published a tick twice"); return nil }); err != nil || ok {
 		t.Fatalf("second ClaimTick of one tick: %v %v; want false", ok, err)
 	}
 	if out := cli(exitOK, append([]string{"schedule", "ls"}, db...)...); !strings.Contains(out, "nightly") || !strings.Contains(out, tick.Add(time.Hour).UTC().Format(time.RFC3339)) {

@@ -29,7 +29,7 @@ type Envelope struct {
 	// Created is when the batch was first encoded.
 	Created time.Time `json:"t"`
 	// Due is the delayed batch's due time on the publisher's clock, zero when it was due at
-	// once. Backends schedule by the relative OutgoingBatch.Delay; core reads Due only for its
+	// once. Backends schedule by the relative OutgoingBatch.Delay; the engine reads Due only for its
 	// early-arrival guard, which allows for MaxClockSkew between the two nodes' clocks.
 	Due time.Time `json:"nb,omitzero"`
 	// DedupMillis is the queue's id dedup window in milliseconds when every message id of
@@ -347,7 +347,7 @@ func checkTyped[T any](e *Typed[T]) error {
 }
 
 // ReencodeAttempt returns body with its attempt count set to attempt, or an error if body is
-// not an envelope. Used by core on retry and by dead-letter replay (attempt 0).
+// not an envelope. Used by the engine on retry and by dead-letter replay (attempt 0).
 func ReencodeAttempt(body []byte, attempt int) ([]byte, error) {
 	e, err := Decode(body)
 	if err != nil {
