@@ -21,9 +21,9 @@ import (
 	_ "github.com/txmq/txmq/adapters/all"
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestSwapDrill is the operator's swap on real processes: one app binary (internal/drillapp)

@@ -18,8 +18,8 @@ import (
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // syncBuffer is a log sink safe for concurrent use.

@@ -16,8 +16,8 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
 	"github.com/txmq/txmq/internal/envelope"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // keyedBatch is a batch of one string message on an ordered queue with key.

@@ -11,7 +11,7 @@ import (
 	_ "github.com/txmq/txmq/adapters/sqljobs"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestRollingDeploySQLJobsToRedis: the rolling deploy of rollingDeploy from SQL jobs

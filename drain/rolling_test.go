@@ -10,8 +10,8 @@ import (
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // rollingDeploy runs a rolling deploy on an old and a primary backend: a drain node starts,

@@ -17,8 +17,8 @@ import (
 	"github.com/txmq/txmq/adapters/redis"
 	"github.com/txmq/txmq/adapters/sqljobs"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 type benchMsg struct {

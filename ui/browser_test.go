@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 	"github.com/txmq/txmq/ui"
 )
 

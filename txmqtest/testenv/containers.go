@@ -7,10 +7,11 @@ import (
 )
 
 // containerStarters start a service in a container and return its endpoint. The map is empty
-// unless the tests are built with the testcontainers tag (containers_docker.go), so the main
-// module's users and this machine's CI never need Docker:
+// unless the tests are built with the docker tag (containers_docker.go, which runs the docker
+// command: no module requires a Docker client library), so the modules' users and this
+// machine's CI never need Docker:
 //
-//	go test -tags testcontainers ./...   # on a laptop with Docker and no local services
+//	go test -tags docker ./...   # on a laptop with Docker and no local services
 var containerStarters = map[string]func(ctx context.Context) (string, error){}
 
 var (

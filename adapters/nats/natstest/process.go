@@ -1,4 +1,4 @@
-package natsenv
+package natstest
 
 import (
 	"context"

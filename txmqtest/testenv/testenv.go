@@ -86,7 +86,7 @@ func UniqueName(prefix string) string {
 }
 
 // resolve returns the endpoint of a service: the environment variable's or the default when it
-// answers; else, in a build with the testcontainers tag and a Docker engine, a container started
+// answers; else, in a build with the docker tag and a Docker engine, a container started
 // once per process; else it skips or fails t (see Required).
 func resolve(t testing.TB, service, envName, def string, ping func(context.Context, string) error) string {
 	t.Helper()

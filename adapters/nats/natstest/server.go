@@ -1,4 +1,4 @@
-package natsenv
+package natstest
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 
 	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"

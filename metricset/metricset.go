@@ -1,7 +1,9 @@
-// Package metricset is the one source of txmq's metrics for the prometheus and otel packages:
-// their names, help, units and labels, the mapping of a node's txmq.Hooks to counter and
-// histogram updates (Hooks), and the cached reading of the per-queue gauges (Reader). Each
-// exporter package only turns these into its own library's instruments.
+// Package metricset is the one source of txmq's metrics for exporters (the prometheus and otel
+// modules, or one of your own for another metrics library): their names, help, units and
+// labels, the mapping of a node's txmq.Hooks to counter and histogram updates (Hooks), and the
+// cached reading of the per-queue gauges (Reader). Each exporter only turns these into its own
+// library's instruments, so that every exporter reports the same metrics under the same names.
+// It imports no metrics library.
 package metricset
 
 import (

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package natsenv
+package natstest
 
 import "syscall"
 

@@ -1,4 +1,4 @@
-package netfail
+package core
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-func TestLost(t *testing.T) {
+func TestConnectionLost(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		err  error
@@ -28,8 +28,8 @@ func TestLost(t *testing.T) {
 		{&net.OpError{Op: "dial", Err: errors.New("x")}, true},
 		{&net.DNSError{Err: "no such host", Name: "h"}, true},
 	} {
-		if got := Lost(tt.err); got != tt.want {
-			t.Errorf("Lost(%v) = %v, want %v", tt.err, got, tt.want)
+		if got := ConnectionLost(tt.err); got != tt.want {
+			t.Errorf("ConnectionLost(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
 }

@@ -1,6 +1,4 @@
-// Package netfail recognises the errors of a connection that failed, for the adapters'
-// "backend unavailable" classification.
-package netfail
+package core
 
 import (
 	"errors"
@@ -16,10 +14,11 @@ var lostErrnos = []error{
 	syscall.EHOSTUNREACH, syscall.ENETUNREACH,
 }
 
-// Lost reports whether err is a failure of the connection itself, which may pass: the peer
-// closed it (EOF, an unexpected EOF, a closed connection), a system error in lostErrnos, or any
-// net.Error (dial, DNS, read, write, timeout).
-func Lost(err error) bool {
+// ConnectionLost reports whether err is a failure of the connection itself, which may pass,
+// for an adapter's classification into ErrBackendUnavailable: the peer closed it (EOF, an
+// unexpected EOF, a closed connection), a refused, reset, aborted or broken connection or one
+// with no route, or any net.Error (dial, DNS, read, write, timeout).
+func ConnectionLost(err error) bool {
 	if err == nil {
 		return false
 	}
