@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+	_ "github.com/txmq/txmq/adapters/sqljobs" // postgres://
 
 	"github.com/txmq/txmq/internal/envelope"
 

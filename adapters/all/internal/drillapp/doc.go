@@ -1,4 +1,4 @@
-// Command drillapp is the app of the swap drill (drill_test.go in the repository root): one
+// Command drillapp is the app of the swap drill (adapters/all/drill_test.go): one
 // binary that opens txmq from the environment alone (txmq.Open with TXMQ_BACKEND,
 // TXMQ_DATABASE_URL, TXMQ_DRAIN_BACKENDS, ...), consumes the queue "drill" and publishes to it
 // inside database transactions, so that a swap of TXMQ_BACKEND can be tried on real processes.

@@ -1,4 +1,4 @@
-package txmq_test
+package all_test
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package ui_test
+package browsertest_test
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func chromium(t *testing.T) string {
 func screenshots(t *testing.T) string {
 	dir := os.Getenv("TXMQ_UI_SCREENSHOTS")
 	if dir == "" {
-		dir = "testoutput"
+		dir = filepath.Join("..", "testoutput") // ui/testoutput, beside the dashboard's code
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
