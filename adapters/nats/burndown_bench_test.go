@@ -16,8 +16,7 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/nats/natstest"
-	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/envelope"
+	"github.com/txmq/txmq/parity"
 	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
@@ -78,10 +77,7 @@ func burnTxmq(b *testing.B, url string, opts *Options) {
 		MaxConcurrentBatches: txmq.Cap(burnConcurrency)})
 	parallel(b, b.N, func(i int) error {
 		m, _ := json.Marshal(burnMsg{I: i, Pad: burnPad})
-		id := core.NewID()
-		body := envelope.Encode(&envelope.Envelope{Version: envelope.Version, ID: id, Queue: "burn", Created: time.Now(),
-			MessageIDs: []string{core.NewID()}, Messages: []json.RawMessage{m}})
-		return be.Publish(ctx, core.OutgoingBatch{ID: id, Queue: "burn", Body: body, Messages: 1})
+		return be.Publish(ctx, parity.EncodeBatch("burn", nil, m))
 	})
 	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
