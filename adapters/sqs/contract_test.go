@@ -268,6 +268,7 @@ func TestBigBatches(t *testing.T) {
 			t.Fatalf("split batch: message %s missing or changed (%d of 8 arrived)", id, len(got))
 		}
 	}
+	splitReplayOnFIFO(t, noStore)
 	// One message too large for a message, with no store: a clear error, nothing sent.
 	single := parity.EncodeBatch("split", []string{"x"}, json.RawMessage(strconv.Quote(randomString(300<<10))))
 	if err := noStore.Publish(context.Background(), single); !errors.Is(err, core.ErrInvalidPayload) || !errors.Is(err, core.ErrRejected) || errors.Is(err, core.ErrBackendUnavailable) {
