@@ -19,7 +19,11 @@
 // Backends register their URL scheme when their adapter package is imported, the way
 // database/sql drivers do: memory:// is always there; an app that may run on Redis imports
 // _ "github.com/txmq/txmq/adapters/redis", and one whose operators may pick any backend imports
-// _ "github.com/txmq/txmq/adapters/all". Only the imported adapters' SDKs are linked.
+// _ "github.com/txmq/txmq/adapters/all". Only the imported adapters' SDKs are linked. The
+// Redis, SQS and NATS adapters are modules of their own (go get
+// github.com/txmq/txmq/adapters/redis), so this module requires none of their SDKs and an app's
+// module graph holds only those of the adapters it imports; memory and SQL jobs (pgx) are part
+// of this module.
 //
 // # Declaring, listening, publishing
 //

@@ -14,9 +14,9 @@ import (
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestAppLedgerMode: Open with ledger mode keeps what the node publishes and what the outbox

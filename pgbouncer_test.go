@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestOpenBehindPgBouncer: an app whose backend (sqljobs) and app database both go through

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestConfigSchemaConflict: Schema and a postgres:// Backend's txmq_schema naming different

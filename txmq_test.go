@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
+	_ "github.com/txmq/txmq/adapters/sqljobs" // postgres://
 
 	"github.com/txmq/txmq/internal/envelope"
 
@@ -18,8 +18,8 @@ import (
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/drain"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // syncBuffer is a log sink safe for concurrent use.

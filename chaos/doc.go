@@ -1,7 +1,7 @@
 // Package chaos holds txmq's chaos suite: TestChaos runs real processes on loopback (three
 // worker processes and a publisher, each the test binary re-executed in a role) against a
 // backend it starts itself (a throwaway PostgreSQL cluster for sqljobs, redis-server, and
-// nats-server v2.15 from the module in go.mod), injects one kind of fault per scenario
+// nats-server v2.15 from the module in chaos/go.mod), injects one kind of fault per scenario
 // (kill -9 of workers, the backend paused with SIGSTOP for longer than the lease, the backend
 // killed and restarted on the same data directory, the app database's connections cut through
 // a TCP proxy), and checks what was delivered against the ground truth the publisher committed
@@ -30,4 +30,8 @@
 // It needs redis-server and PostgreSQL's server binaries (initdb, postgres under
 // /usr/lib/postgresql/*/bin) on the machine; scripts/services.sh installs them. -short skips
 // it. The suite never touches the services on the standard ports.
+//
+// It is a module of its own (github.com/txmq/txmq/chaos), a test module that nothing imports,
+// so that what it requires (every adapter, the NATS server) stays out of the txmq module's
+// requirements.
 package chaos

@@ -12,10 +12,10 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/adapters/nats/natstest"
 )
 
-// NATS cluster drill: three nats-server v2.15 nodes (natsenv.StartCluster: separate processes
+// NATS cluster drill: three nats-server v2.15 nodes (natstest.StartCluster: separate processes
 // of the module's server, file storage), every stream and consumer replicated on all three
 // (txmq_replicas=3), the processes dialling nats://a,b,c. One scenario, kill-node: the node
 // leading the work queue's stream is killed (SIGKILL) while the publisher publishes and the
@@ -30,7 +30,7 @@ import (
 const nodeDownFor = 3 * time.Second
 
 func natsClusterScenarios(t *testing.T) []scenarioRun {
-	c := natsenv.StartCluster(t)
+	c := natstest.StartCluster(t)
 	u := withParam(c.URL(), "txmq_replicas", "3")
 	return []scenarioRun{{scenario{
 		name:   "kill-node",
@@ -41,7 +41,7 @@ func natsClusterScenarios(t *testing.T) []scenarioRun {
 // killNATSNode kills the node leading the work queue's stream (with an Exclusive run in
 // flight), starts it again after nodeDownFor, and waits until every replica of the stream is
 // current.
-func killNATSNode(r *rig, c *natsenv.Cluster) ([]fault, error) {
+func killNATSNode(r *rig, c *natstest.Cluster) ([]fault, error) {
 	var prefix string
 	for _, e := range r.env {
 		if v, ok := strings.CutPrefix(e, "CHAOS_BACKEND="); ok {
@@ -80,7 +80,7 @@ func killNATSNode(r *rig, c *natsenv.Cluster) ([]fault, error) {
 	if err := waitFor(30*time.Second, func() (err error) { si, err = info(); return err }); err != nil {
 		return nil, fmt.Errorf("kill-node: %w", err)
 	}
-	var victim *natsenv.ClusterNode
+	var victim *natstest.ClusterNode
 	for _, n := range c.Nodes {
 		if n.Name == si.Cluster.Leader {
 			victim = n
@@ -125,7 +125,7 @@ func killNATSNode(r *rig, c *natsenv.Cluster) ([]fault, error) {
 				return fmt.Errorf("replica %s not current yet", p.Name)
 			}
 		}
-		if len(si.Cluster.Replicas) != natsenv.ClusterSize-1 {
+		if len(si.Cluster.Replicas) != natstest.ClusterSize-1 {
 			return fmt.Errorf("%d replicas besides the leader", len(si.Cluster.Replicas))
 		}
 		return nil

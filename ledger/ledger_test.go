@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 func open(t *testing.T, o ledger.Options) *ledger.Ledger {

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestMigrateLayout1: rows of layout 1 (one row per message with its state) read the same

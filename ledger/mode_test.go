@@ -13,8 +13,8 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // batch returns an encoded batch of queue q with the given message ids.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // BenchmarkLedgerWrite measures the ledger's own cost, apart from any backend: b.N messages in

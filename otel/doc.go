@@ -17,4 +17,8 @@
 //
 //	hooks, err := otel.NewMetricHooks(nil) // the global MeterProvider
 //	reg, err := otel.RegisterQueueGauges(app.Node, &otel.GaugeOptions{DB: app.Store})
+//
+// It is a module of its own (go get github.com/txmq/txmq/otel), so only apps that use it
+// require OpenTelemetry. Its tests compare its metrics with package prometheus's, so its
+// go.mod lists the prometheus module too (an app that imports only otel builds none of it).
 package otel

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/metricset"
+	"github.com/txmq/txmq/metricset"
 	"github.com/txmq/txmq/outbox"
 )
 

@@ -5,8 +5,6 @@ import (
 	"log"
 	"os"
 
-	_ "github.com/txmq/txmq/adapters/all" // every backend's URL scheme
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -32,7 +30,7 @@ func ExampleStore_RunInTx() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	backend := memory.New(nil) // or core.OpenBackend(ctx, os.Getenv("TXMQ_BACKEND"))
+	backend := memory.New(nil) // or core.OpenBackend(ctx, os.Getenv("TXMQ_BACKEND")), its adapter imported
 	if err := outbox.Migrate(ctx, pool, nil); err != nil {
 		log.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // msg is the test payload.

@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/internal/pgpooler"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // pgbouncerPool returns a pool on TXMQ_PGBOUNCER_URL (PgBouncer in transaction pooling mode)

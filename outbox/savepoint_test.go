@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 var errRollbackSavepoint = errors.New("roll the savepoint back")

@@ -10,9 +10,9 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // Ledger mode (ledger.Options.Mode) in the messages group: a backend that loses a batch it

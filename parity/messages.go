@@ -11,9 +11,9 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // The messages group: lookup by id through a batch's life, with the ledger (package ledger,

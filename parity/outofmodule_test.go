@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestOutOfModuleAdapter proves that an adapter written in another module can run the whole

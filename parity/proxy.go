@@ -3,7 +3,7 @@ package parity
 import (
 	"testing"
 
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // Proxy is a TCP proxy for a Harness's Env.Break and Env.Restore: it listens on 127.0.0.1 and

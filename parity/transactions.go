@@ -11,8 +11,8 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // The transactional properties run the Postgres outbox (package outbox) against the adapter:

@@ -25,5 +25,8 @@
 //	txmq_outbox_oldest_age_seconds (all labelled by queue), txmq_queue_gauge_errors_total
 //
 // Package otel offers the same metrics, same names, through OpenTelemetry (NewMetricHooks,
-// RegisterQueueGauges); both take them from one definition.
+// RegisterQueueGauges); both take them from one definition (package metricset).
+//
+// It is a module of its own (go get github.com/txmq/txmq/prometheus), so only apps that use it
+// require the Prometheus client.
 package prometheus

@@ -7,7 +7,7 @@ import (
 	promclient "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/metricset"
+	"github.com/txmq/txmq/metricset"
 	"github.com/txmq/txmq/outbox"
 )
 

@@ -7,7 +7,7 @@ import (
 	promclient "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/metricset"
+	"github.com/txmq/txmq/metricset"
 )
 
 // Metrics holds the collectors behind the hooks, for tests and custom registration.

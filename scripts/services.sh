@@ -626,7 +626,7 @@ _txmq_chaos_deps() {
 
 # ---------------------------------------------------------------- browser test
 #
-# The dashboard's browser test (ui/browser_test.go) drives Debian's Chromium,
+# The dashboard's browser test (ui/browsertest/browser_test.go) drives Debian's Chromium,
 # headless, against a server on loopback.
 
 _txmq_chromium() {

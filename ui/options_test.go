@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 	"github.com/txmq/txmq/ui"
 )
 

@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/txmq/txmq/internal/urlfuzz"
+	"github.com/txmq/txmq/parity/urlfuzz"
 )
 
 // FuzzParseURL: the memory:// parser never panics and refuses bad input with ErrInvalidConfig,

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/urlfuzz"
+	"github.com/txmq/txmq/parity/urlfuzz"
 )
 
 func TestOpenBackend(t *testing.T) {

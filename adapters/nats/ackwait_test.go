@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/adapters/nats/natstest"
 )
 
 // Nodes with different leases share a queue's consumer, whose AckWait the first one set. A
@@ -15,7 +15,7 @@ import (
 func TestLongerLeaseThanConsumerAckWait(t *testing.T) {
 	t.Parallel()
 	short, long := 300*time.Millisecond, 3*time.Second
-	a := openBackend(t, natsenv.NATSURL(t), nil)
+	a := openBackend(t, natstest.NATSURL(t), nil)
 	b, c := sibling(t, a), sibling(t, a)
 	fetchWait(t, a, 0, short, one("q")) // a creates the consumer with its lease
 	publish(t, a, "q", "b1", time.Time{})
@@ -43,10 +43,10 @@ func TestLongerLeaseThanConsumerAckWait(t *testing.T) {
 func TestExplicitAckWaitNeverShortensHeldLeases(t *testing.T) {
 	t.Parallel()
 	long := 3 * time.Second
-	a := openBackend(t, natsenv.NATSURL(t), &Options{AckWait: long})
+	a := openBackend(t, natstest.NATSURL(t), &Options{AckWait: long})
 	o := a.opts
 	o.AckWait = 300 * time.Millisecond
-	b := openBackend(t, natsenv.NATSURL(t), &o)
+	b := openBackend(t, natstest.NATSURL(t), &o)
 	publish(t, a, "q", "b1", time.Time{})
 	claim := fetchN(t, a, 1, long, one("q"))[0]
 	fetchWait(t, b, 0, o.AckWait, one("q")) // b looks the consumer up with its own AckWait

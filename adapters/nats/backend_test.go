@@ -11,13 +11,13 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 func TestDelayedNeverEarly(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	due := time.Now().Add(800 * time.Millisecond)
 	publish(t, be, "q", "late", due)
 	publish(t, be, "q", "now", time.Time{})
@@ -48,7 +48,7 @@ func TestDelayedNeverEarly(t *testing.T) {
 
 func TestFetchWithinFreeSlots(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	publishN(t, be, "a", 6)
 	publishN(t, be, "b", 6)
 	cs, err := be.Fetch(context.Background(), core.FetchRequest{Node: "n", Lease: 10 * time.Second, Wait: 500 * time.Millisecond,
@@ -80,7 +80,7 @@ func TestFetchWithinFreeSlots(t *testing.T) {
 
 func TestExclusiveAcrossThreeClients(t *testing.T) {
 	t.Parallel()
-	a := openBackend(t, natsenv.NATSURL(t), nil)
+	a := openBackend(t, natstest.NATSURL(t), nil)
 	clients := []*Backend{a, sibling(t, a), sibling(t, a)}
 	const n = 8
 	for i := range n {
@@ -125,7 +125,7 @@ func TestExclusiveAcrossThreeClients(t *testing.T) {
 func TestLeaseExpiryAndLostLease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	other := sibling(t, be)
 	publish(t, be, "q", "b1", time.Time{})
 	lease := 500 * time.Millisecond
@@ -171,7 +171,7 @@ func TestLeaseExpiryAndLostLease(t *testing.T) {
 
 func TestLongClaimExtendedKeepsLease(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	other := sibling(t, be)
 	publish(t, be, "q", "b1", time.Time{})
 	lease := 400 * time.Millisecond
@@ -193,7 +193,7 @@ func TestLongClaimExtendedKeepsLease(t *testing.T) {
 func TestRetryRewritesAfterDelay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	publish(t, be, "q", "b1", time.Time{})
 	c := fetchN(t, be, 1, 10*time.Second, one("q"))[0]
 	start := time.Now()
@@ -221,7 +221,7 @@ func TestRetryRewritesAfterDelay(t *testing.T) {
 
 func TestFetchWakesOnPublish(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	pub := sibling(t, be)
 	fetchWait(t, be, 0, time.Second, all("a"), all("b")) // create the consumers
 	published := make(chan error, 1)
@@ -247,7 +247,7 @@ func TestFetchWakesOnPublish(t *testing.T) {
 
 func TestCancelledFetchKeepsClaims(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	fetchWait(t, be, 0, time.Second, all("q"))
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
@@ -264,7 +264,7 @@ func TestCancelledFetchKeepsClaims(t *testing.T) {
 
 func TestLargeBatchChunked(t *testing.T) {
 	t.Parallel()
-	srv := natsenv.StartNATS(t, func(o *server.Options) { o.MaxPayload = 64 << 10 })
+	srv := natstest.StartNATS(t, func(o *server.Options) { o.MaxPayload = 64 << 10 })
 	be := openBackend(t, srv.URL(), nil)
 	body := make([]byte, 300<<10)
 	for i := range body {
@@ -316,7 +316,7 @@ func TestLargeBatchChunked(t *testing.T) {
 
 func TestOutageAndRecovery(t *testing.T) {
 	t.Parallel()
-	srv := natsenv.StartNATS(t)
+	srv := natstest.StartNATS(t)
 	be := openBackend(t, srv.URL(), &Options{Timeout: 500 * time.Millisecond})
 	publish(t, be, "q", "before", time.Time{})
 	srv.Shutdown()
@@ -343,7 +343,7 @@ func TestOutageAndRecovery(t *testing.T) {
 
 func TestClosed(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	publish(t, be, "q", "x", time.Time{})
 	be.Close()
 	if err := be.Close(); err != nil {

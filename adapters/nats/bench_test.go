@@ -13,9 +13,9 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // Benchmark shape shared by the adapter and the raw loop: producers publish b.N batches of
@@ -34,7 +34,7 @@ const (
 // BenchmarkEndToEnd runs the adapter and a raw nats.go JetStream loop side by side on the same
 // server, in one run, so their ratio is meaningful.
 func BenchmarkEndToEnd(b *testing.B) {
-	url := natsenv.NATSURL(b)
+	url := natstest.NATSURL(b)
 	b.Run("adapter", func(b *testing.B) { benchAdapter(b, url) })
 	b.Run("raw", func(b *testing.B) { benchRaw(b, url) })
 }

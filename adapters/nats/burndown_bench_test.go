@@ -15,10 +15,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/envelope"
-	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/adapters/nats/natstest"
+	"github.com/txmq/txmq/parity"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // Burn-down shape: a stream pre-filled with b.N one-message batches (about 100-byte
@@ -44,7 +43,7 @@ var burnPad = fmt.Sprintf("%080d", 0)
 // meaningful. b.N counts messages: run it as -benchtime 20000x. Set TXMQ_NATS_URL to time
 // against a server of its own process rather than the embedded one.
 func BenchmarkBurnDown(b *testing.B) {
-	url := natsenv.NATSURL(b)
+	url := natstest.NATSURL(b)
 	b.Run("txmq", func(b *testing.B) { burnTxmq(b, url, nil) })
 	b.Run("raw", func(b *testing.B) { burnRaw(b, url, false) })
 	b.Run("raw_double_ack", func(b *testing.B) { burnRaw(b, url, true) })
@@ -78,10 +77,7 @@ func burnTxmq(b *testing.B, url string, opts *Options) {
 		MaxConcurrentBatches: txmq.Cap(burnConcurrency)})
 	parallel(b, b.N, func(i int) error {
 		m, _ := json.Marshal(burnMsg{I: i, Pad: burnPad})
-		id := core.NewID()
-		body := envelope.Encode(&envelope.Envelope{Version: envelope.Version, ID: id, Queue: "burn", Created: time.Now(),
-			MessageIDs: []string{core.NewID()}, Messages: []json.RawMessage{m}})
-		return be.Publish(ctx, core.OutgoingBatch{ID: id, Queue: "burn", Body: body, Messages: 1})
+		return be.Publish(ctx, parity.EncodeBatch("burn", nil, m))
 	})
 	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

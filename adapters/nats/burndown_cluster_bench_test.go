@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/adapters/nats/natstest"
 )
 
 // burnClusterRounds is how many rounds BenchmarkBurnDownCluster runs, each the single server
@@ -21,8 +21,8 @@ const burnClusterRounds = 3
 // its own on this machine: this measures the cost of replication, not the scale-out of
 // servers on machines of their own.
 func BenchmarkBurnDownCluster(b *testing.B) {
-	single := natsenv.StartProcess(b)
-	u, err := url.Parse(natsenv.ClusterURL(b) + "?txmq_replicas=3")
+	single := natstest.StartProcess(b)
+	u, err := url.Parse(natstest.ClusterURL(b) + "?txmq_replicas=3")
 	if err != nil {
 		b.Fatal(err)
 	}

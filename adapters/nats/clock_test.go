@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/adapters/nats/natstest"
 )
 
 // TestServerNowNeverBehind: the server-clock estimate a schedule is computed from is never
@@ -14,7 +14,7 @@ import (
 // reading and on the cached ones.
 func TestServerNowNeverBehind(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	ctx := context.Background()
 	q, err := be.queue(ctx, "publish", "clockq")
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 // pollGoroutines counts the goroutines running a pull of this package.
@@ -29,14 +29,14 @@ func TestCloseStopsOutstandingPulls(t *testing.T) {
 		t.Run(map[bool]string{true: "own", false: "with-conn"}[own], func(t *testing.T) {
 			var be *Backend
 			if own {
-				be = openBackend(t, natsenv.NATSURL(t), nil)
+				be = openBackend(t, natstest.NATSURL(t), nil)
 			} else {
-				nc, err := natsgo.Connect(natsenv.NATSURL(t))
+				nc, err := natsgo.Connect(natstest.NATSURL(t))
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(nc.Close)
-				o := Options{Prefix: openBackend(t, natsenv.NATSURL(t), nil).opts.Prefix}
+				o := Options{Prefix: openBackend(t, natstest.NATSURL(t), nil).opts.Prefix}
 				if be, err = NewWithConn(nc, &o); err != nil {
 					t.Fatal(err)
 				}

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestClusterURL: a backend opened with the URL form users write for a cluster,
@@ -17,13 +17,13 @@ import (
 func TestClusterURL(t *testing.T) {
 	t.Parallel()
 	prefix := testenv.UniqueName("c")
-	raw := natsenv.ClusterURL(t) + "?txmq_replicas=3&txmq_timeout=5s&txmq_prefix=" + prefix
+	raw := natstest.ClusterURL(t) + "?txmq_replicas=3&txmq_timeout=5s&txmq_prefix=" + prefix
 	b, err := core.OpenBackend(context.Background(), raw)
 	if err != nil {
 		t.Fatalf("OpenBackend(%s): %v", raw, err)
 	}
 	be := b.(*Backend)
-	t.Cleanup(func() { be.Close(); deleteStreams(t, natsenv.ClusterURL(t), prefix) })
+	t.Cleanup(func() { be.Close(); deleteStreams(t, natstest.ClusterURL(t), prefix) })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const n = 5

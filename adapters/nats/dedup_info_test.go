@@ -9,8 +9,8 @@ import (
 
 	natsgo "github.com/nats-io/nats.go"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 // TestDedupPublishSendsNoStreamInfo: setting a queue's duplicate window on its first publish
@@ -21,7 +21,7 @@ import (
 // is refused.
 func TestDedupPublishSendsNoStreamInfo(t *testing.T) {
 	t.Parallel()
-	url := natsenv.NATSURL(t)
+	url := natstest.NATSURL(t)
 	be := openBackend(t, url, nil)
 	ctx := context.Background()
 	publish(t, be, "q", "plain", time.Time{}) // the stream is set up

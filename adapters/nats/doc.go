@@ -1,5 +1,7 @@
 // Package nats is the txmq backend on NATS JetStream (github.com/nats-io/nats.go). It needs
-// nats-server 2.12 or later (message schedules); it is tested against v2.15.
+// nats-server 2.12 or later (message schedules); it is tested against v2.15. It is a module of
+// its own (go get github.com/txmq/txmq/adapters/nats), so only apps that use it require
+// nats.go; the embedded server of its tests (package natstest) stays in this module.
 //
 //	be, err := nats.New("nats://127.0.0.1:4222", &nats.Options{Prefix: "app"})
 //	node, err := txmq.NewNode(be, nil)

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 // A stashed message that no Fetch takes (its queue's slots stay full) is given back when half
@@ -18,7 +18,7 @@ func TestStashGivenBackWithoutCount(t *testing.T) {
 	// The cancelled Fetch's pull stays outstanding for a quarter of the lease: 1 s leaves a
 	// loaded machine room to publish both batches into it.
 	lease := 4 * time.Second
-	a := openBackend(t, natsenv.NATSURL(t), &Options{ChunkSize: 1024})
+	a := openBackend(t, natstest.NATSURL(t), &Options{ChunkSize: 1024})
 	b := sibling(t, a)
 	big := bytes.Repeat([]byte("x"), 3000) // three chunks
 	fetchWait(t, a, 0, lease, all("q"))    // create the consumer

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // openBackend returns a Backend on url with a unique prefix (shared by every client made with

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestIdlePullsOutliveThePollWait: a node polling idle queues every 200 ms does not send a
@@ -19,7 +19,7 @@ import (
 // still delivers a publish at once.
 func TestIdlePullsOutliveThePollWait(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	const queues, polls = 20, 10
 	slots := make([]core.QueueSlots, queues)
 	for i := range slots {
@@ -50,7 +50,7 @@ func TestIdlePullsOutliveThePollWait(t *testing.T) {
 // BenchmarkIdle reports the pull requests one node (PollWait 1 s, the default 30 s lease)
 // sends per idle queue per hour: go test -run '^$' -bench Idle -benchtime 1x ./adapters/nats.
 func BenchmarkIdle(b *testing.B) {
-	be := openBackend(b, natsenv.NATSURL(b), nil)
+	be := openBackend(b, natstest.NATSURL(b), nil)
 	reg := txmq.NewRegistry()
 	n := txmqtest.StartNode(b, be, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger(), PollWait: time.Second, Lease: 30 * time.Second})
 	const queues = 5

@@ -4,11 +4,11 @@ import (
 	"os"
 	"testing"
 
-	"github.com/txmq/txmq/internal/testenv/natsenv"
+	"github.com/txmq/txmq/adapters/nats/natstest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	natsenv.StopSharedNATS()
+	natstest.StopSharedNATS()
 	os.Exit(code)
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 // publishKeyed stores batch id with key on queue, delayed by delay.
@@ -23,7 +23,7 @@ func publishKeyed(t testing.TB, be *Backend, queue, id, key string, delay time.D
 // before is acked; a retried batch comes back first; another key is not held up.
 func TestOrderedLanes(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	const q = "ordlanes"
 	for i := range 3 {
 		publishKeyed(t, be, q, fmt.Sprintf("a%d", i), "a", 0)
@@ -62,7 +62,7 @@ func TestOrderedLanes(t *testing.T) {
 // later batch waits for it, and its early receive is not counted as a delivery.
 func TestOrderedDelayInPlace(t *testing.T) {
 	t.Parallel()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	const q = "orddelay"
 	start := time.Now()
 	publishKeyed(t, be, q, "d0", "d", time.Second)
@@ -108,7 +108,7 @@ func keysOf(m map[string]*core.Claim) []string {
 // Fetch makes them again: the key's batches come in order, none lost.
 func TestOrderedServerRestart(t *testing.T) {
 	t.Parallel()
-	srv := natsenv.StartNATS(t)
+	srv := natstest.StartNATS(t)
 	be := openBackend(t, srv.URL(), nil)
 	const q = "ordrestart"
 	for i := range 3 {
@@ -148,7 +148,7 @@ func TestOrderedServerRestart(t *testing.T) {
 // txmq) gets this client's recorded.
 func TestPartitionsFromStream(t *testing.T) {
 	t.Parallel()
-	url := natsenv.NATSURL(t)
+	url := natstest.NATSURL(t)
 	a := openBackend(t, url, &Options{Partitions: 3})
 	o := a.opts
 	o.Partitions = 5

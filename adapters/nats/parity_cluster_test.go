@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 	"github.com/txmq/txmq/parity"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // This file is built only with -tags natscluster, so that a plain `go test ./adapters/nats`
@@ -22,7 +22,7 @@ import (
 //
 // It takes 2 to 3 minutes (96 properties, two at a time, on the shared 2-core machine) and
 // appends parity[nats-cluster] to TXMQ_PARITY_SUMMARY like every TestParity. Its cluster is
-// three nats-server processes built from the module (natsenv.ClusterURL), so a cluster that
+// three nats-server processes built from the module (natstest.ClusterURL), so a cluster that
 // cannot start fails the test, on CI=true as anywhere; TXMQ_NATS_CLUSTER_URL names an outside
 // cluster instead, which fails when unreachable on CI=true (skips elsewhere).
 //
@@ -40,7 +40,7 @@ import (
 // setups; three runs in a row then passed 0 failed.
 //
 // TestParityCluster runs the shared conformance suite against a 3-node JetStream cluster (the
-// nats-server processes of natsenv.ClusterURL, or TXMQ_NATS_CLUSTER_URL) with every stream and
+// nats-server processes of natstest.ClusterURL, or TXMQ_NATS_CLUSTER_URL) with every stream and
 // consumer replicated on all three (txmq_replicas=3), through a URL in the form users write:
 // nats://a,b,c. Each property gets its own stream prefix and one TCP proxy per node; the URL
 // names the proxies, and the nodes do not advertise their own addresses, so Break (every proxy
@@ -62,7 +62,7 @@ func (clusterHarness) Capabilities() parity.Caps {
 }
 
 func (clusterHarness) Open(t *testing.T) parity.Env {
-	raw := natsenv.ClusterURL(t)
+	raw := natstest.ClusterURL(t)
 	u, err := url.Parse(raw)
 	if err != nil {
 		t.Fatalf("NATS cluster URL: %v", err)
@@ -94,7 +94,7 @@ func (e *clusterEnv) Backend(t *testing.T) core.Backend {
 	if err != nil {
 		t.Fatalf("parseURL(%s): %v", e.url, err)
 	}
-	if opts.Replicas != 3 || strings.Count(servers, ",") != natsenv.ClusterSize-1 {
+	if opts.Replicas != 3 || strings.Count(servers, ",") != natstest.ClusterSize-1 {
 		t.Fatalf("parseURL(%s): replicas %d, servers %q; want 3 and one per node", e.url, opts.Replicas, servers)
 	}
 	opts.Prefix, opts.Timeout = e.prefix, 4*time.Second // under parity.UnavailableBound

@@ -9,10 +9,10 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 	"github.com/txmq/txmq/parity"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 func TestParity(t *testing.T) { parity.Run(t, natsHarness{}) }
@@ -30,7 +30,7 @@ func (natsHarness) Capabilities() parity.Caps {
 }
 
 func (natsHarness) Open(t *testing.T) parity.Env {
-	raw := natsenv.NATSURL(t)
+	raw := natstest.NATSURL(t)
 	u, err := url.Parse(strings.Split(raw, ",")[0])
 	if err != nil {
 		t.Fatalf("NATS URL: %v", err)

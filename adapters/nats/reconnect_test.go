@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 // TestReconnectLosesClaims: a claim pulled before the connection was re-established is lost
@@ -17,7 +17,7 @@ import (
 func TestReconnectLosesClaims(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	be := openBackend(t, natsenv.NATSURL(t), nil)
+	be := openBackend(t, natstest.NATSURL(t), nil)
 	publishN(t, be, "q", 2)
 	lease := 10 * time.Second
 	before := fetchN(t, be, 1, lease, one("q"))[0]

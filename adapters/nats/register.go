@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/urlparams"
 )
 
 // Scheme is the URL scheme this package registers with core.RegisterBackend.
@@ -86,7 +85,7 @@ func parseURL(u *url.URL) (*Options, string, error) {
 	for _, k := range keys {
 		set, known := urlParams[k]
 		if !known {
-			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, core.RedactURL(u), k, urlparams.Names(urlParams))
+			return nil, "", fmt.Errorf("%w: nats backend URL %s: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, core.RedactURL(u), k, core.ParamNames(urlParams))
 		}
 		if set == nil {
 			continue
@@ -124,12 +123,12 @@ func parseURL(u *url.URL) (*Options, string, error) {
 
 // atoi sets *dst to v, a positive integer.
 func atoi(v string, dst *int) (err error) {
-	*dst, err = urlparams.Int(v)
+	*dst, err = core.ParsePositiveInt(v)
 	return err
 }
 
 // duration sets *dst to v, a positive Go duration.
 func duration(v string, dst *time.Duration) (err error) {
-	*dst, err = urlparams.Duration(v)
+	*dst, err = core.ParsePositiveDuration(v)
 	return err
 }

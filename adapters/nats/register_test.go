@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
-	"github.com/txmq/txmq/internal/urlfuzz"
+	"github.com/txmq/txmq/parity/urlfuzz"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 func TestParseURL(t *testing.T) {
@@ -77,7 +77,7 @@ func TestParseURL(t *testing.T) {
 
 func TestOpenBackendURL(t *testing.T) {
 	t.Parallel()
-	raw := natsenv.NATSURL(t) + "?txmq_prefix=" + testenv.UniqueName("u")
+	raw := natstest.NATSURL(t) + "?txmq_prefix=" + testenv.UniqueName("u")
 	b, err := core.OpenBackend(context.Background(), raw)
 	if err != nil {
 		t.Fatalf("OpenBackend: %v", err)

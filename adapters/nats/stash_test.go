@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv/natsenv"
 )
 
 // stashOne leaves one delivered but unhanded message of queue in be's stash: a Fetch is
@@ -56,7 +56,7 @@ func TestStaleStashNotGivenBack(t *testing.T) {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			lease := 800 * time.Millisecond
-			a := openBackend(t, natsenv.NATSURL(t), nil)
+			a := openBackend(t, natstest.NATSURL(t), nil)
 			a.noStashSweep = true // the stash is left until its lease runs out (a sweep that could not run)
 			b, c := sibling(t, a), sibling(t, a)
 			stashOne(t, a, "q", lease)

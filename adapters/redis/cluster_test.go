@@ -15,9 +15,9 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/parity"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // clusterURL returns the test cluster's redis+cluster:// URL (TXMQ_REDIS_CLUSTER_URL; skipping,

@@ -2,7 +2,8 @@
 // outgrow their own database as a queue. It means exactly what the sqljobs and memory backends
 // mean by every queue setting; the parity suite (package parity) proves it against a real
 // server, and against a Redis Cluster. Import it for its redis://, rediss://, redis+cluster://
-// and rediss+cluster:// URL schemes, or call New:
+// and rediss+cluster:// URL schemes, or call New. It is a module of its own (go get
+// github.com/txmq/txmq/adapters/redis), so only apps that use it require go-redis:
 //
 //	be, err := redis.New(&redis.Options{Addr: "127.0.0.1:6379", Prefix: "myapp"})
 //	node, err := txmq.NewNode(be, nil)

@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/txmq/txmq/internal/urlfuzz"
+	"github.com/txmq/txmq/parity/urlfuzz"
 )
 
 // FuzzParseURL: the redis:// parser (txmq_ parameters and go-redis's own) never panics and

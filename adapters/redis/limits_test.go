@@ -9,19 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/internal/envelope"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/parity"
 	"github.com/txmq/txmq/txmqtest"
 )
 
 // bigBatch returns an encoded batch of queue with one message of about size bytes.
 func bigBatch(queue string, size int) core.OutgoingBatch {
-	id := core.NewID()
-	body := envelope.Encode(&envelope.Envelope{ID: id, Queue: queue, Created: time.Now(), MessageIDs: []string{core.NewID()},
-		Messages: []json.RawMessage{json.RawMessage(`"` + strings.Repeat("x", size) + `"`)}})
-	return core.OutgoingBatch{ID: id, Queue: queue, Body: body, Messages: 1}
+	return parity.EncodeBatch(queue, nil, json.RawMessage(`"`+strings.Repeat("x", size)+`"`))
 }
 
 // A batch over the server's proto-max-bulk-len is refused with core.ErrRejected, never

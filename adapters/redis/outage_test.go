@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // newProxiedBackend returns a Backend that reaches the test server through a proxy, with short

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/urlfuzz"
+	"github.com/txmq/txmq/parity/urlfuzz"
 )
 
 // Open called directly (not through core.OpenBackend) never echoes a secret of its URL.

@@ -11,7 +11,6 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/urlparams"
 )
 
 // URL schemes this package registers with core.RegisterBackend: one server over plain TCP and
@@ -37,11 +36,11 @@ var urlParams = map[string]func(o *Options, v string) error{
 	// txmq_lease and txmq_fetch_limit set options the node always overrode (its
 	// NodeOptions.Lease and FetchMax decide): accepted for old URLs, checked and ignored.
 	"txmq_lease": func(_ *Options, v string) error {
-		_, err := urlparams.Duration(v)
+		_, err := core.ParsePositiveDuration(v)
 		return err
 	},
 	"txmq_fetch_limit": func(_ *Options, v string) error {
-		_, err := urlparams.Int(v)
+		_, err := core.ParsePositiveInt(v)
 		return err
 	},
 	"txmq_goredis_logs": func(o *Options, v string) error {
@@ -50,12 +49,12 @@ var urlParams = map[string]func(o *Options, v string) error{
 		return err
 	},
 	"txmq_call_timeout": func(o *Options, v string) error {
-		d, err := urlparams.Duration(v)
+		d, err := core.ParsePositiveDuration(v)
 		o.CallTimeout = d
 		return err
 	},
 	"txmq_idle_recheck": func(o *Options, v string) error {
-		d, err := urlparams.Duration(v)
+		d, err := core.ParsePositiveDuration(v)
 		o.IdleRecheck = d
 		return err
 	},
@@ -194,7 +193,7 @@ func parseTxmqParams(u *url.URL) (Options, url.Values, error) {
 		}
 		set, ok := urlParams[key]
 		if !ok {
-			return Options{}, nil, fmt.Errorf("%w: redis backend URL %s: unknown parameter %q; accepted txmq_ parameters: %s (and the go-redis ones, such as dial_timeout or pool_size)", core.ErrInvalidConfig, core.RedactURL(u), key, urlparams.Names(urlParams))
+			return Options{}, nil, fmt.Errorf("%w: redis backend URL %s: unknown parameter %q; accepted txmq_ parameters: %s (and the go-redis ones, such as dial_timeout or pool_size)", core.ErrInvalidConfig, core.RedactURL(u), key, core.ParamNames(urlParams))
 		}
 		v := vals[len(vals)-1]
 		if err := set(&o, v); err != nil {

@@ -11,7 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/urlfuzz"
+	"github.com/txmq/txmq/parity/urlfuzz"
 )
 
 func TestOpenURL(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/puddle/v2"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/netfail"
 )
 
 // classify is the one place where database errors are sorted: an error meaning the database
@@ -60,7 +59,7 @@ func Unavailable(err error) bool {
 	if errors.Is(err, puddle.ErrClosedPool) || errors.Is(err, pgconn.ErrConnClosed) {
 		return true
 	}
-	return netfail.Lost(err) // dial, read and write failures of the connection itself
+	return core.ConnectionLost(err) // dial, read and write failures of the connection itself
 }
 
 // rejected reports whether err is the database refusing a value permanently: a data exception

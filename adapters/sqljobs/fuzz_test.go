@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/txmq/txmq/internal/urlfuzz"
+	"github.com/txmq/txmq/parity/urlfuzz"
 )
 
 // FuzzParseURL: the postgres:// parser (txmq_ parameters, then pgxpool.ParseConfig) never

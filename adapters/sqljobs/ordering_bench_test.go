@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // BenchmarkOrdering: 1,000 keys x 100 messages, unordered then Ordered, in one run

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestClosedPoolIsUnavailable: a pool closed under the Backend gives errors wrapping

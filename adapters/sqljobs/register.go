@@ -12,7 +12,6 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/pgpooler"
-	"github.com/txmq/txmq/internal/urlparams"
 )
 
 // Schemes are the URL schemes this package registers with core.RegisterBackend.
@@ -137,11 +136,11 @@ func parseURL(u *url.URL) (*Options, bool, *url.URL, error) {
 		case "txmq_reap_interval":
 			opts.ReapInterval, err = duration(key, v, true)
 		case "txmq_fetch_limit": // accepted for old URLs, checked and ignored (see urlParams)
-			if _, err = urlparams.Int(v); err != nil {
+			if _, err = core.ParsePositiveInt(v); err != nil {
 				err = bad(key, v, err)
 			}
 		default:
-			return nil, false, nil, fmt.Errorf("%w: sqljobs: backend URL: unknown parameter %q; accepted txmq_ parameters: %s", core.ErrInvalidConfig, key, urlparams.Names(urlParams))
+			return nil, false, nil, fmt.Errorf("%w: sqljobs: backend URL: unknown parameter %q; accepted txmq_ parameters: %s", core.ErrInvalidConfig, key, core.ParamNames(urlParams))
 		}
 		if err != nil {
 			return nil, false, nil, err

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
-	"github.com/txmq/txmq/internal/urlfuzz"
+	"github.com/txmq/txmq/parity/urlfuzz"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 func TestParseURL(t *testing.T) {

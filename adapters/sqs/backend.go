@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/txmq/txmq/internal/envelope"
+	"github.com/txmq/txmq/core/envelope"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -97,18 +97,12 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if errors.Is(err, errTooLarge) {
 		// No overflow store: split the batch by messages until each part fits (a batch is
 		// only a unit of delivery, so its messages may travel apart).
-		parts, serr := envelope.Split(b.Body)
+		parts, serr := envelope.Split(b)
 		if serr != nil {
 			return fmt.Errorf("%w (and it cannot be split: %v)", err, serr)
 		}
 		for _, part := range parts {
-			pb := b
-			pb.Body = part
-			pb.ID = ""
-			if env, derr := envelope.Decode(part); derr == nil {
-				pb.ID, pb.Messages = env.ID, len(env.Messages)
-			}
-			if err := be.Publish(ctx, pb); err != nil {
+			if err := be.Publish(ctx, part); err != nil {
 				return err
 			}
 		}

@@ -10,20 +10,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/internal/envelope"
-
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/parity"
 )
 
 // batch encodes a batch of string messages for driving a backend directly.
 func batch(queue string, exclusive bool, keys ...string) core.OutgoingBatch {
-	env := &envelope.Envelope{ID: core.NewID(), Queue: queue, Created: time.Now()}
-	for _, k := range keys {
-		b, _ := json.Marshal(k)
-		env.MessageIDs = append(env.MessageIDs, core.NewID())
-		env.Messages = append(env.Messages, b)
+	msgs := make([]json.RawMessage, len(keys))
+	for i, k := range keys {
+		msgs[i], _ = json.Marshal(k)
 	}
-	return core.OutgoingBatch{ID: env.ID, Queue: queue, Body: envelope.Encode(env), Exclusive: exclusive, Messages: len(keys)}
+	b := parity.EncodeBatch(queue, nil, msgs...)
+	b.Exclusive = exclusive
+	return b
 }
 
 // fetchAll fetches until n claims of req arrived or timeout passed.
@@ -239,12 +238,13 @@ func TestBigBatches(t *testing.T) {
 	// Without an overflow store, an oversized batch of many messages is split by messages.
 	noStore := s.client(t, &Options{MaxMessageBytes: 64 << 10, Overflow: nil})
 	noStore.opts.Overflow = nil
-	env := &envelope.Envelope{ID: core.NewID(), Queue: "split", Created: time.Now()}
+	var ids []string
+	var msgs []json.RawMessage
 	for i := range 8 {
-		env.MessageIDs = append(env.MessageIDs, fmt.Sprint("m", i))
-		env.Messages = append(env.Messages, json.RawMessage(strconv.Quote(randomString(30<<10))))
+		ids = append(ids, fmt.Sprint("m", i))
+		msgs = append(msgs, json.RawMessage(strconv.Quote(randomString(30<<10))))
 	}
-	mustPublish(t, noStore, core.OutgoingBatch{ID: env.ID, Queue: "split", Body: envelope.Encode(env), Messages: 8})
+	mustPublish(t, noStore, parity.EncodeBatch("split", ids, msgs...))
 	got := map[string]string{}
 	deadline := time.Now().Add(20 * time.Second)
 	for len(got) < 8 && time.Now().Before(deadline) {
@@ -253,25 +253,25 @@ func TestBigBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range parts {
-			d, err := envelope.Decode(c.Body)
+			partIDs, partMsgs, err := parity.DecodeBatch(c.Body)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for i, id := range d.MessageIDs {
-				got[id] = string(d.Messages[i])
+			for i, id := range partIDs {
+				got[id] = string(partMsgs[i])
 			}
 			_ = noStore.Ack(context.Background(), c)
 		}
 	}
-	for i, id := range env.MessageIDs {
-		if got[id] != string(env.Messages[i]) {
+	for i, id := range ids {
+		if got[id] != string(msgs[i]) {
 			t.Fatalf("split batch: message %s missing or changed (%d of 8 arrived)", id, len(got))
 		}
 	}
+	splitReplayOnFIFO(t, noStore)
 	// One message too large for a message, with no store: a clear error, nothing sent.
-	single := &envelope.Envelope{ID: core.NewID(), Queue: "split", MessageIDs: []string{"x"},
-		Messages: []json.RawMessage{json.RawMessage(strconv.Quote(randomString(300 << 10)))}}
-	if err := noStore.Publish(context.Background(), core.OutgoingBatch{ID: single.ID, Queue: "split", Body: envelope.Encode(single)}); !errors.Is(err, core.ErrInvalidPayload) || !errors.Is(err, core.ErrRejected) || errors.Is(err, core.ErrBackendUnavailable) {
+	single := parity.EncodeBatch("split", []string{"x"}, json.RawMessage(strconv.Quote(randomString(300<<10))))
+	if err := noStore.Publish(context.Background(), single); !errors.Is(err, core.ErrInvalidPayload) || !errors.Is(err, core.ErrRejected) || errors.Is(err, core.ErrBackendUnavailable) {
 		t.Fatalf("one oversized message without an overflow store: %v; want ErrInvalidPayload and ErrRejected, not unavailable", err)
 	}
 }

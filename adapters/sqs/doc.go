@@ -1,5 +1,7 @@
 // Package sqs is the Amazon SQS backend of txmq (aws-sdk-go-v2). Import it for its side effect
-// to register the sqs:// and awssqs:// URL schemes, or build one with New:
+// to register the sqs:// and awssqs:// URL schemes, or build one with New. It is a module of
+// its own (go get github.com/txmq/txmq/adapters/sqs), so only apps that use it require the AWS
+// SDK:
 //
 //	be, err := sqs.New(ctx, &sqs.Options{Prefix: "shop-"}) // AWS config chain for region and credentials
 //	node, err := txmq.NewNode(be, nil) // PollWait defaults to 20 s here

@@ -12,7 +12,6 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/netfail"
 )
 
 // This file is the one place where SDK errors are classified. Every call to SQS goes through
@@ -141,7 +140,7 @@ func classify(err error) errorClass {
 	}
 	var maxAttempts *retry.MaxAttemptsError
 	switch {
-	case errors.Is(err, context.DeadlineExceeded), netfail.Lost(err):
+	case errors.Is(err, context.DeadlineExceeded), core.ConnectionLost(err):
 		return classUnavailable
 	case errors.As(err, &maxAttempts):
 		// Retries exhausted on something the SDK thought retryable.

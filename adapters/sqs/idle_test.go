@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestIdleReceivesOutliveThePollWait: a node polling idle queues with a short poll wait does

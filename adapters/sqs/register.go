@@ -8,7 +8,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/urlparams"
 )
 
 // Schemes this package registers with core.RegisterBackend.
@@ -74,7 +73,7 @@ func optionsFromURL(u *url.URL) (*Options, error) {
 		case "txmq_prefix":
 			o.Prefix = v
 		case "txmq_max_native_delay", "txmq_request_timeout", "txmq_idle_wait":
-			d, err := urlparams.Duration(v)
+			d, err := core.ParsePositiveDuration(v)
 			if err != nil {
 				return nil, bad(key, v, err.Error())
 			}
@@ -87,7 +86,7 @@ func optionsFromURL(u *url.URL) (*Options, error) {
 				o.MaxNativeDelay = d
 			}
 		case "txmq_max_message_bytes", "txmq_retry_max_attempts":
-			n, err := urlparams.Int(v)
+			n, err := core.ParsePositiveInt(v)
 			if err != nil {
 				return nil, bad(key, v, err.Error())
 			}
@@ -103,7 +102,7 @@ func optionsFromURL(u *url.URL) (*Options, error) {
 			}
 			o.Overflow = ov
 		default:
-			return nil, fmt.Errorf("%w: sqs backend URL: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, key, urlparams.Names(urlParams))
+			return nil, fmt.Errorf("%w: sqs backend URL: unknown parameter %q; accepted: %s", core.ErrInvalidConfig, key, core.ParamNames(urlParams))
 		}
 	}
 	return o, nil

@@ -7,9 +7,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/txmq/txmq/internal/envelope"
-
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/parity"
 )
 
 // TestServerRefusalIsRejected: a message SQS itself refuses as too large (the adapter's
@@ -20,9 +19,7 @@ func TestServerRefusalIsRejected(t *testing.T) {
 	s := newSpace(t)
 	be := s.client(t, &Options{MaxMessageBytes: 8 << 20})
 	be.opts.Overflow = nil
-	env := &envelope.Envelope{ID: core.NewID(), Queue: "huge", MessageIDs: []string{"x"},
-		Messages: []json.RawMessage{json.RawMessage(strconv.Quote(randomString(3 << 20)))}}
-	err := be.Publish(context.Background(), core.OutgoingBatch{ID: env.ID, Queue: "huge", Body: envelope.Encode(env), Messages: 1})
+	err := be.Publish(context.Background(), parity.EncodeBatch("huge", []string{"x"}, json.RawMessage(strconv.Quote(randomString(3<<20)))))
 	if !errors.Is(err, core.ErrRejected) || errors.Is(err, core.ErrBackendUnavailable) {
 		t.Fatalf("a 3 MiB message the server refuses: %v; want core.ErrRejected and not core.ErrBackendUnavailable", err)
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // demoRow is one row of the demo's summary table.

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 func TestCommandLine(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/ledger"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestMsgCommands drives msg show, ls and cancel against a ledger in the real Postgres.

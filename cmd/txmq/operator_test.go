@@ -14,8 +14,8 @@ import (
 	"github.com/txmq/txmq/internal/envelope"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // runBinaryOut runs the built command with env added and returns its stdout, stderr and exit code.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestQueuePauseResume drives queue pause, paused and resume against the real Postgres, and

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestOneSchemaSetting opens an app the way a user configures one (TXMQ_BACKEND=postgres://,

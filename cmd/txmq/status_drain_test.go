@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestStatusDrain: during a swap, --drain adds each old backend's depths per queue (JSON) and

@@ -11,8 +11,8 @@ import (
 	"github.com/txmq/txmq/internal/envelope"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/testenv"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // cli runs the command in-process and checks its exit code.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/txmq/txmq/internal/testenv"
+	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
 // TestUIAnswersOnlyItsHost runs `txmq ui` without auth: it answers to its --listen address,

@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/urlparams"
 )
 
 // The URL parameters Take consumes.
@@ -80,7 +79,7 @@ func Take(who string, q url.Values) (Settings, error) {
 				err = fmt.Errorf("want a postgres:// URL of the server itself (not the pooler), query-escaped")
 			}
 		case ParamPollInterval:
-			s.PollInterval, err = urlparams.Duration(v)
+			s.PollInterval, err = core.ParsePositiveDuration(v)
 		default:
 			continue
 		}

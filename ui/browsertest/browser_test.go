@@ -1,0 +1,219 @@
+package browsertest_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/testenv"
+	"github.com/txmq/txmq/ui"
+)
+
+// chromium returns the browser to drive, skipping the test (failing it on CI) when there is none.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("TXMQ_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if _, err := exec.LookPath(p); err == nil {
+			return p
+		}
+	}
+	if testenv.Required() {
+		t.Fatal("no chromium: install Debian's chromium (apt-get install chromium; .ci/run does) or set TXMQ_CHROMIUM")
+	}
+	t.Skip("no chromium (apt-get install chromium, or set TXMQ_CHROMIUM)")
+	return ""
+}
+
+// screenshots is where the test saves its pages: TXMQ_UI_SCREENSHOTS, else ui/testoutput.
+func screenshots(t *testing.T) string {
+	dir := os.Getenv("TXMQ_UI_SCREENSHOTS")
+	if dir == "" {
+		dir = filepath.Join("..", "testoutput") // ui/testoutput, beside the dashboard's code
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestDashboardInBrowser drives the dashboard in headless Chromium the way an operator uses it:
+// numbers that move after a publish, a dead letter opened and replayed, a purge that needs its
+// confirmation, and a queue paused and resumed. Each step saves a screenshot; a failing step
+// logs the page.
+func TestDashboardInBrowser(t *testing.T) {
+	exe := chromium(t)
+	pool := testenv.PostgresPool(t)
+	schema := testenv.PostgresSchema(t, pool)
+	ctx := context.Background()
+
+	reg := txmq.NewRegistry()
+	signups := txmq.MustDeclareIn(reg, "signups", txmq.QueueConfig[string]{Transactional: txmq.Try})
+	invoices := txmq.MustDeclareIn(reg, "invoices", txmq.QueueConfig[string]{Transactional: txmq.Try, MaxAttempts: 1})
+	app, err := txmq.Open(ctx, &txmq.Config{Backend: "memory://" + testenv.UniqueName("ui"), DatabaseURL: testenv.PostgresURL(t), Schema: schema,
+		Logger: txmqtest.DiscardLogger(), Node: txmq.NodeOptions{Registry: reg, PollWait: 100 * time.Millisecond, PauseCheck: 100 * time.Millisecond, FlushWindow: time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx)
+	var signedUp, invoiced atomic.Int64
+	var invoicesFixed atomic.Bool
+	if err := signups.Listen(app.Node, func(_ context.Context, msgs []string) error { signedUp.Add(int64(len(msgs))); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := invoices.Listen(app.Node, func(_ context.Context, msgs []string) error {
+		if !invoicesFixed.Load() {
+			return errors.New("smtp: 550 mailbox unavailable")
+		}
+		invoiced.Add(int64(len(msgs)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Node.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h, err := ui.ForApp(app, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/txmq/", http.StripPrefix("/txmq", h)) // mounted under a prefix, as an app would
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	base := srv.URL + "/txmq"
+
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()))...)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(alloc)
+	defer cancelBrowser()
+	bctx, cancelTimeout := context.WithTimeout(bctx, 2*time.Minute)
+	defer cancelTimeout()
+	shots := screenshots(t)
+	step := func(name string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, actions...); err != nil {
+			html, _ := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("html")))
+			t.Fatalf("step %q: %v\npage:\n%s", name, err, html)
+		}
+		if png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)); err == nil {
+			_ = os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			html, _ := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("html")))
+			t.Fatalf("reading %s: %v\npage:\n%s", sel, err, html)
+		}
+		return strings.TrimSpace(s)
+	}
+
+	// 1. The queues page, and numbers that move after a publish.
+	step("01-queues", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
+	if got := text(`tr[data-queue="signups"] td.delayed`); got != "0" {
+		t.Fatalf("signups delayed = %q before publishing, want 0", got)
+	}
+	for i := range 3 {
+		if err := signups.Publish(ctx, app.Node, "later", txmq.After(time.Hour), txmq.ID("later-"+string(rune('a'+i)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool {
+		step("02-after-publish", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
+		return text(`tr[data-queue="signups"] td.delayed`) == "3"
+	}, "the delayed count of signups shows 3 after 3 delayed publishes")
+
+	// 2. A dead letter: open it, see its message, replay it, see it delivered.
+	if err := invoices.Publish(ctx, app.Node, "invoice 42"); err != nil {
+		t.Fatal(err)
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool {
+		n, err := app.Store.DeadLetterCounts(ctx)
+		return err == nil && n["invoices"] == 1
+	}, "the failing invoice is dead-lettered")
+	step("03-dead-letters", chromedp.Navigate(base+"/dead"), chromedp.WaitVisible(chromedp.CSS(`#dead`)),
+		chromedp.Click(chromedp.CSS(`#dead tbody tr a`)), chromedp.WaitVisible(chromedp.CSS(`section.message pre`)))
+	if got := text(`section.message pre`); !strings.Contains(got, "invoice 42") {
+		t.Fatalf("the dead letter page shows %q, want the message", got)
+	}
+	if got := text(`dd.error`); !strings.Contains(got, "smtp: 550") {
+		t.Fatalf("the dead letter page shows the error %q, want the listener's", got)
+	}
+	invoicesFixed.Store(true)
+	step("04-replayed", chromedp.Click(chromedp.CSS(`button[name="replay"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`#msg`); !strings.Contains(got, "replayed") {
+		t.Fatalf("after replay the page says %q", got)
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool { return invoiced.Load() == 1 }, "the replayed invoice is delivered")
+	step("04b-queue-page", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
+		chromedp.Click(chromedp.CSS(`tr[data-queue="invoices"] td a`)), chromedp.WaitVisible(chromedp.CSS(`#chart`)))
+	if got := text(`#runs`); !strings.Contains(got, "2 batches (2 messages) run, 1 failed") {
+		t.Fatalf("the invoices page says %q, want its 2 runs, 1 failed", got)
+	}
+	if got := text(`#settings`); !strings.Contains(got, "Try") || !strings.Contains(got, "1 at most") {
+		t.Fatalf("the invoices settings read %q", got)
+	}
+
+	// 3. Purge needs its confirmation.
+	invoicesFixed.Store(false)
+	if err := invoices.Publish(ctx, app.Node, "invoice 43"); err != nil {
+		t.Fatal(err)
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool {
+		n, err := app.Store.DeadLetterCounts(ctx)
+		return err == nil && n["invoices"] == 1
+	}, "the second invoice is dead-lettered")
+	step("05-purge-unconfirmed", chromedp.Navigate(base+"/dead?queue=invoices"), chromedp.WaitVisible(chromedp.CSS(`#purge`)),
+		chromedp.Click(chromedp.CSS(`button[name="purge"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`#msg`); !strings.Contains(got, "not purged") {
+		t.Fatalf("an unconfirmed purge says %q, want it refused", got)
+	}
+	step("06-purged", chromedp.SendKeys(chromedp.CSS(`#purge input[name="confirm"]`), "invoices"),
+		chromedp.Click(chromedp.CSS(`button[name="purge"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`#msg`); !strings.Contains(got, "purged 2 dead letter(s) of invoices") { // the replayed one and the new one
+		t.Fatalf("a confirmed purge says %q", got)
+	}
+	if n, err := app.Store.DeadLetterCounts(ctx); err != nil || n["invoices"] != 0 {
+		t.Fatalf("dead letters of invoices after the purge: %v, %v; want none", n, err)
+	}
+
+	// 4. Pause a queue and see it stop; resume it and see it go on.
+	step("07-pause", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
+		chromedp.Click(chromedp.CSS(`tr[data-queue="signups"] button[name="pause"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`tr[data-queue="signups"] td.state`); !strings.HasPrefix(got, "paused") {
+		t.Fatalf("signups state %q after Pause, want paused", got)
+	}
+	time.Sleep(500 * time.Millisecond) // PauseCheck (100 ms) plus a fetch
+	before := signedUp.Load()
+	if err := signups.Publish(ctx, app.Node, "now"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if got := signedUp.Load(); got != before {
+		t.Fatalf("a paused queue ran %d batches", got-before)
+	}
+	step("08-resume", chromedp.Click(chromedp.CSS(`tr[data-queue="signups"] button[name="resume"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`tr[data-queue="signups"] td.state`); got != "running" {
+		t.Fatalf("signups state %q after Resume, want running", got)
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool { return signedUp.Load() == before+1 }, "the resumed queue runs the message published while paused")
+}
