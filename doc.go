@@ -115,7 +115,7 @@
 //	var Ledger = txmq.MustDeclare("ledger", txmq.QueueConfig[Entry]{Transactional: txmq.Try, Ordered: true})
 //	err := Ledger.Publish(ctx, node, entry, txmq.Key(entry.Account))
 //
-// What is promised, on every backend that supports it (see the README's table):
+// What is promised, on every backend that supports it (see the table under Ordering in docs/guide.md):
 //
 //   - A batch holds the messages of one key (the coalescing buffer groups by key; many keys
 //     still share one flush, and the queue's buffer counts as full when one key fills a

@@ -329,7 +329,7 @@ func (n *Node) checkOrdered(spec *queueSpec) error {
 	if spec == nil || !spec.ordered || n.orderErr == nil {
 		return nil
 	}
-	return fmt.Errorf("txmq: queue %q is Ordered but this node's backend cannot keep per-key order; use an adapter that can (see \"Ordering\" in the README) or declare the queue without Ordered: %w", spec.name, n.orderErr)
+	return fmt.Errorf("txmq: queue %q is Ordered but this node's backend cannot keep per-key order; use an adapter that can (see \"Ordering\" in docs/guide.md) or declare the queue without Ordered: %w", spec.name, n.orderErr)
 }
 
 // Start begins fetching and running batches for the queues this node listens to. Listeners may

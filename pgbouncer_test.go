@@ -18,7 +18,7 @@ import (
 )
 
 // TestOpenBehindPgBouncer: an app whose backend (sqljobs) and app database both go through
-// PgBouncer in transaction pooling mode, written the way the README says: txmq_pgbouncer=true
+// PgBouncer in transaction pooling mode, written the way docs/adapters.md says: txmq_pgbouncer=true
 // on both URLs, and the direct server as txmq_listen_url of the database URL. RunInTx
 // publishes through the outbox and a listener receives the messages.
 func TestOpenBehindPgBouncer(t *testing.T) {

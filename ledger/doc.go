@@ -83,8 +83,8 @@
 // earlier builds, by update time), and asks the table per batch only while those reads fail.
 // CancelMessage returns after twice CancelCheck, when every node sees the cancel. A message's
 // whole life costs about 30 bytes of write-ahead log (BenchmarkLedgerWrite; a row per message
-// wrote about 350 bytes, and a row per message and event 1,600); see the README's
-// Performance table for the throughput with and without it. A background pruner deletes, in
+// wrote about 350 bytes, and a row per message and event 1,600); see the Ledger table of
+// docs/performance.md for the throughput with and without it. A background pruner deletes, in
 // bounded deletes of about Options.PruneBatch rows, cancelled messages and batches completed
 // more than Options.Retention ago (default 24 h) with their messages' rows, and older batch
 // rows that hold no message any more. Dead-lettered batches stay until their messages are

@@ -17,10 +17,10 @@ import (
 
 // TestOutOfModuleAdapter proves that an adapter written in another module can run the whole
 // suite through exported API only: it builds a throwaway module under a temp dir whose package
-// wraps the memory backend under a scheme of its own (testdata/wrapped, the README's "Writing
-// an adapter" walk-through), and runs its TestParity with go test, offline (GOPROXY=off: its
-// go.mod requires what this repository's does, so every module it needs is in the module
-// cache once this repository's tests have built).
+// wraps the memory backend under a scheme of its own (testdata/wrapped, the "Writing an
+// adapter" walk-through of docs/adapters.md), and runs its TestParity with go test, offline
+// (GOPROXY=off: its go.mod requires what this repository's does, so every module it needs is in
+// the module cache once this repository's tests have built).
 func TestOutOfModuleAdapter(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a module of its own; not under -short")
@@ -99,15 +99,12 @@ func TestOutOfModuleAdapter(t *testing.T) {
 	}
 }
 
-// TestReadmeAdapterSection: every Go block of the README's "Writing an adapter" section is
-// text of the adapter that TestOutOfModuleAdapter builds, so the walk-through compiles.
+// TestReadmeAdapterSection: every Go block of the "Writing an adapter" section (in
+// docs/adapters.md, or wherever README.md and docs/*.md hold it) is text of the adapter that
+// TestOutOfModuleAdapter builds, so the walk-through compiles.
 func TestReadmeAdapterSection(t *testing.T) {
-	readme := mustRead(t, filepath.Join("..", "README.md"))
-	i := strings.Index(readme, "\n## Writing an adapter\n")
-	if i < 0 {
-		t.Fatal("README.md has no Writing an adapter section")
-	}
-	section := readme[i+1:]
+	name, doc := docWith(t, "..", "\n## Writing an adapter\n")
+	section := doc[strings.Index(doc, "\n## Writing an adapter\n")+1:]
 	if j := strings.Index(section, "\n## "); j >= 0 {
 		section = section[:j]
 	}
@@ -120,9 +117,30 @@ func TestReadmeAdapterSection(t *testing.T) {
 	for _, b := range blocks {
 		b = b[:strings.Index(b, "```\n")]
 		if !strings.Contains(src, b) {
-			t.Errorf("this block of the README's Writing an adapter section is not in parity/testdata/wrapped: copy it from there\n%s", b)
+			t.Errorf("this block of %s's Writing an adapter section is not in parity/testdata/wrapped: copy it from there\n%s", name, b)
 		}
 	}
+}
+
+// docWith returns the name and text of the first of README.md and docs/*.md (under root) that
+// contains marker: the README's sections may move to docs/ and their tests still find them.
+func docWith(t *testing.T, root, marker string) (string, string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append([]string{filepath.Join(root, "README.md")}, files...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), marker) {
+			return f, string(b)
+		}
+	}
+	t.Fatalf("neither README.md nor docs/*.md contains %q", marker)
+	return "", ""
 }
 
 func mustRead(t *testing.T, path string) string {

@@ -3,6 +3,7 @@ package txmqtest_test
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -34,19 +35,12 @@ func TestSignup(t *testing.T) {
 
 // README:end
 
-// TestReadmeTestingYourApp: the README's "Testing your app" block is TestSignup above.
+// TestReadmeTestingYourApp: the "Testing your app" block (docs/guide.md, or wherever README.md
+// and docs/*.md hold it) is TestSignup above.
 func TestReadmeTestingYourApp(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readme := string(b)
-	i := strings.Index(readme, "\n## Testing your app\n")
-	if i < 0 {
-		t.Fatal("README.md has no Testing your app section")
-	}
-	readme = readme[i:]
+	name, readme := docWith(t, "..", "\n## Testing your app\n")
+	readme = readme[strings.Index(readme, "\n## Testing your app\n"):]
 	j := strings.Index(readme, "```go\n")
 	k := strings.Index(readme[j+6:], "```\n")
 	if j < 0 || k < 0 {
@@ -60,6 +54,27 @@ func TestReadmeTestingYourApp(t *testing.T) {
 	s := string(src)
 	want := s[strings.Index(s, "// README:begin\n")+len("// README:begin\n") : strings.Index(s, "\n// README:end\n")]
 	if got != want {
-		t.Fatalf("the README's Testing your app block differs from TestSignup in txmqtest/readme_test.go:\nREADME:\n%s\ncode:\n%s", got, want)
+		t.Fatalf("the Testing your app block of %s differs from TestSignup in txmqtest/readme_test.go:\ndoc:\n%s\ncode:\n%s", name, got, want)
 	}
+}
+
+// docWith returns the name and text of the first of README.md and docs/*.md (under root) that
+// contains marker: the README's sections may move to docs/ and their tests still find them.
+func docWith(t *testing.T, root, marker string) (string, string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append([]string{filepath.Join(root, "README.md")}, files...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), marker) {
+			return f, string(b)
+		}
+	}
+	t.Fatalf("neither README.md nor docs/*.md contains %q", marker)
+	return "", ""
 }

@@ -78,7 +78,7 @@ func sum(m map[string]int) int {
 // TestClusterClaimRoundTrips: a Fetch over queues spread across the cluster's masters claims
 // them with one pipelined round trip per master that holds one of them (sent to the masters in
 // parallel by go-redis), never one per queue; on one server the same Fetch is one round trip.
-// The figures are logged for the README.
+// The figures are logged for docs/adapters.md (Redis Cluster).
 func TestClusterClaimRoundTrips(t *testing.T) {
 	t.Parallel()
 	const queues = 12

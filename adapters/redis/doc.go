@@ -172,7 +172,7 @@
 // the crash) has forgotten every batch it held: queued, delayed and in flight, leases included
 // (a forgotten lease can also let two Exclusive runs overlap). Measured (issue 16): 299 of 2,065 committed
 // messages lost in one steady-publishing run, exactly Redis's backlog at the restart; the chaos
-// suite's redis/restart-backend-noaof scenario shows the same (README, Reliability). Remedies:
+// suite's redis/restart-backend-noaof scenario shows the same (docs/reliability.md). Remedies:
 //
 //   - run Redis with an append-only file, appendonly yes and appendfsync always (nothing
 //     acknowledged is lost to a crash of the server or the machine), or appendfsync everysec

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -100,14 +101,11 @@ func TestDemoSummaryWithDatabase(t *testing.T) {
 		"one that rolls back: nothing published. Delivered: orders 1, emails 1, audit 1",
 		"max in flight observed 1",
 	)
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	_, routing, _ := strings.Cut(out, "\n2. routing")
 	routing, _, _ = strings.Cut("2. routing"+routing, "\n3. retries")
-	if !strings.Contains(string(readme), "```text\n"+routing+"\n```") {
-		t.Errorf("README.md does not show the routing step as the demo prints it with a database:\n%s", routing)
+	name, doc := docWith(t, "../..", "<!-- demo routing output: checked by TestDemoSummaryWithDatabase (cmd/txmq) -->\n")
+	if !strings.Contains(doc, "```text\n"+routing+"\n```") {
+		t.Errorf("%s does not show the routing step as the demo prints it with a database:\n%s", name, routing)
 	}
 	var replayed int
 	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM "`+schema+`".txmq_dead_letters WHERE queue = 'invoices' AND replayed_at IS NOT NULL`).Scan(&replayed); err != nil {
@@ -125,14 +123,9 @@ var demoVolatile = regexp.MustCompile(`\d+(\.\d+)?(ms|µs|s)\b|in \d+ batches`)
 // up to durations and the batch count.
 func TestReadmeDemoOutput(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(readme), "<!-- demo output: checked by TestReadmeDemoOutput (cmd/txmq) -->\n```text\n")
-	if !ok {
-		t.Fatal("README.md lacks the demo output block")
-	}
+	const marker = "<!-- demo output: checked by TestReadmeDemoOutput (cmd/txmq) -->\n```text\n"
+	name, doc := docWith(t, "../..", marker)
+	_, block, _ := strings.Cut(doc, marker)
 	block, _, _ = strings.Cut(block, "```")
 	out, _ := runDemoSummary(t, "--database-url", "")
 	norm := func(s string) []string {
@@ -140,11 +133,32 @@ func TestReadmeDemoOutput(t *testing.T) {
 	}
 	got, want := norm(out), norm(block)
 	if len(got) != len(want) {
-		t.Fatalf("the demo prints %d lines, the README shows %d: paste a new run into README.md\n%s", len(got), len(want), out)
+		t.Fatalf("the demo prints %d lines, %s shows %d: paste a new run into it\n%s", len(got), name, len(want), out)
 	}
 	for i := range got {
 		if got[i] != want[i] {
-			t.Errorf("line %d: the demo prints\n%q\nthe README shows\n%q", i+1, got[i], want[i])
+			t.Errorf("line %d: the demo prints\n%q\n%s shows\n%q", i+1, got[i], name, want[i])
 		}
 	}
+}
+
+// docWith returns the name and text of the first of README.md and docs/*.md (under root) that
+// contains marker: the README's sections may move to docs/ and their tests still find them.
+func docWith(t *testing.T, root, marker string) (string, string) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append([]string{filepath.Join(root, "README.md")}, files...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), marker) {
+			return f, string(b)
+		}
+	}
+	t.Fatalf("neither README.md nor docs/*.md contains %q", marker)
+	return "", ""
 }

@@ -46,7 +46,7 @@ require (
 
 // While the modules are developed together (go.work), each module also replaces the
 // txmq modules it requires by their directories in this repository, so that a build
-// with GOWORK=off and go mod tidy resolve them too (see "Modules" in the README).
+// with GOWORK=off and go mod tidy resolve them too (see "Modules" in docs/guide.md).
 replace (
 	github.com/txmq/txmq => ../..
 	github.com/txmq/txmq/adapters/all => ../../adapters/all

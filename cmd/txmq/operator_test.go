@@ -165,18 +165,13 @@ func TestOperatorMessages(t *testing.T) {
 	}
 }
 
-// TestReadmeTroubleshooting runs the built binary over the errors README.md's Troubleshooting
-// section shows and checks that the README shows what the command prints.
+// TestReadmeTroubleshooting runs the built binary over the errors the Troubleshooting section
+// (docs/operations.md, or wherever README.md and docs/*.md hold it) shows and checks that it
+// shows what the command prints.
 func TestReadmeTroubleshooting(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, ok := strings.Cut(string(readme), "### Troubleshooting\n")
-	if !ok {
-		t.Fatal("README.md has no Troubleshooting section")
-	}
+	name, doc := docWith(t, "../..", "\n### Troubleshooting\n")
+	_, section, _ := strings.Cut(doc, "\n### Troubleshooting\n")
 	section, _, _ = strings.Cut(section, "\n## ")
 	var shown []string
 	for parts := strings.Split(section, "  ```\n"); len(parts) > 2; parts = parts[2:] {
@@ -199,7 +194,7 @@ func TestReadmeTroubleshooting(t *testing.T) {
 		{nil, []string{"status", "--backend", "memory://", "--queue", "emails"}, exitUsage, nil},
 	}
 	if len(shown) != len(runs) {
-		t.Fatalf("README's Troubleshooting shows %d outputs, want %d", len(shown), len(runs))
+		t.Fatalf("%s's Troubleshooting shows %d outputs, want %d", name, len(shown), len(runs))
 	}
 	for i, r := range runs {
 		_, errOut, code := runBinaryOut(t, r.env, r.args...)
@@ -207,7 +202,7 @@ func TestReadmeTroubleshooting(t *testing.T) {
 			errOut = strings.ReplaceAll(errOut, r.replace[j], r.replace[j+1])
 		}
 		if code != r.wantCode || errOut != shown[i] {
-			t.Errorf("txmq %s: exit %d (want %d), printed:\n%s\nREADME shows:\n%s", strings.Join(r.args, " "), code, r.wantCode, errOut, shown[i])
+			t.Errorf("txmq %s: exit %d (want %d), printed:\n%s\n%s shows:\n%s", strings.Join(r.args, " "), code, r.wantCode, errOut, name, shown[i])
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // databaseURL takes the PgBouncer parameters (txmq_pgbouncer, txmq_listen_url,
-// txmq_poll_interval; see the README's "Behind PgBouncer") out of an app database URL, as
+// txmq_poll_interval; see "Behind PgBouncer" in docs/adapters.md) out of an app database URL, as
 // txmq.Open does, and returns the rest for pgx (with default_query_exec_mode=exec added
 // behind PgBouncer) and what they set. A keyword/value string is returned as it is.
 func databaseURL(raw string) (string, pgpooler.Settings, error) {
