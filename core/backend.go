@@ -98,9 +98,12 @@ type OutgoingBatch struct {
 	ID string
 	// Queue is the declared queue name.
 	Queue string
-	// Body is the encoded envelope; opaque to adapters. It is the adapter's for the duration
-	// of Publish only: the caller may reuse the buffer once Publish returns, so an adapter that
-	// keeps the bytes copies them.
+	// Body is the encoded envelope; opaque to adapters: they store it and hand it back, and
+	// what they need to know about the batch is in this struct's other fields. An adapter that
+	// cannot store a Body whole has core/envelope.Split, which cuts the batch into smaller
+	// OutgoingBatch values without the adapter reading the envelope. It is the adapter's for
+	// the duration of Publish only: the caller may reuse the buffer once Publish returns, so
+	// an adapter that keeps the bytes copies them.
 	Body []byte
 	// Delay is how long after this publish the batch may first be claimed, measured from the
 	// moment the backend stores it on the backend's own clock; 0 means now. The engine (and

@@ -85,7 +85,8 @@ func (be *Backend) Client() *awssqs.Client { return be.client }
 // Publish stores one batch in SQS: in the queue's main queue, with DelaySeconds when it is
 // due within MaxNativeDelay, else in its holding queue (see the package doc). A body too large
 // for one message is compressed, then put in the Overflow store, or, without one, split by
-// messages into batches that fit (envelope.Split).
+// messages into batches that fit (core/envelope.Split, which takes and returns whole batches:
+// the adapter never decodes the envelope).
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := be.usable("publish", b.Queue); err != nil {
 		return err

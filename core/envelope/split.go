@@ -3,6 +3,13 @@
 // it in two when the backend cannot store it whole. Everything else about the envelope is the
 // engine's: adapters never decode it.
 //
+// The split is here, beside the engine's codec, rather than precomputed in core.OutgoingBatch:
+// every producer of a batch (the publish buffer, the outbox relay and sweep, a dead-letter
+// replay, a drain, ledger mode, hand-built batches in tests) then gets it without filling a
+// field, nothing is spent on the rare batch too large for its backend until an adapter finds
+// one, and the adapter still sees batches only, never the envelope
+// (TestAdaptersNeverDecodeTheEnvelope checks that no adapter imports the codec).
+//
 // It is part of the txmq module's API for adapter modules, as core is, so that an adapter
 // module and the txmq module can be versioned apart.
 package envelope
