@@ -264,7 +264,16 @@ func idsDedupOutbox(x *X) {
 	if err := q.Publish(context.Background(), n, Msg{K: "o6#direct"}, txmq.ID("o6")); err != nil {
 		x.T.Fatalf("Publish: %v", err)
 	}
-	x.eventually(func() bool { return len(c.copies(q, "o6")) == 1 && outboxRows(x, live) == 0 }, "a new id published after the repeats delivered")
+	x.eventually(func() bool {
+		// The second transaction's row goes by its after-commit publish, or (a publish that
+		// timed out on a loaded machine) by the sweep: either way its id is a repeat.
+		if outboxRows(x, live) > 0 {
+			if _, err := live.SweepOnce(x.ctx()); err != nil {
+				x.T.Logf("SweepOnce: %v", err)
+			}
+		}
+		return len(c.copies(q, "o6")) == 1 && outboxRows(x, live) == 0
+	}, "a new id published after the repeats delivered, and the outbox empty")
 	sleep(500 * time.Millisecond)
 	x.idle(n)
 	c.expect(x, q, 1, append(ids, "o6")...)
