@@ -155,7 +155,7 @@ func orderAcrossPaths(x *X, mode txmq.Transactional) {
 			err = pub.Close(cctx)
 			cancel()
 			if err != nil {
-				err = fmt.Errorf("Close: %w", err)
+				err = fmt.Errorf("closing the publishing app: %w", err)
 			}
 			pub = open()
 		case opPause:
