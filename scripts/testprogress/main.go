@@ -56,7 +56,8 @@ type pkgState struct {
 type progress struct {
 	mu       sync.Mutex
 	out      io.Writer
-	last     time.Time // when a line was last printed
+	quiet    time.Duration // silence before a heartbeat line (the const quiet in CI)
+	last     time.Time     // when a line was last printed
 	pkgs     map[string]*pkgState
 	ok, fail int
 	slowest  []timed
@@ -68,22 +69,34 @@ type timed struct {
 }
 
 func main() {
-	p := &progress{out: os.Stdout, last: time.Now(), pkgs: map[string]*pkgState{}}
+	ok, err := run(os.Stdin, os.Stdout, quiet)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "testprogress: reading go test -json: %v\n", err)
+		os.Exit(1)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+// run reads go test -json from in and prints the progress lines on out, with a heartbeat
+// after silent periods of quietFor. It reports whether every package passed.
+func run(in io.Reader, out io.Writer, quietFor time.Duration) (bool, error) {
+	p := &progress{out: out, quiet: quietFor, last: time.Now(), pkgs: map[string]*pkgState{}}
 	stop := make(chan struct{})
-	go p.heartbeat(stop)
-	sc := bufio.NewScanner(os.Stdin)
+	beat := make(chan struct{})
+	go func() { defer close(beat); p.heartbeat(stop) }()
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
 		p.line(sc.Bytes())
 	}
 	close(stop)
+	<-beat
 	if err := sc.Err(); err != nil {
-		fmt.Fprintf(os.Stderr, "testprogress: reading go test -json: %v\n", err)
-		os.Exit(1)
+		return false, err
 	}
-	if !p.summary() {
-		os.Exit(1)
-	}
+	return p.summary(), nil
 }
 
 // printf prints one line and notes when. The caller holds p.mu.
@@ -140,9 +153,11 @@ func (p *progress) line(b []byte) {
 		}
 		delete(s.running, e.Test)
 		p.noteSlow(e)
-		p.printf("--- output of %s %s (failed after %.1fs):\n", e.Package, e.Test, e.Elapsed)
-		for _, o := range s.outputs[e.Test] {
-			p.printf("%s", o)
+		if len(s.outputs[e.Test]) > 0 {
+			p.printf("--- output of %s %s (failed after %.1fs):\n", e.Package, e.Test, e.Elapsed)
+			for _, o := range s.outputs[e.Test] {
+				p.printf("%s", o)
+			}
 		}
 		delete(s.outputs, e.Test)
 	}
@@ -194,7 +209,7 @@ func (p *progress) finish(e event, s *pkgState, ok bool) {
 
 // heartbeat prints the packages still running when nothing was printed for a while.
 func (p *progress) heartbeat(stop <-chan struct{}) {
-	t := time.NewTicker(5 * time.Second)
+	t := time.NewTicker(max(p.quiet/12, 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
@@ -203,7 +218,7 @@ func (p *progress) heartbeat(stop <-chan struct{}) {
 		case <-t.C:
 		}
 		p.mu.Lock()
-		if time.Since(p.last) >= quiet && len(p.pkgs) > 0 {
+		if time.Since(p.last) >= p.quiet && len(p.pkgs) > 0 {
 			names := make([]string, 0, len(p.pkgs))
 			for name := range p.pkgs {
 				names = append(names, name)
