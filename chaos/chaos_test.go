@@ -1,12 +1,14 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,13 +21,16 @@ import (
 )
 
 // Timings of every scenario. The lease is short so that faults longer than it happen within
-// seconds; the publisher runs long enough for the faults to land while it publishes.
+// seconds; the publisher runs long enough for the faults to land while it publishes, and
+// stops publishAfter the last fault ended (or after steps groups, whichever comes first), so
+// that every scenario commits messages before, during and after its faults.
 const (
 	lease        = 2 * time.Second
 	workers      = 3
-	steps        = 400                   // publisher groups of 5 messages: 2,000 messages
-	stepEvery    = 25 * time.Millisecond // about 10 s of publishing
+	steps        = 400                   // publisher groups of 5 messages: at most 2,000 messages
+	stepEvery    = 25 * time.Millisecond // at most about 10 s of publishing
 	faultAt      = 2 * time.Second       // after the publisher is ready
+	publishAfter = 3 * time.Second       // publishing goes on this long after the faults ended
 	pauseFor     = 5 * time.Second       // longer than the lease
 	downFor      = time.Second           // a crashed backend stays down this long
 	cutFor       = 3 * time.Second
@@ -33,6 +38,10 @@ const (
 	slowLead     = time.Second      // Exclusive runs turn slow this long before a backend fault
 	deliverAfter = 45 * time.Second // the longest wait for the last deliveries once publishing ended
 	lossyAfter   = 15 * time.Second // the same for a scenario that loses data by nature
+	// lossyQuiet ends that wait sooner, once nothing new was delivered for this long (more
+	// than two leases: a batch whose lease ran out has come back by then); what is still
+	// missing then was lost.
+	lossyQuiet = 5 * time.Second
 	// ledgerHorizon is ledger mode's horizon in the scenario that runs it: a few leases, so
 	// that what the backend forgot comes back within seconds.
 	ledgerHorizon = 3 * lease
@@ -60,7 +69,9 @@ type scenario struct {
 // backendKind starts one backend server for a group of scenarios and names the URL a
 // scenario uses (uniq keeps scenarios apart on one server).
 type backendKind struct {
-	name      string
+	name string // the group's subtest
+	// backend names the backend in the figure lines ("chaos[redis/...]"); empty means name.
+	backend   string
 	scenarios func(t *testing.T) []scenarioRun
 }
 
@@ -91,27 +102,54 @@ type rig struct {
 	exited  map[string]time.Time // worker incarnation -> exit (or kill) time
 }
 
+// groupsAtOnce is how many groups of scenarios (one backend server each) run at once by
+// default (TXMQ_CHAOS_PARALLEL overrides it). A scenario mostly waits (for its publisher's
+// pace, its faults and its deliveries: about a fifth of a core each on a 2-core machine
+// under -race), so five at a time keep such a machine about half busy.
+const groupsAtOnce = 5
+
 // TestChaos runs every scenario on every backend and prints one figure line each (see the
-// package doc). The backends run in parallel; a backend's scenarios run one after another.
+// package doc). Each group of scenarios has a backend server of its own, and the groups run
+// side by side, up to groupsAtOnce (TXMQ_CHAOS_PARALLEL) at once, longest first; a group's
+// scenarios run one after another, since they fault the same server. The groups are started
+// from goroutines as ordinary subtests rather than with t.Parallel, which -parallel
+// (GOMAXPROCS by default, 2 on a small CI machine) would bound.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos: starts servers and processes for minutes; run without -short")
 	}
 	app := startAppDB(t)
+	atOnce := groupsAtOnce
+	if v := os.Getenv("TXMQ_CHAOS_PARALLEL"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("TXMQ_CHAOS_PARALLEL=%q: want a number of groups, at least 1", v)
+		}
+		atOnce = n
+	}
+	sem := make(chan struct{}, atOnce)
+	var wg sync.WaitGroup
 	for _, b := range []backendKind{
-		{name: "sqljobs", scenarios: sqljobsScenarios},
 		{name: "redis", scenarios: redisScenarios},
+		{name: "sqljobs", scenarios: sqljobsScenarios},
 		{name: "nats", scenarios: natsScenarios},
-		{name: "redis-cluster", scenarios: redisClusterScenarios},
+		{name: "redis-noaof", backend: "redis", scenarios: redisNoAOFScenarios},
 		{name: "nats-cluster", scenarios: natsClusterScenarios},
+		{name: "nats-nosync", backend: "nats", scenarios: natsNoSyncScenarios},
+		{name: "redis-cluster", scenarios: redisClusterScenarios},
 	} {
-		t.Run(b.name, func(t *testing.T) {
-			t.Parallel()
-			for _, sc := range b.scenarios(t) {
-				t.Run(sc.name, func(t *testing.T) { runScenario(t, b.name, app, sc) })
-			}
+		backend := cmp.Or(b.backend, b.name)
+		sem <- struct{}{} // here, not in the goroutine: the groups start in this order
+		wg.Go(func() {
+			defer func() { <-sem }()
+			t.Run(b.name, func(t *testing.T) {
+				for _, sc := range b.scenarios(t) {
+					t.Run(sc.name, func(t *testing.T) { runScenario(t, backend, app, sc) })
+				}
+			})
 		})
 	}
+	wg.Wait()
 }
 
 func startAppDB(t *testing.T) *appDB {
@@ -142,10 +180,15 @@ func sqljobsScenarios(t *testing.T) []scenarioRun {
 
 func redisScenarios(t *testing.T) []scenarioRun {
 	srv, u := startRedis(t, "redis-aof", true)
-	runs := commonScenarios(srv, func(uniq string) string { return withParam(u, "txmq_prefix", uniq) })
+	return commonScenarios(srv, func(uniq string) string { return withParam(u, "txmq_prefix", uniq) })
+}
+
+// redisNoAOFScenarios restart a Redis without an append-only file: a group of its own, on
+// its own server, beside the other groups.
+func redisNoAOFScenarios(t *testing.T) []scenarioRun {
 	noAOF, nu := startRedis(t, "redis-noaof", false)
 	noAOFURL := func(uniq string) string { return withParam(nu, "txmq_prefix", uniq) }
-	return append(runs, scenarioRun{scenario{
+	return []scenarioRun{{scenario{
 		name:   "restart-backend-noaof",
 		lossy:  "Redis without an append-only file forgets everything on a restart: run it with appendonly yes, appendfsync always",
 		inject: restartBackend,
@@ -153,15 +196,20 @@ func redisScenarios(t *testing.T) []scenarioRun {
 		name:          "restart-backend-noaof-ledger",
 		ledgerHorizon: ledgerHorizon,
 		inject:        restartBackend,
-	}, noAOF, noAOFURL})
+	}, noAOF, noAOFURL}}
 }
 
 func natsScenarios(t *testing.T) []scenarioRun {
 	srv, u := startNATS(t, "nats", true)
-	runs := commonScenarios(srv, func(uniq string) string { return withParam(u, "txmq_prefix", uniq) })
+	return commonScenarios(srv, func(uniq string) string { return withParam(u, "txmq_prefix", uniq) })
+}
+
+// natsNoSyncScenarios restart a lazily syncing nats-server: a group of its own, on its own
+// server, beside the other groups.
+func natsNoSyncScenarios(t *testing.T) []scenarioRun {
 	lazy, lu := startNATS(t, "nats-nosync", false)
 	lazyURL := func(uniq string) string { return withParam(lu, "txmq_prefix", uniq) }
-	return append(runs, scenarioRun{scenario{
+	return []scenarioRun{{scenario{
 		name:   "restart-backend-nosync",
 		lossy:  "JetStream acknowledges writes before it fsyncs them (sync_interval 2 min by default): run it with sync_interval: always",
 		inject: restartBackend,
@@ -171,7 +219,7 @@ func natsScenarios(t *testing.T) []scenarioRun {
 		name:          "restart-backend-nosync-ledger",
 		ledgerHorizon: ledgerHorizon,
 		inject:        restartBackend,
-	}, lazy, lazyURL})
+	}, lazy, lazyURL}}
 }
 
 func withParam(raw, key, value string) string {
@@ -235,6 +283,8 @@ func runScenario(t *testing.T, backend string, app *appDB, sc scenarioRun) {
 	go func() {
 		time.Sleep(faultAt)
 		f, err := sc.inject(r)
+		// The publisher stops at the marker (or after its steps, if that comes first).
+		time.AfterFunc(publishAfter, func() { _ = os.WriteFile(filepath.Join(dir, stopMarker), nil, 0o644) })
 		faultsDone <- injected{f, err}
 	}()
 	var pubTimeout bool
@@ -266,22 +316,33 @@ func runScenario(t *testing.T, backend string, app *appDB, sc scenarioRun) {
 		wait = lossyAfter
 	}
 	deadline := time.Now().Add(wait)
+	lastMissing, changed := -1, time.Now()
 	for {
 		runs, err := readRuns(r.dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f := compute(committed, runs, faults, exclQueue.Name(), nil); f.missing == 0 || time.Now().After(deadline) {
+		f := compute(committed, runs, faults, exclQueue.Name(), nil)
+		if f.missing != lastMissing {
+			lastMissing, changed = f.missing, time.Now()
+		}
+		if f.missing == 0 || time.Now().After(deadline) || (sc.lossy != "" && time.Since(changed) > lossyQuiet) {
 			break
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	time.Sleep(lease) // let redeliveries in flight land: they count as duplicates
 	r.mu.Lock()
+	var stopping sync.WaitGroup
+	for i, w := range r.workers { // side by side: each drains its runs and closes
+		stopping.Go(func() {
+			if !w.stop(syscall.SIGTERM, 40*time.Second) {
+				t.Errorf("chaos[%s]: worker %d did not stop within 40s of SIGTERM", name, i)
+			}
+		})
+	}
+	stopping.Wait()
 	for i, w := range r.workers {
-		if !w.stop(syscall.SIGTERM, 40*time.Second) {
-			t.Errorf("chaos[%s]: worker %d did not stop within 40s of SIGTERM", name, i)
-		}
 		r.exited[r.incName(i)] = w.exitedAt()
 		t.Logf("chaos[%s]: %s %s", name, r.incName(i), w.line("drops"))
 	}

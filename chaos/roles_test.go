@@ -51,15 +51,51 @@ const (
 	exclRunTime = 25 * time.Millisecond
 )
 
-// slowMarker is a file in the scenario's directory (CHAOS_DIR): while it exists, runs of the
-// Exclusive queue work for slowRunTime (still honouring their ctx), so that a backend fault
-// catches one in flight for longer than the lease. A node that fences itself cancels such a
-// run before its lease can end; one that does not keeps running while another node claims
-// the batch, and the checker counts an overlap.
+// slowMarker is a file in the scenario's directory (CHAOS_DIR): a run of the Exclusive queue
+// that starts while it exists works until it is gone (the fault ended) and slowTail longer,
+// at most slowRunTime in all (still honouring its ctx), so that a backend fault catches one in
+// flight for longer than the lease, and the run goes on past the fault for as long as another
+// node needs to claim its batch if the lease was lost (a lease, then a poll). A node that
+// fences itself cancels such a run before its lease can end; one that does not keeps running
+// while another node claims the batch, and the checker counts an overlap.
 const (
-	slowMarker  = "slow-exclusive"
-	slowRunTime = 12 * time.Second
+	slowMarker = "slow-exclusive"
+	// slowTail is three leases (the scenarios' lease is 2 s).
+	slowTail    = 6 * time.Second
+	slowRunTime = time.Minute
 )
+
+// stopMarker is a file in the scenario's directory: the publisher stops publishing when it
+// appears (publishAfter the scenario's faults ended).
+const stopMarker = "stop-publishing"
+
+// slowRun is the work of an Exclusive run that started while slowMarker existed (see there).
+func slowRun(ctx context.Context, marker string) error {
+	limit := time.NewTimer(slowRunTime)
+	defer limit.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-limit.C:
+			return nil
+		case <-tick.C:
+		}
+		if _, err := os.Stat(marker); err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-limit.C:
+			return nil
+		case <-time.After(slowTail):
+			return nil
+		}
+	}
+}
 
 // event is one line of a worker's delivery log: "s" when a run starts (with its keys), "e"
 // when it ends (with its outcome). Times are UnixNano of the machine's wall clock, which every
@@ -179,17 +215,16 @@ func runWorker() error {
 			if err := write(event{Ev: "s", Run: run, Queue: queue, T: time.Now().UnixNano(), Keys: keys}); err != nil {
 				return err
 			}
-			d := work
-			if queue == exclQueue.Name() {
-				if _, err := os.Stat(filepath.Join(os.Getenv("CHAOS_DIR"), slowMarker)); err == nil {
-					d = slowRunTime
-				}
-			}
 			var runErr error
-			select {
-			case <-time.After(d):
-			case <-ctx.Done():
-				runErr = context.Cause(ctx)
+			marker := filepath.Join(os.Getenv("CHAOS_DIR"), slowMarker)
+			if _, err := os.Stat(marker); err == nil && queue == exclQueue.Name() {
+				runErr = slowRun(ctx, marker)
+			} else {
+				select {
+				case <-time.After(work):
+				case <-ctx.Done():
+					runErr = context.Cause(ctx)
+				}
 			}
 			if err := write(event{Ev: "e", Run: run, T: time.Now().UnixNano(), OK: runErr == nil}); err != nil {
 				return errors.Join(runErr, err)
@@ -221,7 +256,8 @@ type truth struct {
 	at             time.Time
 }
 
-// runPublisher publishes CHAOS_STEPS groups of five messages, one group every CHAOS_EVERY,
+// runPublisher publishes CHAOS_STEPS groups of five messages (fewer when stopMarker appears
+// in CHAOS_DIR first), one group every CHAOS_EVERY,
 // alternately in one outbox transaction (the ground truth rows in the same transaction) and
 // immediately (the ground truth written right after each accepted publish, retried until the
 // app database takes it). One message in five goes to the Exclusive queue. Then it closes and
@@ -279,11 +315,15 @@ func runPublisher() error {
 
 	fmt.Println("ready")
 	steps, every := envInt("CHAOS_STEPS", 400), envDuration("CHAOS_EVERY", 25*time.Millisecond)
+	stop := filepath.Join(os.Getenv("CHAOS_DIR"), stopMarker)
 	var txOK, txFailed, immOK, immFailed int
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for step := range steps {
 		<-tick.C
+		if _, err := os.Stat(stop); err == nil {
+			break // publishAfter the faults ended
+		}
 		group := make([]truth, 5)
 		for j := range group {
 			q := workQueue.Name()

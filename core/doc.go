@@ -46,14 +46,16 @@
 //     the batch, included); it may hand out a slice it stores if it never writes to that slice.
 //   - Close [after_close]: Close ends a Fetch that is waiting (it returns at once, with nothing
 //     or an error wrapping ErrClosed) and may wait, up to parity.CloseBound, for requests
-//     already sent to end on their own rather than cut them (sqs and nats let a long poll run
-//     out: cut short, it may have taken messages the client then drops, each coming back with
-//     a delivery counted that never ran). After Close every method returns an error wrapping
-//     ErrClosed within parity.PromptBound, never blocks and never panics, a claim taken before
-//     Close included (its lease runs out; Close gives back only batches received but not
-//     handed out); Close again returns nil. The node does not close a backend it was given;
-//     the drain wrapper closes the backends it wraps, and a closed wrapper refuses every call
-//     even when those backends are shared with other wrappers.
+//     already sent to end on their own rather than cut them (cut short, a long poll may have
+//     taken messages the client then drops, each coming back with a delivery counted that
+//     never ran): nats lets its pulls run out (a Fetch's wait, or a quarter of the lease for
+//     an idle queue's), sqs ends its idle long polls (20 s) early with a wake message. After
+//     Close every method returns an error wrapping ErrClosed within parity.PromptBound, never
+//     blocks and never panics, a claim taken before Close included (its lease runs out; Close
+//     gives back only batches received but not handed out); Close again returns nil. The node
+//     does not close a backend it was given; the drain wrapper closes the backends it wraps,
+//     and a closed wrapper refuses every call even when those backends are shared with other
+//     wrappers.
 //   - No retries of its own [no_adapter_retries]: while the backend is unreachable every call
 //     returns an error wrapping ErrBackendUnavailable within parity.UnavailableBound instead of
 //     retrying or waiting until the backend is back: the node owns every retry, backoff and

@@ -17,11 +17,14 @@ func init() {
 // closeWait is the Wait of the Fetch that Close interrupts.
 const closeWait = 4 * time.Second
 
-// CloseBound is how long Close may take: an adapter may let a request it already sent end on
-// its own rather than cut it (a long poll that outlives its Fetch, cut short, may have hidden
-// messages the client then drops, each coming back with a delivery counted that never ran),
-// and the longest such request is SQS's 20 s long poll.
-const CloseBound = 25 * time.Second
+// CloseBound is how long Close may take. An adapter may let a request it already sent end on
+// its own rather than cut it (a long poll cut short may have hidden messages the client then
+// drops, each coming back with a delivery counted that never ran), but only one that waits no
+// longer than its caller asked (after_close's Fetch waits closeWait), plus the time a call
+// may take to fail: a long poll of the adapter's own that outlives its Fetch (SQS's idle
+// receives wait up to 20 s) must be ended early, without cutting it (sqs sends it a wake
+// message), or a node's shutdown waits it out.
+const CloseBound = closeWait + UnavailableBound
 
 // afterClose: Close while a Fetch waits ends that Fetch promptly (nothing, or an error
 // wrapping core.ErrClosed); Close returns within CloseBound; afterwards every method

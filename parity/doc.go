@@ -39,6 +39,18 @@
 // retries of its own, cancellation) plus the Exclusive and lease rules on raw clients; its
 // time bounds are PromptBound, UnavailableBound and CloseBound.
 //
+// # Load
+//
+// A property must hold on a loaded machine: it waits for events, with Caps.Timeout as the
+// deadline (its fixed sleeps only give wrong behaviour, a redelivery say, time to show), and
+// a timing it needs is derived from what it measures (delay_holds_back_its_key doubles its
+// delay while the machine is too slow to judge). Where a property needs its nodes or clients to keep a
+// lease (a long run extended, a batch given back before its lease ends), the lease is the
+// suite's or longer: five times the longest latency the suite measured over the last 30 s (a
+// backend call of the nodes' clients, a probe of the backend, or a timer firing late; see
+// keptLease), so that two CPU-burning processes beside the suite do not lose it. Each suite
+// logs that latency beside its summary.
+//
 // # Concurrency
 //
 // Properties mostly wait on time (leases, delays, backoff), so they run concurrently, up to

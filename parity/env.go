@@ -35,6 +35,7 @@ type X struct {
 
 	mu     sync.Mutex
 	checks []*checked
+	kept   map[time.Duration]time.Duration // keptLease's leases, by base
 
 	// unsupported is set by a property that needs a capability the adapter lacks.
 	unsupported atomic.Bool

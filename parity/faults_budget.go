@@ -21,9 +21,10 @@ func init() {
 }
 
 // budgetLease is the lease of the budget properties' nodes and clients: the suite's, but at
-// least 2 s, so that a loaded machine's stalls do not lose the leases of the batches the
-// property itself gives back (which would be counted, rightly, as runs of a node that died).
-func budgetLease(x *X) time.Duration { return max(x.Caps.Lease, 2*time.Second) }
+// least 2 s, and longer on a loaded machine (keptLease), so that stalls do not lose the leases
+// of the batches the property itself gives back (which would be counted, rightly, as runs of
+// a node that died).
+func budgetLease(x *X) time.Duration { return x.keptLease(max(x.Caps.Lease, 2*time.Second)) }
 
 // budgetBatches is how many always-failing batches the budget properties publish (half as
 // many on an Exclusive queue, which runs them one at a time).

@@ -48,12 +48,14 @@ func crashedNodeBatchMoves(x *X) {
 }
 
 // longListenerKeepsLease: a listener that runs three leases long is not redelivered while its
-// node lives (the node extends the lease), and no extension is refused.
+// node lives (the node extends the lease), and no extension is refused. The lease is the
+// suite's, or longer on a loaded machine (keptLease).
 func longListenerKeepsLease(x *X) {
 	q := declare(x, txmq.QueueConfig[Msg]{})
 	rec := newRecorder()
-	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
-	long := sleepy(3 * x.Caps.Lease)
+	lease := x.keptLease(x.Caps.Lease)
+	a, b := x.node(txmq.NodeOptions{Lease: lease}), x.node(txmq.NodeOptions{Lease: lease})
+	long := sleepy(3 * lease)
 	listen(x, rec, q, a, long)
 	listen(x, rec, q, b, long)
 	keys := publishKeys(x, q, a, "long", 1, 1)

@@ -163,6 +163,7 @@ func RunWith(t *testing.T, h Harness, opts *Options) {
 		s.opts = *opts
 	}
 	s.sem = make(chan struct{}, s.caps.Parallel)
+	machine.start()
 	if s.caps.MaxNativeDelay > 20*time.Second {
 		t.Fatalf("parity[%s]: Caps.MaxNativeDelay is %v: expose a short test cap (a few seconds) so the suite can publish a longer delay quickly", h.Name(), s.caps.MaxNativeDelay)
 	}
@@ -182,6 +183,7 @@ func RunWith(t *testing.T, h Harness, opts *Options) {
 		s.mu.Unlock()
 		fmt.Fprintln(os.Stdout, line)
 		t.Log(line)
+		t.Logf("parity[%s]: the longest latency measured over the last %v (see keptLease): %v", h.Name(), latencyWindow, machine.recent().Round(time.Millisecond))
 		// go test hides a passing package's output without -v: CI can collect the lines here.
 		if path := os.Getenv("TXMQ_PARITY_SUMMARY"); path != "" {
 			if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {

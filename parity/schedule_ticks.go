@@ -71,8 +71,8 @@ func scheduleTicksCrashes(x *X) {
 	}
 
 	waitFrac(0.5) // the first process starts half-way between two seconds
-	firstStart := time.Now()
 	procs := []*tickProc{w.start()}
+	firstStart := time.Now() // every instant from here on is asserted (a process runs)
 	time.Sleep(370 * time.Millisecond)
 	procs = append(procs, w.start())
 	time.Sleep(840 * time.Millisecond)
@@ -94,19 +94,25 @@ func scheduleTicksCrashes(x *X) {
 		}
 		return true
 	}, "a tick of every schedule published before the outage")
-	outageStart := time.Now()
+	// Every instant up to now is claimed (and so published) before the outage: a loaded
+	// machine may take a process more than a second from an instant to its claim, so the
+	// property waits for the claims rather than allowing a fixed margin.
+	cut := time.Now()
+	w.waitClaimed(scheds, firstStart, cut, "every schedule's ticks up to the outage claimed")
 	haltAll(x, procs)
 	outageSeen := time.Now() // no process claims a tick from here on
 	time.Sleep(2 * time.Second)
 	waitFrac(0.5)
-	restart := time.Now() // no instant between this and the new processes' start
+	restart := time.Now() // the instants of the full outage end here
 	procs = []*tickProc{w.start()}
+	started := time.Now() // a process runs from here on
 	time.Sleep(290 * time.Millisecond)
 	procs = append(procs, w.start())
 	time.Sleep(610 * time.Millisecond)
 	procs = append(procs, w.start())
 	time.Sleep(2500 * time.Millisecond)
-	end := time.Now()
+	cutEnd := time.Now()
+	w.waitClaimed(scheds, started, cutEnd, "every schedule's ticks up to the end claimed")
 	haltAll(x, procs)
 	w.drain()
 
@@ -116,16 +122,17 @@ func scheduleTicksCrashes(x *X) {
 		for _, t := range got {
 			published[t] = true
 		}
-		// While a process ran (one second of margin before a shutdown of them all: a claim
-		// under way then may be cut), every instant is published.
-		for _, win := range [][2]time.Time{{firstStart, outageStart.Add(-time.Second)}, {restart, end.Add(-time.Second)}} {
+		// While a process ran, every instant is published.
+		for _, win := range [][2]time.Time{{firstStart, cut}, {started, cutEnd}} {
 			for _, t := range s.instants(win[0], win[1]) {
 				if !published[t] {
 					x.T.Errorf("schedule %s: tick %s skipped (0 publishes) while processes ran; published %v", s.name, fmtTick(t), got)
 				}
 			}
 		}
-		// Instants while every process was down.
+		// Instants while every process was down. An instant between restart and started
+		// (a loaded machine took the first new process that long to start) may have been
+		// missed or run by it: it is in neither set.
 		gap := s.instants(outageSeen, restart)
 		var gapPublished []int64
 		for _, t := range gap {
@@ -133,12 +140,16 @@ func scheduleTicksCrashes(x *X) {
 				gapPublished = append(gapPublished, t)
 			}
 		}
+		starting := s.instants(restart, started)
 		switch s.missed {
 		case txmq.SkipMissed:
 			if len(gapPublished) > 0 {
 				x.T.Errorf("schedule %s (SkipMissed): ticks %v missed while every process was down were published", s.name, gapPublished)
 			}
 		case txmq.RunMissedOnce:
+			if len(gap) > 0 && len(starting) > 0 && len(gapPublished) == 0 && published[starting[len(starting)-1]] {
+				break // the latest missed instant came while the first new process started
+			}
 			if len(gap) > 0 && (len(gapPublished) != 1 || gapPublished[0] != gap[len(gap)-1]) {
 				x.T.Errorf("schedule %s (RunMissedOnce): of the ticks %v missed while every process was down, %v were published; want the latest, %d, alone", s.name, gap, gapPublished, gap[len(gap)-1])
 			}
@@ -180,4 +191,26 @@ func scheduleClaimCrash(x *X, mode txmq.Transactional) {
 	haltAll(x, []*tickProc{other})
 	w.drain()
 	w.checkOnce(name, func(int64) bool { return true })
+}
+
+// waitClaimed waits until every schedule of scheds has claimed its last instant in (from,
+// cut]: a tick's claim commits with its messages, which the processes or the sweeper then
+// publish, so the instants up to cut are then asserted published, however long the machine
+// took to claim them.
+func (w *tickWorld) waitClaimed(scheds []tickSched, from, cut time.Time, what string) {
+	x := w.x
+	x.T.Helper()
+	x.eventually(func() bool {
+		for _, s := range scheds {
+			in := s.instants(from, cut)
+			if len(in) == 0 {
+				continue
+			}
+			last, err := w.sweeper.Ticks().LastTick(x.ctx(), s.name)
+			if err != nil || last.Unix() < in[len(in)-1] {
+				return false
+			}
+		}
+		return true
+	}, what)
 }

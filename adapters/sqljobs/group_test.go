@@ -173,6 +173,9 @@ func TestAsyncCommitStaysInItsTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.MaxConns = 1 // every statement on the one session
+		// The session starts with synchronous_commit on whatever the server's default (a
+		// throwaway test server may run with it off), so a leak shows as "off".
+		cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "on"
 		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)

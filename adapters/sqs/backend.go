@@ -220,12 +220,13 @@ func (be *Backend) queueCounts(ctx context.Context, queue string, k kind) (int64
 		n(types.QueueAttributeNameApproximateNumberOfMessagesDelayed), nil
 }
 
-// Close stops this client's polling, waits for the receives in flight to end (at most
-// their long-poll wait: a receive cut short may have made SQS hide messages it never
-// delivered, which would come back after the visibility timeout with their receive count one
-// higher, a run spent that never ran), gives back the batches it received but did not hand
-// out, without counting the receive (see release), and makes every later call fail with an
-// error wrapping core.ErrClosed. Batches stay in SQS. Closing twice is a no-op.
+// Close stops this client's polling, ends the long polls in flight with wake messages and
+// waits for them to end (it never cuts a receive: one cut short may have made SQS hide
+// messages it never delivered, which would come back after the visibility timeout with their
+// receive count one higher, a run spent that never ran; see wakePolls), gives back the
+// batches it received but did not hand out, without counting the receive (see release), and
+// makes every later call fail with an error wrapping core.ErrClosed. Batches stay in SQS.
+// Closing twice is a no-op.
 func (be *Backend) Close() error {
 	be.mu.Lock()
 	if be.closed {
@@ -241,6 +242,7 @@ func (be *Backend) Close() error {
 	for _, p := range left {
 		be.release(ctx, p) // now, while their leases hold; receives ending later release their own
 	}
+	be.wakePolls()
 	be.polls.Wait()
 	be.bgCancel()
 	return nil

@@ -409,37 +409,3 @@ func TestHeldReceiveReleased(t *testing.T) {
 		t.Fatalf("after a held it: %+v; want one claim with Deliveries 1", cs)
 	}
 }
-
-// TestCloseDoesNotCutReceive: Close while a long poll is outstanding. SQS (and fauxqs) keep
-// serving a receive whose client went away: a batch sent then is hidden for its visibility
-// timeout and comes back with a receive count one higher, a run spent that never ran. Close
-// waits for the receive instead, and gives back what it got without counting it.
-func TestCloseDoesNotCutReceive(t *testing.T) {
-	t.Parallel()
-	s := newSpace(t)
-	a, b := s.client(t, nil), s.client(t, nil)
-	mustPublish(t, b, batch("cut", false, "warm")) // the queue exists before a polls it
-	for _, c := range fetchAll(t, b, req("cut", 1, 5*time.Second), 1, 10*time.Second) {
-		_ = b.Ack(context.Background(), c)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // Fetch returns at once, its long poll outstanding
-	r := core.FetchRequest{Node: "a", Lease: 2 * time.Second, Wait: 5 * time.Second, Queues: []core.QueueSlots{{Queue: "cut", Free: 1}}}
-	if _, err := a.Fetch(ctx, r); err != nil {
-		t.Fatalf("Fetch: %v", err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	closed := make(chan error, 1)
-	go func() { closed <- a.Close() }()
-	time.Sleep(200 * time.Millisecond)
-	x := batch("cut", false, "x")
-	mustPublish(t, b, x) // reaches a's receive, if it is still there
-	if err := <-closed; err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	cs := fetchAll(t, b, req("cut", 1, 5*time.Second), 1, 10*time.Second)
-	if len(cs) != 1 || cs[0].ID != x.ID || cs[0].Deliveries != 1 {
-		t.Fatalf("after a closed: %d claims, first %s with Deliveries %d (after %v); want batch %s with Deliveries 1", len(cs), cs[0].ID, cs[0].Deliveries, time.Since(start), x.ID)
-	}
-}

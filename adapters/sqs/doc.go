@@ -60,9 +60,18 @@
 // Cancelling a Fetch's ctx returns at once with the claims already received. Close does not cut
 // the outstanding polls: a receive cut short may have made SQS hide messages it never
 // delivered, which would come back after the visibility timeout with a receive count one higher
-// (a run spent that never ran). Close waits for them instead (at most the long-poll wait: up to
-// 20 s with the PollWaitHint, PollWait with a shorter NodeOptions.PollWait), then gives back
-// everything received and not handed out, re-sent as below.
+// (a run spent that never ran). Nor does it wait them out (up to IdleWait, 20 s by default): it
+// sends each long poll's SQS queue a wake message, which ends a waiting receive at once like
+// any message, and again every second while its poll still waits (in SQS a message goes to
+// one waiting receive, possibly another client's). The poll then returns a normal response,
+// and Close gives back everything received and not handed out, re-sent as below. Every client
+// deletes a wake it receives and never hands it out; a wake that arrives after the poll it
+// was for ended on its own (rare: Close wakes only polls with more than half a second left)
+// waits in the queue, counted by Depths, until the next receive there deletes it. A wake is
+// a SendMessage and a DeleteMessage per long-polled queue at Close. A client of an earlier
+// version does not know wakes: it hands one to its node as a batch that cannot be decoded,
+// which the node drops (reason undecodable, counted by the Dropped hook), so a fleet rolling
+// onto this version may count a few such drops, and loses nothing.
 //
 // Leases and settles: the lease is the visibility timeout (whole seconds, rounded up), and
 // Extend is ChangeMessageVisibility. A claim's LeaseUntil is counted from the start of the

@@ -21,6 +21,7 @@ type poller struct {
 	done chan struct{} // closed when it ends
 	hot  bool          // the last receive returned messages: poll short next time
 	last time.Time     // when the last receive started
+	wait int32         // the long-poll wait of the last receive, in seconds (0: a short poll)
 	err  error         // the last receive's error, until a Fetch reports it
 }
 

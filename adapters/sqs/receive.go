@@ -22,12 +22,12 @@ const (
 )
 
 // startPollLocked starts one background receive on the queue k and returns its done channel.
-// The receive runs on the Backend's own context, never on a Fetch's, and Close waits for it
-// rather than cutting it, so neither a Fetch that returns early nor Close cuts a request in
-// which SQS may already have hidden messages: they reach the stash, then the next Fetch or
-// Close's release.
+// The receive runs on the Backend's own context, never on a Fetch's, and Close ends it with a
+// wake message (see wakePolls) rather than cutting it, so neither a Fetch that returns early
+// nor Close cuts a request in which SQS may already have hidden messages: they reach the
+// stash, then the next Fetch or Close's release.
 func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis int32, lease time.Duration, wait int32) chan struct{} {
-	p.busy, p.done, p.last, p.err = true, make(chan struct{}), time.Now(), nil
+	p.busy, p.done, p.last, p.wait, p.err = true, make(chan struct{}), time.Now(), wait, nil
 	done := p.done
 	be.polls.Add(1)
 	go func() {
@@ -73,7 +73,8 @@ func (be *Backend) startPollLocked(k pollKey, p *poller, exclusive bool, n, vis 
 
 // receive polls a main queue once and turns what it gets into pending claims. A message not
 // yet due (what is left of its delay, judged on SQS's clock by wireOf, is positive) is parked
-// again, not handed out. It returns the claims and how many messages SQS returned.
+// again, not handed out; a wake message (see wakePolls) is deleted. It returns the claims and
+// how many batches SQS returned.
 func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vis int32, lease time.Duration, wait int32) ([]*pending, int, error) {
 	u, err := be.url(ctx, k.queue, k.k, true)
 	if err != nil {
@@ -91,7 +92,13 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 	now := time.Now()
 	leaseUntil := maxTime(start, now.Add(-leaseSlack)).Add(time.Duration(vis) * time.Second)
 	var got []*pending
+	batches := 0
 	for _, m := range out.Messages {
+		if isWake(m) {
+			be.dropWake(ctx, k.queue, u, m)
+			continue
+		}
+		batches++
 		w, count := wireOf(m)
 		receipt := aws.ToString(m.ReceiptHandle)
 		early := 0
@@ -118,7 +125,7 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 			Queue: k.queue, ID: w.id, Body: body, Deliveries: w.base + count - early, LeaseUntil: leaseUntil, Handle: h,
 		}})
 	}
-	return got, len(out.Messages), nil
+	return got, batches, nil
 }
 
 // park moves a received, not yet due message back to where its due time says (see route)
@@ -160,7 +167,8 @@ func (be *Backend) hide(ctx context.Context, queue, url, receipt string, w wire,
 
 // moveHeld polls queue's holding queue once and moves each message to where its due time
 // now says: the main queue (with DelaySeconds for the rest) once it is within reach, else back
-// into the holding queue for another round. It returns how many messages it saw.
+// into the holding queue for another round; a wake message is deleted. It returns how many
+// batches it saw.
 func (be *Backend) moveHeld(ctx context.Context, queue string, exclusive bool, wait int32) (int, error) {
 	u, err := be.url(ctx, queue, kindHold, true)
 	if err != nil {
@@ -174,11 +182,17 @@ func (be *Backend) moveHeld(ctx context.Context, queue string, exclusive bool, w
 		}
 		return 0, wrap("fetch (holding queue)", queue, err)
 	}
+	batches := 0
 	for _, m := range out.Messages {
+		if isWake(m) {
+			be.dropWake(ctx, queue, u, m)
+			continue
+		}
+		batches++
 		w, _ := wireOf(m)
 		be.park(ctx, queue, exclusive, u, aws.ToString(m.ReceiptHandle), w)
 	}
-	return len(out.Messages), nil
+	return batches, nil
 }
 
 // releaseLater releases, in the background, batches received but not handed out in time.
