@@ -79,6 +79,7 @@ _txmq_as_root() {
 # _txmq_apt_install PKG...: apt-get update (once per shell) then install.
 _txmq_apt_install() {
 	local log="$_TXMQ_SERVICES_DIR/apt.log"
+	_txmq_say "installing with apt-get: $* (this machine lacks it; log $log)"
 	if [ -z "${_TXMQ_APT_UPDATED:-}" ]; then
 		if ! _txmq_as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >>"$log" 2>&1; then
 			_txmq_warn "apt-get update failed:"
