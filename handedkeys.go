@@ -59,12 +59,6 @@ func (h *handedKeys) mark(queue, key string) (uint64, bool) {
 	return g, ok
 }
 
-// has reports whether queue and key are followed.
-func (h *handedKeys) has(queue, key string) bool {
-	_, ok := h.mark(queue, key)
-	return ok
-}
-
 // forget drops queue and key, unless it was marked again after generation g: the outbox held
 // none of its rows when asked, and nothing of it went there since the question.
 func (h *handedKeys) forget(queue, key string, g uint64) {
