@@ -46,10 +46,11 @@
 // a timing it needs is derived from what it measures (delay_holds_back_its_key doubles its
 // delay while the machine is too slow to judge). Where a property needs its nodes or clients to keep a
 // lease (a long run extended, a batch given back before its lease ends), the lease is the
-// suite's or longer: five times the longest latency the suite measured over the last 30 s (a
-// backend call of the nodes' clients, a probe of the backend, or a timer firing late; see
-// keptLease), so that two CPU-burning processes beside the suite do not lose it. Each suite
-// logs that latency beside its summary.
+// suite's or longer: five times the latency the suite measured over the last 30 s (the
+// longest delay of a typical second: a backend call of the nodes' clients, a probe of the
+// backend, or a timer firing late), at most a quarter of Caps.Timeout (see keptLease), so
+// that two CPU-burning processes beside the suite do not lose it. Each suite logs that
+// latency beside its summary.
 //
 // # Concurrency
 //

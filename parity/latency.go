@@ -2,6 +2,7 @@ package parity
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 //
 // The meter is passive and shared by every suite of the test process (they share the machine):
 // the calls of the nodes' clients that do not wait (Publish, Extend, Ack, Retry, Drop; see
-// checked) report how long they took when they succeeded, and one goroutine reports how late a 50 ms timer fires.
-// latency is the longest of these over the last latencyWindow.
+// checked) report how long they took when they succeeded, and one goroutine reports how late
+// a 50 ms timer fires. The latency is, over the last latencyWindow, the longest delay of a typical second: the 75th
+// percentile of each second's longest delay, so that a few slow calls of another property's
+// injected fault (a call that succeeded after its Restore, say) do not set it.
 
 // latencyWindow is how far back the meter looks.
 const latencyWindow = 30 * time.Second
@@ -52,18 +55,23 @@ func (m *meter) note(d time.Duration) {
 	b.max = max(b.max, d)
 }
 
-// recent returns the longest delay noted over the last latencyWindow.
+// recent returns the 75th percentile of the longest delays of the seconds of the last
+// latencyWindow that noted any.
 func (m *meter) recent() time.Duration {
 	now := time.Now().Unix()
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out time.Duration
+	var maxima []time.Duration
 	for _, b := range m.buckets {
 		if now-b.sec < int64(len(m.buckets)) {
-			out = max(out, b.max)
+			maxima = append(maxima, b.max)
 		}
 	}
-	return out
+	m.mu.Unlock()
+	if len(maxima) == 0 {
+		return 0
+	}
+	slices.Sort(maxima)
+	return maxima[len(maxima)*3/4]
 }
 
 // start starts the timer probe (once per process). It runs until the process ends: a
@@ -81,13 +89,14 @@ func (m *meter) start() {
 	})
 }
 
-// latency is the longest delay the suite measured over the last latencyWindow: a backend call
-// that does not wait, or a timer firing late.
+// latency is the delay the suite measured over the last latencyWindow (see meter.recent): of a
+// backend call that does not wait, or of a timer firing late.
 func (x *X) latency() time.Duration { return machine.recent() }
 
 // keptLease is the lease for nodes and clients of a property that needs it kept: base, or
 // leasePerLatency times the measured latency when that is longer, rounded up to whole seconds
-// then (SQS leases are whole seconds).
+// then (SQS leases are whole seconds), and at most a quarter of Caps.Timeout, so that the
+// property's waits (Caps.Timeout) still hold a few leases.
 // The first call for a base decides, after probing the backend (probe); later calls of the
 // property return the same lease.
 func (x *X) keptLease(base time.Duration) time.Duration {
@@ -103,6 +112,7 @@ func (x *X) keptLease(base time.Duration) time.Duration {
 		if lease < need {
 			lease += time.Second
 		}
+		lease = max(min(lease, x.Caps.Timeout/4), base)
 		x.T.Logf("parity[%s]: a lease of %v rather than %v: the machine's latency is %v", x.h.Name(), lease, base, lat.Round(time.Millisecond))
 	}
 	if x.kept == nil {

@@ -211,7 +211,11 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := signedUp.Load(); got != before {
 		t.Fatalf("a paused queue ran %d batches", got-before)
 	}
-	step("08-resume", chromedp.Click(chromedp.CSS(`tr[data-queue="signups"] button[name="resume"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	// From a fresh page, as for Pause: the Pause's #msg still showing would let WaitVisible
+	// return before the Resume's page loads, and the state be read from a page going away
+	// (the read then hung until the test's deadline).
+	step("08-resume", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
+		chromedp.Click(chromedp.CSS(`tr[data-queue="signups"] button[name="resume"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
 	if got := text(`tr[data-queue="signups"] td.state`); got != "running" {
 		t.Fatalf("signups state %q after Resume, want running", got)
 	}
