@@ -1,6 +1,9 @@
 package txmq
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // Flights keep one ordered key's flushes in order. The buffer is taken by the flusher every
 // tick, so two flushes of one key can be writing at once (the first still storing a full
@@ -74,6 +77,9 @@ func (f *flight) waitPrev(ctx context.Context) {
 
 // landed lands every flight of qbs (a flush's end: stored, handed off or dropped).
 func (b *buffer) landed(qbs []*queueBuffer) {
+	if !slices.ContainsFunc(qbs, func(qb *queueBuffer) bool { return len(qb.flights) > 0 }) {
+		return // no ordered key: the flush's hot path takes no lock here
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, qb := range qbs {

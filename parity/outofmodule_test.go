@@ -103,7 +103,7 @@ func TestOutOfModuleAdapter(t *testing.T) {
 // docs/adapters.md, or wherever README.md and docs/*.md hold it) is text of the adapter that
 // TestOutOfModuleAdapter builds, so the walk-through compiles.
 func TestReadmeAdapterSection(t *testing.T) {
-	name, doc := docWith(t, "..", "\n## Writing an adapter\n")
+	name, doc := testenv.DocWith(t, "..", "\n## Writing an adapter\n")
 	section := doc[strings.Index(doc, "\n## Writing an adapter\n")+1:]
 	if j := strings.Index(section, "\n## "); j >= 0 {
 		section = section[:j]
@@ -120,27 +120,6 @@ func TestReadmeAdapterSection(t *testing.T) {
 			t.Errorf("this block of %s's Writing an adapter section is not in parity/testdata/wrapped: copy it from there\n%s", name, b)
 		}
 	}
-}
-
-// docWith returns the name and text of the first of README.md and docs/*.md (under root) that
-// contains marker: the README's sections may move to docs/ and their tests still find them.
-func docWith(t *testing.T, root, marker string) (string, string) {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range append([]string{filepath.Join(root, "README.md")}, files...) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(b), marker) {
-			return f, string(b)
-		}
-	}
-	t.Fatalf("neither README.md nor docs/*.md contains %q", marker)
-	return "", ""
 }
 
 func mustRead(t *testing.T, path string) string {

@@ -160,24 +160,8 @@ func scheduleTicksClock(x *X) {
 
 	for _, s := range scheds {
 		got := w.checkOnce(s.name, s.isInstant)
-		published := map[int64]bool{}
-		for _, t := range got {
-			published[t] = true
-		}
-		for _, win := range [][2]time.Time{{start, outage}, {restart, end}} {
-			for _, t := range s.instants(win[0], win[1]) {
-				if !published[t] {
-					x.T.Errorf("schedule %s: tick %s skipped (0 publishes) while processes ran; published %v", s.name, fmtTick(t), got)
-				}
-			}
-		}
-		gap := s.instants(outage, restart)
-		var gapPublished []int64
-		for _, t := range gap {
-			if published[t] {
-				gapPublished = append(gapPublished, t)
-			}
-		}
+		_, gap, gapPublished := ticksPublished(x, s.name, got, s.instants,
+			[][2]time.Time{{start, outage}, {restart, end}}, outage, restart)
 		switch {
 		case len(gap) == 0:
 			x.T.Errorf("schedule %s: no instant in the outage (%s to %s): the property does not test the Missed policy", s.name, outage.UTC(), restart.UTC())

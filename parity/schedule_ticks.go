@@ -118,28 +118,11 @@ func scheduleTicksCrashes(x *X) {
 
 	for _, s := range scheds {
 		got := w.checkOnce(s.name, s.isInstant)
-		published := map[int64]bool{}
-		for _, t := range got {
-			published[t] = true
-		}
-		// While a process ran, every instant is published.
-		for _, win := range [][2]time.Time{{firstStart, cut}, {started, cutEnd}} {
-			for _, t := range s.instants(win[0], win[1]) {
-				if !published[t] {
-					x.T.Errorf("schedule %s: tick %s skipped (0 publishes) while processes ran; published %v", s.name, fmtTick(t), got)
-				}
-			}
-		}
-		// Instants while every process was down. An instant between restart and started
-		// (a loaded machine took the first new process that long to start) may have been
-		// missed or run by it: it is in neither set.
-		gap := s.instants(outageSeen, restart)
-		var gapPublished []int64
-		for _, t := range gap {
-			if published[t] {
-				gapPublished = append(gapPublished, t)
-			}
-		}
+		// While a process ran, every instant is published. Instants while every process was
+		// down: an instant between restart and started (a loaded machine took the first new
+		// process that long to start) may have been missed or run by it: it is in neither set.
+		published, gap, gapPublished := ticksPublished(x, s.name, got, s.instants,
+			[][2]time.Time{{firstStart, cut}, {started, cutEnd}}, outageSeen, restart)
 		starting := s.instants(restart, started)
 		switch s.missed {
 		case txmq.SkipMissed:
@@ -155,6 +138,32 @@ func scheduleTicksCrashes(x *X) {
 			}
 		}
 	}
+}
+
+// ticksPublished checks the ticks got of schedule name (publish instants in Unix seconds):
+// every instant of the windows ran (while a process ran) is published. It returns the
+// published set, the instants between gapFrom and gapTo (every process down) and those of them
+// that were published, for the Missed policy's check.
+func ticksPublished(x *X, name string, got []int64, instants func(from, to time.Time) []int64, ran [][2]time.Time, gapFrom, gapTo time.Time) (published map[int64]bool, gap, gapPublished []int64) {
+	x.T.Helper()
+	published = map[int64]bool{}
+	for _, t := range got {
+		published[t] = true
+	}
+	for _, win := range ran {
+		for _, t := range instants(win[0], win[1]) {
+			if !published[t] {
+				x.T.Errorf("schedule %s: tick %s skipped (0 publishes) while processes ran; published %v", name, fmtTick(t), got)
+			}
+		}
+	}
+	gap = instants(gapFrom, gapTo)
+	for _, t := range gap {
+		if published[t] {
+			gapPublished = append(gapPublished, t)
+		}
+	}
+	return published, gap, gapPublished
 }
 
 func missedName(m txmq.Missed) string {

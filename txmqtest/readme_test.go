@@ -2,8 +2,8 @@ package txmqtest_test
 
 import (
 	"context"
+	"github.com/txmq/txmq/txmqtest/testenv"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -39,7 +39,7 @@ func TestSignup(t *testing.T) {
 // and docs/*.md hold it) is TestSignup above.
 func TestReadmeTestingYourApp(t *testing.T) {
 	t.Parallel()
-	name, readme := docWith(t, "..", "\n## Testing your app\n")
+	name, readme := testenv.DocWith(t, "..", "\n## Testing your app\n")
 	readme = readme[strings.Index(readme, "\n## Testing your app\n"):]
 	j := strings.Index(readme, "```go\n")
 	k := strings.Index(readme[j+6:], "```\n")
@@ -56,25 +56,4 @@ func TestReadmeTestingYourApp(t *testing.T) {
 	if got != want {
 		t.Fatalf("the Testing your app block of %s differs from TestSignup in txmqtest/readme_test.go:\ndoc:\n%s\ncode:\n%s", name, got, want)
 	}
-}
-
-// docWith returns the name and text of the first of README.md and docs/*.md (under root) that
-// contains marker: the README's sections may move to docs/ and their tests still find them.
-func docWith(t *testing.T, root, marker string) (string, string) {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range append([]string{filepath.Join(root, "README.md")}, files...) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(b), marker) {
-			return f, string(b)
-		}
-	}
-	t.Fatalf("neither README.md nor docs/*.md contains %q", marker)
-	return "", ""
 }

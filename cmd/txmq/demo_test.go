@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -103,7 +101,7 @@ func TestDemoSummaryWithDatabase(t *testing.T) {
 	)
 	_, routing, _ := strings.Cut(out, "\n2. routing")
 	routing, _, _ = strings.Cut("2. routing"+routing, "\n3. retries")
-	name, doc := docWith(t, "../..", "<!-- demo routing output: checked by TestDemoSummaryWithDatabase (cmd/txmq) -->\n")
+	name, doc := testenv.DocWith(t, "../..", "<!-- demo routing output: checked by TestDemoSummaryWithDatabase (cmd/txmq) -->\n")
 	if !strings.Contains(doc, "```text\n"+routing+"\n```") {
 		t.Errorf("%s does not show the routing step as the demo prints it with a database:\n%s", name, routing)
 	}
@@ -124,7 +122,7 @@ var demoVolatile = regexp.MustCompile(`\d+(\.\d+)?(ms|µs|s)\b|in \d+ batches`)
 func TestReadmeDemoOutput(t *testing.T) {
 	t.Parallel()
 	const marker = "<!-- demo output: checked by TestReadmeDemoOutput (cmd/txmq) -->\n```text\n"
-	name, doc := docWith(t, "../..", marker)
+	name, doc := testenv.DocWith(t, "../..", marker)
 	_, block, _ := strings.Cut(doc, marker)
 	block, _, _ = strings.Cut(block, "```")
 	out, _ := runDemoSummary(t, "--database-url", "")
@@ -140,25 +138,4 @@ func TestReadmeDemoOutput(t *testing.T) {
 			t.Errorf("line %d: the demo prints\n%q\n%s shows\n%q", i+1, got[i], name, want[i])
 		}
 	}
-}
-
-// docWith returns the name and text of the first of README.md and docs/*.md (under root) that
-// contains marker: the README's sections may move to docs/ and their tests still find them.
-func docWith(t *testing.T, root, marker string) (string, string) {
-	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range append([]string{filepath.Join(root, "README.md")}, files...) {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(b), marker) {
-			return f, string(b)
-		}
-	}
-	t.Fatalf("neither README.md nor docs/*.md contains %q", marker)
-	return "", ""
 }

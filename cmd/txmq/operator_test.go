@@ -170,7 +170,7 @@ func TestOperatorMessages(t *testing.T) {
 // shows what the command prints.
 func TestReadmeTroubleshooting(t *testing.T) {
 	t.Parallel()
-	name, doc := docWith(t, "../..", "\n### Troubleshooting\n")
+	name, doc := testenv.DocWith(t, "../..", "\n### Troubleshooting\n")
 	_, section, _ := strings.Cut(doc, "\n### Troubleshooting\n")
 	section, _, _ = strings.Cut(section, "\n## ")
 	var shown []string
