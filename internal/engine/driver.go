@@ -3,7 +3,10 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/txmq/txmq/internal/envelope"
@@ -11,31 +14,133 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
+// driver is the consume half's front: it owns the listeners, the slots (batches in flight
+// per queue), the fetch in progress and what interrupts it, the step-back after a lost
+// lease, and the rate-limit tokens a fetch holds. mu guards the listeners, the slots, the
+// fetch state and closed; the request buffers, pauseTimer and the tokens are touched by the
+// driver's goroutine only. e is the engine, for the shared things.
+type driver struct {
+	e           *Engine
+	mu          sync.Mutex
+	listeners   map[string]*Listener
+	inflight    map[string]int       // batches holding a slot, per queue
+	steppedBack map[string]time.Time // queue -> until when it is left out of fetches (stepBack)
+	fetching    map[string]bool      // queues of the last fetch request
+	fetchCancel context.CancelFunc   // interrupts the Fetch in progress, if any
+	stale       bool                 // the request being prepared misses a freed slot or a new listener
+	started     bool
+	closed      bool // no more Start, Listen, fetch or new workers (set by Close and Halt)
+
+	reqSpecs   []*Spec // fetchRequest's buffers (the driver's own, outside mu)
+	reqLimits  []int
+	pauseTimer *time.Timer // the driver's (pause)
+
+	limiter   core.Limiter   // opts.Limiter, the backend's, or a local one
+	tokens    map[string]int // rate-limit tokens the pending fetch holds (driver only)
+	tokenWait time.Duration  // until the next token of a rate-limited queue that got none (driver only)
+
+	driverTurn atomic.Int64  // Start, then each driver loop iteration's start (UnixNano); 0 before Start
+	wake       chan struct{} // wakes the driver's pause (a freed slot, a new listener, Thaw)
+}
+
+// init sets the driver up for e.
+func (dr *driver) init(e *Engine, limiter core.Limiter) {
+	dr.e = e
+	dr.listeners = make(map[string]*Listener)
+	dr.inflight = make(map[string]int)
+	dr.steppedBack = make(map[string]time.Time)
+	dr.wake = make(chan struct{}, 1)
+	dr.limiter = limiter
+}
+
+// addListener registers l, the one listener of its queue; a fetch in progress or about to
+// start is interrupted, so that the next one asks for the new queue.
+func (dr *driver) addListener(l *Listener) error {
+	dr.mu.Lock()
+	defer dr.mu.Unlock()
+	if dr.closed {
+		return fmt.Errorf("%w: queue %q: cannot listen on a closed node", core.ErrClosed, l.Spec.Name)
+	}
+	if _, dup := dr.listeners[l.Spec.Name]; dup {
+		return fmt.Errorf("%w: queue %q already has a listener on this node: one listener per queue per node; put the branching inside it", core.ErrInvalidConfig, l.Spec.Name)
+	}
+	dr.listeners[l.Spec.Name] = l
+	dr.signal()
+	if c := dr.fetchCancel; c != nil {
+		c() // the fetch in progress does not ask for the new queue
+	} else {
+		dr.stale = true // nor does the one about to start
+	}
+	return nil
+}
+
+// listener returns the listener of queue, nil if none.
+func (dr *driver) listener(queue string) *Listener {
+	dr.mu.Lock()
+	defer dr.mu.Unlock()
+	return dr.listeners[queue]
+}
+
+// start marks the driver started (once, and not after Close); the engine starts its loop.
+func (dr *driver) start() error {
+	dr.mu.Lock()
+	defer dr.mu.Unlock()
+	if dr.closed {
+		return fmt.Errorf("%w: node %s: Start after Close or Halt; a closed node cannot restart, create a new node", core.ErrClosed, dr.e.id)
+	}
+	if dr.started {
+		return fmt.Errorf("%w: node %s is already started: call Start once per node", core.ErrInvalidConfig, dr.e.id)
+	}
+	dr.started = true
+	dr.driverTurn.Store(time.Now().UnixNano()) // the driver is due to turn from now on (Live)
+	return nil
+}
+
+// markClosed closes the driver to new listeners, fetches and workers, running also (under
+// its lock, so before any dispatch sees the close) when it is the first; it reports whether
+// it was.
+func (dr *driver) markClosed(also func()) bool {
+	dr.mu.Lock()
+	defer dr.mu.Unlock()
+	if dr.closed {
+		return false
+	}
+	dr.closed = true
+	if also != nil {
+		also()
+	}
+	return true
+}
+
+// lastTurn returns when the loop last began an iteration (UnixNano), 0 before Start.
+func (dr *driver) lastTurn() int64 { return dr.driverTurn.Load() }
+
 // driveLoop is the node's polling driver: it asks the backend for exactly the free slots of each
 // queue this node listens to, takes each slot before handing the batch to a worker, and wakes at
 // once when a slot of a full queue frees up.
-func (n *Engine) driveLoop() {
+func (dr *driver) driveLoop() {
+	n := dr.e
 	defer n.loops.Done()
 	failures, fastEmpty := 0, 0
 	for n.stopCtx.Err() == nil {
 		if n.frozen.Load() {
-			n.pause(n.opts.PollWait) // Thaw wakes it
+			dr.pause(n.opts.PollWait) // Thaw wakes it
 			continue
 		}
 		// One clock read per turn (at one message per batch the driver turns about once per
 		// batch): the turn's start, the fetch's start and the base of its deadline.
 		start := time.Now()
-		n.driverTurn.Store(start.UnixNano())
-		req := n.fetchRequest(start)
+		dr.driverTurn.Store(start.UnixNano())
+		req := dr.fetchRequest(start)
 		if len(req.Queues) == 0 {
-			n.pause(n.idlePause()) // woken by a freed slot; a cap func may have been raised
+			dr.pause(dr.idlePause()) // woken by a freed slot; a cap func may have been raised
 			continue
 		}
-		claims, err := n.fetch(req, start)
+		claims, err := dr.fetch(req, start)
 		for _, c := range claims {
-			n.dispatch(c)
+			dr.dispatch(c)
 		}
-		n.releaseTokens(claims)
+		dr.releaseTokens(claims)
 		switch {
 		case err != nil && n.stopCtx.Err() == nil:
 			failures++
@@ -56,7 +161,7 @@ func (n *Engine) driveLoop() {
 			// unless a freed slot or a new listener wakes the loop first.
 			if len(claims) == 0 && time.Since(start) < req.Wait/10 {
 				if fastEmpty++; fastEmpty >= 2 {
-					n.pause(min(req.Wait, emptyFetchPause))
+					dr.pause(min(req.Wait, emptyFetchPause))
 				}
 			} else {
 				fastEmpty = 0
@@ -70,22 +175,23 @@ const emptyFetchPause = 50 * time.Millisecond
 
 // pause waits for d, a wake-up or the stop. Only the driver pauses: it reuses one timer (at
 // one message per batch the driver pauses about once per batch while its queues are full).
-func (n *Engine) pause(d time.Duration) {
+func (dr *driver) pause(d time.Duration) {
+	n := dr.e
 	select {
-	case <-n.wake: // already woken (a slot freed meanwhile): no timer
+	case <-dr.wake: // already woken (a slot freed meanwhile): no timer
 		return
 	default:
 	}
-	if n.pauseTimer == nil {
-		n.pauseTimer = time.NewTimer(d)
+	if dr.pauseTimer == nil {
+		dr.pauseTimer = time.NewTimer(d)
 	} else {
-		n.pauseTimer.Reset(d)
+		dr.pauseTimer.Reset(d)
 	}
-	defer n.pauseTimer.Stop()
+	defer dr.pauseTimer.Stop()
 	select {
-	case <-n.wake:
+	case <-dr.wake:
 	case <-n.stopCtx.Done():
-	case <-n.pauseTimer.C:
+	case <-dr.pauseTimer.C:
 	}
 }
 
@@ -99,51 +205,52 @@ func fetchBackoff(failures int) time.Duration {
 // runs (a cap func is re-read now, outside the node's lock since it is app code that may call
 // the node), at most FetchMax; uncapped queues for FetchMax. Full queues are left out and
 // remembered, so a freed slot can interrupt the fetch.
-func (n *Engine) fetchRequest(now time.Time) core.FetchRequest {
+func (dr *driver) fetchRequest(now time.Time) core.FetchRequest {
+	n := dr.e
 	req := core.FetchRequest{Node: n.id, Lease: n.opts.Lease, Wait: n.opts.PollWait, Max: n.opts.FetchMax}
-	n.mu.Lock()
-	n.stale = false
+	dr.mu.Lock()
+	dr.stale = false
 	// Only the driver calls fetchRequest: it reuses its slices and map (at one message per
 	// batch it runs about once per batch).
-	specs := n.reqSpecs[:0]
-	for _, l := range n.listeners {
+	specs := dr.reqSpecs[:0]
+	for _, l := range dr.listeners {
 		specs = append(specs, l.Spec)
 	}
-	n.reqSpecs = specs
-	n.mu.Unlock()
-	limits := slices.Grow(n.reqLimits[:0], len(specs))[:len(specs)]
-	n.reqLimits = limits
+	dr.reqSpecs = specs
+	dr.mu.Unlock()
+	limits := slices.Grow(dr.reqLimits[:0], len(specs))[:len(specs)]
+	dr.reqLimits = limits
 	for i, s := range specs {
 		limits[i] = core.Unlimited
 		if !s.Exclusive {
 			limits[i] = s.limit()
 		}
 	}
-	granted, tokenWait := n.takeTokens(specs, limits) // rate-limited queues: see ratelimit.go
-	n.tokenWait = tokenWait
+	granted, tokenWait := dr.takeTokens(specs, limits) // rate-limited queues: see ratelimit.go
+	dr.tokenWait = tokenWait
 	if tokenWait > 0 {
 		req.Wait = min(req.Wait, tokenWait) // come back for the queue whose bucket is empty
 	}
-	n.mu.Lock()
+	dr.mu.Lock()
 	defer func() {
-		n.mu.Unlock()
-		n.holdTokens(granted, req)
+		dr.mu.Unlock()
+		dr.holdTokens(granted, req)
 	}()
-	if n.fetching == nil {
-		n.fetching = make(map[string]bool, len(specs))
+	if dr.fetching == nil {
+		dr.fetching = make(map[string]bool, len(specs))
 	}
-	clear(n.fetching)
+	clear(dr.fetching)
 	for i, s := range specs {
 		if n.isPaused(s.Name) {
 			continue // paused cluster-wide (NodeOptions.Pauses)
 		}
-		if until, ok := n.steppedBack[s.Name]; ok {
+		if until, ok := dr.steppedBack[s.Name]; ok {
 			if now.Before(until) {
 				continue // this node lost a lease of the queue a moment ago: see stepBack
 			}
-			delete(n.steppedBack, s.Name)
+			delete(dr.steppedBack, s.Name)
 		}
-		busy := n.inflight[s.Name]
+		busy := dr.inflight[s.Name]
 		free := core.Unlimited
 		if s.Exclusive {
 			free = 1 - busy
@@ -165,7 +272,7 @@ func (n *Engine) fetchRequest(now time.Time) core.FetchRequest {
 			free = req.Max
 		}
 		req.Queues = append(req.Queues, core.QueueSlots{Queue: s.Name, Free: free, Exclusive: s.Exclusive, Ordered: s.Ordered})
-		n.fetching[s.Name] = true
+		dr.fetching[s.Name] = true
 	}
 	return req
 }
@@ -174,22 +281,23 @@ func (n *Engine) fetchRequest(now time.Time) core.FetchRequest {
 // listener and a freed slot; a claim made before the interruption is still returned by the
 // adapter. A request that went stale before the Fetch started is not sent. Whatever error an
 // interrupted Fetch returns is not a failure.
-func (n *Engine) fetch(req core.FetchRequest, now time.Time) ([]*core.Claim, error) {
+func (dr *driver) fetch(req core.FetchRequest, now time.Time) ([]*core.Claim, error) {
+	n := dr.e
 	ctx, cancel := newCallCtx(context.Background(), now.Add(req.Wait+n.opts.ClaimTimeout))
 	defer cancel()
-	n.mu.Lock()
-	if n.stale || n.closed || n.frozen.Load() {
-		n.mu.Unlock()
+	dr.mu.Lock()
+	if dr.stale || dr.closed || n.frozen.Load() {
+		dr.mu.Unlock()
 		return nil, nil
 	}
-	n.fetchCancel = cancel
-	n.mu.Unlock()
+	dr.fetchCancel = cancel
+	dr.mu.Unlock()
 	defer func() {
-		n.mu.Lock()
-		n.fetchCancel = nil
-		n.mu.Unlock()
+		dr.mu.Lock()
+		dr.fetchCancel = nil
+		dr.mu.Unlock()
 	}()
-	claims, err := n.backendFetch(ctx, req)
+	claims, err := dr.backendFetch(ctx, req)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		err = nil // our own interruption, whatever the adapter made of it
 	}
@@ -197,7 +305,8 @@ func (n *Engine) fetch(req core.FetchRequest, now time.Time) ([]*core.Claim, err
 }
 
 // backendFetch calls the adapter's Fetch, turning its panic into an error.
-func (n *Engine) backendFetch(ctx context.Context, req core.FetchRequest) (claims []*core.Claim, err error) {
+func (dr *driver) backendFetch(ctx context.Context, req core.FetchRequest) (claims []*core.Claim, err error) {
+	n := dr.e
 	err = safeCall("backend Fetch", func() error {
 		var ferr error
 		claims, ferr = n.backend.Fetch(ctx, req)
@@ -209,32 +318,34 @@ func (n *Engine) backendFetch(ctx context.Context, req core.FetchRequest) (claim
 // dispatch takes the claim's slot and starts its worker. A claim that arrives after Close
 // began (from the interrupted fetch) or for a queue this node does not listen to (an adapter
 // bug) is given back at once, unrun; after Halt it is stranded, as in a crash.
-func (n *Engine) dispatch(c *core.Claim) {
-	n.mu.Lock()
-	l := n.listeners[c.Queue]
-	halted, closed := n.halted.Load(), n.closed
+func (dr *driver) dispatch(c *core.Claim) {
+	n := dr.e
+	dr.mu.Lock()
+	l := dr.listeners[c.Queue]
+	halted, closed := n.halted.Load(), dr.closed
 	paused := n.isPaused(c.Queue)
 	start := l != nil && !closed && !paused
 	if start {
-		n.inflight[c.Queue]++
-		n.workers.Add(1) // under n.mu, ordered before Close's Wait (closed is set under n.mu)
+		dr.inflight[c.Queue]++
+		n.run.admit() // under dr.mu, ordered before Close's Wait (closed is set under dr.mu)
 	}
-	n.mu.Unlock()
+	dr.mu.Unlock()
 	switch {
 	case halted:
 	case start:
-		n.pool.runWork(n.stopCtx.Done(), n, l, c)
+		n.run.start(l, c)
 	case closed, paused: // paused: fetched before this node saw the pause
-		n.giveBack(c)
+		n.run.giveBack(c)
 	default:
 		n.log.Error("txmq: backend returned a batch of a queue this node did not ask for; releasing it", "queue", c.Queue, "batch", c.ID)
-		n.giveBack(c)
+		n.run.giveBack(c)
 	}
 }
 
 // giveBack releases a claim this node will not run, without spending a run on it: the body's
 // attempt count absorbs earlier unsettled deliveries but not this one.
-func (n *Engine) giveBack(c *core.Claim) {
+func (rn *runner) giveBack(c *core.Claim) {
+	n := rn.e
 	body := c.Body
 	if c.Deliveries > 1 {
 		if e, err := envelope.Decode(body); err == nil {
@@ -252,21 +363,32 @@ func (n *Engine) giveBack(c *core.Claim) {
 // release frees a slot and wakes the driver; if the queue was full (left out of the fetch in
 // progress, or of the one about to start), that fetch is interrupted (or skipped) so the slot
 // is used at once.
-func (n *Engine) release(queue string) {
-	n.mu.Lock()
-	n.inflight[queue]--
-	if n.inflight[queue] <= 0 {
-		delete(n.inflight, queue)
+func (dr *driver) release(queue string) {
+	dr.mu.Lock()
+	dr.inflight[queue]--
+	if dr.inflight[queue] <= 0 {
+		delete(dr.inflight, queue)
 	}
 	var interrupt context.CancelFunc
-	if !n.fetching[queue] {
-		if interrupt = n.fetchCancel; interrupt == nil {
-			n.stale = true
+	if !dr.fetching[queue] {
+		if interrupt = dr.fetchCancel; interrupt == nil {
+			dr.stale = true
 		}
 	}
-	n.mu.Unlock()
-	n.signal()
+	dr.mu.Unlock()
+	dr.signal()
 	if interrupt != nil {
 		interrupt()
 	}
+}
+
+// busy returns how many batches hold a slot (dispatched, their policy not done).
+func (dr *driver) busy() int {
+	dr.mu.Lock()
+	defer dr.mu.Unlock()
+	left := 0
+	for _, v := range dr.inflight {
+		left += v
+	}
+	return left
 }

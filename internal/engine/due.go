@@ -22,7 +22,8 @@ const earlyAllowance = 2 * MaxClockSkew
 // the allowance, which can only make it late, never early. A batch given back did not run:
 // its attempt count is unchanged (the give-back is not a run) and no listener, backoff,
 // OnError or dead letter is involved. It reports whether the batch was given back.
-func (n *Engine) notYetDue(r *running, d *Batch) bool {
+func (rn *runner) notYetDue(r *running, d *Batch) bool {
+	n := rn.e
 	if d.Due.IsZero() {
 		return false
 	}
@@ -40,6 +41,6 @@ func (n *Engine) notYetDue(r *running, d *Batch) bool {
 	n.stats.early.Add(1)
 	n.log.Warn("txmq: the backend delivered a batch before its due time (beyond the clock-skew allowance); given back without a run (an adapter bug: report it)",
 		"queue", c.Queue, "batch", d.ID, "due", d.Due, "early_by", left.Round(time.Millisecond), "allowance", earlyAllowance, "retry_in", wait.Round(time.Millisecond))
-	n.settleErr(c, "give-back", n.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, wait) }))
+	rn.settleErr(c, "give-back", rn.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, wait) }))
 	return true
 }

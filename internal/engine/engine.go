@@ -79,56 +79,30 @@ type Engine struct {
 	// orderErr is why the backend does not enforce per-key order (core.OrdersKeys), nil when
 	// it does: an Ordered queue is refused on this node with it.
 	orderErr error
-	// handed remembers the ordering keys this node handed to the outbox (see followsOutbox).
-	handed handedKeys
 	// dedup is how the backend deduplicates caller ids (core.DedupsIDs), and dedupErr why it
 	// cannot (nil when it can): a queue with an IDDedupWindow is refused on this node with it.
 	dedup    core.DedupSupport
 	dedupErr error
 
-	mu          sync.Mutex
-	listeners   map[string]*Listener
-	inflight    map[string]int
-	steppedBack map[string]time.Time // queue -> until when it is left out of fetches (stepBack)
-	fetching    map[string]bool      // queues of the last fetch request
-	reqSpecs    []*Spec              // fetchRequest's buffers (the driver's own, outside mu)
-	reqLimits   []int
-	pauseTimer  *time.Timer        // the driver's (pause)
-	fetchCancel context.CancelFunc // interrupts the Fetch in progress, if any
-	stale       bool               // the request being prepared misses a freed slot or a new listener
-	started     bool
-	paused      atomic.Pointer[map[string]bool] // queues paused cluster-wide, as last read from opts.Pauses; read without n.mu
-	limiter     core.Limiter                    // opts.Limiter or a local one
-	tokens      map[string]int                  // rate-limit tokens the pending fetch holds (driver only)
-	tokenWait   time.Duration                   // until the next token of a rate-limited queue that got none (driver only)
-	driverTurn  atomic.Int64                    // Start, then each driver loop iteration's start (UnixNano); 0 before Start
-	closed      bool                            // no more Start, Listen, fetch or new workers (set by Close and Halt)
+	pub publisher // the publish buffer and its writes
+	drv driver    // fetching, slots and step-back
+	run runner    // the worker pool, fences, extensions, the policy, terminal memory
 
-	wake chan struct{}
-	buf  *buffer
+	// paused is the set of queues paused cluster-wide, as last read from opts.Pauses (read
+	// without a lock: the driver and the runner ask once per batch).
+	paused atomic.Pointer[map[string]bool]
 
-	runCtx          context.Context // done when listeners are cancelled (cancelRunning)
-	runCancel       context.CancelFunc
-	stopCtx         context.Context // done when the node stops fetching
-	stop            context.CancelFunc
-	flushStop       chan struct{} // closed when the buffer is sealed: the flusher ends
-	stopFlusher     func()
-	closeDone       chan struct{} // closed when the first Close (or Halt) has finished
-	closeDoneFn     func()
-	halted          atomic.Bool
-	frozen          atomic.Bool
-	closing         atomic.Bool
-	writes          inflightWrites              // buffer writes in progress, whose deadlines Close shortens
-	closeFlushState atomic.Pointer[closeFailed] // set when Close begins: every write since is bounded like the final flush's
-	loops           sync.WaitGroup
-	workers         sync.WaitGroup
-	pool            workerPool     // goroutines that run batches (see workerPool)
-	extending       sync.WaitGroup // lease extensions in flight
-	extendsDone     bool           // the lease loop ended: no more extensions (under mu)
-	extendSem       chan struct{}  // bounds them
-	margin          time.Duration  // LeaseMargin(opts.Lease)
-	fences          fenceSet       // running claims by fence time, with the node's fence timer
-	terminals       terminalMemory // batch ids this node dead-lettered
+	// The lifecycle: stopCtx is done when the node stops fetching (Close, Halt); closeDone
+	// is closed when the first Close (or Halt) has finished; loops counts the background
+	// loops (driver, lease loop, flusher, features' loops) that Close waits for.
+	stopCtx     context.Context
+	stop        context.CancelFunc
+	closeDone   chan struct{}
+	closeDoneFn func()
+	halted      atomic.Bool // Halt: a simulated crash, nothing settles any more
+	frozen      atomic.Bool // Freeze: no fetch or extension until Thaw
+	closing     atomic.Bool // Close began: a cancelled run is given back unspent
+	loops       sync.WaitGroup
 }
 
 // New returns an engine on backend with o (defaults applied here). Publishing works at once;
@@ -192,17 +166,9 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 	}
 	n := &Engine{
 		id: o.ID, opts: o, backend: backend, specs: o.Specs, clock: o.Clock, hooks: o.Hooks,
-		log:         o.Logger.With("txmq_node", o.ID),
-		listeners:   make(map[string]*Listener),
-		inflight:    make(map[string]int),
-		steppedBack: make(map[string]time.Time),
-		wake:        make(chan struct{}, 1),
-		flushStop:   make(chan struct{}),
-		closeDone:   make(chan struct{}),
-		extendSem:   make(chan struct{}, extendConcurrency),
-		margin:      core.LeaseMargin(o.Lease),
-		limiter:     o.Limiter,
-		orderErr:    core.OrdersKeys(backend),
+		log:       o.Logger.With("txmq_node", o.ID),
+		closeDone: make(chan struct{}),
+		orderErr:  core.OrdersKeys(backend),
 	}
 	n.dedup, n.dedupErr = core.DedupsIDs(backend)
 	for _, name := range o.Specs.Names() {
@@ -210,21 +176,18 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	if n.limiter == nil {
+	limiter := o.Limiter
+	if limiter == nil {
 		if l, ok := backend.(core.Limiter); ok {
-			n.limiter = l
+			limiter = l
 		} else {
-			n.limiter = &localLimiter{}
+			limiter = &localLimiter{}
 		}
 	}
-	n.fences.fire = n.fenceExpired
-	n.buf = newBuffer(o.FlushWindow, o.FlushCap, func() {
-		n.loops.Add(1)
-		go n.flushLoop()
-	})
-	n.stopFlusher = sync.OnceFunc(func() { close(n.flushStop) })
+	n.pub.init(n)
+	n.drv.init(n, limiter)
+	n.run.init(n)
 	n.closeDoneFn = sync.OnceFunc(func() { close(n.closeDone) })
-	n.runCtx, n.runCancel = context.WithCancel(context.Background())
 	n.stopCtx, n.stop = context.WithCancel(context.Background())
 	return n, nil
 }
@@ -250,7 +213,7 @@ func (n *Engine) PollWait() time.Duration { return n.opts.PollWait }
 // DriverTurn returns when the driver last began an iteration (zero before Start), and
 // whether the engine stopped fetching.
 func (n *Engine) DriverTurn() (last time.Time, stopped bool) {
-	if t := n.driverTurn.Load(); t != 0 {
+	if t := n.drv.lastTurn(); t != 0 {
 		last = time.Unix(0, t)
 	}
 	return last, n.stopCtx.Err() != nil
@@ -267,22 +230,7 @@ func (n *Engine) Listen(l *Listener) error {
 	if err := n.checkOrdered(l.Spec); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		return fmt.Errorf("%w: queue %q: cannot listen on a closed node", core.ErrClosed, l.Spec.Name)
-	}
-	if _, dup := n.listeners[l.Spec.Name]; dup {
-		return fmt.Errorf("%w: queue %q already has a listener on this node: one listener per queue per node; put the branching inside it", core.ErrInvalidConfig, l.Spec.Name)
-	}
-	n.listeners[l.Spec.Name] = l
-	n.signal()
-	if c := n.fetchCancel; c != nil {
-		c() // the fetch in progress does not ask for the new queue
-	} else {
-		n.stale = true // nor does the one about to start
-	}
-	return nil
+	return n.drv.addListener(l)
 }
 
 // checkOrdered refuses an Ordered queue when the node's backend does not enforce per-key
@@ -307,19 +255,12 @@ func (n *Engine) Start(ctx context.Context) error {
 	if n.opts.Pauses != nil {
 		n.readPaused() // before the first fetch: a paused queue is not fetched at start
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		return fmt.Errorf("%w: node %s: Start after Close or Halt; a closed node cannot restart, create a new node", core.ErrClosed, n.id)
+	if err := n.drv.start(); err != nil {
+		return err
 	}
-	if n.started {
-		return fmt.Errorf("%w: node %s is already started: call Start once per node", core.ErrInvalidConfig, n.id)
-	}
-	n.started = true
-	n.driverTurn.Store(time.Now().UnixNano()) // the driver is due to turn from now on (Live)
 	n.loops.Add(2)
-	go n.driveLoop()
-	go n.leaseLoop()
+	go n.drv.driveLoop()
+	go n.run.leaseLoop()
 	if n.opts.Pauses != nil {
 		n.loops.Add(1)
 		go n.pauseLoop()
@@ -349,18 +290,14 @@ func (n *Engine) Stats() Stats {
 		LeaseLost:         n.stats.leaseLost.Load(),
 		Deduplicated:      n.stats.deduplicated.Load(),
 		Dropped:           map[string]int64{},
-		Buffered:          int64(n.buf.size()),
+		Buffered:          int64(n.pub.buffered()),
 	}
 	n.stats.mu.Lock()
 	for k, v := range n.stats.dropped {
 		s.Dropped[k] = v
 	}
 	n.stats.mu.Unlock()
-	n.mu.Lock()
-	for _, v := range n.inflight {
-		s.InFlight += int64(v)
-	}
-	n.mu.Unlock()
+	s.InFlight = int64(n.drv.busy())
 	return s
 }
 
@@ -375,17 +312,17 @@ func (n *Engine) claimCtx() (context.Context, context.CancelFunc) {
 }
 
 // signal wakes the fetch loop without blocking.
-func (n *Engine) signal() {
+func (dr *driver) signal() {
 	select {
-	case n.wake <- struct{}{}:
+	case dr.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (n *Engine) cancelFetch() {
-	n.mu.Lock()
-	c := n.fetchCancel
-	n.mu.Unlock()
+func (dr *driver) cancelFetch() {
+	dr.mu.Lock()
+	c := dr.fetchCancel
+	dr.mu.Unlock()
 	if c != nil {
 		c()
 	}

@@ -75,8 +75,9 @@ func (h *handedKeys) forget(queue, key string, g uint64) {
 // read (bounded by ClaimTimeout). A failed read is logged and tried again at the next keyed
 // write of the queue, at most every seedRetry; meanwhile keys are written directly (the
 // backend is not held up by an app database that does not answer).
-func (n *Engine) seedHandedKeys(ctx context.Context, queue string) {
-	h := &n.handed
+func (pb *publisher) seedHandedKeys(ctx context.Context, queue string) {
+	n := pb.e
+	h := &pb.handed
 	kl, ok := n.opts.Handoff.(core.KeyLister)
 	if !ok {
 		return
@@ -136,7 +137,8 @@ func (n *Engine) seedHandedKeys(ctx context.Context, queue string) {
 // handed off without a backend write) when keyed batch b must follow earlier batches of its
 // key that wait in the outbox. A failed question counts as "still holds": order first; the
 // handoff then meets the same database.
-func (n *Engine) followsOutbox(ctx context.Context, b core.OutgoingBatch) error {
+func (pb *publisher) followsOutbox(ctx context.Context, b core.OutgoingBatch) error {
+	n := pb.e
 	if b.Key == "" {
 		return nil
 	}
@@ -144,8 +146,8 @@ func (n *Engine) followsOutbox(ctx context.Context, b core.OutgoingBatch) error 
 	if !ok {
 		return nil
 	}
-	n.seedHandedKeys(ctx, b.Queue)
-	g, followed := n.handed.mark(b.Queue, b.Key)
+	pb.seedHandedKeys(ctx, b.Queue)
+	g, followed := pb.handed.mark(b.Queue, b.Key)
 	if !followed {
 		return nil
 	}
@@ -163,7 +165,7 @@ func (n *Engine) followsOutbox(ctx context.Context, b core.OutgoingBatch) error 
 	case held:
 		return fmt.Errorf("%w: not written: the outbox still holds earlier batches of ordering key %q, so this one follows them there to keep the key's order", core.ErrBackendUnavailable, b.Key)
 	}
-	n.handed.forget(b.Queue, b.Key, g)
+	pb.handed.forget(b.Queue, b.Key, g)
 	return nil
 }
 
@@ -174,11 +176,12 @@ func (n *Engine) followsOutbox(ctx context.Context, b core.OutgoingBatch) error 
 // overtake them. It costs the staging call one backend write, and only when the key was
 // published directly in the last buffer window (or is being flushed); the wait is bounded by
 // twice ClaimTimeout.
-func (n *Engine) storeKeyFirst(ctx context.Context, spec *Spec, key string) {
+func (pb *publisher) storeKeyFirst(ctx context.Context, spec *Spec, key string) {
+	n := pb.e
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*n.opts.ClaimTimeout)
 	defer cancel()
-	if qb := n.buf.takeKey(wctx, spec, key); qb != nil {
-		n.flush(context.Background(), []*queueBuffer{qb}, true)
+	if qb := pb.buf.takeKey(wctx, spec, key); qb != nil {
+		pb.flush(context.Background(), []*queueBuffer{qb}, true)
 	}
 }
 
@@ -186,11 +189,12 @@ func (n *Engine) storeKeyFirst(ctx context.Context, spec *Spec, key string) {
 // commit cannot be observed, at once): the transaction's row may be left in the outbox for the
 // relay or the sweep when its after-commit publish fails, and the key's later direct publishes
 // must follow it there.
-func (n *Engine) followAfterCommit(tx core.Tx, queue, key string) {
+func (pb *publisher) followAfterCommit(tx core.Tx, queue, key string) {
+	n := pb.e
 	if n.opts.Handoff == nil {
 		return
 	}
-	if !tx.AfterCommit(func() { n.handed.add(queue, key) }) {
-		n.handed.add(queue, key)
+	if !tx.AfterCommit(func() { pb.handed.add(queue, key) }) {
+		pb.handed.add(queue, key)
 	}
 }

@@ -60,9 +60,7 @@ func (h *runHistory) last(now time.Time) []MinuteRuns {
 // RunHistory returns what this node ran of queue in each of the last 60 minutes, oldest first
 // (the current minute last, so far); nil when the node does not listen to queue. For dashboards.
 func (n *Engine) RunHistory(queue string) []MinuteRuns {
-	n.mu.Lock()
-	l := n.listeners[queue]
-	n.mu.Unlock()
+	l := n.drv.listener(queue)
 	if l == nil {
 		return nil
 	}

@@ -42,9 +42,10 @@ var errFenced = fmt.Errorf("%w: not settled: the lease was not confirmed extende
 // adapter's stash, or a slow fetch) but before LeaseUntil gets one extension, bounded by
 // LeaseUntil, to confirm it; startFence reports false if that fails: the claim is not held.
 // It returns the time it registered r at (read once: a claim per batch).
-func (n *Engine) startFence(r *running) (time.Time, bool) {
+func (rn *runner) startFence(r *running) (time.Time, bool) {
+	n := rn.e
 	c := r.claim
-	fenceAt := c.LeaseUntil.Add(-n.margin)
+	fenceAt := c.LeaseUntil.Add(-rn.margin)
 	now := time.Now()
 	if !now.Before(fenceAt) {
 		if !now.Before(c.LeaseUntil) {
@@ -56,12 +57,12 @@ func (n *Engine) startFence(r *running) (time.Time, bool) {
 		if err := safeCall("backend Extend", func() error { return n.backend.Extend(ctx, c, n.opts.Lease) }); err != nil {
 			return now, false
 		}
-		fenceAt = earliest(c.LeaseUntil, start.Add(n.opts.Lease)).Add(-n.margin)
+		fenceAt = earliest(c.LeaseUntil, start.Add(n.opts.Lease)).Add(-rn.margin)
 		if now = time.Now(); !now.Before(fenceAt) {
 			return now, false
 		}
 	}
-	s := &n.fences
+	s := &rn.fences
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.fenceAt = fenceAt
@@ -70,8 +71,8 @@ func (n *Engine) startFence(r *running) (time.Time, bool) {
 }
 
 // stopFence disarms r's fence once its worker is done with the claim.
-func (n *Engine) stopFence(r *running) {
-	s := &n.fences
+func (rn *runner) stopFence(r *running) {
+	s := &rn.fences
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r.done = true
@@ -80,31 +81,32 @@ func (n *Engine) stopFence(r *running) {
 
 // fenceExpired runs when the node's fence timer fires: every claim whose fence passed without
 // a confirmed extension moving it is lost, and its listener cancelled with ErrLeaseLost.
-func (n *Engine) fenceExpired() {
-	n.fences.mu.Lock()
-	lost := n.fences.expireLocked(time.Now())
-	n.fences.mu.Unlock()
+func (rn *runner) fenceExpired() {
+	rn.fences.mu.Lock()
+	lost := rn.fences.expireLocked(time.Now())
+	rn.fences.mu.Unlock()
 	for _, r := range lost {
-		n.fenced(r)
+		rn.fenced(r)
 	}
 }
 
 // fenced reports and cancels r, whose fence passed (r.lost is already set).
-func (n *Engine) fenced(r *running) {
+func (rn *runner) fenced(r *running) {
+	n := rn.e
 	n.stats.leaseLost.Add(1)
-	n.stepBack(r.claim.Queue)
+	n.drv.stepBack(r.claim.Queue)
 	n.log.Warn("txmq: lease not confirmed extended before its fence; cancelling the listener, the batch runs again elsewhere",
-		"queue", r.claim.Queue, "batch", r.claim.ID, "fence", r.fenceAt, "margin", n.margin)
+		"queue", r.claim.Queue, "batch", r.claim.ID, "fence", r.fenceAt, "margin", rn.margin)
 	r.cancel(core.ErrLeaseLost)
 }
 
 // holds reports whether r's claim is still held (not lost, its fence not passed) and its fence
 // time. A fence found passed here fences the claim at once, as the timer would.
-func (n *Engine) holds(r *running) (time.Time, bool) { return n.holdsAt(r, time.Now()) }
+func (rn *runner) holds(r *running) (time.Time, bool) { return rn.holdsAt(r, time.Now()) }
 
 // holdsAt is holds with the time now.
-func (n *Engine) holdsAt(r *running, now time.Time) (time.Time, bool) {
-	s := &n.fences
+func (rn *runner) holdsAt(r *running, now time.Time) (time.Time, bool) {
+	s := &rn.fences
 	s.mu.Lock()
 	at := r.fenceAt
 	ok := !r.lost.Load() && now.Before(at)
@@ -115,20 +117,20 @@ func (n *Engine) holdsAt(r *running, now time.Time) (time.Time, bool) {
 	}
 	s.mu.Unlock()
 	if fire {
-		n.fenced(r)
+		rn.fenced(r)
 	}
 	return at, ok
 }
 
 // confirmLease moves r's fence after an extension confirmed the lease until until.
-func (n *Engine) confirmLease(r *running, until time.Time) {
-	s := &n.fences
+func (rn *runner) confirmLease(r *running, until time.Time) {
+	s := &rn.fences
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if r.done || r.lost.Load() || !time.Now().Before(r.fenceAt) {
 		return // too late: the fence has passed, the claim is lost whatever the backend says
 	}
-	r.fenceAt = until.Add(-n.margin)
+	r.fenceAt = until.Add(-rn.margin)
 	s.movedLocked(r)
 }
 
@@ -138,13 +140,14 @@ const extendBelow = 0.75
 // dueForExtension reports whether r's claim has less than extendBelow of its lease left, as
 // last confirmed (its fence plus the margin: the adapter's LeaseUntil may be later, as with a
 // JetStream AckWait longer than this node's lease, but the fence is what counts here).
-func (n *Engine) dueForExtension(r *running) bool { return n.dueForExtensionAt(r, time.Now()) }
+func (rn *runner) dueForExtension(r *running) bool { return rn.dueForExtensionAt(r, time.Now()) }
 
 // dueForExtensionAt is dueForExtension at now.
-func (n *Engine) dueForExtensionAt(r *running, now time.Time) bool {
-	n.fences.mu.Lock()
-	confirmed := r.fenceAt.Add(n.margin)
-	n.fences.mu.Unlock()
+func (rn *runner) dueForExtensionAt(r *running, now time.Time) bool {
+	n := rn.e
+	rn.fences.mu.Lock()
+	confirmed := r.fenceAt.Add(rn.margin)
+	rn.fences.mu.Unlock()
 	return confirmed.Sub(now) < time.Duration(float64(n.opts.Lease)*extendBelow)
 }
 
@@ -156,23 +159,24 @@ func (n *Engine) dueForExtensionAt(r *running, now time.Time) bool {
 // time per claim), bounded by the claim's fence, so a hung Extend delays neither the others nor
 // the fence. A claim whose lease is lost, or not confirmed before its fence, has its listener's
 // context cancelled with ErrLeaseLost.
-func (n *Engine) leaseLoop() {
+func (rn *runner) leaseLoop() {
+	n := rn.e
 	defer n.loops.Done()
 	defer func() {
-		n.mu.Lock()
-		n.extendsDone = true // no extension starts after this: Wait below is not racing Add
-		n.mu.Unlock()
-		n.extending.Wait()
+		rn.mu.Lock()
+		rn.extendsDone = true // no extension starts after this: Wait below is not racing Add
+		rn.mu.Unlock()
+		rn.extending.Wait()
 	}()
 	period := n.opts.Lease / 10
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		n.extendDue()
+		rn.extendDue()
 		select {
 		case <-n.stopCtx.Done():
 			// Keep extending until the workers finish: Close waits for them.
-			n.waitWorkersExtending(t)
+			rn.waitWorkersExtending(t)
 			return
 		case <-t.C:
 		}
@@ -181,25 +185,20 @@ func (n *Engine) leaseLoop() {
 
 // waitWorkersExtending keeps extending leases after stop until no batch runs or holds a slot
 // (Close waiting for listeners) or the node halts.
-func (n *Engine) waitWorkersExtending(t *time.Ticker) {
+func (rn *runner) waitWorkersExtending(t *time.Ticker) {
+	n := rn.e
 	for !n.halted.Load() {
 		// Batches between dispatch and registration hold a slot. The slots are read first:
 		// after the stop nothing is dispatched, so a batch that registers after this read was
 		// counted in it.
-		n.mu.Lock()
-		left := 0
-		for _, v := range n.inflight {
-			left += v
-		}
-		n.mu.Unlock()
-		left += n.fences.count()
+		left := n.drv.busy() + rn.fences.count()
 		if left == 0 {
 			return // no worker can start an extension any more: extending.Wait is safe
 		}
 		select {
 		case <-t.C:
-			n.extendDue()
-		case <-n.runCtx.Done():
+			rn.extendDue()
+		case <-rn.runCtx.Done():
 			return
 		}
 	}
@@ -209,46 +208,48 @@ func (n *Engine) waitWorkersExtending(t *time.Ticker) {
 const extendConcurrency = 16
 
 // extendDue starts an extension for every running claim that has none in progress.
-func (n *Engine) extendDue() {
+func (rn *runner) extendDue() {
+	n := rn.e
 	if n.halted.Load() || n.frozen.Load() {
 		return
 	}
-	for _, r := range n.fences.snapshot() {
-		n.extendAsync(r)
+	for _, r := range rn.fences.snapshot() {
+		rn.extendAsync(r)
 	}
 }
 
 // extendAsync starts an extension of r unless one is in flight (bounded by the fence).
-func (n *Engine) extendAsync(r *running) {
+func (rn *runner) extendAsync(r *running) {
 	if !r.extending.CompareAndSwap(false, true) {
 		return
 	}
-	n.mu.Lock()
-	if n.extendsDone {
-		n.mu.Unlock()
+	rn.mu.Lock()
+	if rn.extendsDone {
+		rn.mu.Unlock()
 		r.extending.Store(false)
 		return
 	}
-	n.extending.Add(1)
-	n.mu.Unlock()
+	rn.extending.Add(1)
+	rn.mu.Unlock()
 	go func() {
-		defer n.extending.Done()
+		defer rn.extending.Done()
 		defer r.extending.Store(false)
-		n.extendSem <- struct{}{}
-		defer func() { <-n.extendSem }()
-		n.extend(r)
+		rn.extendSem <- struct{}{}
+		defer func() { <-rn.extendSem }()
+		rn.extend(r)
 	}()
 }
 
-func (n *Engine) extend(r *running) {
+func (rn *runner) extend(r *running) {
+	n := rn.e
 	if !r.mu.TryLock() {
 		return // a settle is in progress: the claim needs no more lease
 	}
 	defer r.mu.Unlock()
-	if r.settled || r.lost.Load() || n.halted.Load() || n.frozen.Load() || !n.dueForExtension(r) {
+	if r.settled || r.lost.Load() || n.halted.Load() || n.frozen.Load() || !rn.dueForExtension(r) {
 		return
 	}
-	fenceAt, ok := n.holds(r)
+	fenceAt, ok := rn.holds(r)
 	if !ok {
 		return
 	}
@@ -259,18 +260,18 @@ func (n *Engine) extend(r *running) {
 	switch {
 	case err == nil:
 		// The backend's lease began after start: start+Lease is never later than its end.
-		n.confirmLease(r, earliest(r.claim.LeaseUntil, start.Add(n.opts.Lease)))
-		n.recordExtended(r)
+		rn.confirmLease(r, earliest(r.claim.LeaseUntil, start.Add(n.opts.Lease)))
+		rn.recordExtended(r)
 	case errors.Is(err, core.ErrLeaseLost):
-		n.fences.mu.Lock()
+		rn.fences.mu.Lock()
 		already := r.lost.Swap(true)
-		n.fences.dropLocked(r)
-		n.fences.mu.Unlock()
+		rn.fences.dropLocked(r)
+		rn.fences.mu.Unlock()
 		if already {
 			return
 		}
 		n.stats.leaseLost.Add(1)
-		n.stepBack(r.claim.Queue)
+		n.drv.stepBack(r.claim.Queue)
 		n.log.Warn("txmq: lease lost while the batch ran; cancelling its listener", "queue", r.claim.Queue, "batch", r.claim.ID)
 		r.cancel(core.ErrLeaseLost)
 	default:
@@ -293,8 +294,9 @@ func earliest(a, b time.Time) time.Time {
 // and keep a healthy node from ever getting it: on an Exclusive queue that stalls the whole
 // queue. One lease costs nothing when this node is alone: the lost batch is not claimable
 // before its lease ends anyway.
-func (n *Engine) stepBack(queue string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.steppedBack[queue] = time.Now().Add(n.opts.Lease)
+func (dr *driver) stepBack(queue string) {
+	n := dr.e
+	dr.mu.Lock()
+	defer dr.mu.Unlock()
+	dr.steppedBack[queue] = time.Now().Add(n.opts.Lease)
 }

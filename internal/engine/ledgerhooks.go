@@ -92,28 +92,30 @@ type ledgerRun struct {
 // with the end of the lease the node holds, and keeps what it recorded in r for the
 // extensions (recordExtended). A ledger reads a running message whose lease ended as ready
 // again: its node died or lost the lease, and the backend hands the batch out again.
-func (n *Engine) recordRunning(r *running, batch string, ids []string, start time.Time, run int) {
+func (rn *runner) recordRunning(r *running, batch string, ids []string, start time.Time, run int) {
+	n := rn.e
 	if n.opts.Ledger == nil {
 		return
 	}
-	n.fences.mu.Lock()
+	rn.fences.mu.Lock()
 	r.ledger = ledgerRun{batch: batch, ids: ids, start: start, run: run}
-	until := r.fenceAt.Add(n.margin)
-	n.fences.mu.Unlock()
+	until := r.fenceAt.Add(rn.margin)
+	rn.fences.mu.Unlock()
 	n.record(r.claim.Queue, batch, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Due: until, Node: n.id, Runs: run})
 }
 
 // recordExtended records the lease end an extension confirmed for r's run (an event as old
 // as the run's start, so it never moves the batch past a later event). Before the run's
 // start is recorded it records nothing: that event carries the lease.
-func (n *Engine) recordExtended(r *running) {
+func (rn *runner) recordExtended(r *running) {
+	n := rn.e
 	if n.opts.Ledger == nil {
 		return
 	}
-	n.fences.mu.Lock()
+	rn.fences.mu.Lock()
 	lr := r.ledger
-	until := r.fenceAt.Add(n.margin)
-	n.fences.mu.Unlock()
+	until := r.fenceAt.Add(rn.margin)
+	rn.fences.mu.Unlock()
 	if lr.ids == nil {
 		return
 	}
@@ -163,7 +165,8 @@ func (n *Engine) recordCommitted(tx core.Tx, p *core.Pending) {
 // are, it returns d. When some are, it returns the batch decoded without them; when all are,
 // it acks the batch and returns nil (nothing to run). A ledger that does not answer is logged
 // and the batch runs whole: delivery is at least once.
-func (n *Engine) dropCancelled(r *running, l *Listener, d *Batch, ids []string) *Batch {
+func (rn *runner) dropCancelled(r *running, l *Listener, d *Batch, ids []string) *Batch {
+	n := rn.e
 	c := r.claim
 	ctx, cancel := n.claimCtx()
 	cancelled, err := n.cancelledOf(ctx, core.CancelCheck{Queue: c.Queue, BatchID: d.ID, Created: d.Created, IDs: ids})
@@ -177,7 +180,7 @@ func (n *Engine) dropCancelled(r *running, l *Listener, d *Batch, ids []string) 
 	}
 	if len(cancelled) >= len(ids) {
 		n.log.Info("txmq: every message of the batch is cancelled; acking it without a run", "queue", c.Queue, "batch", d.ID, "messages", len(ids))
-		n.settleErr(c, "ack", n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) }))
+		rn.settleErr(c, "ack", rn.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) }))
 		return nil
 	}
 	env, err := envelope.Decode(c.Body)

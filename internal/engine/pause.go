@@ -44,8 +44,8 @@ func (n *Engine) readPaused() {
 	}
 	if changed {
 		n.log.Info("txmq: paused queues", "queues", names)
-		n.cancelFetch() // a fetch in flight may include a queue paused now
-		n.signal()      // or leave out one resumed now
+		n.drv.cancelFetch() // a fetch in flight may include a queue paused now
+		n.drv.signal()      // or leave out one resumed now
 	}
 }
 

@@ -12,6 +12,52 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
+// publisher is the publish half of an engine: the coalescing buffer (with its flights of
+// ordered keys), the writes in flight that Close bounds, the close-flush state, and the
+// ordering keys handed to the outbox. Each part has its own lock (buffer.mu,
+// inflightWrites.mu, handedKeys.mu) or is an atomic; e is the engine, for the shared
+// things (options, backend, logger, counters, the features' hooks).
+type publisher struct {
+	e      *Engine
+	buf    *buffer
+	writes inflightWrites // buffer writes in progress, whose deadlines Close shortens
+	// closeFlushState is set when Close begins: every write since is bounded like the final
+	// flush's.
+	closeFlushState atomic.Pointer[closeFailed]
+	handed          handedKeys    // keys this node handed to the outbox (see followsOutbox)
+	flushStop       chan struct{} // closed when the buffer is sealed: the flusher ends
+	stopFlusher     func()
+}
+
+// init sets the publisher up for e; the first buffered message starts its flusher.
+func (pb *publisher) init(e *Engine) {
+	pb.e = e
+	pb.buf = newBuffer(e.opts.FlushWindow, e.opts.FlushCap, func() {
+		e.loops.Add(1)
+		go pb.flushLoop()
+	})
+	pb.flushStop = make(chan struct{})
+	pb.stopFlusher = sync.OnceFunc(func() { close(pb.flushStop) })
+}
+
+// buffered returns the messages waiting in the buffer.
+func (pb *publisher) buffered() int { return pb.buf.size() }
+
+// sealed reports whether Close sealed the buffer: publishing fails from then on.
+func (pb *publisher) sealed() bool { return pb.buf.sealed.Load() }
+
+// seal seals the buffer (Close, once no listener runs).
+func (pb *publisher) seal() { pb.buf.seal() }
+
+// beginClose bounds every write from now on like the final flush's (see store).
+func (pb *publisher) beginClose() { pb.closeFlushState.Store(&closeFailed{}) }
+
+// boundWrites moves the deadline of every write in progress to d when d is earlier.
+func (pb *publisher) boundWrites(d time.Time) { pb.writes.shorten(d) }
+
+// discard drops what the buffer holds (Halt: lost as in a crash).
+func (pb *publisher) discard() { pb.buf.discard() }
+
 // PublishFlags say what kind of publish call a Pending comes from.
 type PublishFlags struct {
 	// CallerIDs: the messages have ids the caller gave (txmq.ID, txmq.IDs).
@@ -33,7 +79,7 @@ func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f Pub
 		return err
 	}
 	m.onePerBatch = n.dedup.OnePerBatch
-	if n.buf.sealed.Load() {
+	if n.pub.sealed() {
 		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", core.ErrClosed, spec.Name)
 	}
 	switch {
@@ -53,25 +99,25 @@ func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f Pub
 		// A schedule's tick is staged whatever the routing, Never included: its messages
 		// commit with its claim (see Queue.Schedule).
 		if spec.Ordered {
-			n.storeKeyFirst(ctx, spec, p.Key)
+			n.pub.storeKeyFirst(ctx, spec, p.Key)
 		}
 		if err := tx.Stage(ctx, p); err != nil {
 			return fmt.Errorf("txmq: queue %q: staging in the transaction's outbox: %w", spec.Name, err)
 		}
 		if spec.Ordered {
-			n.followAfterCommit(tx, spec.Name, p.Key)
+			n.pub.followAfterCommit(tx, spec.Name, p.Key)
 		}
 		n.recordCommitted(tx, p)
 		return nil
 	case spec.Routing == Require:
 		return fmt.Errorf("%w: queue %q is Transactional: Require; publish it inside a transaction (outbox Store.RunInTx or WithTx), or declare it Try", core.ErrNoTransaction, spec.Name)
 	case inTx: // Never inside a transaction: wait for the commit.
-		if !tx.AfterCommit(func() { n.enqueue(p) }) {
+		if !tx.AfterCommit(func() { n.pub.enqueue(p) }) {
 			return fmt.Errorf("%w: queue %q is Transactional: Never, and this transaction cannot report its commit (an app-managed transaction); publish after committing, use Store.RunInTx, or declare the queue Try", core.ErrInvalidConfig, spec.Name)
 		}
 		return nil
 	default:
-		n.enqueue(p)
+		n.pub.enqueue(p)
 		return nil
 	}
 }
@@ -79,54 +125,58 @@ func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f Pub
 // enqueue puts p in the coalescing buffer (the first message starts the flusher). Once the
 // buffer is sealed (an after-commit callback that raced Close) it publishes p at once instead;
 // after Halt, p is lost with the rest of the buffer, as in a crash.
-func (n *Engine) enqueue(p *core.Pending) {
-	if n.buf.add(p, n.clock.Now()) {
+func (pb *publisher) enqueue(p *core.Pending) {
+	n := pb.e
+	if pb.buf.add(p, n.clock.Now()) {
 		return
 	}
 	if n.halted.Load() {
 		return
 	}
-	n.flush(context.Background(), []*queueBuffer{{spec: meta(p).spec, pending: []*core.Pending{p}, messages: len(p.Messages)}}, false)
+	pb.flush(context.Background(), []*queueBuffer{{spec: meta(p).spec, pending: []*core.Pending{p}, messages: len(p.Messages)}}, false)
 }
 
 // flushLoop flushes due buffers every FlushTick until the buffer is sealed (Close drains the
 // rest). It survives its own panics.
-func (n *Engine) flushLoop() {
+func (pb *publisher) flushLoop() {
+	n := pb.e
 	defer n.loops.Done()
 	t := time.NewTicker(n.opts.FlushTick)
 	defer t.Stop()
 	for {
 		select {
-		case <-n.flushStop:
+		case <-pb.flushStop:
 			return
 		case <-t.C:
-			n.flushDue(false)
+			pb.flushDue(false)
 		}
 	}
 }
 
 // flushDue flushes the due buffers (all of them when all is set), recovering panics.
-func (n *Engine) flushDue(all bool) {
+func (pb *publisher) flushDue(all bool) {
+	n := pb.e
 	defer func() {
 		if r := recover(); r != nil {
 			n.log.Error("txmq: publish flusher panicked; continuing", "panic", r)
 		}
 	}()
-	due := n.buf.take(n.clock.Now(), all)
+	due := pb.buf.take(n.clock.Now(), all)
 	if len(due) == 0 {
 		return
 	}
-	n.flush(context.Background(), due, true)
+	pb.flush(context.Background(), due, true)
 }
 
 // flushAll drains the whole buffer (used by Close): publishes are tried until ctx ends, and what
 // the backend did not take by then goes to the outbox.
-func (n *Engine) flushAll(ctx context.Context) {
-	due := n.buf.take(n.clock.Now(), true)
+func (pb *publisher) flushAll(ctx context.Context) {
+	n := pb.e
+	due := pb.buf.take(n.clock.Now(), true)
 	if len(due) == 0 {
 		return
 	}
-	n.flush(ctx, due, true)
+	pb.flush(ctx, due, true)
 }
 
 // closing marks the contexts of Close's final flush: each write is bounded by
@@ -150,15 +200,16 @@ const flushConcurrency = 8
 // refuses goes to the outbox, and only if that fails too is it dropped, logged and counted.
 // Each batch gets its own ClaimTimeout from the moment its write starts (within ctx), so a
 // large flush on a slow backend never times out the batches still waiting for a slot.
-// fromBuffer says the queue buffers were taken from n.buf, whose count is lowered at the end.
-func (n *Engine) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
+// fromBuffer says the queue buffers were taken from pb.buf, whose count is lowered at the end.
+func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
+	n := pb.e
 	if fromBuffer {
 		total := 0
 		for _, qb := range qbs {
 			total += qb.messages
 		}
-		defer n.buf.stored(total)
-		defer n.buf.landed(qbs)
+		defer pb.buf.stored(total)
+		defer pb.buf.landed(qbs)
 	}
 	fl := keyFlights(qbs)
 	now := n.clock.Now()
@@ -184,9 +235,9 @@ func (n *Engine) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool)
 	}
 	if len(all) == 1 {
 		if b := all[0]; b.Key != "" {
-			n.waitFlight(ctx, fl[[2]string{b.Queue, b.Key}])
+			pb.waitFlight(ctx, fl[[2]string{b.Queue, b.Key}])
 		}
-		n.store(ctx, all[0], false)
+		pb.store(ctx, all[0], false)
 		return
 	}
 	lanes := orderLanes(all)
@@ -205,14 +256,14 @@ func (n *Engine) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool)
 				var f *flight
 				if b := all[lanes[i][0]]; b.Key != "" {
 					f = fl[[2]string{b.Queue, b.Key}]
-					n.waitFlight(ctx, f)
+					pb.waitFlight(ctx, f)
 				}
 				handedOff := false
 				for _, j := range lanes[i] {
-					handedOff = n.store(ctx, all[j], handedOff) == storedHandedOff
+					handedOff = pb.store(ctx, all[j], handedOff) == storedHandedOff
 					all[j] = core.OutgoingBatch{} // its body may be large: let it go once stored
 				}
-				n.buf.landOne(f)
+				pb.buf.landOne(f)
 			}
 		}()
 	}
@@ -236,7 +287,8 @@ func keyFlights(qbs []*queueBuffer) map[[2]string]*flight {
 // waitFlight waits until the flush of f's key before f has landed, so that a key's flushes
 // reach the backend in the order they were taken; the wait is bounded by twice ClaimTimeout
 // (each write of that flush is bounded by one, plus its handoff).
-func (n *Engine) waitFlight(ctx context.Context, f *flight) {
+func (pb *publisher) waitFlight(ctx context.Context, f *flight) {
+	n := pb.e
 	if f == nil || f.prev == nil {
 		return
 	}
@@ -281,14 +333,15 @@ const (
 // store writes one batch to the backend within ClaimTimeout (and ctx), falling back to the
 // outbox on a context of its own, so a publish that timed out is still handed off. toOutbox
 // skips the backend: an earlier batch of the same ordered key was handed off.
-func (n *Engine) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) stored {
+func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) stored {
+	n := pb.e
 	msgs := b.Messages
 	// Once Close began, every write (the final flush's, and a regular flush's still running)
 	// is bounded by CloseFlushTimeout, and after one failed the rest go to the outbox at once.
 	timeout, cf := n.opts.ClaimTimeout, closeState(ctx)
 	if cf != nil {
 		timeout = n.opts.CloseFlushTimeout
-	} else if cf = n.closeFlushState.Load(); cf != nil {
+	} else if cf = pb.closeFlushState.Load(); cf != nil {
 		timeout = min(timeout, n.opts.CloseFlushTimeout)
 	}
 	var err error
@@ -297,15 +350,15 @@ func (n *Engine) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool)
 	at := time.Now()
 	if toOutbox {
 		err = fmt.Errorf("%w: not written: an earlier batch of ordering key %q was handed to the outbox, so this one follows it there to keep the key's order", core.ErrBackendUnavailable, b.Key)
-	} else if ferr := n.followsOutbox(ctx, b); ferr != nil {
+	} else if ferr := pb.followsOutbox(ctx, b); ferr != nil {
 		err = ferr
 	} else if cf != nil && cf.failed.Load() {
 		err = fmt.Errorf("%w: not written: an earlier write of the node's final flush failed, so the rest of the buffer goes to the outbox without waiting for the backend", core.ErrBackendUnavailable)
 	} else {
 		pctx, cancel := newCallCtx(ctx, at.Add(timeout))
-		reg := n.writes.add(pctx)
+		reg := pb.writes.add(pctx)
 		if cf == nil {
-			if cf = n.closeFlushState.Load(); cf != nil {
+			if cf = pb.closeFlushState.Load(); cf != nil {
 				// Close began before this write was registered: bound it like the final flush's.
 				shortenCall(pctx, time.Now().Add(n.opts.CloseFlushTimeout))
 			}
@@ -318,10 +371,10 @@ func (n *Engine) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool)
 			}
 			return perr
 		})
-		n.writes.remove(reg)
+		pb.writes.remove(reg)
 		cancel()
 		if cf == nil {
-			cf = n.closeFlushState.Load() // Close began while the write waited
+			cf = pb.closeFlushState.Load() // Close began while the write waited
 		}
 		if err != nil && cf != nil && !(errors.Is(err, core.ErrRejected) && !isUnavailable(err)) {
 			cf.failed.Store(true)
@@ -356,7 +409,7 @@ func (n *Engine) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool)
 	}
 	n.stats.handedOff.Add(1)
 	if b.Key != "" {
-		n.handed.add(b.Queue, b.Key)
+		pb.handed.add(b.Queue, b.Key)
 	}
 	n.recordStored(b, core.StateOutbox, at)
 	n.log.Warn("txmq: backend refused a batch; handed to the outbox for the recovery sweep", "queue", b.Queue, "batch", b.ID, "error", err)

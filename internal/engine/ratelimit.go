@@ -62,8 +62,9 @@ func (l *localLimiter) Return(_ context.Context, queue string, n int, limit core
 
 // takeTokens takes start tokens for the rate-limited queues among specs, wanting want[i] each
 // (the queue's cap; one for an Exclusive queue, at most its burst), and returns the tokens got per queue name; a queue that got none is left out of the
-// fetch, and the earliest retryIn shortens the driver's pause. Called outside n.mu.
-func (n *Engine) takeTokens(specs []*Spec, want []int) (got map[string]int, retryIn time.Duration) {
+// fetch, and the earliest retryIn shortens the driver's pause. Called outside dr.mu.
+func (dr *driver) takeTokens(specs []*Spec, want []int) (got map[string]int, retryIn time.Duration) {
+	n := dr.e
 	for i, s := range specs {
 		if !rateSet(s.Rate) {
 			continue
@@ -79,7 +80,7 @@ func (n *Engine) takeTokens(specs []*Spec, want []int) (got map[string]int, retr
 			w = s.Rate.Burst
 		}
 		ctx, cancel := context.WithTimeout(n.stopCtx, 5*time.Second)
-		g, wait, err := n.limiter.Take(ctx, s.Name, w, s.Rate)
+		g, wait, err := dr.limiter.Take(ctx, s.Name, w, s.Rate)
 		cancel()
 		if err != nil {
 			if n.stopCtx.Err() == nil {
@@ -96,7 +97,8 @@ func (n *Engine) takeTokens(specs []*Spec, want []int) (got map[string]int, retr
 }
 
 // returnTokens gives back the tokens of req's rate-limited queues that its claims did not use.
-func (n *Engine) returnTokens(granted map[string]int, claimed map[string]int) {
+func (dr *driver) returnTokens(granted map[string]int, claimed map[string]int) {
+	n := dr.e
 	for queue, g := range granted {
 		unused := g - claimed[queue]
 		if unused <= 0 {
@@ -107,7 +109,7 @@ func (n *Engine) returnTokens(granted map[string]int, claimed map[string]int) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(n.stopCtx, 5*time.Second)
-		if err := n.limiter.Return(ctx, queue, unused, s.Rate); err != nil && n.stopCtx.Err() == nil {
+		if err := dr.limiter.Return(ctx, queue, unused, s.Rate); err != nil && n.stopCtx.Err() == nil {
 			n.log.Warn("txmq: giving back rate-limit tokens failed; the queue runs below its limit for a moment", "queue", queue, "error", err)
 		}
 		cancel()
@@ -116,9 +118,9 @@ func (n *Engine) returnTokens(granted map[string]int, claimed map[string]int) {
 
 // holdTokens keeps the tokens req asks for (what a fetch may start) until the fetch returns,
 // and gives back at once those its queues could not use (busy slots, a cap). Driver only.
-func (n *Engine) holdTokens(granted map[string]int, req core.FetchRequest) {
+func (dr *driver) holdTokens(granted map[string]int, req core.FetchRequest) {
 	if granted == nil {
-		n.tokens = nil
+		dr.tokens = nil
 		return
 	}
 	used := make(map[string]int, len(granted))
@@ -130,28 +132,29 @@ func (n *Engine) holdTokens(granted map[string]int, req core.FetchRequest) {
 			}
 		}
 	}
-	n.returnTokens(granted, used)
-	n.tokens = used
+	dr.returnTokens(granted, used)
+	dr.tokens = used
 }
 
 // releaseTokens gives back the held tokens the fetch's claims did not use. Driver only.
-func (n *Engine) releaseTokens(claims []*core.Claim) {
-	if n.tokens == nil {
+func (dr *driver) releaseTokens(claims []*core.Claim) {
+	if dr.tokens == nil {
 		return
 	}
-	claimed := make(map[string]int, len(n.tokens))
+	claimed := make(map[string]int, len(dr.tokens))
 	for _, c := range claims {
 		claimed[c.Queue]++
 	}
-	n.returnTokens(n.tokens, claimed)
-	n.tokens = nil
+	dr.returnTokens(dr.tokens, claimed)
+	dr.tokens = nil
 }
 
 // idlePause is how long the driver waits when no queue can be fetched: PollWait, or less when
 // a rate-limited queue's next token comes sooner.
-func (n *Engine) idlePause() time.Duration {
-	if n.tokenWait > 0 {
-		return min(n.opts.PollWait, n.tokenWait)
+func (dr *driver) idlePause() time.Duration {
+	n := dr.e
+	if dr.tokenWait > 0 {
+		return min(n.opts.PollWait, dr.tokenWait)
 	}
 	return n.opts.PollWait
 }

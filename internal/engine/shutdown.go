@@ -17,9 +17,10 @@ import (
 // Close returns ErrClosed; an after-commit publish that races Close is published directly.
 // A second Close waits for the first (or for its own ctx). Close does not close the backend.
 func (n *Engine) Close(ctx context.Context) error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
+	if !n.drv.markClosed(func() {
+		n.pub.beginClose()
+		n.closing.Store(true)
+	}) {
 		select {
 		case <-n.closeDone:
 			return nil
@@ -27,40 +28,36 @@ func (n *Engine) Close(ctx context.Context) error {
 			return fmt.Errorf("txmq: node %s: still closing when this Close gave up: %w", n.id, ctx.Err())
 		}
 	}
-	n.closed = true
-	n.closeFlushState.Store(&closeFailed{})
-	n.closing.Store(true)
-	n.mu.Unlock()
 	defer n.closeDoneFn()
 	// A write of the publish buffer already waiting on a hung backend gets no longer than a
 	// write of the final flush: Close waits for it (the flusher), and a failed write goes to
 	// the outbox like any other.
-	n.writes.shorten(time.Now().Add(n.opts.CloseFlushTimeout))
+	n.pub.boundWrites(time.Now().Add(n.opts.CloseFlushTimeout))
 	n.stop()
-	n.cancelFetch()
+	n.drv.cancelFetch()
 	// The buffer drains on its own bounded context: ctx bounds only the wait for listeners.
-	n.closeFlush()
+	n.pub.closeFlush()
 	done := make(chan struct{})
-	go func() { n.workers.Wait(); close(done) }()
+	go func() { n.run.wait(); close(done) }()
 	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
 		// A ctx already done is no error when no listener runs (workers may still be
 		// settling, each bounded by ClaimTimeout).
-		if n.listenersRunning() {
+		if n.drv.listenersRunning() {
 			err = fmt.Errorf("txmq: node %s: listeners still running at close, released for another run: %w", n.id, ctx.Err())
-			n.cancelRunning()
+			n.run.cancelRunning()
 		}
 		<-done
 	}
-	n.cancelRunning()
+	n.run.cancelRunning()
 	// No listener runs any more: from here publishing fails, and an after-commit publish
 	// goes straight to the backend.
-	n.buf.seal()
-	n.stopFlusher()
+	n.pub.seal()
+	n.pub.stopFlusher()
 	n.loops.Wait()
-	n.closeFlush() // what listeners published while Close waited for them
+	n.pub.closeFlush() // what listeners published while Close waited for them
 	return err
 }
 
@@ -70,12 +67,12 @@ func (n *Engine) Close(ctx context.Context) error {
 // write fails, the batches not yet written go straight to the outbox (or are dropped and
 // counted without one), so a backend that is down delays Close by about one CloseFlushTimeout
 // plus the outbox inserts.
-func (n *Engine) closeFlush() {
-	cf := n.closeFlushState.Load()
+func (pb *publisher) closeFlush() {
+	cf := pb.closeFlushState.Load()
 	if cf == nil {
 		cf = &closeFailed{}
 	}
-	n.flushAll(context.WithValue(context.Background(), closingKey{}, cf))
+	pb.flushAll(context.WithValue(context.Background(), closingKey{}, cf))
 }
 
 // Halt stops the node at once as if its process died: no settle, no lease extension, no drain;
@@ -83,33 +80,32 @@ func (n *Engine) closeFlush() {
 // for crash tests (tests reach it as txmqtest.Halt) and never needed in an app.
 func (n *Engine) Halt() {
 	n.halted.Store(true)
-	n.mu.Lock()
-	n.closed = true
-	n.mu.Unlock()
+	n.drv.markClosed(nil)
 	n.stop()
-	n.cancelFetch()
-	n.cancelRunning()
-	n.buf.discard()
-	n.stopFlusher()
+	n.drv.cancelFetch()
+	n.run.cancelRunning()
+	n.pub.discard()
+	n.pub.stopFlusher()
 	n.loops.Wait()
 	n.closeDoneFn()
 }
 
 // cancelRunning cancels the contexts of every running listener. A worker that registers its
 // claim after this finds runCtx done and cancels its own.
-func (n *Engine) cancelRunning() {
-	n.runCancel()
-	for _, r := range n.fences.snapshot() {
+func (rn *runner) cancelRunning() {
+	n := rn.e
+	n.run.runCancel()
+	for _, r := range rn.fences.snapshot() {
 		r.cancel(context.Canceled)
 	}
 }
 
 // listenersRunning reports whether a batch of this node holds a slot (its listener or its
 // terminal path runs).
-func (n *Engine) listenersRunning() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, v := range n.inflight {
+func (dr *driver) listenersRunning() bool {
+	dr.mu.Lock()
+	defer dr.mu.Unlock()
+	for _, v := range dr.inflight {
 		if v > 0 {
 			return true
 		}
@@ -124,11 +120,11 @@ func (n *Engine) listenersRunning() bool {
 // never needed in an app.
 func (n *Engine) Freeze() {
 	n.frozen.Store(true)
-	n.cancelFetch()
+	n.drv.cancelFetch()
 }
 
 // Thaw ends a freeze: the node fetches and extends leases again.
 func (n *Engine) Thaw() {
 	n.frozen.Store(false)
-	n.signal()
+	n.drv.signal()
 }

@@ -14,6 +14,49 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
+// runner is the consume half's back: it runs claimed batches through the policy (decode,
+// run, retry, dead letter, OnError) on its worker pool, and holds their leases: the fences
+// (one timer per node), the extensions in flight, and the memory of batches it took down the
+// terminal path. fences, terminals and each claim's running have their own locks; mu guards
+// extendsDone. e is the engine, for the shared things.
+type runner struct {
+	e         *Engine
+	pool      workerPool     // goroutines that run batches (see workerPool)
+	workers   sync.WaitGroup // batches between dispatch and the end of their policy
+	fences    fenceSet       // running claims by fence time, with the node's fence timer
+	terminals terminalMemory // batch ids this node dead-lettered
+	margin    time.Duration  // LeaseMargin(opts.Lease)
+
+	mu          sync.Mutex
+	extending   sync.WaitGroup // lease extensions in flight
+	extendsDone bool           // the lease loop ended: no more extensions (under mu)
+	extendSem   chan struct{}  // bounds them
+
+	runCtx    context.Context // done when listeners are cancelled (cancelRunning)
+	runCancel context.CancelFunc
+}
+
+// init sets the runner up for e.
+func (rn *runner) init(e *Engine) {
+	rn.e = e
+	rn.margin = core.LeaseMargin(e.opts.Lease)
+	rn.extendSem = make(chan struct{}, extendConcurrency)
+	rn.fences.fire = rn.fenceExpired
+	rn.runCtx, rn.runCancel = context.WithCancel(context.Background())
+}
+
+// admit counts a batch the driver took a slot for, before its worker starts (Close waits
+// for every admitted batch).
+func (rn *runner) admit() { rn.workers.Add(1) }
+
+// wait waits until every admitted batch is done.
+func (rn *runner) wait() { rn.workers.Wait() }
+
+// start runs the policy on c, admitted, on a worker of the pool.
+func (rn *runner) start(l *Listener, c *core.Claim) {
+	rn.pool.runWork(rn.e.stopCtx.Done(), rn, l, c)
+}
+
 // running is one batch a worker holds, from decode to settle, shared with the lease loop and
 // the node's fence timer (fenceSet).
 type running struct {
@@ -56,18 +99,19 @@ func (c *listenerCtx) Value(key any) any {
 // listener, and the settle. The lease is extended the whole time, the terminal path (dead-letter
 // sink, OnError) included. Every step that is bookkeeping or app code is guarded so that it can
 // never turn into a redelivery or a crash.
-func (n *Engine) work(l *Listener, c *core.Claim) {
-	defer n.workers.Done()
+func (rn *runner) work(l *Listener, c *core.Claim) {
+	n := rn.e
+	defer rn.workers.Done()
 	released := false
 	release := func() {
 		if !released {
 			released = true
-			n.release(c.Queue)
+			n.drv.release(c.Queue)
 		}
 	}
 	defer release()
 	if n.isPaused(c.Queue) { // paused after the dispatch: not started, given back for after the resume
-		n.giveBack(c)
+		rn.giveBack(c)
 		return
 	}
 	// The listener's context is not a child of runCtx (registering each one with a shared
@@ -75,39 +119,39 @@ func (n *Engine) work(l *Listener, c *core.Claim) {
 	// claim, and a claim registered after it sees runCtx done below.
 	cctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	r := &running{claim: c, cancel: cancel, fs: &n.fences, idx: -1}
+	r := &running{claim: c, cancel: cancel, fs: &rn.fences, idx: -1}
 	r.ctx = listenerCtx{Context: cctx, r: r}
-	now, held := n.startFence(r)
+	now, held := rn.startFence(r)
 	if !held {
 		n.stats.leaseLost.Add(1)
 		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
 		return
 	}
-	defer n.stopFence(r)
-	if n.runCtx.Err() != nil {
+	defer rn.stopFence(r)
+	if rn.runCtx.Err() != nil {
 		cancel(context.Canceled)
 	}
 	var ctx context.Context = &r.ctx
-	if n.dueForExtensionAt(r, now) {
+	if rn.dueForExtensionAt(r, now) {
 		// A claim that waited (in an adapter's stash, a slow dispatch) is extended at once
 		// rather than at the lease loop's next tick, to leave its extension the most time.
-		n.extendAsync(r)
+		rn.extendAsync(r)
 	}
 
 	d, err := safeDecode(l, c.Body)
 	if err != nil {
-		n.terminal(r, l.Spec, nil, core.ReasonUndecodable, err, 0)
+		rn.terminal(r, l.Spec, nil, core.ReasonUndecodable, err, 0)
 		return
 	}
 	r.ids = &d.MessageIDs
-	if n.notYetDue(r, d) {
+	if rn.notYetDue(r, d) {
 		return
 	}
 	run := d.Attempt + c.Deliveries
 	var ids []string // the batch's message ids, for the ledger
 	if n.opts.Ledger != nil {
 		ids = d.MessageIDs.IDs()
-		kept := n.dropCancelled(r, l, d, ids)
+		kept := rn.dropCancelled(r, l, d, ids)
 		if kept == nil {
 			return
 		}
@@ -119,7 +163,7 @@ func (n *Engine) work(l *Listener, c *core.Claim) {
 	}
 	if run > l.Spec.MaxAttempts {
 		// The previous runs never settled: their nodes died holding the batch.
-		n.terminal(r, l.Spec, d, core.ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", core.ErrWorkerLost, c.Queue, d.ID, run-1), run-1)
+		rn.terminal(r, l.Spec, d, core.ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", core.ErrWorkerLost, c.Queue, d.ID, run-1), run-1)
 		return
 	}
 	endSpan := func(error) {}
@@ -127,7 +171,7 @@ func (n *Engine) work(l *Listener, c *core.Claim) {
 	case n.opts.Tracer != nil:
 		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.ID, d.Count, run, d.Trace, d.links())
 	case n.opts.ExtractTrace != nil && len(d.Trace) > 0:
-		ctx = n.withTrace(ctx, d.Trace)
+		ctx = rn.withTrace(ctx, d.Trace)
 	}
 
 	// The clock is read before the run only for what needs the run's start (a ledger, the
@@ -136,7 +180,7 @@ func (n *Engine) work(l *Listener, c *core.Claim) {
 	if n.opts.Ledger != nil || n.hooks.Delivered != nil {
 		start = time.Now()
 	}
-	n.recordRunning(r, d.ID, ids, start, run)
+	rn.recordRunning(r, d.ID, ids, start, run)
 	n.stats.runs.Add(1)
 	runErr := safeRun(ctx, d.Calls)
 	endSpan(runErr)
@@ -163,28 +207,28 @@ func (n *Engine) work(l *Listener, c *core.Claim) {
 		// lease is held until the Ack lands, and the backend keeps an Exclusive queue's batch
 		// in flight until then). On a remote backend this overlaps the next claim with the Ack.
 		release()
-		err := n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
+		err := rn.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
 		if err == nil {
 			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
 		}
-		n.settleErr(c, "ack", err)
+		rn.settleErr(c, "ack", err)
 	case n.closing.Load() && cause != nil:
 		// Cancelled by Close: give the run back without spending the budget.
 		n.stats.failed.Add(1)
 		at := time.Now() // before the batch can run again elsewhere
-		if n.retry(r, d, run-1, 0, runErr) {
+		if rn.retry(r, d, run-1, 0, runErr) {
 			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
 		}
 	case run < l.Spec.MaxAttempts:
 		n.stats.failed.Add(1)
-		delay := n.backoff(run)
+		delay := rn.backoff(run)
 		at := time.Now() // before the batch can run again
-		if n.retry(r, d, run, delay, runErr) {
+		if rn.retry(r, d, run, delay, runErr) {
 			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
 		}
 	default:
 		n.stats.failed.Add(1)
-		n.terminal(r, l.Spec, d, core.ReasonDeliveryExhausted, runErr, run)
+		rn.terminal(r, l.Spec, d, core.ReasonDeliveryExhausted, runErr, run)
 	}
 }
 
@@ -211,14 +255,15 @@ func settleBackoff(i int) time.Duration { return jitter(50 * time.Millisecond <<
 // claim that is lost or past its fence is not settled (errFenced). A call failing with
 // ErrBackendUnavailable is tried again, settleAttempts in all with a short backoff, while the
 // fence allows; then the error is returned and the batch comes back after its lease expires.
-func (n *Engine) settle(r *running, op string, fn func(ctx context.Context) error) error {
+func (rn *runner) settle(r *running, op string, fn func(ctx context.Context) error) error {
+	n := rn.e
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.settled = true
 	var err error
 	for i := range settleAttempts {
 		now := time.Now()
-		fenceAt, ok := n.holdsAt(r, now)
+		fenceAt, ok := rn.holdsAt(r, now)
 		if !ok {
 			if err != nil {
 				return fmt.Errorf("%w; last %s error: %w", errFenced, op, err)
@@ -253,7 +298,8 @@ func safeBackendCall(op string, fn func() error) (err error) {
 }
 
 // backoff returns the retry delay after run; a panicking Backoff falls back to DefaultBackoff.
-func (n *Engine) backoff(run int) (d time.Duration) {
+func (rn *runner) backoff(run int) (d time.Duration) {
+	n := rn.e
 	defer func() {
 		if r := recover(); r != nil {
 			n.log.Error("txmq: NodeOptions.Backoff panicked; using DefaultBackoff (fix the Backoff func)", "panic", r)
@@ -265,7 +311,8 @@ func (n *Engine) backoff(run int) (d time.Duration) {
 
 // withTrace returns ctx carrying the batch's trace context; if ExtractTrace panics the listener
 // runs without it.
-func (n *Engine) withTrace(ctx context.Context, trace map[string]string) (out context.Context) {
+func (rn *runner) withTrace(ctx context.Context, trace map[string]string) (out context.Context) {
+	n := rn.e
 	defer func() {
 		if r := recover(); r != nil {
 			n.log.Error("txmq: NodeOptions.ExtractTrace panicked; running the listener without the trace context", "panic", r)
@@ -280,15 +327,16 @@ func (n *Engine) withTrace(ctx context.Context, trace map[string]string) (out co
 
 // retry re-encodes the batch with attempt runs spent and schedules it after delay. It
 // reports whether the backend took the retry.
-func (n *Engine) retry(r *running, d *Batch, attempt int, delay time.Duration, cause error) bool {
+func (rn *runner) retry(r *running, d *Batch, attempt int, delay time.Duration, cause error) bool {
+	n := rn.e
 	c := r.claim
 	body, err := envelope.ReencodeAttempt(c.Body, attempt)
 	if err != nil { // cannot happen: the body decoded a moment ago
 		body = c.Body
 	}
 	n.log.Info("txmq: batch failed; retrying", "queue", c.Queue, "batch", d.ID, "run", attempt, "retry_in", delay, "error", cause)
-	if err := n.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, delay) }); err != nil {
-		n.settleErr(c, "retry", err)
+	if err := rn.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, delay) }); err != nil {
+		rn.settleErr(c, "retry", err)
 		return false
 	}
 	n.stats.retried.Add(1)
@@ -299,7 +347,8 @@ func (n *Engine) retry(r *running, d *Batch, attempt int, delay time.Duration, c
 }
 
 // settleErr logs a failed settle; the batch comes back after its lease expires.
-func (n *Engine) settleErr(c *core.Claim, op string, err error) {
+func (rn *runner) settleErr(c *core.Claim, op string, err error) {
+	n := rn.e
 	if err == nil {
 		return
 	}
@@ -321,17 +370,18 @@ func (n *Engine) settleErr(c *core.Claim, op string, err error) {
 // It runs once per batch id: a batch this node already took down this path (its Drop failed
 // and it came back), or one the sink reports as already dead-lettered (ErrAlreadyDeadLettered),
 // is only dropped again, without a second dead letter, count or OnError.
-func (n *Engine) terminal(r *running, spec *Spec, d *Batch, reason string, cause error, attempts int) {
+func (rn *runner) terminal(r *running, spec *Spec, d *Batch, reason string, cause error, attempts int) {
+	n := rn.e
 	c := r.claim
 	msgs, id := 0, c.ID
 	if d != nil {
 		msgs, id = d.Count, d.ID
 	}
 	drop := func() {
-		n.settleErr(c, "drop", n.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
+		rn.settleErr(c, "drop", rn.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
 	}
 	key := terminalKey(c.Queue, id)
-	if id != "" && n.terminals.seen(key) {
+	if id != "" && rn.terminals.seen(key) {
 		n.log.Warn("txmq: batch came back after this node dead-lettered it (its Drop failed); dropping it again", "queue", c.Queue, "batch", id, "reason", reason)
 		drop()
 		return
@@ -348,7 +398,7 @@ func (n *Engine) terminal(r *running, spec *Spec, d *Batch, reason string, cause
 		}
 		switch {
 		case id != "" && errors.Is(err, core.ErrAlreadyDeadLettered):
-			n.terminals.add(key)
+			rn.terminals.add(key)
 			n.log.Warn("txmq: batch already dead-lettered (the store keeps its first reason); dropping it again without OnError", "queue", c.Queue, "batch", id, "reason", reason)
 			drop()
 			return
@@ -359,7 +409,7 @@ func (n *Engine) terminal(r *running, spec *Spec, d *Batch, reason string, cause
 		}
 	}
 	if id != "" {
-		n.terminals.add(key)
+		rn.terminals.add(key)
 	}
 	n.guard("drop bookkeeping", func() {
 		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)

@@ -26,7 +26,7 @@ type workerPool struct {
 // so that handing a claim to a worker allocates no closure).
 type poolJob struct {
 	f func()
-	n *Engine
+	n *runner
 	l *Listener
 	c *core.Claim
 }
@@ -44,7 +44,7 @@ func (j *poolJob) do() {
 func (p *workerPool) run(stop <-chan struct{}, f func()) { p.runJob(stop, poolJob{f: f}) }
 
 // runWork is run of n.work(l, c).
-func (p *workerPool) runWork(stop <-chan struct{}, n *Engine, l *Listener, c *core.Claim) {
+func (p *workerPool) runWork(stop <-chan struct{}, n *runner, l *Listener, c *core.Claim) {
 	p.runJob(stop, poolJob{n: n, l: l, c: c})
 }
 
