@@ -7,6 +7,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/engine"
+	"github.com/txmq/txmq/internal/feature"
 )
 
 // NodeOptions configures a node (the backend is NewNode's argument). Every zero field means the
@@ -125,12 +126,12 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 	}
 	n := &Node{reg: o.Registry, opts: o}
 	eo := engine.Options{
-		Specs: registrySpecs{o.Registry}, Schedules: n.schedules,
+		Specs:   registrySpecs{o.Registry},
 		Handoff: o.Handoff, DeadLetters: o.DeadLetters, Ledger: o.Ledger, Logger: o.Logger,
 		ID: o.ID, Lease: o.Lease, PollWait: o.PollWait, FetchMax: o.FetchMax, Backoff: o.Backoff,
 		FlushWindow: o.FlushWindow, FlushCap: o.FlushCap, FlushTick: o.FlushTick,
-		ClaimTimeout: o.ClaimTimeout, CloseFlushTimeout: o.CloseFlushTimeout, PauseCheck: o.PauseCheck,
-		Limiter: o.Limiter, InjectTrace: o.InjectTrace, ExtractTrace: o.ExtractTrace,
+		ClaimTimeout: o.ClaimTimeout, CloseFlushTimeout: o.CloseFlushTimeout,
+		InjectTrace: o.InjectTrace, ExtractTrace: o.ExtractTrace,
 		MaxMessageBytes: o.MaxMessageBytes, MaxBatchBytes: o.MaxBatchBytes,
 	}
 	// Interfaces are set only when given: a nil one inside a non-nil interface is not nil.
@@ -143,12 +144,14 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 	if o.Tracer != nil {
 		eo.Tracer = tracerBridge{o.Tracer}
 	}
+	fc := feature.Config{PauseCheck: o.PauseCheck, Limiter: o.Limiter, Schedules: n.schedules}
 	if o.Pauses != nil {
-		eo.Pauses = o.Pauses
+		fc.Pauses = o.Pauses
 	}
 	if o.Ticks != nil {
-		eo.Ticks = o.Ticks
+		fc.Ticks = o.Ticks
 	}
+	eo.Features = feature.List(fc, backend)
 	if o.Backoff == nil {
 		eo.Backoff = DefaultBackoff
 	}
@@ -210,13 +213,13 @@ func (n *Node) RunHistory(queue string) []MinuteRuns {
 	return out
 }
 
-// schedules returns the registry's schedules bound to this node (engine.Options.Schedules).
-func (n *Node) schedules() []engine.Schedule {
+// schedules returns the registry's schedules bound to this node (feature.Config.Schedules).
+func (n *Node) schedules() []feature.Schedule {
 	list := n.reg.scheduleList()
-	out := make([]engine.Schedule, len(list))
+	out := make([]feature.Schedule, len(list))
 	for i, s := range list {
 		publish := s.publish
-		out[i] = engine.Schedule{Name: s.name, Queue: s.queue, Ticks: s.ticks, RunMissed: s.missed == RunMissedOnce,
+		out[i] = feature.Schedule{Name: s.name, Queue: s.queue, Ticks: s.ticks, RunMissed: s.missed == RunMissedOnce,
 			Publish: func(ctx context.Context, tick time.Time) error { return publish(ctx, n, tick) }}
 	}
 	return out

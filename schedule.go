@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/engine"
+	"github.com/txmq/txmq/internal/feature"
 )
 
 // Missed says what a schedule does with ticks that passed while no node of the app ran it.
@@ -62,7 +62,7 @@ type scheduleSpec struct {
 	name    string
 	site    string // where it was declared: declaring again from there is not a second schedule
 	queue   string
-	ticks   engine.Ticks
+	ticks   feature.Ticks
 	missed  Missed
 	publish func(ctx context.Context, n *Node, tick time.Time) error
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"github.com/txmq/txmq/internal/engine"
+	"github.com/txmq/txmq/internal/feature"
 )
 
 // This file says when a schedule ticks: at instants that do not depend on the node, its start
@@ -17,7 +17,7 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // parseSchedule parses a ScheduleConfig.Cron read in loc: a cron expression or descriptor
 // gives robfig/cron's schedule in loc (its instants are absolute), "@every D" an
 // everySchedule anchored at the Unix epoch.
-func parseSchedule(spec string, loc *time.Location) (engine.Ticks, error) {
+func parseSchedule(spec string, loc *time.Location) (feature.Ticks, error) {
 	spec = strings.TrimSpace(spec)
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
 		return nil, errors.New("a TZ= prefix is not accepted: set ScheduleConfig.Location")
@@ -36,7 +36,7 @@ func parseSchedule(spec string, loc *time.Location) (engine.Ticks, error) {
 	return ticks{sched}, nil
 }
 
-// ticks is a parsed schedule as the engine reads it (engine.Ticks).
+// ticks is a parsed schedule as the schedules feature reads it (feature.Ticks).
 type ticks struct{ cron.Schedule }
 
 // Latest returns the latest tick strictly after after and at most upTo (latestTick).

@@ -20,7 +20,7 @@ const republishLockClass = 0x7478_6d71 // "txmq"
 const republishTimeout = 10 * time.Second
 
 // PublishFunc publishes one batch to the backend (a node's backend's Publish).
-type PublishFunc func(ctx context.Context, b core.OutgoingBatch) error
+type PublishFunc = func(ctx context.Context, b core.OutgoingBatch) error
 
 // RunRepublisher runs ledger mode's republisher until ctx ends: RepublishDue at once and then
 // every Options.RepublishInterval. A node runs it (txmq.Node.Start, when its ledger is in

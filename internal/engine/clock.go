@@ -19,16 +19,9 @@ func (systemClock) Now() time.Time { return time.Now() }
 // allows for.
 const MaxClockSkew = time.Minute
 
-// PauseSource tells which queues are paused cluster-wide (txmq.PauseSource).
+// PauseSource tells which queues are paused cluster-wide (txmq.PauseSource; the pause
+// feature reads it).
 type PauseSource interface {
 	// Paused returns the names of the paused queues.
 	Paused(ctx context.Context) ([]string, error)
-}
-
-// TickClaimer makes each tick of a schedule publish once cluster-wide (txmq.TickClaimer).
-type TickClaimer interface {
-	// ClaimTick runs publish and returns true if no node claimed tick of schedule before.
-	ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error)
-	// LastTick returns the latest claimed tick of schedule, zero if none.
-	LastTick(ctx context.Context, schedule string) (time.Time, error)
 }

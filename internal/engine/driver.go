@@ -35,22 +35,20 @@ type driver struct {
 	reqLimits  []int
 	pauseTimer *time.Timer // the driver's (pause)
 
-	limiter   core.Limiter   // opts.Limiter, the backend's, or a local one
-	tokens    map[string]int // rate-limit tokens the pending fetch holds (driver only)
-	tokenWait time.Duration  // until the next token of a rate-limited queue that got none (driver only)
+	tokens    map[string]int // starts the Admitter granted the pending fetch (driver only)
+	tokenWait time.Duration  // until the Admitter may grant a queue that got none (driver only)
 
 	driverTurn atomic.Int64  // Start, then each driver loop iteration's start (UnixNano); 0 before Start
 	wake       chan struct{} // wakes the driver's pause (a freed slot, a new listener, Thaw)
 }
 
 // init sets the driver up for e.
-func (dr *driver) init(e *Engine, limiter core.Limiter) {
+func (dr *driver) init(e *Engine) {
 	dr.e = e
 	dr.listeners = make(map[string]*Listener)
 	dr.inflight = make(map[string]int)
 	dr.steppedBack = make(map[string]time.Time)
 	dr.wake = make(chan struct{}, 1)
-	dr.limiter = limiter
 }
 
 // addListener registers l, the one listener of its queue; a fetch in progress or about to
@@ -226,7 +224,7 @@ func (dr *driver) fetchRequest(now time.Time) core.FetchRequest {
 			limits[i] = s.limit()
 		}
 	}
-	granted, tokenWait := dr.takeTokens(specs, limits) // rate-limited queues: see ratelimit.go
+	granted, tokenWait := dr.admit(specs, limits) // rate-limited queues: see admit.go
 	dr.tokenWait = tokenWait
 	if tokenWait > 0 {
 		req.Wait = min(req.Wait, tokenWait) // come back for the queue whose bucket is empty
@@ -241,8 +239,8 @@ func (dr *driver) fetchRequest(now time.Time) core.FetchRequest {
 	}
 	clear(dr.fetching)
 	for i, s := range specs {
-		if n.isPaused(s.Name) {
-			continue // paused cluster-wide (NodeOptions.Pauses)
+		if n.held(s.Name) {
+			continue // held back by a Gate (paused cluster-wide)
 		}
 		if until, ok := dr.steppedBack[s.Name]; ok {
 			if now.Before(until) {
@@ -323,7 +321,7 @@ func (dr *driver) dispatch(c *core.Claim) {
 	dr.mu.Lock()
 	l := dr.listeners[c.Queue]
 	halted, closed := n.halted.Load(), dr.closed
-	paused := n.isPaused(c.Queue)
+	paused := n.held(c.Queue)
 	start := l != nil && !closed && !paused
 	if start {
 		dr.inflight[c.Queue]++

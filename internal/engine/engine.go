@@ -17,8 +17,6 @@ import (
 type Options struct {
 	// Specs finds the declared queues (txmq.Registry). Required.
 	Specs Specs
-	// Schedules returns the declared schedules, each bound to its publish; nil: none.
-	Schedules func() []Schedule
 	// Handoff takes buffered flushes the backend refused (the outbox); nil: dropped.
 	Handoff core.Handoff
 	// DeadLetters stores dropped batches; nil: logged and counted only.
@@ -33,22 +31,18 @@ type Options struct {
 	Clock Clock
 	// ID names the node as lease owner. Default a new random id.
 	ID string
-	// Lease, PollWait, FetchMax, Backoff, FlushWindow, FlushCap, FlushTick, ClaimTimeout,
-	// CloseFlushTimeout and PauseCheck are txmq.NodeOptions' settings of the same names.
+	// Lease, PollWait, FetchMax, Backoff, FlushWindow, FlushCap, FlushTick, ClaimTimeout and
+	// CloseFlushTimeout are txmq.NodeOptions' settings of the same names.
 	Lease, PollWait                  time.Duration
 	FetchMax                         int
 	Backoff                          func(run int) time.Duration
 	FlushWindow, FlushCap, FlushTick time.Duration
 	ClaimTimeout, CloseFlushTimeout  time.Duration
-	PauseCheck                       time.Duration
 	// Tracer starts spans around publish calls and runs; nil: none.
 	Tracer Tracer
-	// Pauses tells which queues are paused cluster-wide; nil: none ever is.
-	Pauses PauseSource
-	// Limiter hands out rate-limit tokens. Default: the backend's, else one of this node.
-	Limiter core.Limiter
-	// Ticks claims schedule ticks cluster-wide; nil: schedules do not run here.
-	Ticks TickClaimer
+	// Features are the optional behaviours plugged in (pause, rate limit, schedules): each
+	// implements some of the extension points of extend.go.
+	Features []any
 	// InjectTrace and ExtractTrace carry trace contexts without a Tracer.
 	InjectTrace  func(ctx context.Context) map[string]string
 	ExtractTrace func(ctx context.Context, trace map[string]string) context.Context
@@ -88,9 +82,11 @@ type Engine struct {
 	drv driver    // fetching, slots and step-back
 	run runner    // the worker pool, fences, extensions, the policy, terminal memory
 
-	// paused is the set of queues paused cluster-wide, as last read from opts.Pauses (read
-	// without a lock: the driver and the runner ask once per batch).
-	paused atomic.Pointer[map[string]bool]
+	// The features, by extension point (extend.go); set by New, read-only after.
+	gates     []Gate
+	admitter  Admitter
+	preparers []Preparer
+	loopers   []Looper
 
 	// The lifecycle: stopCtx is done when the node stops fetching (Close, Halt); closeDone
 	// is closed when the first Close (or Halt) has finished; loops counts the background
@@ -114,9 +110,6 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 	if o.Specs == nil {
 		return nil, fmt.Errorf("%w: engine.New needs Options.Specs", core.ErrInvalidConfig)
 	}
-	if o.Schedules == nil {
-		o.Schedules = func() []Schedule { return nil }
-	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -131,7 +124,6 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 		o.PollWait = h.PollWaitHint()
 	}
 	setDefault(&o.PollWait, time.Second)
-	setDefault(&o.PauseCheck, time.Second)
 	setDefault(&o.FlushWindow, 20*time.Millisecond)
 	setDefault(&o.FlushCap, 100*time.Millisecond)
 	setDefault(&o.FlushTick, 10*time.Millisecond)
@@ -176,17 +168,10 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	limiter := o.Limiter
-	if limiter == nil {
-		if l, ok := backend.(core.Limiter); ok {
-			limiter = l
-		} else {
-			limiter = &localLimiter{}
-		}
-	}
 	n.pub.init(n)
-	n.drv.init(n, limiter)
+	n.drv.init(n)
 	n.run.init(n)
+	n.plug(o.Features)
 	n.closeDoneFn = sync.OnceFunc(func() { close(n.closeDone) })
 	n.stopCtx, n.stop = context.WithCancel(context.Background())
 	return n, nil
@@ -252,8 +237,8 @@ func (n *Engine) Start(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("txmq: node %s: Start with a context that is already done: %w", n.id, err)
 	}
-	if n.opts.Pauses != nil {
-		n.readPaused() // before the first fetch: a paused queue is not fetched at start
+	for _, p := range n.preparers {
+		p.Prepare(n.stopCtx) // before the first fetch: a paused queue is not fetched at start
 	}
 	if err := n.drv.start(); err != nil {
 		return err
@@ -261,16 +246,12 @@ func (n *Engine) Start(ctx context.Context) error {
 	n.loops.Add(2)
 	go n.drv.driveLoop()
 	go n.run.leaseLoop()
-	if n.opts.Pauses != nil {
+	for _, l := range n.loopers {
 		n.loops.Add(1)
-		go n.pauseLoop()
-	}
-	switch {
-	case n.opts.Ticks != nil:
-		n.loops.Add(1)
-		go n.scheduleLoop()
-	case len(n.opts.Schedules()) > 0:
-		n.log.Warn("txmq: schedules are declared but this node has no NodeOptions.Ticks (an app database, TXMQ_DATABASE_URL): it does not run them")
+		go func() {
+			defer n.loops.Done()
+			l.Loop(n.stopCtx)
+		}()
 	}
 	n.startRepublisher()
 	return nil

@@ -6,7 +6,6 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
-	"github.com/txmq/txmq/ledger"
 )
 
 // batchKeeper is a ledger that can run ledger mode (package ledger's *Ledger): it keeps every
@@ -14,7 +13,7 @@ import (
 type batchKeeper interface {
 	Mode() bool
 	KeepBatch(ctx context.Context, b core.OutgoingBatch) error
-	RunRepublisher(ctx context.Context, publish ledger.PublishFunc)
+	RunRepublisher(ctx context.Context, publish func(ctx context.Context, b core.OutgoingBatch) error)
 }
 
 // keeper returns the node's ledger when ledger mode is on, else nil.

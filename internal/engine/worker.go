@@ -110,7 +110,7 @@ func (rn *runner) work(l *Listener, c *core.Claim) {
 		}
 	}
 	defer release()
-	if n.isPaused(c.Queue) { // paused after the dispatch: not started, given back for after the resume
+	if n.held(c.Queue) { // paused after the dispatch: not started, given back for after the resume
 		rn.giveBack(c)
 		return
 	}

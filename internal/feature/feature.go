@@ -1,0 +1,47 @@
+// Package feature plugs the optional features into an engine: it turns the app's options
+// into the list engine.Options.Features takes, one registration per feature (pause, rate
+// limit, schedules; each a package of its own under this one). The app API (package txmq)
+// calls List at NewNode and imports no feature package; the engine imports none either.
+package feature
+
+import (
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/engine"
+	"github.com/txmq/txmq/internal/feature/pause"
+	"github.com/txmq/txmq/internal/feature/ratelimit"
+	"github.com/txmq/txmq/internal/feature/schedule"
+)
+
+// Schedule and Ticks are the schedules feature's (schedule.Schedule, schedule.Ticks), named
+// here so that the app API builds them without importing the feature.
+type (
+	Schedule = schedule.Schedule
+	Ticks    = schedule.Ticks
+)
+
+// Config is what the features need from the app's options (txmq.NodeOptions).
+type Config struct {
+	// Pauses and PauseCheck: the pause feature (nil Pauses: no queue is ever paused).
+	Pauses     engine.PauseSource
+	PauseCheck time.Duration
+	// Limiter: the rate-limit feature's token source (nil: the backend's, or this node's).
+	Limiter core.Limiter
+	// Ticks and Schedules: the schedules feature (nil Ticks: schedules do not run here).
+	Ticks     schedule.Claimer
+	Schedules func() []Schedule
+}
+
+// List returns the features c asks for, for engine.Options.Features.
+func List(c Config, backend core.Backend) []any {
+	var fs []any
+	if c.Pauses != nil {
+		fs = append(fs, pause.New(c.Pauses, c.PauseCheck))
+	}
+	fs = append(fs, ratelimit.New(c.Limiter, backend))
+	if c.Schedules != nil {
+		fs = append(fs, schedule.New(c.Ticks, c.Schedules))
+	}
+	return fs
+}
