@@ -10,10 +10,6 @@ type Clock interface {
 	Now() time.Time
 }
 
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // MaxClockSkew is the largest difference between any two clocks involved in one delivery (the
 // publishing node's, the app database's, the backend's, the consuming node's) that txmq
 // documents and tests. Delays never depend on it: a delay travels as a duration relative to

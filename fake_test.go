@@ -2,6 +2,7 @@ package txmq
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -46,13 +47,6 @@ func (f *fakeBackend) op(ctx context.Context, op string) error {
 		return fn(ctx, op)
 	}
 	return nil
-}
-
-// callCount returns how many times op was called.
-func (f *fakeBackend) callCount(op string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.calls[op]
 }
 
 type fakeRetry struct {
@@ -140,13 +134,6 @@ func (f *fakeBackend) Depths(context.Context, []string) (map[string]core.Depth, 
 }
 func (f *fakeBackend) Close() error { return nil }
 
-// counts returns how many batches were acked, retried and dropped.
-func (f *fakeBackend) counts() (acked, retried, dropped int) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.acked), len(f.retried), len(f.dropped)
-}
-
 func (f *fakeBackend) batches() []core.OutgoingBatch {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -169,35 +156,6 @@ func (s *fakeSink) DeadLetter(_ context.Context, dl *core.DeadLetter) error {
 	defer s.mu.Unlock()
 	s.got = append(s.got, dl)
 	return s.err
-}
-
-// fakeClock is a settable clock. When block is set, the next Now call reports on entered and
-// waits for block to be closed.
-type fakeClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	block   chan struct{}
-	entered chan struct{}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	block, entered := c.block, c.entered
-	c.block, c.entered = nil, nil
-	c.mu.Unlock()
-	if block != nil {
-		close(entered)
-		<-block
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -227,3 +185,49 @@ func newTestNodeOn(t *testing.T, backend core.Backend, opts *NodeOptions) *Node 
 	t.Cleanup(func() { _ = n.Close(context.Background()) })
 	return n
 }
+
+// fakeTx records what core routes into an app transaction.
+type fakeTx struct {
+	mu          sync.Mutex
+	staged      []*core.Pending
+	afterCommit []func()
+	noCommit    bool // an app-managed transaction that cannot report its commit
+}
+
+func (tx *fakeTx) Stage(_ context.Context, p *core.Pending) error {
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.staged = append(tx.staged, p)
+	return nil
+}
+
+func (tx *fakeTx) AfterCommit(fn func()) bool {
+	if tx.noCommit {
+		return false
+	}
+	tx.mu.Lock()
+	defer tx.mu.Unlock()
+	tx.afterCommit = append(tx.afterCommit, fn)
+	return true
+}
+
+type handoffRecorder struct {
+	mu  sync.Mutex
+	got []core.OutgoingBatch
+	err error
+}
+
+func (h *handoffRecorder) Handoff(_ context.Context, bs []core.OutgoingBatch) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil {
+		return h.err
+	}
+	h.got = append(h.got, bs...)
+	return nil
+}
+
+// rejectsDecode encodes fine but never decodes back.
+type rejectsDecode struct{ V int }
+
+func (r *rejectsDecode) UnmarshalJSON([]byte) error { return errors.New("no way back") }

@@ -76,7 +76,7 @@ func (h *Health) add(name string, err error, detail string) {
 // node whose driver has not begun an iteration for HealthOptions.DriverStall is not (a hung
 // backend call past every timeout, a deadlock): restarting the process is the remedy.
 func (n *Node) Live(opts *HealthOptions) Health {
-	o := opts.withDefaults(n.opts.PollWait)
+	o := opts.withDefaults(n.eng.PollWait())
 	h := Health{OK: true}
 	h.add("driver", n.checkDriver(o), n.driverDetail())
 	return h
@@ -86,7 +86,7 @@ func (n *Node) Live(opts *HealthOptions) Health {
 // (as Live), the backend (answers a depth query within HealthOptions.Timeout) and the publish
 // buffer (at most HealthOptions.MaxBuffered messages waiting).
 func (n *Node) Ready(ctx context.Context, opts *HealthOptions) Health {
-	o := opts.withDefaults(n.opts.PollWait)
+	o := opts.withDefaults(n.eng.PollWait())
 	h := Health{OK: true}
 	h.add("driver", n.checkDriver(o), n.driverDetail())
 	detail, err := n.checkBackend(ctx, o)
@@ -101,25 +101,25 @@ func (n *Node) Ready(ctx context.Context, opts *HealthOptions) Health {
 }
 
 func (n *Node) checkDriver(o HealthOptions) error {
-	last := n.driverTurn.Load()
-	if last == 0 || n.stopCtx.Err() != nil {
+	last, stopped := n.eng.DriverTurn()
+	if last.IsZero() || stopped {
 		return nil
 	}
-	if since := time.Since(time.Unix(0, last)); since > o.DriverStall {
+	if since := time.Since(last); since > o.DriverStall {
 		return fmt.Errorf("the polling driver has not turned for %v (more than HealthOptions.DriverStall %v): it is stuck", since.Round(time.Millisecond), o.DriverStall)
 	}
 	return nil
 }
 
 func (n *Node) driverDetail() string {
-	last := n.driverTurn.Load()
+	last, stopped := n.eng.DriverTurn()
 	switch {
-	case last == 0:
+	case last.IsZero():
 		return "not started"
-	case n.stopCtx.Err() != nil:
+	case stopped:
 		return "stopped"
 	}
-	return fmt.Sprintf("last turn %v ago", time.Since(time.Unix(0, last)).Round(time.Millisecond))
+	return fmt.Sprintf("last turn %v ago", time.Since(last).Round(time.Millisecond))
 }
 
 // checkBackend asks the backend for the depth of one declared queue (the registry's first).
@@ -131,7 +131,7 @@ func (n *Node) checkBackend(ctx context.Context, o HealthOptions) (string, error
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	start := time.Now()
-	if _, err := n.backend.Depths(ctx, names[:1]); err != nil {
+	if _, err := n.eng.Backend().Depths(ctx, names[:1]); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("the backend did not answer within HealthOptions.Timeout %v: %w", o.Timeout, err)
 		}
@@ -150,7 +150,7 @@ func (a *App) Ready(ctx context.Context, opts *HealthOptions) Health {
 	if a.Pool == nil {
 		return h
 	}
-	o := opts.withDefaults(a.Node.opts.PollWait)
+	o := opts.withDefaults(a.Node.eng.PollWait())
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	start := time.Now()

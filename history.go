@@ -2,12 +2,8 @@ package txmq
 
 import (
 	"strconv"
-	"sync"
 	"time"
 )
-
-// historyMinutes is how many minutes of run counts a node keeps per queue.
-const historyMinutes = 60
 
 // MinuteRuns is what a node ran of one queue in one minute.
 type MinuteRuns struct {
@@ -17,56 +13,6 @@ type MinuteRuns struct {
 	Batches, Messages int64
 	// Failed counts the runs that failed (an error, a panic or a lost lease).
 	Failed int64
-}
-
-// runHistory is a ring of per-minute run counts of one queue on one node.
-type runHistory struct {
-	mu      sync.Mutex
-	buckets [historyMinutes]MinuteRuns
-}
-
-func (h *runHistory) add(now time.Time, messages int, failed bool) {
-	m := now.Truncate(time.Minute)
-	i := (m.Unix() / 60) % historyMinutes
-	h.mu.Lock()
-	b := &h.buckets[i]
-	if !b.Minute.Equal(m) {
-		*b = MinuteRuns{Minute: m}
-	}
-	b.Batches++
-	b.Messages += int64(messages)
-	if failed {
-		b.Failed++
-	}
-	h.mu.Unlock()
-}
-
-// last returns the last historyMinutes minutes up to now, oldest first, zero counts included.
-func (h *runHistory) last(now time.Time) []MinuteRuns {
-	end := now.Truncate(time.Minute)
-	out := make([]MinuteRuns, historyMinutes)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for k := range historyMinutes {
-		m := end.Add(-time.Duration(historyMinutes-1-k) * time.Minute)
-		out[k] = MinuteRuns{Minute: m}
-		if b := h.buckets[(m.Unix()/60)%historyMinutes]; b.Minute.Equal(m) {
-			out[k] = b
-		}
-	}
-	return out
-}
-
-// RunHistory returns what this node ran of queue in each of the last 60 minutes, oldest first
-// (the current minute last, so far); nil when the node does not listen to queue. For dashboards.
-func (n *Node) RunHistory(queue string) []MinuteRuns {
-	n.mu.Lock()
-	l := n.listeners[queue]
-	n.mu.Unlock()
-	if l == nil {
-		return nil
-	}
-	return l.history.last(time.Now())
 }
 
 // QueueInfo is a declared queue's settings, for operators.
@@ -91,8 +37,8 @@ func (r *Registry) Info(name string) (QueueInfo, bool) {
 	if s == nil {
 		return QueueInfo{}, false
 	}
-	info := QueueInfo{Name: s.name, Transactional: s.tx, Exclusive: s.exclusive, MaxBatchMessages: s.maxBatch,
-		MaxAttempts: s.maxAttempts, DeclaredAt: s.site}
+	info := QueueInfo{Name: s.Name, Transactional: s.tx, Exclusive: s.Exclusive, MaxBatchMessages: s.MaxBatch,
+		MaxAttempts: s.MaxAttempts, DeclaredAt: s.site}
 	switch {
 	case s.key.capFunc:
 		info.MaxConcurrentBatches = "func"

@@ -1,8 +1,6 @@
 package txmq
 
 import (
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -48,23 +46,4 @@ type Stats struct {
 	// the clock-skew allowance), which the node gave back without a run; nonzero means an adapter
 	// bug.
 	EarlyArrivals int64
-}
-
-type counters struct {
-	publishedBatches, publishedMessages atomic.Int64
-	runs, succeeded, failed, retried    atomic.Int64
-	handedOff, leaseLost                atomic.Int64
-	early                               atomic.Int64
-	deduplicated                        atomic.Int64
-	mu                                  sync.Mutex
-	dropped                             map[string]int64
-}
-
-func (c *counters) drop(reason string) {
-	c.mu.Lock()
-	if c.dropped == nil {
-		c.dropped = make(map[string]int64)
-	}
-	c.dropped[reason]++
-	c.mu.Unlock()
 }

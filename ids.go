@@ -3,10 +3,12 @@ package txmq
 import (
 	"context"
 	"fmt"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/engine"
 )
 
 // setIDs replaces the generated ids of encoded with ids (see IDs), after checking them.
@@ -59,9 +61,14 @@ func truncateID(id string) string {
 // same in every run of the batch, after a handoff to the outbox, a drain and a dead letter's
 // replay. It returns nil when ctx is not a listener's.
 func MessageIDs(ctx context.Context) []string {
-	r, ok := ctx.Value(leaseKey{}).(*running)
-	if !ok || r.ids == nil {
-		return nil
-	}
-	return r.ids.IDs()
+	return engine.MessageIDs(ctx)
 }
+
+// LeaseDeadline returns the time at which the node will fence the batch whose listener
+// received ctx, that is the confirmed lease end minus LeaseMargin, and true; false if ctx is not
+// a listener's context. The node extends the lease while the listener runs, so the value moves
+// forward with every confirmed extension; once it passes without one, ctx is cancelled with
+// cause ErrLeaseLost. Long work can compare its own estimate against it, and must stop when
+// ctx is done. (The deadline is not ctx.Deadline: a context deadline cannot move forward, and
+// would end with DeadlineExceeded instead of ErrLeaseLost.)
+func LeaseDeadline(ctx context.Context) (time.Time, bool) { return engine.LeaseDeadline(ctx) }

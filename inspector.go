@@ -67,7 +67,7 @@ func NewInspector(store core.MessageStore, backend core.Backend) *Inspector {
 // node's registry.
 func (n *Node) Inspector() *Inspector {
 	store, _ := n.opts.Ledger.(core.MessageStore)
-	i := NewInspector(store, n.backend)
+	i := NewInspector(store, n.eng.Backend())
 	i.queues = n.reg.Names
 	return i
 }

@@ -2,14 +2,11 @@ package txmq
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/engine"
 )
 
 // NodeOptions configures a node (the backend is NewNode's argument). Every zero field means the
@@ -110,76 +107,15 @@ type NodeOptions struct {
 // Node is one running core: it publishes through a coalescing buffer and, once started, fetches
 // and runs batches for the queues it listens to. Many nodes may share one backend.
 type Node struct {
-	id      string
-	opts    NodeOptions
-	backend core.Backend
-	reg     *Registry
-	log     *slog.Logger
-	hooks   Hooks
-	clock   Clock
-	stats   counters
-	// orderErr is why the backend does not enforce per-key order (core.OrdersKeys), nil when
-	// it does: an Ordered queue is refused on this node with it.
-	orderErr error
-	// handed remembers the ordering keys this node handed to the outbox (see followsOutbox).
-	handed handedKeys
-	// dedup is how the backend deduplicates caller ids (core.DedupsIDs), and dedupErr why it
-	// cannot (nil when it can): a queue with an IDDedupWindow is refused on this node with it.
-	dedup    core.DedupSupport
-	dedupErr error
-
-	mu          sync.Mutex
-	listeners   map[string]*listener
-	inflight    map[string]int
-	steppedBack map[string]time.Time // queue -> until when it is left out of fetches (stepBack)
-	fetching    map[string]bool      // queues of the last fetch request
-	reqSpecs    []*queueSpec         // fetchRequest's buffers (the driver's own, outside mu)
-	reqLimits   []int
-	pauseTimer  *time.Timer        // the driver's (pause)
-	fetchCancel context.CancelFunc // interrupts the Fetch in progress, if any
-	stale       bool               // the request being prepared misses a freed slot or a new listener
-	started     bool
-	paused      atomic.Pointer[map[string]bool] // queues paused cluster-wide, as last read from opts.Pauses; read without n.mu
-	limiter     Limiter                         // opts.Limiter or a local one
-	tokens      map[string]int                  // rate-limit tokens the pending fetch holds (driver only)
-	tokenWait   time.Duration                   // until the next token of a rate-limited queue that got none (driver only)
-	driverTurn  atomic.Int64                    // Start, then each driver loop iteration's start (UnixNano); 0 before Start
-	closed      bool                            // no more Start, Listen, fetch or new workers (set by Close and Halt)
-
-	wake chan struct{}
-	buf  *buffer
-
-	runCtx          context.Context // done when listeners are cancelled (cancelRunning)
-	runCancel       context.CancelFunc
-	stopCtx         context.Context // done when the node stops fetching
-	stop            context.CancelFunc
-	flushStop       chan struct{} // closed when the buffer is sealed: the flusher ends
-	stopFlusher     func()
-	closeDone       chan struct{} // closed when the first Close (or Halt) has finished
-	closeDoneFn     func()
-	halted          atomic.Bool
-	frozen          atomic.Bool
-	closing         atomic.Bool
-	writes          inflightWrites              // buffer writes in progress, whose deadlines Close shortens
-	closeFlushState atomic.Pointer[closeFailed] // set when Close begins: every write since is bounded like the final flush's
-	loops           sync.WaitGroup
-	workers         sync.WaitGroup
-	pool            workerPool     // goroutines that run batches (see workerPool)
-	extending       sync.WaitGroup // lease extensions in flight
-	extendsDone     bool           // the lease loop ended: no more extensions (under mu)
-	extendSem       chan struct{}  // bounds them
-	margin          time.Duration  // LeaseMargin(opts.Lease)
-	fences          fenceSet       // running claims by fence time, with the node's fence timer
-	terminals       terminalMemory // batch ids this node dead-lettered
+	eng  *engine.Engine
+	reg  *Registry
+	opts NodeOptions // as given, Registry set
 }
 
 // NewNode returns a node on backend, with opts (nil means every default). Publishing works at
 // once; call Listen for each queue this node serves, then Start to begin fetching. Most apps
 // get their node from Open, which opens the backend named by TXMQ_BACKEND.
 func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
-	if backend == nil {
-		return nil, fmt.Errorf("%w: NewNode needs a backend (for example memory.New(nil), or txmq.OpenBackend(ctx, url))", core.ErrInvalidConfig)
-	}
 	var o NodeOptions
 	if opts != nil {
 		o = *opts
@@ -187,264 +123,113 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 	if o.Registry == nil {
 		o.Registry = DefaultRegistry
 	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
+	n := &Node{reg: o.Registry, opts: o}
+	eo := engine.Options{
+		Specs: registrySpecs{o.Registry}, Schedules: n.schedules,
+		Handoff: o.Handoff, DeadLetters: o.DeadLetters, Ledger: o.Ledger, Logger: o.Logger,
+		ID: o.ID, Lease: o.Lease, PollWait: o.PollWait, FetchMax: o.FetchMax, Backoff: o.Backoff,
+		FlushWindow: o.FlushWindow, FlushCap: o.FlushCap, FlushTick: o.FlushTick,
+		ClaimTimeout: o.ClaimTimeout, CloseFlushTimeout: o.CloseFlushTimeout, PauseCheck: o.PauseCheck,
+		Limiter: o.Limiter, InjectTrace: o.InjectTrace, ExtractTrace: o.ExtractTrace,
+		MaxMessageBytes: o.MaxMessageBytes, MaxBatchBytes: o.MaxBatchBytes,
 	}
-	if o.Clock == nil {
-		o.Clock = systemClock{}
+	// Interfaces are set only when given: a nil one inside a non-nil interface is not nil.
+	if o.Hooks != nil {
+		eo.Hooks = engine.Hooks(*o.Hooks)
 	}
-	if o.ID == "" {
-		o.ID = core.NewID()
+	if o.Clock != nil {
+		eo.Clock = o.Clock
 	}
-	setDefault(&o.Lease, core.DefaultLease)
-	if h, ok := backend.(core.PollWaitHinter); ok && o.PollWait <= 0 {
-		o.PollWait = h.PollWaitHint()
+	if o.Tracer != nil {
+		eo.Tracer = tracerBridge{o.Tracer}
 	}
-	setDefault(&o.PollWait, time.Second)
-	setDefault(&o.PauseCheck, time.Second)
-	setDefault(&o.FlushWindow, 20*time.Millisecond)
-	setDefault(&o.FlushCap, 100*time.Millisecond)
-	setDefault(&o.FlushTick, 10*time.Millisecond)
-	setDefault(&o.ClaimTimeout, 10*time.Second)
-	setDefault(&o.CloseFlushTimeout, 15*time.Second)
-	if o.FetchMax <= 0 {
-		o.FetchMax = core.DefaultFetchMax
+	if o.Pauses != nil {
+		eo.Pauses = o.Pauses
+	}
+	if o.Ticks != nil {
+		eo.Ticks = o.Ticks
 	}
 	if o.Backoff == nil {
-		o.Backoff = DefaultBackoff
+		eo.Backoff = DefaultBackoff
 	}
-	for _, s := range []struct {
-		name string
-		v    *int
-		def  int
-	}{{"MaxMessageBytes", &o.MaxMessageBytes, DefaultMaxMessageBytes}, {"MaxBatchBytes", &o.MaxBatchBytes, DefaultMaxBatchBytes}} {
-		if *s.v < 0 && *s.v != NoSizeLimit {
-			return nil, fmt.Errorf("%w: NodeOptions.%s is %d; use a size in bytes > 0, 0 for the default %d, or NoSizeLimit", core.ErrInvalidConfig, s.name, *s.v, s.def)
-		}
+	eng, err := engine.New(backend, eo)
+	if err != nil {
+		return nil, err
 	}
-	if o.MaxMessageBytes > 0 && o.MaxBatchBytes > 0 && o.MaxBatchBytes < o.MaxMessageBytes {
-		return nil, fmt.Errorf("%w: NodeOptions.MaxBatchBytes %d is below NodeOptions.MaxMessageBytes %d; a batch must hold one message of the largest size", core.ErrInvalidConfig, o.MaxBatchBytes, o.MaxMessageBytes)
-	}
-	if o.MaxMessageBytes == 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if o.MaxBatchBytes == 0 {
-		o.MaxBatchBytes = DefaultMaxBatchBytes
-	}
-	if o.Lease < 100*time.Millisecond {
-		return nil, fmt.Errorf("%w: NodeOptions.Lease is %v; use at least 100ms (default 30s)", core.ErrInvalidConfig, o.Lease)
-	}
-	n := &Node{
-		id: o.ID, opts: o, backend: backend, reg: o.Registry, clock: o.Clock,
-		log:         o.Logger.With("txmq_node", o.ID),
-		listeners:   make(map[string]*listener),
-		inflight:    make(map[string]int),
-		steppedBack: make(map[string]time.Time),
-		wake:        make(chan struct{}, 1),
-		flushStop:   make(chan struct{}),
-		closeDone:   make(chan struct{}),
-		extendSem:   make(chan struct{}, extendConcurrency),
-		margin:      core.LeaseMargin(o.Lease),
-		limiter:     o.Limiter,
-		orderErr:    core.OrdersKeys(backend),
-	}
-	n.dedup, n.dedupErr = core.DedupsIDs(backend)
-	for _, name := range o.Registry.Names() {
-		if err := n.checkOrdered(o.Registry.lookup(name)); err != nil {
-			return nil, err
-		}
-	}
-	if n.limiter == nil {
-		if l, ok := backend.(core.Limiter); ok {
-			n.limiter = l
-		} else {
-			n.limiter = &localLimiter{}
-		}
-	}
-	n.fences.fire = n.fenceExpired
-	n.buf = newBuffer(o.FlushWindow, o.FlushCap, func() {
-		n.loops.Add(1)
-		go n.flushLoop()
-	})
-	n.stopFlusher = sync.OnceFunc(func() { close(n.flushStop) })
-	n.closeDoneFn = sync.OnceFunc(func() { close(n.closeDone) })
-	if o.Hooks != nil {
-		n.hooks = *o.Hooks
-	}
-	n.runCtx, n.runCancel = context.WithCancel(context.Background())
-	n.stopCtx, n.stop = context.WithCancel(context.Background())
+	n.eng = eng
 	return n, nil
 }
 
-func setDefault(d *time.Duration, v time.Duration) {
-	if *d <= 0 {
-		*d = v
-	}
-}
-
 // ID returns the node's id.
-func (n *Node) ID() string { return n.id }
+func (n *Node) ID() string { return n.eng.ID() }
 
 // Backend returns the node's backend.
-func (n *Node) Backend() core.Backend { return n.backend }
+func (n *Node) Backend() core.Backend { return n.eng.Backend() }
 
 // Registry returns the node's registry.
 func (n *Node) Registry() *Registry { return n.reg }
 
 // Logger returns the node's logger.
-func (n *Node) Logger() *slog.Logger { return n.log }
-
-func (n *Node) addListener(l *listener) error {
-	if n.reg.lookup(l.spec.name) != l.spec {
-		return fmt.Errorf("%w: queue %q is not declared in this node's registry: declare it with Declare on the registry passed in NodeOptions.Registry", core.ErrNotDeclared, l.spec.name)
-	}
-	if err := n.checkOrdered(l.spec); err != nil {
-		return err
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		return fmt.Errorf("%w: queue %q: cannot listen on a closed node", core.ErrClosed, l.spec.name)
-	}
-	if _, dup := n.listeners[l.spec.name]; dup {
-		return fmt.Errorf("%w: queue %q already has a listener on this node: one listener per queue per node; put the branching inside it", core.ErrInvalidConfig, l.spec.name)
-	}
-	n.listeners[l.spec.name] = l
-	n.signal()
-	if c := n.fetchCancel; c != nil {
-		c() // the fetch in progress does not ask for the new queue
-	} else {
-		n.stale = true // nor does the one about to start
-	}
-	return nil
-}
-
-// checkOrdered refuses an Ordered queue when the node's backend does not enforce per-key
-// order, and a queue with an IDDedupWindow it cannot honour (checkDedup). NewNode checks the queues already declared in its registry, Listen and publish the
-// ones declared later.
-func (n *Node) checkOrdered(spec *queueSpec) error {
-	if err := n.checkDedup(spec); err != nil {
-		return err
-	}
-	if spec == nil || !spec.ordered || n.orderErr == nil {
-		return nil
-	}
-	return fmt.Errorf("txmq: queue %q is Ordered but this node's backend cannot keep per-key order; use an adapter that can (see \"Ordering\" in docs/guide.md) or declare the queue without Ordered: %w", spec.name, n.orderErr)
-}
+func (n *Node) Logger() *slog.Logger { return n.eng.Logger() }
 
 // Start begins fetching and running batches for the queues this node listens to. Listeners may
 // also be added after Start. Start returns at once; ctx is not retained (use Close to stop).
-func (n *Node) Start(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("txmq: node %s: Start with a context that is already done: %w", n.id, err)
-	}
-	if n.opts.Pauses != nil {
-		n.readPaused() // before the first fetch: a paused queue is not fetched at start
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		return fmt.Errorf("%w: node %s: Start after Close or Halt; a closed node cannot restart, create a new node", core.ErrClosed, n.id)
-	}
-	if n.started {
-		return fmt.Errorf("%w: node %s is already started: call Start once per node", core.ErrInvalidConfig, n.id)
-	}
-	n.started = true
-	n.driverTurn.Store(time.Now().UnixNano()) // the driver is due to turn from now on (Live)
-	n.loops.Add(2)
-	go n.driveLoop()
-	go n.leaseLoop()
-	if n.opts.Pauses != nil {
-		n.loops.Add(1)
-		go n.pauseLoop()
-	}
-	switch {
-	case n.opts.Ticks != nil:
-		n.loops.Add(1)
-		go n.scheduleLoop()
-	case len(n.reg.scheduleList()) > 0:
-		n.log.Warn("txmq: schedules are declared but this node has no NodeOptions.Ticks (an app database, TXMQ_DATABASE_URL): it does not run them")
-	}
-	n.startRepublisher()
-	return nil
-}
+func (n *Node) Start(ctx context.Context) error { return n.eng.Start(ctx) }
+
+// Close stops fetching, flushes the publish buffer (publishing what it holds, or handing it to
+// the outbox) on a context of its own, each write bounded by NodeOptions.CloseFlushTimeout,
+// whatever ctx is (the usual `<-ctx.Done(); node.Close(ctx)` loses nothing), and waits for running
+// listeners until ctx is done: ctx bounds only that wait. Then it cancels their
+// contexts, waits for them to return and releases their batches for another run that does not
+// count against the budget. A listener that ignores its context therefore delays Close.
+// Listeners may still publish while Close waits for them; what they publish is flushed before
+// Close returns. Batches claimed after the stop began are given back unrun. Publishing after
+// Close returns ErrClosed; an after-commit publish that races Close is published directly.
+// A second Close waits for the first (or for its own ctx). Close does not close the backend.
+func (n *Node) Close(ctx context.Context) error { return n.eng.Close(ctx) }
 
 // Stats returns the node's counters.
-func (n *Node) Stats() Stats {
-	s := Stats{
-		PublishedBatches:  n.stats.publishedBatches.Load(),
-		PublishedMessages: n.stats.publishedMessages.Load(),
-		Runs:              n.stats.runs.Load(),
-		Succeeded:         n.stats.succeeded.Load(),
-		Failed:            n.stats.failed.Load(),
-		Retried:           n.stats.retried.Load(),
-		EarlyArrivals:     n.stats.early.Load(),
-		HandedOff:         n.stats.handedOff.Load(),
-		LeaseLost:         n.stats.leaseLost.Load(),
-		Deduplicated:      n.stats.deduplicated.Load(),
-		Dropped:           map[string]int64{},
-		Buffered:          int64(n.buf.size()),
-	}
-	n.stats.mu.Lock()
-	for k, v := range n.stats.dropped {
-		s.Dropped[k] = v
-	}
-	n.stats.mu.Unlock()
-	n.mu.Lock()
-	for _, v := range n.inflight {
-		s.InFlight += int64(v)
-	}
-	n.mu.Unlock()
-	return s
-}
+func (n *Node) Stats() Stats { return Stats(n.eng.Stats()) }
 
 // Depths reports the backend's depths for every queue declared in the node's registry.
 func (n *Node) Depths(ctx context.Context) (map[string]core.Depth, error) {
-	return n.backend.Depths(ctx, n.reg.Names())
+	return n.eng.Depths(ctx)
 }
 
-// claimCtx returns a context for one backend call that is detached from shutdown.
-func (n *Node) claimCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), n.opts.ClaimTimeout)
-}
-
-// signal wakes the fetch loop without blocking.
-func (n *Node) signal() {
-	select {
-	case n.wake <- struct{}{}:
-	default:
+// RunHistory returns what this node ran of queue in each of the last 60 minutes, oldest first
+// (the current minute last, so far); nil when the node does not listen to queue. For dashboards.
+func (n *Node) RunHistory(queue string) []MinuteRuns {
+	h := n.eng.RunHistory(queue)
+	if h == nil {
+		return nil
 	}
-}
-
-func (n *Node) cancelFetch() {
-	n.mu.Lock()
-	c := n.fetchCancel
-	n.mu.Unlock()
-	if c != nil {
-		c()
+	out := make([]MinuteRuns, len(h))
+	for i, m := range h {
+		out[i] = MinuteRuns(m)
 	}
+	return out
 }
 
-// safeCall runs one call into adapter or app code (a backend method, the outbox handoff),
-// turning a panic into an error so that it takes the same path as a failure.
-func safeCall(what string, fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("txmq: %s panicked: %v", what, r)
-		}
-	}()
-	return fn()
+// schedules returns the registry's schedules bound to this node (engine.Options.Schedules).
+func (n *Node) schedules() []engine.Schedule {
+	list := n.reg.scheduleList()
+	out := make([]engine.Schedule, len(list))
+	for i, s := range list {
+		publish := s.publish
+		out[i] = engine.Schedule{Name: s.name, Queue: s.queue, Ticks: s.ticks, RunMissed: s.missed == RunMissedOnce,
+			Publish: func(ctx context.Context, tick time.Time) error { return publish(ctx, n, tick) }}
+	}
+	return out
 }
 
-// safeHook runs a metrics hook, recovering its panics.
-func (n *Node) safeHook(name string, fn func()) {
-	defer func() {
-		if r := recover(); r != nil {
-			n.log.Error("txmq: hook panicked", "hook", name, "panic", r)
-		}
-	}()
-	fn()
+// registrySpecs is a Registry as the engine reads it (engine.Specs).
+type registrySpecs struct{ r *Registry }
+
+func (s registrySpecs) Lookup(name string) *engine.Spec {
+	if q := s.r.lookup(name); q != nil {
+		return &q.Spec
+	}
+	return nil
 }
 
-// isUnavailable reports whether err means the backend is unavailable.
-func isUnavailable(err error) bool { return errors.Is(err, core.ErrBackendUnavailable) }
+func (s registrySpecs) Names() []string { return s.r.Names() }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"runtime/debug"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/engine"
 	"github.com/txmq/txmq/internal/envelope"
 )
 
@@ -19,7 +21,7 @@ type Queue[T any] struct {
 }
 
 // Name returns the queue name.
-func (q *Queue[T]) Name() string { return q.spec.name }
+func (q *Queue[T]) Name() string { return q.spec.Name }
 
 // PublishOption changes one publish call.
 type PublishOption func(*publishOptions)
@@ -85,7 +87,7 @@ func (q *Queue[T]) Publish(ctx context.Context, n *Node, msg T, opts ...PublishO
 // grows memory; watch Stats.Buffered and throttle in the app if that can happen.
 func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...PublishOption) error {
 	if n == nil {
-		return fmt.Errorf("%w: queue %q: publish needs a node (NewNode)", core.ErrInvalidConfig, q.spec.name)
+		return fmt.Errorf("%w: queue %q: publish needs a node (NewNode)", core.ErrInvalidConfig, q.spec.Name)
 	}
 	if len(msgs) == 0 {
 		return nil
@@ -99,29 +101,30 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	}
 	due := o.notBefore
 	if o.delay > 0 {
-		due = n.clock.Now().Add(o.delay)
+		due = n.eng.Clock().Now().Add(o.delay)
 	}
 	encoded, err := encodeMessages(q.spec, msgs)
 	if err != nil {
 		return err
 	}
 	if o.ids != nil {
-		if err := setIDs(q.spec.name, encoded, o.ids); err != nil {
+		if err := setIDs(q.spec.Name, encoded, o.ids); err != nil {
 			return err
 		}
 	}
-	return n.publish(ctx, &core.Pending{Queue: q.spec.name, Messages: encoded, NotBefore: due, Key: o.key, Batcher: &pendingMeta{spec: q.spec, clock: n.clock, callerIDs: o.ids != nil, tick: o.tick}})
+	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key},
+		engine.PublishFlags{CallerIDs: o.ids != nil, Tick: o.tick})
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.
 func checkKey(spec *queueSpec, o publishOptions) error {
 	switch {
-	case spec.ordered && !o.keySet:
-		return fmt.Errorf("%w: queue %q is Ordered: every publish needs an ordering key; pass txmq.Key(k) (for example the account or order id)", core.ErrInvalidConfig, spec.name)
-	case !spec.ordered && o.keySet:
-		return fmt.Errorf("%w: queue %q is not Ordered, so txmq.Key(%q) would promise an order it does not keep; declare the queue with Ordered: true, or drop the key", core.ErrInvalidConfig, spec.name, envelope.Truncate([]byte(o.key), 40))
-	case spec.ordered && !core.ValidKey(o.key):
-		return fmt.Errorf("%w: queue %q: ordering key %q is not 1 to %d bytes of printable ASCII without spaces; hash it (for example hex of SHA-256) to make it portable", core.ErrInvalidConfig, spec.name, envelope.Truncate([]byte(o.key), 40), core.MaxKeyBytes)
+	case spec.Ordered && !o.keySet:
+		return fmt.Errorf("%w: queue %q is Ordered: every publish needs an ordering key; pass txmq.Key(k) (for example the account or order id)", core.ErrInvalidConfig, spec.Name)
+	case !spec.Ordered && o.keySet:
+		return fmt.Errorf("%w: queue %q is not Ordered, so txmq.Key(%q) would promise an order it does not keep; declare the queue with Ordered: true, or drop the key", core.ErrInvalidConfig, spec.Name, envelope.Truncate([]byte(o.key), 40))
+	case spec.Ordered && !core.ValidKey(o.key):
+		return fmt.Errorf("%w: queue %q: ordering key %q is not 1 to %d bytes of printable ASCII without spaces; hash it (for example hex of SHA-256) to make it portable", core.ErrInvalidConfig, spec.Name, envelope.Truncate([]byte(o.key), 40), core.MaxKeyBytes)
 	}
 	return nil
 }
@@ -134,12 +137,12 @@ func encodeMessages[T any](spec *queueSpec, msgs []T) ([]core.Message, error) {
 	for i := range msgs {
 		b, err := json.Marshal(msgs[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w: queue %q, message %d: %v: publish only values that encoding/json can encode (no channels, funcs, NaN/Inf or cycles)", core.ErrInvalidPayload, spec.name, i, err)
+			return nil, fmt.Errorf("%w: queue %q, message %d: %v: publish only values that encoding/json can encode (no channels, funcs, NaN/Inf or cycles)", core.ErrInvalidPayload, spec.Name, i, err)
 		}
 		if check {
 			var back T
 			if err := json.Unmarshal(b, &back); err != nil {
-				return nil, fmt.Errorf("%w: queue %q, message %d: its JSON %s does not decode back into %T: %v", core.ErrInvalidPayload, spec.name, i, envelope.Truncate(b, 80), back, err)
+				return nil, fmt.Errorf("%w: queue %q, message %d: its JSON %s does not decode back into %T: %v", core.ErrInvalidPayload, spec.Name, i, envelope.Truncate(b, 80), back, err)
 			}
 		}
 		out[i] = core.Message{ID: core.NewID(), Body: b}
@@ -199,63 +202,59 @@ func typedDedup[T any](name string, fn func([]T) []T) func([]core.Message) ([]co
 // cancelled when the node stops or the batch's lease is lost.
 func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error) error {
 	if n == nil || fn == nil {
-		return fmt.Errorf("%w: queue %q: Listen needs a node and a non-nil listener func", core.ErrInvalidConfig, q.spec.name)
+		return fmt.Errorf("%w: queue %q: Listen needs a node and a non-nil listener func", core.ErrInvalidConfig, q.spec.Name)
 	}
-	l := &listener{spec: q.spec, decode: func(body []byte) (*decoded, error) {
+	l := &engine.Listener{Spec: &q.spec.Spec, Decode: func(body []byte) (*engine.Batch, error) {
 		// One allocation per claim holds the envelope, the decoded view and the typed calls.
 		b := &typedBatch[T]{fn: fn, onErr: q.onError}
 		env := &b.env
-		if err := envelope.DecodeTypedInto(body, env, q.spec.name, &b.one); err != nil {
+		if err := envelope.DecodeTypedInto(body, env, q.spec.Name, &b.one); err != nil {
 			return nil, err
 		}
-		if env.Queue != q.spec.name {
-			return nil, fmt.Errorf("%w: batch %s names queue %q but was stored in %q", core.ErrUndecodable, env.ID, env.Queue, q.spec.name)
+		if env.Queue != q.spec.Name {
+			return nil, fmt.Errorf("%w: batch %s names queue %q but was stored in %q", core.ErrUndecodable, env.ID, env.Queue, q.spec.Name)
 		}
-		b.decoded = decoded{Header: &env.Header, count: len(env.Messages), calls: b, hasOnError: q.onError != nil}
-		return &b.decoded, nil
+		b.Batch = engine.Batch{Header: &env.Header, Count: len(env.Messages), Calls: b, HasOnError: q.onError != nil}
+		return &b.Batch, nil
 	}}
-	return n.addListener(l)
+	return n.eng.Listen(l)
 }
 
-// decoded is a claimed batch after decoding, with its typed calls bound.
-type decoded struct {
-	// Header is the batch's header, in the decoded envelope (not a copy): its id, attempt
-	// count, due time, trace contexts and message ids (decoded when a listener asks, see
-	// MessageIDs).
-	*envelope.Header
-	count      int        // messages
-	calls      batchCalls // the typed listener and OnError, bound to the messages
-	hasOnError bool       // the queue has an OnError (calls.onError is a no-op otherwise)
-}
-
-// batchCalls is a decoded batch's typed calls.
-type batchCalls interface {
-	run(ctx context.Context) error
-	onError(err error, attempts int) error
-}
-
-// typedBatch is a decoded batch of a Queue[T]: the envelope, the untyped view the worker uses
+// typedBatch is a decoded batch of a Queue[T]: the envelope, the untyped view the engine uses
 // and the typed calls, in one allocation (a closure per call was two more per claim).
 type typedBatch[T any] struct {
-	decoded
+	engine.Batch
 	env   envelope.Typed[T]
 	one   [1]T // the message of a one-message batch (env.Messages)
 	fn    func(ctx context.Context, msgs []T) error
 	onErr func([]T, error, int) error
 }
 
-func (b *typedBatch[T]) run(ctx context.Context) error { return b.fn(ctx, b.env.Messages) }
+// Run runs the listener, turning its panic into a *PanicError.
+func (b *typedBatch[T]) Run(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return b.fn(ctx, b.env.Messages)
+}
 
-func (b *typedBatch[T]) onError(err error, attempts int) error {
+// OnError calls the queue's OnError, if any.
+func (b *typedBatch[T]) OnError(err error, attempts int) error {
 	if b.onErr == nil {
 		return nil
 	}
 	return b.onErr(b.env.Messages, err, attempts)
 }
 
-// listener is the untyped view of a registered listener.
-type listener struct {
-	spec    *queueSpec
-	decode  func(body []byte) (*decoded, error)
-	history runHistory // runs per minute, for RunHistory
+// PanicError is the failure of a listener that panicked.
+type PanicError struct {
+	// Value is what the listener panicked with.
+	Value any
+	// Stack is the goroutine's stack at the panic.
+	Stack []byte
 }
+
+// Error describes the panic.
+func (e *PanicError) Error() string { return fmt.Sprintf("txmq: listener panicked: %v", e.Value) }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/engine"
 )
 
 // Transactional says how a queue's publishes relate to the app's database transaction; see the
@@ -202,17 +203,5 @@ func DefaultBackoff(run int) time.Duration {
 // ExponentialBackoff returns a backoff that waits base after the first failed run, doubling per
 // run up to limit, with ±20% jitter (never below 80% of the unjittered value).
 func ExponentialBackoff(base, limit time.Duration) func(run int) time.Duration {
-	return func(run int) time.Duration {
-		if run < 1 {
-			run = 1
-		}
-		d := base
-		for i := 1; i < run && d < limit; i++ {
-			d *= 2
-		}
-		if d > limit {
-			d = limit
-		}
-		return jitter(d)
-	}
+	return engine.Backoff(base, limit)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/engine"
 )
 
 // Registry holds queue declarations. Most apps use DefaultRegistry through Declare; tests use a
@@ -59,28 +60,17 @@ type declKey struct {
 	idWindow       time.Duration
 }
 
-// queueSpec is the untyped view of a declared queue that the engine works with.
+// queueSpec is a declared queue: the engine's untyped view (engine.Spec) and what only the
+// app API uses (where it was declared, its typed handle).
 type queueSpec struct {
-	name        string
-	site        string
-	key         declKey
-	reg         *Registry
-	tx          Transactional
-	exclusive   bool
-	ordered     bool // QueueConfig.Ordered: publishes carry a key, batches hold one key
-	conc        Concurrency
-	maxBatch    int
-	maxAttempts int
-	// maxMessageBytes and maxBatchBytes are the queue's size settings (0: the node's).
-	maxMessageBytes, maxBatchBytes int
-	// idWindow is QueueConfig.IDDedupWindow: 0, or how long caller ids deduplicate.
-	idWindow time.Duration
-	// dedup maps messages (with their boxed values) to the messages to store; nil if unset.
-	dedup func([]core.Message) ([]core.Message, error)
+	engine.Spec
+	site string
+	key  declKey
+	reg  *Registry
+	tx   Transactional
+	conc Concurrency
 	// typed is the *Queue[T] handed out for this declaration.
 	typed any
-	// rate is the queue's RateLimit (zero: none), Burst defaulted.
-	rate RateLimit
 }
 
 // Declare declares a typed queue in DefaultRegistry and returns its handle; the queue's type
@@ -164,24 +154,25 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		}
 		return nil, fmt.Errorf("%w: queue %q is declared again at %s with different settings (%+v before, %+v now); a queue has one declaration", core.ErrInvalidConfig, name, site, prev.key, key)
 	}
-	spec := &queueSpec{
-		name:            name,
-		site:            site,
-		key:             key,
-		reg:             reg,
-		tx:              cfg.Transactional,
-		exclusive:       cfg.Exclusive,
-		ordered:         cfg.Ordered,
-		conc:            cfg.MaxConcurrentBatches,
-		maxBatch:        cfg.MaxBatchMessages,
-		maxAttempts:     cfg.MaxAttempts,
-		maxMessageBytes: cfg.MaxMessageBytes,
-		maxBatchBytes:   cfg.MaxBatchBytes,
-		rate:            rateDefaults(cfg.RateLimit),
-		idWindow:        cfg.IDDedupWindow,
+	spec := &queueSpec{site: site, key: key, reg: reg, tx: cfg.Transactional, conc: cfg.MaxConcurrentBatches,
+		Spec: engine.Spec{
+			Name:            name,
+			Declared:        registrySpecs{reg},
+			Routing:         engine.Routing(cfg.Transactional),
+			Exclusive:       cfg.Exclusive,
+			Ordered:         cfg.Ordered,
+			MaxBatch:        cfg.MaxBatchMessages,
+			MaxAttempts:     cfg.MaxAttempts,
+			MaxMessageBytes: cfg.MaxMessageBytes,
+			MaxBatchBytes:   cfg.MaxBatchBytes,
+			Rate:            rateDefaults(cfg.RateLimit),
+			IDWindow:        cfg.IDDedupWindow,
+		}}
+	if cfg.MaxConcurrentBatches.isSet() {
+		spec.Cap = cfg.MaxConcurrentBatches.limit
 	}
 	if cfg.Dedup != nil {
-		spec.dedup = typedDedup(name, cfg.Dedup)
+		spec.Dedup = typedDedup(name, cfg.Dedup)
 	}
 	q := &Queue[T]{spec: spec, onError: cfg.OnError}
 	spec.typed = q

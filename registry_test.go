@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/txmq/txmq/core"
 )
@@ -91,8 +92,8 @@ func TestDeclareDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q.spec.maxBatch != DefaultMaxBatchMessages || q.spec.maxAttempts != DefaultMaxAttempts {
-		t.Fatalf("defaults: maxBatch %d, maxAttempts %d", q.spec.maxBatch, q.spec.maxAttempts)
+	if q.spec.MaxBatch != DefaultMaxBatchMessages || q.spec.MaxAttempts != DefaultMaxAttempts {
+		t.Fatalf("defaults: maxBatch %d, maxAttempts %d", q.spec.MaxBatch, q.spec.MaxAttempts)
 	}
 	if q.Name() != "q" {
 		t.Fatal(q.Name())
@@ -140,5 +141,23 @@ func TestListenRules(t *testing.T) {
 	}
 	if err := q.Listen(n, nil); !errors.Is(err, core.ErrInvalidConfig) {
 		t.Fatalf("nil listener: %v", err)
+	}
+}
+
+func TestRateLimitValidation(t *testing.T) {
+	t.Parallel()
+	reg := NewRegistry()
+	for _, bad := range []RateLimit{{Batches: 5}, {Per: time.Second}, {Batches: -1, Per: time.Second}, {Batches: 1, Per: time.Second, Burst: -1}} {
+		if _, err := DeclareIn(reg, "rl", QueueConfig[int]{Transactional: Try, RateLimit: bad}); err == nil {
+			t.Errorf("RateLimit %+v accepted", bad)
+		}
+	}
+}
+
+func TestRateLimitBurstDefault(t *testing.T) {
+	t.Parallel()
+	q := MustDeclareIn(NewRegistry(), "rl", QueueConfig[int]{Transactional: Try, RateLimit: RateLimit{Batches: 10, Per: time.Second}})
+	if q.spec.Rate.Burst != 10 {
+		t.Fatalf("Burst defaults to %d, want Batches (10)", q.spec.Rate.Burst)
 	}
 }

@@ -2,15 +2,13 @@ package txmq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"strconv"
 	"time"
 
-	"github.com/robfig/cron/v3"
-
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/engine"
 )
 
 // Missed says what a schedule does with ticks that passed while no node of the app ran it.
@@ -64,7 +62,7 @@ type scheduleSpec struct {
 	name    string
 	site    string // where it was declared: declaring again from there is not a second schedule
 	queue   string
-	sched   cron.Schedule
+	ticks   engine.Ticks
 	missed  Missed
 	publish func(ctx context.Context, n *Node, tick time.Time) error
 }
@@ -93,19 +91,19 @@ func (q *Queue[T]) Schedule(name string, cfg ScheduleConfig[T]) error {
 	if err := ValidateQueueName(name); err != nil {
 		return fmt.Errorf("%w: schedule name: %w", core.ErrInvalidConfig, err)
 	}
-	if q.spec.ordered {
-		return fmt.Errorf("%w: schedule %q: queue %q is Ordered and a schedule publishes without an ordering key; schedule an unordered queue whose listener publishes to the ordered one with txmq.Key", core.ErrInvalidConfig, name, q.spec.name)
+	if q.spec.Ordered {
+		return fmt.Errorf("%w: schedule %q: queue %q is Ordered and a schedule publishes without an ordering key; schedule an unordered queue whose listener publishes to the ordered one with txmq.Key", core.ErrInvalidConfig, name, q.spec.Name)
 	}
 	loc := cfg.Location
 	if loc == nil {
 		loc = time.UTC
 	}
 	if cfg.Cron == "" {
-		return fmt.Errorf("%w: schedule %q of queue %q: Cron is required (e.g. \"*/5 * * * *\" or \"@every 10s\")", core.ErrInvalidConfig, name, q.spec.name)
+		return fmt.Errorf("%w: schedule %q of queue %q: Cron is required (e.g. \"*/5 * * * *\" or \"@every 10s\")", core.ErrInvalidConfig, name, q.spec.Name)
 	}
 	sched, err := parseSchedule(cfg.Cron, loc)
 	if err != nil {
-		return fmt.Errorf("%w: schedule %q of queue %q: Cron %q: %w", core.ErrInvalidConfig, name, q.spec.name, cfg.Cron, err)
+		return fmt.Errorf("%w: schedule %q of queue %q: Cron %q: %w", core.ErrInvalidConfig, name, q.spec.Name, cfg.Cron, err)
 	}
 	if cfg.Missed != SkipMissed && cfg.Missed != RunMissedOnce {
 		return fmt.Errorf("%w: schedule %q: Missed %d is not SkipMissed or RunMissedOnce", core.ErrInvalidConfig, name, cfg.Missed)
@@ -114,7 +112,7 @@ func (q *Queue[T]) Schedule(name string, cfg ScheduleConfig[T]) error {
 	if build == nil {
 		build = func(time.Time) []T { var zero T; return []T{zero} }
 	}
-	spec := &scheduleSpec{name: name, queue: q.spec.name, sched: sched, missed: cfg.Missed,
+	spec := &scheduleSpec{name: name, queue: q.spec.Name, ticks: sched, missed: cfg.Missed,
 		publish: func(ctx context.Context, n *Node, tick time.Time) error {
 			msgs := build(tick)
 			if len(msgs) == 0 {
@@ -158,78 +156,4 @@ func (r *Registry) scheduleList() []*scheduleSpec {
 		out = append(out, s)
 	}
 	return out
-}
-
-// scheduleLoop runs the registry's schedules until the node stops: at each tick it claims
-// the tick through opts.Ticks and publishes the tick's messages if the claim is its own. It
-// reads the time from the node's Clock and looks at it at least once a second.
-func (n *Node) scheduleLoop() {
-	defer n.loops.Done()
-	next := map[string]time.Time{}
-	start := n.clock.Now()
-	for n.stopCtx.Err() == nil {
-		now := n.clock.Now()
-		var wake time.Time
-		for _, s := range n.reg.scheduleList() {
-			t, ok := next[s.name]
-			if !ok { // new: the first tick after the start (and a missed one, by policy)
-				if s.missed == RunMissedOnce {
-					n.runMissed(s, start)
-				}
-				t = s.sched.Next(start)
-				next[s.name] = t
-			}
-			if !t.After(now) {
-				n.claimTick(s, t)
-				t = s.sched.Next(t)
-				for !t.After(now) { // ticks missed while this node was stalled: skipped
-					t = s.sched.Next(t)
-				}
-				next[s.name] = t
-			}
-			if wake.IsZero() || t.Before(wake) {
-				wake = t
-			}
-		}
-		d := time.Second
-		if !wake.IsZero() {
-			d = max(wake.Sub(n.clock.Now()), 0)
-		}
-		timer := time.NewTimer(min(d, time.Second)) // new schedules (and a clock that jumps) are seen within a second
-		select {
-		case <-n.stopCtx.Done():
-			timer.Stop()
-			return
-		case <-timer.C:
-		}
-	}
-}
-
-// claimTick publishes tick of s if no node did.
-func (n *Node) claimTick(s *scheduleSpec, tick time.Time) {
-	ctx, cancel := context.WithTimeout(n.stopCtx, 30*time.Second)
-	defer cancel()
-	claimed, err := n.opts.Ticks.ClaimTick(ctx, s.name, s.queue, tick, s.sched.Next(tick), func(ctx context.Context) error {
-		return s.publish(ctx, n, tick)
-	})
-	switch {
-	case err != nil && !errors.Is(err, context.Canceled):
-		n.log.Error("txmq: publishing a scheduled tick failed; it is not retried (the next tick comes as planned)", "schedule", s.name, "queue", s.queue, "tick", tick, "error", err)
-	case claimed:
-		n.log.Debug("txmq: published a scheduled tick", "schedule", s.name, "queue", s.queue, "tick", tick)
-	}
-}
-
-// runMissed publishes the latest tick of s after its last claimed tick and up to now, if any.
-func (n *Node) runMissed(s *scheduleSpec, now time.Time) {
-	ctx, cancel := context.WithTimeout(n.stopCtx, 10*time.Second)
-	defer cancel()
-	last, err := n.opts.Ticks.LastTick(ctx, s.name)
-	if err != nil || last.IsZero() {
-		return // never ran: nothing was missed
-	}
-	if missed := latestTick(s.sched, last, now); !missed.IsZero() {
-		n.log.Info("txmq: publishing the latest tick missed while the app was down (RunMissedOnce)", "schedule", s.name, "tick", missed)
-		n.claimTick(s, missed)
-	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
+	"github.com/txmq/txmq/internal/engine"
 )
 
 // This file says when a schedule ticks: at instants that do not depend on the node, its start
@@ -16,7 +17,7 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // parseSchedule parses a ScheduleConfig.Cron read in loc: a cron expression or descriptor
 // gives robfig/cron's schedule in loc (its instants are absolute), "@every D" an
 // everySchedule anchored at the Unix epoch.
-func parseSchedule(spec string, loc *time.Location) (cron.Schedule, error) {
+func parseSchedule(spec string, loc *time.Location) (engine.Ticks, error) {
 	spec = strings.TrimSpace(spec)
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
 		return nil, errors.New("a TZ= prefix is not accepted: set ScheduleConfig.Location")
@@ -27,13 +28,19 @@ func parseSchedule(spec string, loc *time.Location) (cron.Schedule, error) {
 	}
 	switch s := sched.(type) {
 	case cron.ConstantDelaySchedule: // "@every D", D already rounded to whole seconds, at least 1 s
-		return everySchedule{period: int64(s.Delay / time.Second)}, nil
+		return ticks{everySchedule{period: int64(s.Delay / time.Second)}}, nil
 	case *cron.SpecSchedule:
 		s.Location = loc // set here rather than by name, so that any *time.Location works
-		return s, nil
+		return ticks{s}, nil
 	}
-	return sched, nil
+	return ticks{sched}, nil
 }
+
+// ticks is a parsed schedule as the engine reads it (engine.Ticks).
+type ticks struct{ cron.Schedule }
+
+// Latest returns the latest tick strictly after after and at most upTo (latestTick).
+func (t ticks) Latest(after, upTo time.Time) time.Time { return latestTick(t.Schedule, after, upTo) }
 
 // everySchedule is "@every D" anchored at the Unix epoch: its ticks are the instants
 // epoch + k·period seconds, whatever the time it is asked from.

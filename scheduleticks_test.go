@@ -159,8 +159,8 @@ func TestScheduleTickStagedWhateverRouting(t *testing.T) {
 			if err := spec.publish(core.ContextWithTx(context.Background(), tx), n, tick); err != nil {
 				t.Fatalf("publishing the tick in the claim's transaction: %v", err)
 			}
-			if len(tx.staged) != 1 || len(tx.afterCommit) != 0 || n.buf.size() != 0 {
-				t.Fatalf("staged %d publishes, %d waiting for the commit, %d buffered; want the tick staged", len(tx.staged), len(tx.afterCommit), n.buf.size())
+			if len(tx.staged) != 1 || len(tx.afterCommit) != 0 || int(n.Stats().Buffered) != 0 {
+				t.Fatalf("staged %d publishes, %d waiting for the commit, %d buffered; want the tick staged", len(tx.staged), len(tx.afterCommit), int(n.Stats().Buffered))
 			}
 			want := "s@" + strconv.FormatInt(tick.Unix(), 10)
 			if ms := tx.staged[0].Messages; len(ms) != 2 || ms[0].ID != want || ms[1].ID != want+"#1" {
@@ -173,8 +173,8 @@ func TestScheduleTickStagedWhateverRouting(t *testing.T) {
 					t.Fatalf("a tick of a Require queue without a transaction: %v; want ErrNoTransaction", err)
 				}
 			default:
-				if err != nil || n.buf.size() == 0 {
-					t.Fatalf("a tick without a transaction: %v, %d buffered; want the queue's routing (buffered)", err, n.buf.size())
+				if err != nil || int(n.Stats().Buffered) == 0 {
+					t.Fatalf("a tick without a transaction: %v, %d buffered; want the queue's routing (buffered)", err, int(n.Stats().Buffered))
 				}
 			}
 		})

@@ -32,51 +32,20 @@ type TraceLink struct {
 	Messages int
 }
 
-// links returns the distinct trace contexts of the batch's messages, in order of first
-// appearance, with their message counts; messages published without one are left out.
-func (d *decoded) links() []TraceLink {
-	counts := envelope.TraceCounts(d.Trace, d.Traces, d.TraceOf, d.count)
-	if len(counts) == 0 {
-		return nil
-	}
-	out := make([]TraceLink, len(counts))
-	for i, c := range counts {
-		out[i] = TraceLink{Trace: c.Trace, Messages: c.Messages}
-	}
-	return out
+// tracerBridge is a Tracer as the engine calls it (engine.Tracer).
+type tracerBridge struct{ t Tracer }
+
+func (b tracerBridge) StartPublish(ctx context.Context, queue string, messages int) map[string]string {
+	return b.t.StartPublish(ctx, queue, messages)
 }
 
-// startPublishSpan is Tracer.StartPublish guarded against panics.
-func (n *Node) startPublishSpan(ctx context.Context, queue string, messages int) (trace map[string]string) {
-	defer func() {
-		if r := recover(); r != nil {
-			n.log.Error("txmq: NodeOptions.Tracer.StartPublish panicked; publishing without a trace context", "queue", queue, "panic", r)
-			trace = nil
-		}
-	}()
-	return n.opts.Tracer.StartPublish(ctx, queue, messages)
-}
-
-// startRunSpan is Tracer.StartRun guarded against panics; the end func it returns is guarded too.
-func (n *Node) startRunSpan(ctx context.Context, queue, batchID string, messages, run int, trace map[string]string, links []TraceLink) (out context.Context, end func(error)) {
-	defer func() {
-		if r := recover(); r != nil {
-			n.log.Error("txmq: NodeOptions.Tracer.StartRun panicked; running the listener without a span", "queue", queue, "batch", batchID, "panic", r)
-			out, end = ctx, func(error) {}
-		}
-	}()
-	out, rawEnd := n.opts.Tracer.StartRun(ctx, queue, batchID, messages, run, trace, links)
-	if out == nil {
-		out = ctx
-	}
-	return out, func(err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				n.log.Error("txmq: the end func of NodeOptions.Tracer.StartRun panicked", "queue", queue, "batch", batchID, "panic", r)
-			}
-		}()
-		if rawEnd != nil {
-			rawEnd(err)
+func (b tracerBridge) StartRun(ctx context.Context, queue, batchID string, messages, run int, trace map[string]string, counts []envelope.TraceCount) (context.Context, func(err error)) {
+	var links []TraceLink
+	if len(counts) > 0 {
+		links = make([]TraceLink, len(counts))
+		for i, c := range counts {
+			links[i] = TraceLink{Trace: c.Trace, Messages: c.Messages}
 		}
 	}
+	return b.t.StartRun(ctx, queue, batchID, messages, run, trace, links)
 }

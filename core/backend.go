@@ -13,8 +13,8 @@ import (
 // Backend is the contract an adapter implements. Backends move opaque, already encoded batches:
 // they never look inside Body. Everything that must mean the same on every backend (attempt
 // counting, retry budget, backoff, dead letters, OnError, JSON) lives in the engine (package
-// txmq; the retry and dead-letter policy is in its worker.go), never in an adapter; an
-// adapter only stores, claims, leases and settles batches.
+// internal/engine behind txmq; the retry and dead-letter policy is in its worker.go), never
+// in an adapter; an adapter only stores, claims, leases and settles batches.
 //
 // Rules every adapter follows (the parity suite checks each):
 //

@@ -8,7 +8,7 @@ package core
 //	Tx, Pending, Batcher  a publish whose ctx carries a Tx (ContextWithTx): Stage, AfterCommit
 //	Handoff               the publish buffer, for a flush the backend refused
 //	KeyLister             the publish buffer, once, before its first write of an ordered key
-//	DeadLetterSink        the runner's terminal path (txmq's worker.go), when it gives a batch up
+//	DeadLetterSink        the runner's terminal path (internal/engine), when it gives a batch up
 //	MessageRecorder       every publish and outcome; before a batch is handed to its listener
 //	MessageStore          the Inspector, when a ledger is configured
 //	Limiter               the driver, before it fetches for a rate-limited queue (ratelimit.go)
@@ -93,7 +93,7 @@ type KeyLister interface {
 }
 
 // DeadLetterSink stores batches that the engine gave up on (the retry and dead-letter policy
-// is the engine's: txmq's worker.go), so an operator can inspect and replay them. The outbox
+// is the engine's: internal/engine/worker.go), so an operator can inspect and replay them. The outbox
 // package implements it in the app's database.
 //
 // The terminal path (dead letter, OnError) runs once per batch id: a batch whose Drop failed

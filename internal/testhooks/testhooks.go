@@ -18,3 +18,7 @@ var (
 	// Thaw ends a Freeze.
 	Thaw func(node any)
 )
+
+// Engine returns a node's engine (an *engine.Engine), for the engine's own tests, which
+// drive it through the app API.
+var Engine func(node any) any

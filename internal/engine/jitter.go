@@ -1,0 +1,39 @@
+package engine
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// jitter spreads d by ±20%.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	span := int64(d) / 5
+	if span == 0 {
+		return d
+	}
+	return d - time.Duration(span) + time.Duration(rand.Int64N(2*span+1))
+}
+
+// Backoff returns a backoff that waits base after the first failed run, doubling per run up
+// to limit, with ±20% jitter (txmq.ExponentialBackoff).
+func Backoff(base, limit time.Duration) func(run int) time.Duration {
+	return func(run int) time.Duration {
+		if run < 1 {
+			run = 1
+		}
+		d := base
+		for i := 1; i < run && d < limit; i++ {
+			d *= 2
+		}
+		if d > limit {
+			d = limit
+		}
+		return jitter(d)
+	}
+}
+
+// defaultBackoff is txmq.DefaultBackoff: 1 s doubling per run, at most 10 min.
+var defaultBackoff = Backoff(time.Second, 10*time.Minute)

@@ -1,0 +1,376 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// PublishFlags say what kind of publish call a Pending comes from.
+type PublishFlags struct {
+	// CallerIDs: the messages have ids the caller gave (txmq.ID, txmq.IDs).
+	CallerIDs bool
+	// Tick: a schedule's tick, staged in the claim's transaction whatever the routing.
+	Tick bool
+}
+
+// Publish routes one encoded publish call of spec's queue by its Routing and the transaction
+// in ctx (see the routing table in the txmq package doc). p's messages are encoded and
+// checked; Publish sets p.Batcher.
+func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f PublishFlags) error {
+	m := &pendingMeta{spec: spec, clock: n.clock, callerIDs: f.CallerIDs, tick: f.Tick}
+	p.Batcher = m
+	if spec.Declared != n.specs { // a registry never replaces a declaration: this is a lookup
+		return fmt.Errorf("%w: queue %q is not declared in this node's registry: declare it on the registry passed in NodeOptions.Registry", core.ErrNotDeclared, spec.Name)
+	}
+	if err := n.checkOrdered(spec); err != nil {
+		return err
+	}
+	m.onePerBatch = n.dedup.OnePerBatch
+	if n.buf.sealed.Load() {
+		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", core.ErrClosed, spec.Name)
+	}
+	switch {
+	case n.opts.Tracer != nil:
+		p.Trace = n.startPublishSpan(ctx, spec.Name, len(p.Messages))
+	case n.opts.InjectTrace != nil:
+		p.Trace = n.opts.InjectTrace(ctx)
+	}
+	lim := n.limits(spec, p.Trace)
+	if err := lim.checkSizes(p); err != nil {
+		return err
+	}
+	m.maxBatchBytes = int32(min(lim.batch, math.MaxInt32))
+	tx, inTx := core.TxFromContext(ctx)
+	switch {
+	case inTx && (spec.Routing == Require || spec.Routing == Try || m.tick):
+		// A schedule's tick is staged whatever the routing, Never included: its messages
+		// commit with its claim (see Queue.Schedule).
+		if spec.Ordered {
+			n.storeKeyFirst(ctx, spec, p.Key)
+		}
+		if err := tx.Stage(ctx, p); err != nil {
+			return fmt.Errorf("txmq: queue %q: staging in the transaction's outbox: %w", spec.Name, err)
+		}
+		if spec.Ordered {
+			n.followAfterCommit(tx, spec.Name, p.Key)
+		}
+		n.recordCommitted(tx, p)
+		return nil
+	case spec.Routing == Require:
+		return fmt.Errorf("%w: queue %q is Transactional: Require; publish it inside a transaction (outbox Store.RunInTx or WithTx), or declare it Try", core.ErrNoTransaction, spec.Name)
+	case inTx: // Never inside a transaction: wait for the commit.
+		if !tx.AfterCommit(func() { n.enqueue(p) }) {
+			return fmt.Errorf("%w: queue %q is Transactional: Never, and this transaction cannot report its commit (an app-managed transaction); publish after committing, use Store.RunInTx, or declare the queue Try", core.ErrInvalidConfig, spec.Name)
+		}
+		return nil
+	default:
+		n.enqueue(p)
+		return nil
+	}
+}
+
+// enqueue puts p in the coalescing buffer (the first message starts the flusher). Once the
+// buffer is sealed (an after-commit callback that raced Close) it publishes p at once instead;
+// after Halt, p is lost with the rest of the buffer, as in a crash.
+func (n *Engine) enqueue(p *core.Pending) {
+	if n.buf.add(p, n.clock.Now()) {
+		return
+	}
+	if n.halted.Load() {
+		return
+	}
+	n.flush(context.Background(), []*queueBuffer{{spec: meta(p).spec, pending: []*core.Pending{p}, messages: len(p.Messages)}}, false)
+}
+
+// flushLoop flushes due buffers every FlushTick until the buffer is sealed (Close drains the
+// rest). It survives its own panics.
+func (n *Engine) flushLoop() {
+	defer n.loops.Done()
+	t := time.NewTicker(n.opts.FlushTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.flushStop:
+			return
+		case <-t.C:
+			n.flushDue(false)
+		}
+	}
+}
+
+// flushDue flushes the due buffers (all of them when all is set), recovering panics.
+func (n *Engine) flushDue(all bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: publish flusher panicked; continuing", "panic", r)
+		}
+	}()
+	due := n.buf.take(n.clock.Now(), all)
+	if len(due) == 0 {
+		return
+	}
+	n.flush(context.Background(), due, true)
+}
+
+// flushAll drains the whole buffer (used by Close): publishes are tried until ctx ends, and what
+// the backend did not take by then goes to the outbox.
+func (n *Engine) flushAll(ctx context.Context) {
+	due := n.buf.take(n.clock.Now(), true)
+	if len(due) == 0 {
+		return
+	}
+	n.flush(ctx, due, true)
+}
+
+// closing marks the contexts of Close's final flush: each write is bounded by
+// CloseFlushTimeout instead of ClaimTimeout, and once one write failed, the batches not yet
+// written go straight to the outbox (see closeFlush).
+type closingKey struct{}
+
+// closeFailed is the state of one final flush, shared by its writes.
+type closeFailed struct{ failed atomic.Bool }
+
+// closeState returns the final flush's state when ctx is Close's final flush, else nil.
+func closeState(ctx context.Context) *closeFailed {
+	cf, _ := ctx.Value(closingKey{}).(*closeFailed)
+	return cf
+}
+
+// flushConcurrency bounds parallel backend writes of one flush.
+const flushConcurrency = 8
+
+// flush encodes the given queue buffers into batches and stores them; a batch the backend
+// refuses goes to the outbox, and only if that fails too is it dropped, logged and counted.
+// Each batch gets its own ClaimTimeout from the moment its write starts (within ctx), so a
+// large flush on a slow backend never times out the batches still waiting for a slot.
+// fromBuffer says the queue buffers were taken from n.buf, whose count is lowered at the end.
+func (n *Engine) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer bool) {
+	if fromBuffer {
+		total := 0
+		for _, qb := range qbs {
+			total += qb.messages
+		}
+		defer n.buf.stored(total)
+		defer n.buf.landed(qbs)
+	}
+	fl := keyFlights(qbs)
+	now := n.clock.Now()
+	var all []core.OutgoingBatch
+	for _, qb := range qbs {
+		if qb.spec.IDWindow > 0 {
+			n.stats.deduplicated.Add(int64(repeatedIDs(qb.pending)))
+		}
+		bs, err := batches(qb.pending, now, true)
+		if err != nil {
+			// Dedup failed: store the messages as they are rather than lose them.
+			n.log.Error("txmq: Dedup failed; storing the messages without dedup (fix the queue's Dedup func)", "queue", qb.spec.Name, "error", err)
+			bs, _ = batches(qb.pending, now, false)
+		}
+		if all == nil {
+			all = bs // most flushes hold one queue: no copy
+		} else {
+			all = append(all, bs...)
+		}
+		// The envelopes hold copies of the messages: let the encoded messages go now, so a
+		// large message is not held twice while it is stored.
+		qb.pending = nil
+	}
+	if len(all) == 1 {
+		if b := all[0]; b.Key != "" {
+			n.waitFlight(ctx, fl[[2]string{b.Queue, b.Key}])
+		}
+		n.store(ctx, all[0], false)
+		return
+	}
+	lanes := orderLanes(all)
+	// flushConcurrency writers take the lanes in order; a goroutine per batch grew a fresh
+	// stack for each one (a tenth of the flush at one message per batch). A lane is one batch,
+	// or the batches of one ordered key, written one after the other in publish order: once
+	// one of them is handed to the outbox, the rest of the lane follows it there, so that the
+	// outbox publishes them after it.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(flushConcurrency, len(lanes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(lanes)); i = next.Add(1) - 1 {
+				var f *flight
+				if b := all[lanes[i][0]]; b.Key != "" {
+					f = fl[[2]string{b.Queue, b.Key}]
+					n.waitFlight(ctx, f)
+				}
+				handedOff := false
+				for _, j := range lanes[i] {
+					handedOff = n.store(ctx, all[j], handedOff) == storedHandedOff
+					all[j] = core.OutgoingBatch{} // its body may be large: let it go once stored
+				}
+				n.buf.landOne(f)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// keyFlights returns the flights of the ordered keys of qbs, by {queue, key}.
+func keyFlights(qbs []*queueBuffer) map[[2]string]*flight {
+	var fl map[[2]string]*flight
+	for _, qb := range qbs {
+		for k, f := range qb.flights {
+			if fl == nil {
+				fl = make(map[[2]string]*flight)
+			}
+			fl[[2]string{qb.spec.Name, k}] = f
+		}
+	}
+	return fl
+}
+
+// waitFlight waits until the flush of f's key before f has landed, so that a key's flushes
+// reach the backend in the order they were taken; the wait is bounded by twice ClaimTimeout
+// (each write of that flush is bounded by one, plus its handoff).
+func (n *Engine) waitFlight(ctx context.Context, f *flight) {
+	if f == nil || f.prev == nil {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*n.opts.ClaimTimeout)
+	defer cancel()
+	f.waitPrev(wctx)
+}
+
+// orderLanes groups the indexes of batches into lanes: each unkeyed batch alone, and the
+// batches of one ordered queue and key together, in their order in batches.
+func orderLanes(batches []core.OutgoingBatch) [][]int {
+	lanes := make([][]int, 0, len(batches))
+	var byKey map[[2]string]int
+	for i, b := range batches {
+		if b.Key == "" {
+			lanes = append(lanes, []int{i})
+			continue
+		}
+		if byKey == nil {
+			byKey = make(map[[2]string]int)
+		}
+		k := [2]string{b.Queue, b.Key}
+		if l, ok := byKey[k]; ok {
+			lanes[l] = append(lanes[l], i)
+			continue
+		}
+		byKey[k] = len(lanes)
+		lanes = append(lanes, []int{i})
+	}
+	return lanes
+}
+
+// stored is what became of a batch store wrote.
+type stored int
+
+const (
+	storedBackend   stored = iota // written to the backend
+	storedHandedOff               // handed to the outbox
+	storedLost                    // dead-lettered or dropped (logged and counted)
+)
+
+// store writes one batch to the backend within ClaimTimeout (and ctx), falling back to the
+// outbox on a context of its own, so a publish that timed out is still handed off. toOutbox
+// skips the backend: an earlier batch of the same ordered key was handed off.
+func (n *Engine) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) stored {
+	msgs := b.Messages
+	// Once Close began, every write (the final flush's, and a regular flush's still running)
+	// is bounded by CloseFlushTimeout, and after one failed the rest go to the outbox at once.
+	timeout, cf := n.opts.ClaimTimeout, closeState(ctx)
+	if cf != nil {
+		timeout = n.opts.CloseFlushTimeout
+	} else if cf = n.closeFlushState.Load(); cf != nil {
+		timeout = min(timeout, n.opts.CloseFlushTimeout)
+	}
+	var err error
+	// The ledger's time of the publish (before any node can run the batch), and the start of
+	// the write's timeout: one clock read for both.
+	at := time.Now()
+	if toOutbox {
+		err = fmt.Errorf("%w: not written: an earlier batch of ordering key %q was handed to the outbox, so this one follows it there to keep the key's order", core.ErrBackendUnavailable, b.Key)
+	} else if ferr := n.followsOutbox(ctx, b); ferr != nil {
+		err = ferr
+	} else if cf != nil && cf.failed.Load() {
+		err = fmt.Errorf("%w: not written: an earlier write of the node's final flush failed, so the rest of the buffer goes to the outbox without waiting for the backend", core.ErrBackendUnavailable)
+	} else {
+		pctx, cancel := newCallCtx(ctx, at.Add(timeout))
+		reg := n.writes.add(pctx)
+		if cf == nil {
+			if cf = n.closeFlushState.Load(); cf != nil {
+				// Close began before this write was registered: bound it like the final flush's.
+				shortenCall(pctx, time.Now().Add(n.opts.CloseFlushTimeout))
+			}
+		}
+		n.keepBatch(pctx, b) // ledger mode: the ledger's copy first
+		err = safeCall("backend Publish", func() (perr error) {
+			var sb core.OutgoingBatch
+			if sb, perr = n.publishBatch(pctx, b); perr == nil {
+				b, msgs = sb, sb.Messages
+			}
+			return perr
+		})
+		n.writes.remove(reg)
+		cancel()
+		if cf == nil {
+			cf = n.closeFlushState.Load() // Close began while the write waited
+		}
+		if err != nil && cf != nil && !(errors.Is(err, core.ErrRejected) && !isUnavailable(err)) {
+			cf.failed.Store(true)
+		}
+	}
+	if err == nil && msgs == 0 {
+		return storedBackend // every message was a duplicate of one already stored
+	}
+	if err == nil {
+		n.recordStored(b, core.StateQueued, at)
+		n.stats.publishedBatches.Add(1)
+		n.stats.publishedMessages.Add(int64(msgs))
+		if n.hooks.Published != nil {
+			n.safeHook("Published", func() { n.hooks.Published(b.Queue, msgs) })
+		}
+		return storedBackend
+	}
+	if errors.Is(err, core.ErrRejected) && !isUnavailable(err) {
+		n.rejected(ctx, b, err)
+		return storedLost
+	}
+	if n.opts.Handoff == nil {
+		n.dropped(b.Queue, core.ReasonNoOutbox, msgs, "txmq: backend refused a batch and no outbox is configured; batch dropped", "batch", b.ID, "error", err)
+		return storedLost
+	}
+	at = time.Now()
+	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.ClaimTimeout)
+	defer hcancel()
+	if herr := safeCall("outbox Handoff", func() error { return n.opts.Handoff.Handoff(hctx, []core.OutgoingBatch{b}) }); herr != nil {
+		n.dropped(b.Queue, core.ReasonOutboxHandoffFailed, msgs, "txmq: backend refused a batch and the outbox insert failed too; batch dropped", "batch", b.ID, "error", err, "outbox_error", herr)
+		return storedLost
+	}
+	n.stats.handedOff.Add(1)
+	if b.Key != "" {
+		n.handed.add(b.Queue, b.Key)
+	}
+	n.recordStored(b, core.StateOutbox, at)
+	n.log.Warn("txmq: backend refused a batch; handed to the outbox for the recovery sweep", "queue", b.Queue, "batch", b.ID, "error", err)
+	if n.hooks.HandedOff != nil {
+		n.safeHook("HandedOff", func() { n.hooks.HandedOff(b.Queue, msgs) })
+	}
+	return storedHandedOff
+}
+
+// dropped logs and counts one dropped batch.
+func (n *Engine) dropped(queue, reason string, msgs int, msg string, attrs ...any) {
+	n.stats.drop(reason)
+	n.log.Error(msg, append([]any{"queue", queue, "reason", reason, "messages", msgs}, attrs...)...)
+	if n.hooks.Dropped != nil {
+		n.safeHook("Dropped", func() { n.hooks.Dropped(queue, reason, msgs) })
+	}
+}

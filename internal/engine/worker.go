@@ -1,0 +1,418 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/txmq/txmq/internal/envelope"
+
+	"github.com/txmq/txmq/core"
+)
+
+// running is one batch a worker holds, from decode to settle, shared with the lease loop and
+// the node's fence timer (fenceSet).
+type running struct {
+	claim     *core.Claim
+	ctx       listenerCtx // the listener's context
+	cancel    context.CancelCauseFunc
+	ids       *envelope.IDList // the batch's message ids once decoded (MessageIDs)
+	lost      atomic.Bool      // the lease was lost or fenced; written under fs.mu
+	extending atomic.Bool      // an extension is in flight
+
+	mu       sync.Mutex // serialises Extend with the settle of the same claim
+	settled  bool
+	call     callCtx // the first settle call's context (r.mu): no allocation of its own
+	callUsed bool
+
+	fs      *fenceSet // the node's; fs.mu guards the fields below
+	fenceAt time.Time // confirmed lease end minus the margin, on this node's clock
+	idx     int       // index in fs's heap; -1 once out of it (fenced or done)
+	done    bool      // the worker is done with the claim
+	ledger  ledgerRun // the ledger's running event (no ids before it, or without a ledger)
+}
+
+// listenerCtx is a listener's context: the claim's cancel context, carrying its *running under
+// leaseKey{} (as context.WithValue would, without an allocation per claim). Cause, Done and
+// child contexts see the cancel context itself.
+type listenerCtx struct {
+	context.Context
+	r *running
+}
+
+// Value returns the claim's *running for leaseKey{}, else the cancel context's value.
+func (c *listenerCtx) Value(key any) any {
+	if _, ok := key.(leaseKey); ok {
+		return c.r
+	}
+	return c.Context.Value(key)
+}
+
+// work runs one claimed batch through the policy: decode first, then the run-count check, the
+// listener, and the settle. The lease is extended the whole time, the terminal path (dead-letter
+// sink, OnError) included. Every step that is bookkeeping or app code is guarded so that it can
+// never turn into a redelivery or a crash.
+func (n *Engine) work(l *Listener, c *core.Claim) {
+	defer n.workers.Done()
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			n.release(c.Queue)
+		}
+	}
+	defer release()
+	if n.isPaused(c.Queue) { // paused after the dispatch: not started, given back for after the resume
+		n.giveBack(c)
+		return
+	}
+	// The listener's context is not a child of runCtx (registering each one with a shared
+	// parent costs a lock and a map entry per claim): cancelRunning cancels every registered
+	// claim, and a claim registered after it sees runCtx done below.
+	cctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	r := &running{claim: c, cancel: cancel, fs: &n.fences, idx: -1}
+	r.ctx = listenerCtx{Context: cctx, r: r}
+	now, held := n.startFence(r)
+	if !held {
+		n.stats.leaseLost.Add(1)
+		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
+		return
+	}
+	defer n.stopFence(r)
+	if n.runCtx.Err() != nil {
+		cancel(context.Canceled)
+	}
+	var ctx context.Context = &r.ctx
+	if n.dueForExtensionAt(r, now) {
+		// A claim that waited (in an adapter's stash, a slow dispatch) is extended at once
+		// rather than at the lease loop's next tick, to leave its extension the most time.
+		n.extendAsync(r)
+	}
+
+	d, err := safeDecode(l, c.Body)
+	if err != nil {
+		n.terminal(r, l.Spec, nil, core.ReasonUndecodable, err, 0)
+		return
+	}
+	r.ids = &d.MessageIDs
+	if n.notYetDue(r, d) {
+		return
+	}
+	run := d.Attempt + c.Deliveries
+	var ids []string // the batch's message ids, for the ledger
+	if n.opts.Ledger != nil {
+		ids = d.MessageIDs.IDs()
+		kept := n.dropCancelled(r, l, d, ids)
+		if kept == nil {
+			return
+		}
+		if kept != d { // some were cancelled: the run's ids are the ones left
+			d = kept
+			r.ids = &d.MessageIDs
+			ids = d.MessageIDs.IDs()
+		}
+	}
+	if run > l.Spec.MaxAttempts {
+		// The previous runs never settled: their nodes died holding the batch.
+		n.terminal(r, l.Spec, d, core.ReasonWorkerLost, fmt.Errorf("%w (queue %q, batch %s, %d runs)", core.ErrWorkerLost, c.Queue, d.ID, run-1), run-1)
+		return
+	}
+	endSpan := func(error) {}
+	switch {
+	case n.opts.Tracer != nil:
+		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.ID, d.Count, run, d.Trace, d.links())
+	case n.opts.ExtractTrace != nil && len(d.Trace) > 0:
+		ctx = n.withTrace(ctx, d.Trace)
+	}
+
+	// The clock is read before the run only for what needs the run's start (a ledger, the
+	// Delivered hook): at one message per batch every read counts.
+	var start time.Time
+	if n.opts.Ledger != nil || n.hooks.Delivered != nil {
+		start = time.Now()
+	}
+	n.recordRunning(r, d.ID, ids, start, run)
+	n.stats.runs.Add(1)
+	runErr := safeRun(ctx, d.Calls)
+	endSpan(runErr)
+	end := time.Now()
+	cause := context.Cause(ctx)
+	if n.halted.Load() {
+		return // a simulated crash: no settle
+	}
+	if n.hooks.Delivered != nil {
+		took := end.Sub(start)
+		n.safeHook("Delivered", func() { n.hooks.Delivered(c.Queue, d.Count, run, took, runErr) })
+	}
+
+	l.history.add(end, d.Count, runErr != nil || r.lost.Load() || errors.Is(cause, core.ErrLeaseLost))
+	switch {
+	case r.lost.Load() || errors.Is(cause, core.ErrLeaseLost):
+		// Fenced or lost: another node may hold the batch now; settling it here, even an Ack
+		// of a run that succeeded, would act on a claim this node no longer holds.
+		n.stats.failed.Add(1)
+		n.log.Warn("txmq: listener stopped after its lease was lost; the batch runs again elsewhere", "queue", c.Queue, "batch", d.ID, "run", run, "error", runErr)
+	case runErr == nil:
+		n.stats.succeeded.Add(1)
+		// The listener is done: its slot is free for the next batch while the Ack travels (the
+		// lease is held until the Ack lands, and the backend keeps an Exclusive queue's batch
+		// in flight until then). On a remote backend this overlaps the next claim with the Ack.
+		release()
+		err := n.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
+		if err == nil {
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
+		}
+		n.settleErr(c, "ack", err)
+	case n.closing.Load() && cause != nil:
+		// Cancelled by Close: give the run back without spending the budget.
+		n.stats.failed.Add(1)
+		at := time.Now() // before the batch can run again elsewhere
+		if n.retry(r, d, run-1, 0, runErr) {
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
+		}
+	case run < l.Spec.MaxAttempts:
+		n.stats.failed.Add(1)
+		delay := n.backoff(run)
+		at := time.Now() // before the batch can run again
+		if n.retry(r, d, run, delay, runErr) {
+			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
+		}
+	default:
+		n.stats.failed.Add(1)
+		n.terminal(r, l.Spec, d, core.ReasonDeliveryExhausted, runErr, run)
+	}
+}
+
+// settleCall returns a detached call context ending at deadline for one settle call: r's own
+// the first time, a new one after (a retried settle). r.mu is held.
+func (r *running) settleCall(deadline time.Time) *callCtx {
+	if r.callUsed {
+		return newDetachedCall(deadline)
+	}
+	r.callUsed = true
+	r.call = callCtx{parent: context.Background(), deadline: deadline}
+	return &r.call
+}
+
+// settleAttempts is how many times a settle is tried when the backend is unavailable, before
+// the batch is left to come back after its lease expires.
+const settleAttempts = 3
+
+// settleBackoff is the pause before settle attempt i+1 (i from 0).
+func settleBackoff(i int) time.Duration { return jitter(50 * time.Millisecond << i) }
+
+// settle runs one settling backend call (Ack, Retry, Drop) on a detached context bounded by
+// ClaimTimeout and by the claim's fence, after which the lease loop leaves the claim alone. A
+// claim that is lost or past its fence is not settled (errFenced). A call failing with
+// ErrBackendUnavailable is tried again, settleAttempts in all with a short backoff, while the
+// fence allows; then the error is returned and the batch comes back after its lease expires.
+func (n *Engine) settle(r *running, op string, fn func(ctx context.Context) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.settled = true
+	var err error
+	for i := range settleAttempts {
+		now := time.Now()
+		fenceAt, ok := n.holdsAt(r, now)
+		if !ok {
+			if err != nil {
+				return fmt.Errorf("%w; last %s error: %w", errFenced, op, err)
+			}
+			return errFenced
+		}
+		call := r.settleCall(earliest(fenceAt, now.Add(n.opts.ClaimTimeout)))
+		err = safeBackendCall(op, func() error { return fn(call) })
+		call.cancel()
+		if err == nil || !isUnavailable(err) || i == settleAttempts-1 {
+			return err
+		}
+		wait := settleBackoff(i)
+		if !time.Now().Add(wait).Before(fenceAt) {
+			return err
+		}
+		n.log.Warn("txmq: "+op+" failed: backend unavailable; trying again", "queue", r.claim.Queue, "batch", r.claim.ID, "attempt", i+1, "retry_in", wait, "error", err)
+		time.Sleep(wait)
+	}
+	return err
+}
+
+// safeBackendCall is safeCall for the backend method op, naming it only if it panics (a
+// settle per batch need not build the name).
+func safeBackendCall(op string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("txmq: backend %s panicked: %v", op, r)
+		}
+	}()
+	return fn()
+}
+
+// backoff returns the retry delay after run; a panicking Backoff falls back to DefaultBackoff.
+func (n *Engine) backoff(run int) (d time.Duration) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: NodeOptions.Backoff panicked; using DefaultBackoff (fix the Backoff func)", "panic", r)
+			d = defaultBackoff(run)
+		}
+	}()
+	return max(n.opts.Backoff(run), 0)
+}
+
+// withTrace returns ctx carrying the batch's trace context; if ExtractTrace panics the listener
+// runs without it.
+func (n *Engine) withTrace(ctx context.Context, trace map[string]string) (out context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: NodeOptions.ExtractTrace panicked; running the listener without the trace context", "panic", r)
+			out = ctx
+		}
+	}()
+	if out = n.opts.ExtractTrace(ctx, trace); out == nil {
+		out = ctx
+	}
+	return out
+}
+
+// retry re-encodes the batch with attempt runs spent and schedules it after delay. It
+// reports whether the backend took the retry.
+func (n *Engine) retry(r *running, d *Batch, attempt int, delay time.Duration, cause error) bool {
+	c := r.claim
+	body, err := envelope.ReencodeAttempt(c.Body, attempt)
+	if err != nil { // cannot happen: the body decoded a moment ago
+		body = c.Body
+	}
+	n.log.Info("txmq: batch failed; retrying", "queue", c.Queue, "batch", d.ID, "run", attempt, "retry_in", delay, "error", cause)
+	if err := n.settle(r, "Retry", func(ctx context.Context) error { return n.backend.Retry(ctx, c, body, delay) }); err != nil {
+		n.settleErr(c, "retry", err)
+		return false
+	}
+	n.stats.retried.Add(1)
+	if n.hooks.Retried != nil {
+		n.safeHook("Retried", func() { n.hooks.Retried(c.Queue, attempt, delay) })
+	}
+	return true
+}
+
+// settleErr logs a failed settle; the batch comes back after its lease expires.
+func (n *Engine) settleErr(c *core.Claim, op string, err error) {
+	if err == nil {
+		return
+	}
+	if errors.Is(err, errFenced) {
+		// Counted as a lost lease when the fence fired.
+		n.log.Warn("txmq: "+op+" not attempted: the claim passed its fence; the batch may run again elsewhere", "queue", c.Queue, "batch", c.ID, "error", err)
+		return
+	}
+	if errors.Is(err, core.ErrLeaseLost) {
+		n.stats.leaseLost.Add(1)
+		n.log.Warn("txmq: "+op+" rejected: lease lost; the batch may run again elsewhere", "queue", c.Queue, "batch", c.ID)
+		return
+	}
+	n.log.Error("txmq: "+op+" failed; the batch returns after its lease expires", "queue", c.Queue, "batch", c.ID, "error", err)
+}
+
+// terminal drops a batch: dead-letter it, count and log, call OnError, then remove it from the
+// backend. Each step is guarded; none can cause a redelivery. The lease is extended meanwhile.
+// It runs once per batch id: a batch this node already took down this path (its Drop failed
+// and it came back), or one the sink reports as already dead-lettered (ErrAlreadyDeadLettered),
+// is only dropped again, without a second dead letter, count or OnError.
+func (n *Engine) terminal(r *running, spec *Spec, d *Batch, reason string, cause error, attempts int) {
+	c := r.claim
+	msgs, id := 0, c.ID
+	if d != nil {
+		msgs, id = d.Count, d.ID
+	}
+	drop := func() {
+		n.settleErr(c, "drop", n.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
+	}
+	key := terminalKey(c.Queue, id)
+	if id != "" && n.terminals.seen(key) {
+		n.log.Warn("txmq: batch came back after this node dead-lettered it (its Drop failed); dropping it again", "queue", c.Queue, "batch", id, "reason", reason)
+		drop()
+		return
+	}
+	if sink := n.opts.DeadLetters; sink != nil {
+		var err error
+		if perr := n.guard("dead-letter sink", func() {
+			ctx, cancel := n.claimCtx()
+			defer cancel()
+			err = sink.DeadLetter(ctx, &core.DeadLetter{Queue: c.Queue, BatchID: id, Body: c.Body, Reason: reason,
+				Error: errText(cause), Attempts: attempts, Messages: msgs, Exclusive: spec.Exclusive, At: time.Now()})
+		}); perr != nil {
+			err = perr
+		}
+		switch {
+		case id != "" && errors.Is(err, core.ErrAlreadyDeadLettered):
+			n.terminals.add(key)
+			n.log.Warn("txmq: batch already dead-lettered (the store keeps its first reason); dropping it again without OnError", "queue", c.Queue, "batch", id, "reason", reason)
+			drop()
+			return
+		case err != nil:
+			n.guard("drop bookkeeping", func() {
+				n.dropped(c.Queue, core.ReasonDeadLetterFailed, msgs, "txmq: dead-letter sink failed; batch dropped without a dead letter", "batch", id, "error", err)
+			})
+		}
+	}
+	if id != "" {
+		n.terminals.add(key)
+	}
+	n.guard("drop bookkeeping", func() {
+		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)
+	})
+	if d != nil && n.opts.Ledger != nil {
+		n.record(c.Queue, id, d.MessageIDs.IDs(), core.BatchEvent{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
+	}
+	if d != nil && d.HasOnError {
+		n.guard("OnError", func() {
+			if err := d.Calls.OnError(cause, attempts); err != nil {
+				n.log.Error("txmq: OnError returned an error (ignored)", "queue", c.Queue, "batch", id, "error", err)
+			}
+		})
+	}
+	drop()
+}
+
+// guard runs fn, logging a panic and returning it as an error instead of propagating it.
+func (n *Engine) guard(what string, fn func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic in %s: %v", what, r)
+			n.log.Error("txmq: panic in "+what+" (recovered)", "panic", r)
+		}
+	}()
+	fn()
+	return nil
+}
+
+// safeDecode decodes a batch, turning a decoder panic into an error.
+func safeDecode(l *Listener, body []byte) (d *Batch, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: decoder panicked: %v", core.ErrUndecodable, r)
+		}
+	}()
+	return l.Decode(body)
+}
+
+// safeRun runs a batch's listener, turning a panic into an error (the app API's Calls
+// recover the listener's own panics into a txmq.PanicError; this guards the rest).
+func safeRun(ctx context.Context, b Calls) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("txmq: listener panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return b.Run(ctx)
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

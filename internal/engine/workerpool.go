@@ -1,0 +1,102 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/txmq/txmq/core"
+)
+
+// maxIdleWorkers bounds the goroutines a node keeps parked for its next batches. Past it, a
+// worker that finishes a batch ends, as it would without the pool.
+const maxIdleWorkers = 256
+
+// workerPool reuses the goroutines that run batches. A new goroutine starts on a small stack,
+// and decoding a batch (encoding/json's reflection) and the listener grow it: at one message
+// per batch the stack copies were about 15% of a node's CPU. A parked worker keeps its grown
+// stack for the next batch. The zero value is ready; idle workers end when stop is done.
+type workerPool struct {
+	once    sync.Once
+	handoff chan poolJob // unbuffered: a send succeeds only when a worker waits for it
+	idle    atomic.Int32
+	started atomic.Int64 // goroutines started, for tests
+}
+
+// poolJob is one job of a workerPool: f, or else the node's work on a claim (passed by value,
+// so that handing a claim to a worker allocates no closure).
+type poolJob struct {
+	f func()
+	n *Engine
+	l *Listener
+	c *core.Claim
+}
+
+func (j *poolJob) do() {
+	if j.f != nil {
+		j.f()
+		return
+	}
+	j.n.work(j.l, j.c)
+}
+
+// run runs f on a parked worker if one waits, else on a new goroutine that then parks for up
+// to maxIdleWorkers-1 others until stop is done.
+func (p *workerPool) run(stop <-chan struct{}, f func()) { p.runJob(stop, poolJob{f: f}) }
+
+// runWork is run of n.work(l, c).
+func (p *workerPool) runWork(stop <-chan struct{}, n *Engine, l *Listener, c *core.Claim) {
+	p.runJob(stop, poolJob{n: n, l: l, c: c})
+}
+
+func (p *workerPool) runJob(stop <-chan struct{}, j poolJob) {
+	p.once.Do(func() { p.handoff = make(chan poolJob) })
+	select {
+	case p.handoff <- j:
+	default:
+		p.started.Add(1)
+		go p.work(stop, j)
+	}
+}
+
+// parkedDepth is how deep in its stack a pooled worker waits for its next job. The garbage
+// collector halves the stack of a goroutine that uses less than a quarter of it, so a worker
+// parked at a shallow depth lost its grown stack at every collection and grew it again (two
+// stack copies) on its next batch: at one message per batch that was about 7% of a node's CPU.
+// Parked this deep, a worker keeps a stack of up to 4*parkedDepth (a listener and decoder path
+// up to about 12 KiB deep); a deeper one is still shrunk, as before. The cost is parkedDepth
+// bytes of stack per worker (at most maxIdleWorkers parked), zeroed once per goroutine.
+const parkedDepth = 4 << 10
+
+// work runs j, then waits for the next job while the pool is not full and stop is not done,
+// parkedDepth deeper in its stack than it started (see parkedDepth).
+func (p *workerPool) work(stop <-chan struct{}, j poolJob) {
+	var pad [parkedDepth]byte
+	keepFrame(&pad)
+	p.loop(stop, j)
+}
+
+// keepFrame makes the compiler keep b, a frame's padding, on the stack.
+//
+//go:noinline
+func keepFrame(b *[parkedDepth]byte) { b[0] = 0 }
+
+// loop is work's loop: it runs j, then each next job.
+//
+//go:noinline
+func (p *workerPool) loop(stop <-chan struct{}, j poolJob) {
+	for {
+		j.do()
+		j = poolJob{} // keep nothing of a finished job while parked
+		if p.idle.Add(1) > maxIdleWorkers {
+			p.idle.Add(-1)
+			return
+		}
+		select {
+		case j = <-p.handoff:
+			p.idle.Add(-1)
+		case <-stop:
+			p.idle.Add(-1)
+			return
+		}
+	}
+}
