@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -49,7 +48,7 @@ func (f *dbFlags) resolveSchema(backendURL *string) error {
 		env := os.Getenv("TXMQ_BACKEND")
 		backendURL = &env
 	}
-	schema, backend, err := schemaset.Resolve(*f.schema, *backendURL, schemaset.Names{Schema: "--schema (TXMQ_SCHEMA)", Backend: "backend URL (--backend or TXMQ_BACKEND)"})
+	schema, backend, err := outbox.ResolveSchema(*f.schema, *backendURL, outbox.SchemaSettingNames{Schema: "--schema (TXMQ_SCHEMA)", Backend: "backend URL (--backend or TXMQ_BACKEND)"})
 	if err != nil {
 		return &usageError{msg: core.RedactText(strings.TrimPrefix(err.Error(), core.ErrInvalidConfig.Error()+": "), *backendURL)}
 	}
@@ -96,7 +95,7 @@ func connect(ctx context.Context, raw string) (*pgxpool.Pool, error) {
 	if err := checkDatabaseURL(raw); err != nil {
 		return nil, err
 	}
-	rest, _, err := databaseURL(raw)
+	rest, err := databaseURL(raw, nil)
 	if err != nil {
 		return nil, &usageError{msg: message(core.RedactError(err, raw))}
 	}

@@ -6,12 +6,10 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/txmq/txmq/internal/envelope"
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/parity"
 	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
@@ -43,9 +41,8 @@ func TestDeadLetterCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := core.NewID()
-	body := envelope.Encode(&envelope.Envelope{ID: id, Queue: "emails", Attempt: 5, Created: time.Now(),
-		MessageIDs: []string{"m1"}, Messages: []json.RawMessage{json.RawMessage(`{"to":"ada@example.com"}`)}})
+	b := parity.EncodeBatch("emails", []string{"m1"}, json.RawMessage(`{"to":"ada@example.com"}`))
+	id, body := b.ID, b.Body
 	if err := store.DeadLetter(context.Background(), &core.DeadLetter{Queue: "emails", BatchID: id, Body: body,
 		Reason: core.ReasonDeliveryExhausted, Error: "smtp: 550", Attempts: 5, Messages: 1}); err != nil {
 		t.Fatal(err)

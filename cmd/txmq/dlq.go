@@ -11,8 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/txmq/txmq/internal/envelope"
-
+	"github.com/txmq/txmq/core/envelope"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -223,9 +222,9 @@ func dlqJSON(r *outbox.DeadLetterRow, withMessages bool) map[string]any {
 		"attempts": r.Attempts, "messages": r.Messages, "first_failed_at": r.FirstFailedAt, "last_failed_at": r.LastFailedAt,
 		"replay_count": r.ReplayCount, "replayed_at": nullTime(r.ReplayedAt), "dead": r.Dead()}
 	if withMessages {
-		if env, err := envelope.Decode(r.Body); err == nil {
-			m["message_ids"] = env.MessageIDs
-			m["payload"] = env.Messages
+		if ids, msgs, err := envelope.Messages(r.Body); err == nil {
+			m["message_ids"] = ids
+			m["payload"] = msgs
 		} else {
 			m["undecodable_body"] = string(r.Body)
 		}

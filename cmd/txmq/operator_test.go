@@ -9,12 +9,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/txmq/txmq/internal/envelope"
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/parity"
 	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
@@ -65,9 +63,8 @@ func TestOperatorMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := core.NewID()
-	body := envelope.Encode(&envelope.Envelope{ID: id, Queue: replayed, Attempt: 3, Created: time.Now(),
-		MessageIDs: []string{"m1"}, Messages: []json.RawMessage{json.RawMessage(`"hello"`)}})
+	b := parity.EncodeBatch(replayed, []string{"m1"}, json.RawMessage(`"hello"`))
+	id, body := b.ID, b.Body
 	if err := store.DeadLetter(context.Background(), &core.DeadLetter{Queue: replayed, BatchID: id, Body: body,
 		Reason: core.ReasonDeliveryExhausted, Error: "boom", Attempts: 3, Messages: 1}); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -105,7 +104,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	for i, u := range drains {
-		drains[i] = schemaset.ForDrain(*f.schema, u)
+		drains[i] = outbox.DrainBackendURL(*f.schema, u)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
