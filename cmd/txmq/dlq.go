@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -177,7 +178,7 @@ func dlqPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		what, word = fmt.Sprintf("delete every dead letter of queue %q", *queue), *queue
 	}
-	if err := confirm(*yes, what, word, stderr); err != nil {
+	if err := confirm(*yes, what, word, os.Stdin, stdinIsTerminal(), stderr); err != nil {
 		return err
 	}
 	n, err := store.Purge(ctx, outbox.DLQFilter{Queue: *queue})

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 	"github.com/txmq/txmq/parity"
@@ -40,6 +42,16 @@ func TestExitCodesUnknownAndDestructive(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A queue only the backend knows: one ready batch in Redis, nothing in the app database.
+	busy := testenv.UniqueName("busy")
+	be, err := core.OpenBackend(context.Background(), redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dropRedisQueue(t, be, busy); _ = be.Close() })
+	if err := be.Publish(context.Background(), parity.EncodeBatch(busy, nil, json.RawMessage(`1`), json.RawMessage(`2`))); err != nil {
+		t.Fatal(err)
+	}
 	unknown := []string{`unknown queue`, `"nosuch"`, "known queues: ", kept}
 
 	tests := []struct {
@@ -53,6 +65,9 @@ func TestExitCodesUnknownAndDestructive(t *testing.T) {
 		{"queue pause unknown", db, []string{"queue", "pause", "nosuch"}, exitError, append(unknown, "--create"), nil},
 		{"queue pause unknown --create", db, []string{"queue", "pause", testenv.UniqueName("ahead"), "--create"}, exitOK, nil, []string{"paused "}},
 		{"queue pause known", db, []string{"queue", "pause", kept}, exitOK, nil, []string{"paused " + kept}},
+		{"queue pause known to the backend only", withRedis, []string{"queue", "pause", busy}, exitOK, nil, []string{"paused " + busy}},
+		{"queue pause unknown, backend asked", withRedis, []string{"queue", "pause", "nosuch"}, exitError, append(unknown, busy), nil},
+		{"status lists busy queues", withRedis, []string{"status"}, exitOK, nil, []string{"batches per queue", busy, kept}},
 		{"queue resume unknown", db, []string{"queue", "resume", "nosuch"}, exitError, unknown, nil},
 		{"dlq ls unknown", db, []string{"dlq", "ls", "--queue", "nosuch"}, exitError, unknown, nil},
 		{"dlq ls known", db, []string{"dlq", "ls", "--queue", kept}, exitOK, nil, []string{kept, "boom"}},
@@ -88,10 +103,13 @@ func TestExitCodesUnknownAndDestructive(t *testing.T) {
 			}
 		})
 	}
-	// Nothing of kept was purged by the refused rows.
-	if n, err := store.DeadLetterCounts(context.Background()); err != nil || n[kept] != 1 {
-		t.Fatalf("dead letters of %s after the refused purges: %v %v; want 1", kept, n, err)
-	}
+	// Once every row ran (the rows are parallel: cleanups run after them): nothing of kept was
+	// purged by the refused rows, and purged was.
+	t.Cleanup(func() {
+		if n, err := store.DeadLetterCounts(context.Background()); err != nil || n[kept] != 1 || n[purged] != 0 {
+			t.Errorf("dead letters after the rows: %v %v; want 1 of %s (refused purges) and none of %s", n, err, kept, purged)
+		}
+	})
 }
 
 // TestHelpListsConnectionFlags: `txmq X --help` of every command lists the flags that say
@@ -122,5 +140,28 @@ func TestHelpListsConnectionFlags(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// dropRedisQueue deletes every key of queue on the Redis backend be, so that a test leaves no
+// busy queue behind on the shared server.
+func dropRedisQueue(t *testing.T, be core.Backend, queue string) {
+	t.Helper()
+	rb, ok := be.(interface {
+		Client() goredis.UniversalClient
+		Prefix() string
+	})
+	if !ok {
+		t.Fatalf("%T is not the Redis backend", be)
+	}
+	ctx := context.Background()
+	it := rb.Client().Scan(ctx, 0, "{"+rb.Prefix()+":"+queue+"}:*", 100).Iterator()
+	for it.Next(ctx) {
+		if err := rb.Client().Del(ctx, it.Val()).Err(); err != nil {
+			t.Errorf("deleting %s: %v", it.Val(), err)
+		}
+	}
+	if err := it.Err(); err != nil {
+		t.Errorf("scanning the keys of %s: %v", queue, err)
 	}
 }
