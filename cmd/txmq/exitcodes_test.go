@@ -52,6 +52,11 @@ func TestExitCodesUnknownAndDestructive(t *testing.T) {
 	if err := be.Publish(context.Background(), parity.EncodeBatch(busy, nil, json.RawMessage(`1`), json.RawMessage(`2`))); err != nil {
 		t.Fatal(err)
 	}
+	// A queue known by its pause mark only (paused ahead of a deploy).
+	ahead := testenv.UniqueName("ahead")
+	if err := store.Pauses().Pause(context.Background(), ahead, "test"); err != nil {
+		t.Fatal(err)
+	}
 	unknown := []string{`unknown queue`, `"nosuch"`, "known queues: ", kept}
 
 	tests := []struct {
@@ -67,6 +72,7 @@ func TestExitCodesUnknownAndDestructive(t *testing.T) {
 		{"queue pause known", db, []string{"queue", "pause", kept}, exitOK, nil, []string{"paused " + kept}},
 		{"queue pause known to the backend only", withRedis, []string{"queue", "pause", busy}, exitOK, nil, []string{"paused " + busy}},
 		{"queue pause unknown, backend asked", withRedis, []string{"queue", "pause", "nosuch"}, exitError, append(unknown, busy), nil},
+		{"status of a queue known by its pause mark", withRedis, []string{"status", "--queue", ahead}, exitOK, nil, []string{ahead}},
 		{"status lists busy queues", withRedis, []string{"status"}, exitOK, nil, []string{"batches per queue", busy, kept}},
 		{"queue resume unknown", db, []string{"queue", "resume", "nosuch"}, exitError, unknown, nil},
 		{"dlq ls unknown", db, []string{"dlq", "ls", "--queue", "nosuch"}, exitError, unknown, nil},

@@ -152,5 +152,10 @@ func unknownQueueError(queue, name string, known map[string]bool, notes []string
 	if remedy != "" {
 		msg += "; " + remedy
 	}
-	return errors.New(msg)
+	return &unknownQueue{msg: msg}
 }
+
+// unknownQueue is requireKnown's error: no source knows the queue.
+type unknownQueue struct{ msg string }
+
+func (e *unknownQueue) Error() string { return e.msg }

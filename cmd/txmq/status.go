@@ -141,6 +141,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(drains) == 0 {
 		unknown = unknownQueues(queues, dbQueues, rows)
 	}
+	if len(unknown) > 0 {
+		var err error
+		if unknown, err = stillUnknown(ctx, f, *backendURL, unknown); err != nil {
+			return err
+		}
+	}
 	names := make([]string, 0, len(rows))
 	for q := range rows {
 		if !slices.Contains(unknown, q) {
@@ -339,4 +345,34 @@ func unknownQueuesError(unknown, known []string, withDB bool) error {
 		noun = "queues"
 	}
 	return fmt.Errorf("unknown %s %s (%s); check the name given to --queue; %s", noun, strings.Join(quoted, ", "), where, list)
+}
+
+// stillUnknown returns the queues of unknown that no other source knows either: the pause
+// marks, the schedules and the ledger of the app database, and the backend's queue listing
+// (a queue with nothing in flight is known when it was paused ahead of a deploy, or when its
+// backend keeps its storage).
+func stillUnknown(ctx context.Context, f *dbFlags, backendURL string, unknown []string) ([]string, error) {
+	f.backend = &backendURL
+	if *f.url != "" {
+		_, done, err := f.openStore(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+	} else {
+		defer f.close()
+	}
+	var out []string
+	for _, q := range unknown {
+		err := f.requireKnown(ctx, q, "", "")
+		var u *unknownQueue
+		switch {
+		case err == nil:
+		case errors.As(err, &u):
+			out = append(out, q)
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
 }
