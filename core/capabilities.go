@@ -13,6 +13,7 @@ package core
 //	IDDeduper          NewNode, once; then Publish, for a batch with DedupWindow
 //	BatchInspector     the Inspector (Get, List, Cancel) when no ledger is configured
 //	BatchEditor        Inspector.Cancel when no ledger is configured
+//	QueueLister        operator tools (`txmq status`, `txmq ui`, the CLI's unknown-queue check)
 //
 // An adapter may also implement a store contract of stores.go: a node whose
 // NodeOptions.Limiter is nil uses a backend that is a Limiter.
@@ -205,3 +206,25 @@ type BatchEditor interface {
 	// the adapter's for the call only.
 	ReplaceBatch(ctx context.Context, queue, id string, body []byte) error
 }
+
+// QueueLister is implemented by adapters that can list the queues their backend knows: every
+// queue a batch was published to (and, where the backend keeps per-queue storage, whose
+// storage still exists), whether or not it holds work now. Names are the queue names the node
+// published with, never the backend's own names for them (prefixes, stream or SQS queue
+// names).
+//
+// Who calls it: operator tools, never the engine. `txmq status` and `txmq ui` list the queues
+// with ready, in-flight or delayed work that no table of the app database names, and the
+// command line refuses a command naming a queue no source knows. It may walk the backend's
+// key space or catalogue (Redis SCAN, a stream or queue listing), so it is called once per
+// command or page, not per fetch. Use ListQueues, which looks through wrappers.
+type QueueLister interface {
+	// Queues returns the queues the backend knows, sorted and without duplicates; an empty
+	// backend returns none. A backend that cannot be reached returns an error wrapping
+	// ErrBackendUnavailable.
+	Queues(ctx context.Context) ([]string, error)
+}
+
+// ErrListUnsupported is returned by ListQueues for a backend that does not implement
+// QueueLister: the caller says the backend cannot list its queues, never "no queues".
+var ErrListUnsupported = errors.New("the backend cannot list its queues (no core.QueueLister)")

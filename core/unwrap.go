@@ -4,6 +4,7 @@ package core
 // that expose the backend they wrap with an Unwrap() Backend method.
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -83,4 +84,22 @@ func DedupsIDs(b Backend) (DedupSupport, error) {
 		b = u.Unwrap()
 	}
 	return DedupSupport{}, fmt.Errorf("%w: backend %T (adapter %T) does not deduplicate message ids (core.IDDeduper)", ErrInvalidConfig, outer, b)
+}
+
+// ListQueues returns the queues b knows (QueueLister), looking through wrappers with an
+// Unwrap() Backend method as KeyHolderOf does. A backend that implements no QueueLister
+// returns an error wrapping ErrListUnsupported that names its type.
+func ListQueues(ctx context.Context, b Backend) ([]string, error) {
+	outer := b
+	for range 16 {
+		if l, ok := b.(QueueLister); ok {
+			return l.Queues(ctx)
+		}
+		u, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			break
+		}
+		b = u.Unwrap()
+	}
+	return nil, fmt.Errorf("%w: backend %T", ErrListUnsupported, outer)
 }

@@ -46,7 +46,7 @@ func (s *suite) newX(t *testing.T, dup bool) *X {
 	if os.Getenv("TXMQ_PARITY_LOG") != "" {
 		x.logger = txmqtest.TestLogger(t)
 	} else {
-		x.logger = txmqtest.DiscardLogger()
+		x.logger = newFailLogger(t)
 	}
 	// Registered before the Env and the nodes: runs after they are closed.
 	t.Cleanup(x.checkClaims)

@@ -142,18 +142,29 @@ _txmq_pg_capacity() {
 	return 0
 }
 
-# _txmq_nofds CMD...: run CMD with the caller's file descriptors above 2 closed, so that a
-# daemon it starts holds none of them (a lock or a pipe of the caller's would otherwise stay
-# open for as long as the daemon runs).
+# _txmq_closefds: close this shell's file descriptors above 2. Call it only in a subshell that
+# is about to start a daemon, so that the daemon holds none of the caller's descriptors (a lock
+# or a pipe of the caller's would otherwise stay open for as long as the daemon runs).
+_txmq_closefds() {
+	local fd
+	for fd in /proc/self/fd/*; do
+		fd="${fd##*/}"
+		if [ "$fd" -gt 2 ] 2>/dev/null; then
+			eval "exec $fd>&-" 2>/dev/null
+		fi
+	done
+}
+
+# _txmq_nofds CMD...: run CMD (a command or one of these functions) in a subshell with the
+# caller's file descriptors above 2 closed (see _txmq_closefds).
 _txmq_nofds() {
 	(
-		for fd in /proc/self/fd/*; do
-			fd="${fd##*/}"
-			if [ "$fd" -gt 2 ] 2>/dev/null; then
-				eval "exec $fd>&-" 2>/dev/null
-			fi
-		done
-		exec "$@"
+		_txmq_closefds
+		if declare -F "$1" >/dev/null; then
+			"$@"
+		else
+			exec "$@"
+		fi
 	)
 }
 
@@ -218,7 +229,7 @@ _txmq_postgres() {
 	elif [ "$port" = 5432 ] && [ -n "$(ls /etc/postgresql 2>/dev/null)" ]; then
 		# The machine's own cluster, stopped: start it the way the machine does.
 		ver="$(ls /etc/postgresql | sort -V | tail -n 1)"
-		if _txmq_as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start >/dev/null 2>&1; then
+		if _txmq_nofds _txmq_as_root pg_ctlcluster --skip-systemctl-redirect "$ver" main start >/dev/null 2>&1; then
 			echo "pgcluster $ver main" >>"$_TXMQ_STARTED"
 			if _txmq_pg_capacity "$port" && _txmq_pg_use "$port" started; then
 				return 0
@@ -296,7 +307,7 @@ _txmq_pgbouncer() {
 		chown -R postgres:postgres "$dir"
 		runas=(-u postgres)
 	fi
-	if ! "$(command -v pgbouncer || echo /usr/sbin/pgbouncer)" -d "${runas[@]}" "$dir/pgbouncer.ini" >"$dir/start.log" 2>&1 </dev/null; then
+	if ! _txmq_nofds "$(command -v pgbouncer || echo /usr/sbin/pgbouncer)" -d "${runas[@]}" "$dir/pgbouncer.ini" >"$dir/start.log" 2>&1 </dev/null; then
 		_txmq_warn "pgbouncer: failed to start:"
 		tail -n 20 "$dir/start.log" "$dir/pgbouncer.log" >&2 2>/dev/null
 		return 1
@@ -371,7 +382,7 @@ _txmq_redis() {
 
 	dir="$_TXMQ_SERVICES_DIR/redis-$port"
 	mkdir -p "$dir"
-	if ! redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
+	if ! _txmq_nofds redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --save "" --appendonly no \
 		--dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" </dev/null >/dev/null 2>&1; then
 		_txmq_warn "redis: redis-server failed to start"
 		return 1
@@ -450,7 +461,7 @@ _txmq_redis_cluster() {
 	for p in "${ports[@]}"; do
 		dir="$_TXMQ_SERVICES_DIR/redis-cluster-$p"
 		mkdir -p "$dir"
-		if ! redis-server --daemonize yes --bind 127.0.0.1 --port "$p" --save "" --appendonly no \
+		if ! _txmq_nofds redis-server --daemonize yes --bind 127.0.0.1 --port "$p" --save "" --appendonly no \
 			--cluster-enabled yes --cluster-config-file "$dir/nodes.conf" --cluster-node-timeout 2000 \
 			--dir "$dir" --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" </dev/null >/dev/null 2>&1; then
 			_txmq_warn "redis-cluster: redis-server on port $p failed to start"
@@ -583,7 +594,11 @@ _txmq_sqs() {
 	fi
 
 	log="$_TXMQ_SERVICES_DIR/fauxqs.log"
-	node "$dir/start.mjs" "$port" >"$log" 2>&1 </dev/null &
+	# One subshell that becomes node (exec), so that $! is the emulator's own PID.
+	(
+		_txmq_closefds
+		exec node "$dir/start.mjs" "$port"
+	) >"$log" 2>&1 </dev/null &
 	pid=$!
 	echo "pid $pid fauxqs" >>"$_TXMQ_STARTED"
 	for _ in $(seq 1 150); do # ~30 s

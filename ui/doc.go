@@ -1,5 +1,6 @@
-// Package ui is txmq's web dashboard for operators: the queues (ready, in flight, delayed, dead,
-// outbox backlog, paused) with pause and resume, and the dead letters (filter, show the decoded
+// Package ui is txmq's web dashboard for operators: the queues (ready, in flight and delayed
+// batches, dead letters, outbox backlog, paused; the busy queues the backend lists through
+// core.QueueLister included) with pause and resume, and the dead letters (filter, show the decoded
 // messages, replay one or a queue's, purge with confirmation), and the messages (look one up by
 // id, list them by queue, state and publish time, cancel one) through Options.Inspector, the API
 // `txmq msg` uses; when no lookup is possible the page shows why. It is server-rendered HTML from

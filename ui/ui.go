@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"log/slog"
@@ -27,7 +28,8 @@ type Options struct {
 	// Store is the app database's outbox and dead-letter store: the outbox backlog, dead
 	// letters (list, show, replay, purge) and pause marks. Required.
 	Store *outbox.Store
-	// Backend gives the queues' depths (ready, in flight, delayed); nil leaves them out.
+	// Backend gives the queues' depths (ready, in flight, delayed) and, where it lists its
+	// queues (core.QueueLister), the busy queues no table names; nil leaves them out.
 	Backend txmq.Backend
 	// Node, when the dashboard runs inside the app (ForApp sets it), adds each queue's declared
 	// settings and a chart of the runs per minute of the last hour on this node.
@@ -38,8 +40,9 @@ type Options struct {
 	// (txmq.ErrLookupUnsupported). ForApp sets the app's (App.Inspector, the ledger when on).
 	Inspector *txmq.Inspector
 	// Queues returns queue names to list even when nothing of them is found (e.g. the app's
-	// declared queues); nil lists the queues found in the outbox, the dead letters and the
-	// pause marks, and those of the backend's depths.
+	// declared queues). The page lists them, the queues found in the outbox, the dead letters
+	// and the pause marks, and the queues the backend lists (core.QueueLister) that hold
+	// ready, in-flight or delayed batches.
 	Queues func() []string
 	// ReadOnly hides and refuses every change (pause, resume, replay, purge, cancel). The
 	// pages still show the messages' payloads (a dead letter's decoded body) and errors: it
@@ -296,10 +299,14 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 	for q := range paused {
 		names[q] = true
 	}
-	list := make([]string, 0, len(names))
+	// The backend's own listing adds the queues no table names, shown when busy (ready, in
+	// flight or delayed batches): core.QueueLister, where the adapter has it.
+	listed, note := s.backendQueues(ctx, names)
+	list := make([]string, 0, len(names)+len(listed))
 	for q := range names {
 		list = append(list, q)
 	}
+	list = append(list, listed...)
 	sort.Strings(list)
 	var depths map[string]core.Depth
 	if s.o.Backend != nil && len(list) > 0 {
@@ -310,6 +317,9 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := make([]queueRow, 0, len(list))
 	for _, q := range list {
+		if d := depths[q]; !names[q] && d.Ready+d.InFlight+d.Delayed == 0 {
+			continue // listed by the backend only, and idle
+		}
 		row := queueRow{Name: q, Dead: dead[q], Outbox: backlog[q].Rows}
 		if b := backlog[q]; b.Rows > 0 {
 			row.OutboxAge = b.OldestAge.Round(time.Second).String()
@@ -322,7 +332,29 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	s.render(w, r, "queues.html", map[string]any{"Title": "Queues", "Rows": rows, "Errors": errs, "HasBackend": s.o.Backend != nil})
+	s.render(w, r, "queues.html", map[string]any{"Title": "Queues", "Rows": rows, "Errors": errs, "HasBackend": s.o.Backend != nil, "ListNote": note})
+}
+
+// backendQueues returns the queues the backend lists that are not in known, and, when it
+// cannot list them, a note saying which queues the page may miss.
+func (s *server) backendQueues(ctx context.Context, known map[string]bool) ([]string, string) {
+	if s.o.Backend == nil {
+		return nil, ""
+	}
+	qs, err := core.ListQueues(ctx, s.o.Backend)
+	switch {
+	case errors.Is(err, core.ErrListUnsupported):
+		return nil, "this backend cannot list its queues: a queue with only ready, in-flight or delayed batches shows once a table names it"
+	case err != nil:
+		return nil, "the backend could not list its queues: " + err.Error()
+	}
+	var out []string
+	for _, q := range qs {
+		if !known[q] {
+			out = append(out, q)
+		}
+	}
+	return out, ""
 }
 
 func (s *server) pause(ctx context.Context, r *http.Request) (banner, error) {

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync/atomic"
@@ -20,12 +21,19 @@ type e2eMsg struct {
 
 // BenchmarkEndToEnd publishes bursts of small messages on one node and waits until every one
 // was delivered: publish, coalesce, encode, store, fetch, decode, run, ack. It reports
-// messages/s for the whole path; b.N counts messages.
+// messages/s for the whole path; b.N counts messages. The sub-benchmarks set the queue's
+// MaxBatchMessages: batch-100 coalesces, batch-1 pays the whole path per message.
 func BenchmarkEndToEnd(b *testing.B) {
+	for _, size := range []int{1, 100} {
+		b.Run(fmt.Sprintf("batch-%d", size), func(b *testing.B) { benchEndToEnd(b, size) })
+	}
+}
+
+func benchEndToEnd(b *testing.B, batch int) {
 	be := memory.New(nil)
 	defer be.Close()
 	reg := txmq.NewRegistry()
-	q := txmq.MustDeclareIn(reg, "e2e", txmq.QueueConfig[e2eMsg]{Transactional: txmq.Try, MaxBatchMessages: 100})
+	q := txmq.MustDeclareIn(reg, "e2e", txmq.QueueConfig[e2eMsg]{Transactional: txmq.Try, MaxBatchMessages: batch})
 	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), FlushTick: time.Millisecond, FlushWindow: 5 * time.Millisecond})
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 //
 //	go test -race -count=1 -timeout 20m -tags natscluster -run '^TestParityCluster$' ./adapters/nats
 //
-// It takes 1.5 to 2 minutes (109 properties, six at a time, on the shared 2-core machine; 3
+// It takes about 2 minutes (114 properties, four at a time, on the shared 2-core machine; 3
 // minutes two at a time) and appends parity[nats-cluster] to TXMQ_PARITY_SUMMARY like every
 // TestParity. Its cluster is
 // three nats-server processes built from the module (natstest.ClusterURL), so a cluster that
@@ -55,14 +55,17 @@ func (clusterHarness) Name() string { return "nats-cluster" }
 // Capabilities: a delayed batch becomes ready when the stream leader fires its schedule and
 // the ready message is replicated through the stream's Raft group, so DueTolerance is 3 s
 // (2 s single-server); every settle, extension and pull goes through a Raft leader too, so the
-// lease is 2 s (1 s single-server), as on the Redis Cluster; 6 properties at a time (8
+// lease is 2 s (1 s single-server), as on the Redis Cluster; 4 properties at a time (8
 // single-server): every property creates R3 streams and consumers, each a Raft group of its own
 // on the three nodes, whose creation the meta leader serialises, so a property spends seconds
 // waiting on it, not on the CPU (the suite uses about half a core). Two at a time took 3
-// minutes; since streams and consumers are created first (see above), six at a time passed
-// three runs under stress-ng --cpu 2 in 80 to 115 s.
+// minutes. Six at a time failed under stress-ng --cpu 2 with other suites running beside it
+// (load 8 on 2 cores): delivery/published_set never got its first 200 messages, as when the
+// first flush's stream creation waits behind five other properties' creations past the
+// client's 4 s Timeout (a publish without an outbox is then dropped, as designed); four at a
+// time keeps the meta leader's queue short enough.
 func (clusterHarness) Capabilities() parity.Caps {
-	return parity.Caps{MaxMessageSize: 1 << 20, Lease: 2 * time.Second, DueTolerance: 3 * time.Second, Parallel: 6}
+	return parity.Caps{MaxMessageSize: 1 << 20, Lease: 2 * time.Second, DueTolerance: 3 * time.Second, Parallel: 4}
 }
 
 func (clusterHarness) Open(t *testing.T) parity.Env {

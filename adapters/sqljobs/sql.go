@@ -14,6 +14,7 @@ type statements struct {
 	inspectQueues, inspectPage, inspectFind               string
 	replaceBody, removeUnclaimed                          string
 	holdIDs, pruneIDs                                     string
+	heartbeatQueues                                       string
 }
 
 // render substitutes the quoted schema into every statement. {{s}} is the quoted schema;
@@ -46,6 +47,8 @@ func render(schema string) statements {
 
 		holdIDs:  r.Replace(sqlHoldIDs),
 		pruneIDs: r.Replace(sqlPruneIDs),
+
+		heartbeatQueues: r.Replace(sqlHeartbeatQueues),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -12,18 +13,30 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/schemaset"
 	"github.com/txmq/txmq/outbox"
 )
 
-// dbFlags are the flags of every command that reads the app database.
+// dbFlags are the flags of every command that reads the app database, and what the command
+// opened with them (closed by the func openStore returns).
 type dbFlags struct {
 	url     *string
 	schema  *string
 	backend *string
 	// resolved says that schema (and the backend URL) went through resolveSchema.
 	resolved bool
+	// publishes says that the command publishes (dlq replay, the dashboard's replay): openStore
+	// then gives the store the backend. Other commands open the backend only to find queues.
+	publishes bool
+
+	pool    *pgxpool.Pool // set by openStore
+	store   *outbox.Store // set by openStore
+	be      core.Backend  // the backend opened, nil until a command needs it
+	beErr   error         // why the backend could not be opened, once tried
+	triedBe bool
 }
+
+// backendHelp is the --backend flag's help of the commands that read the app database.
+const backendHelp = "backend URL (from $TXMQ_BACKEND when set): where replays publish, and asked for the queues it holds"
 
 func addDBFlags(fs *flag.FlagSet, withBackend bool) *dbFlags {
 	f := &dbFlags{
@@ -31,7 +44,7 @@ func addDBFlags(fs *flag.FlagSet, withBackend bool) *dbFlags {
 		schema: fs.String("schema", os.Getenv("TXMQ_SCHEMA"), "schema of every txmq table: outbox, dead letters and a postgres:// backend's jobs (default $TXMQ_SCHEMA, else the backend URL's txmq_schema, else "+outbox.DefaultSchema+")"),
 	}
 	if withBackend {
-		f.backend = fs.String("backend", os.Getenv("TXMQ_BACKEND"), "backend URL to publish to (from $TXMQ_BACKEND when set)")
+		f.backend = fs.String("backend", os.Getenv("TXMQ_BACKEND"), backendHelp)
 	}
 	return f
 }
@@ -49,7 +62,7 @@ func (f *dbFlags) resolveSchema(backendURL *string) error {
 		env := os.Getenv("TXMQ_BACKEND")
 		backendURL = &env
 	}
-	schema, backend, err := schemaset.Resolve(*f.schema, *backendURL, schemaset.Names{Schema: "--schema (TXMQ_SCHEMA)", Backend: "backend URL (--backend or TXMQ_BACKEND)"})
+	schema, backend, err := outbox.ResolveSchema(*f.schema, *backendURL, outbox.SchemaSettingNames{Schema: "--schema (TXMQ_SCHEMA)", Backend: "backend URL (--backend or TXMQ_BACKEND)"})
 	if err != nil {
 		return &usageError{msg: core.RedactText(strings.TrimPrefix(err.Error(), core.ErrInvalidConfig.Error()+": "), *backendURL)}
 	}
@@ -57,8 +70,10 @@ func (f *dbFlags) resolveSchema(backendURL *string) error {
 	return nil
 }
 
-// openStore connects to the app database and returns an outbox store; with a backend flag set
-// it opens that backend for publishing, else publishing fails with a clear error.
+// openStore connects to the app database and returns an outbox store; when the command
+// publishes (f.publishes) and a backend is set, it opens that backend for the store, else
+// publishing fails with a clear error. The func returned closes everything the command
+// opened with f.
 func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) {
 	if *f.url == "" {
 		return nil, nil, &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL"}
@@ -73,11 +88,12 @@ func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) 
 		return nil, nil, err
 	}
 	var backend core.Backend = noBackend{}
-	if f.backend != nil && *f.backend != "" {
+	if f.publishes && f.backend != nil && *f.backend != "" {
 		if backend, err = openBackend(ctx, backendSetting, *f.backend, false); err != nil {
 			pool.Close()
 			return nil, nil, err
 		}
+		f.be, f.triedBe = backend, true
 	}
 	store, err := outbox.New(pool, &outbox.Options{Schema: *f.schema, Backend: backend})
 	if err != nil {
@@ -85,7 +101,45 @@ func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) 
 		pool.Close()
 		return nil, nil, err
 	}
-	return store, func() { _ = backend.Close(); pool.Close() }, nil
+	f.pool, f.store = pool, store
+	return store, f.close, nil
+}
+
+// close closes what the command opened with f.
+func (f *dbFlags) close() {
+	if f.be != nil {
+		_ = f.be.Close()
+	}
+	if f.pool != nil {
+		f.pool.Close()
+	}
+}
+
+// backendURL returns the backend URL set for the command: --backend, else TXMQ_BACKEND.
+func (f *dbFlags) backendURL() string {
+	if f.backend != nil {
+		return *f.backend
+	}
+	return os.Getenv("TXMQ_BACKEND")
+}
+
+// openedBackend returns the command's backend, opening it on first use; nil with no backend
+// set, or with the reason it could not be opened (a memory:// backend of another process
+// included).
+func (f *dbFlags) openedBackend(ctx context.Context) (core.Backend, error) {
+	if f.triedBe {
+		return f.be, f.beErr
+	}
+	f.triedBe = true
+	raw := f.backendURL()
+	if raw == "" {
+		return nil, nil
+	}
+	f.be, f.beErr = openBackend(ctx, backendSetting, raw, false)
+	if f.beErr != nil {
+		f.be = nil
+	}
+	return f.be, f.beErr
 }
 
 // connect opens a pool on the app database and checks that it answers.
@@ -96,7 +150,7 @@ func connect(ctx context.Context, raw string) (*pgxpool.Pool, error) {
 	if err := checkDatabaseURL(raw); err != nil {
 		return nil, err
 	}
-	rest, _, err := databaseURL(raw)
+	rest, err := databaseURL(raw, nil)
 	if err != nil {
 		return nil, &usageError{msg: message(core.RedactError(err, raw))}
 	}
@@ -135,3 +189,14 @@ func (noBackend) Depths(context.Context, []string) (map[string]core.Depth, error
 	return nil, errNoBackend
 }
 func (noBackend) Close() error { return nil }
+
+// connectionHelp prints the connection flags, for the help of a command with subcommands
+// (txmq dlq --help): every subcommand takes them.
+func connectionHelp(w io.Writer) {
+	fs := flag.NewFlagSet("connection", flag.ContinueOnError)
+	fs.SetOutput(w)
+	addDBFlags(fs, true)
+	redactDefaults(fs)
+	fmt.Fprintln(w, "\nConnection flags (every subcommand):")
+	fs.PrintDefaults()
+}

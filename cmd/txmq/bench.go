@@ -13,7 +13,7 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/schemaset"
+	"github.com/txmq/txmq/outbox"
 )
 
 func init() {
@@ -97,7 +97,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer cancel()
 
 	// TXMQ_SCHEMA applies to a postgres:// backend as it does in the app (see txmq.Config.Schema).
-	_, benchURL, err := schemaset.Resolve(os.Getenv("TXMQ_SCHEMA"), *backendURL, schemaset.Names{Schema: "TXMQ_SCHEMA", Backend: "--backend URL"})
+	_, benchURL, err := outbox.ResolveSchema(os.Getenv("TXMQ_SCHEMA"), *backendURL, outbox.SchemaSettingNames{Schema: "TXMQ_SCHEMA", Backend: "--backend URL"})
 	if err != nil {
 		return &usageError{msg: core.RedactText(strings.TrimPrefix(err.Error(), core.ErrInvalidConfig.Error()+": "), *backendURL)}
 	}

@@ -12,13 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/txmq/txmq/internal/envelope"
-
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/envelope"
 )
 
 func init() {
@@ -334,7 +333,7 @@ func (d *demo) replay(ctx context.Context, dl *core.DeadLetter) error {
 	if d.db != nil {
 		return d.db.replay(ctx, dl)
 	}
-	body, err := envelope.ReencodeAttempt(dl.Body, 0)
+	body, err := envelope.ForReplay(dl.Body)
 	if err != nil {
 		return err
 	}

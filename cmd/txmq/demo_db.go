@@ -21,7 +21,8 @@ type demoDB struct {
 // openDemoDB connects, migrates the outbox tables in schema and starts the store's relay,
 // publishing to backend.
 func openDemoDB(ctx context.Context, rawURL, schema string, backend core.Backend, logger *slog.Logger) (*demoDB, error) {
-	rest, pooler, err := databaseURL(rawURL)
+	o := &outbox.Options{Schema: schema, Backend: backend, Logger: logger}
+	rest, err := databaseURL(rawURL, o)
 	if err != nil {
 		return nil, core.RedactError(fmt.Errorf("app database %s: %w", core.Redact(rawURL), err), rawURL)
 	}
@@ -35,8 +36,6 @@ func openDemoDB(ctx context.Context, rawURL, schema string, backend core.Backend
 		pool.Close()
 		return nil, core.RedactError(fmt.Errorf("app database %s: cannot connect (unset TXMQ_DATABASE_URL to run the demo without it): %w", core.Redact(rawURL), err), rawURL)
 	}
-	o := &outbox.Options{Schema: schema, Backend: backend, Logger: logger,
-		PgBouncer: pooler.PgBouncer, ListenURL: pooler.ListenURL, PollInterval: pooler.PollInterval}
 	if err := outbox.Migrate(cctx, pool, o); err != nil {
 		pool.Close()
 		return nil, err

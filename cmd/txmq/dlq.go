@@ -7,12 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
-	"github.com/txmq/txmq/internal/envelope"
-
+	"github.com/txmq/txmq/core/envelope"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -23,7 +23,8 @@ func init() {
 
 func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: txmq dlq ls|show|replay|purge [flags]\n\n  ls       list dead letters (--queue, --after, --limit, --json)\n  show ID  print one dead letter with its messages\n  replay   republish ID, or every dead letter of --queue, with the attempt count reset\n  purge    delete dead letters (--queue, or --all)")
+		fmt.Fprintln(stderr, "Usage: txmq dlq ls|show|replay|purge [flags]\n\n  ls       list dead letters (--queue, --after, --limit, --json)\n  show ID  print one dead letter with its messages\n  replay   republish ID, or every dead letter of --queue, with the attempt count reset\n  purge    delete dead letters (--queue, or --all); asks on a terminal, --yes in scripts\n\nA --queue no source knows is refused (exit 1) with the known queues.")
+		connectionHelp(stderr)
 		if len(args) == 0 {
 			return &usageError{msg: "missing subcommand"}
 		}
@@ -44,7 +45,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 func dlqList(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("dlq ls", "dlq ls [--queue Q] [--after ID] [--limit N] [--json]", stderr)
-	f := addDBFlags(fs, false)
+	f := addDBFlags(fs, true)
 	queue := fs.String("queue", "", "only this queue")
 	after := fs.Int64("after", 0, "only ids greater than this (paging)")
 	limit := fs.Int("limit", 100, "at most this many rows")
@@ -60,6 +61,11 @@ func dlqList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rows, err := store.ListDeadLetters(ctx, outbox.DLQFilter{Queue: *queue, AfterID: *after, Limit: *limit})
 	if err != nil {
 		return err
+	}
+	if len(rows) == 0 && *queue != "" {
+		if err := f.requireKnown(ctx, *queue, "--queue", ""); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		out := make([]map[string]any, 0, len(rows))
@@ -87,7 +93,7 @@ func dlqList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func dlqShow(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("dlq show", "dlq show ID", stderr)
-	f := addDBFlags(fs, false)
+	f := addDBFlags(fs, true)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -111,6 +117,7 @@ func dlqReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlags("dlq replay", "dlq replay ID | --queue Q  [--backend URL]", stderr)
 	f := addDBFlags(fs, true)
 	queue := fs.String("queue", "", "replay every dead letter of this queue")
+	f.publishes = true
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -133,6 +140,9 @@ func dlqReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	defer done()
 	if *queue != "" {
+		if err := f.requireKnown(ctx, *queue, "--queue", ""); err != nil {
+			return err
+		}
 		n, err := store.ReplayQueue(ctx, *queue)
 		fmt.Fprintf(stdout, "replayed %d dead letter(s) of queue %q\n", n, *queue)
 		return err
@@ -145,10 +155,11 @@ func dlqReplay(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func dlqPurge(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("dlq purge", "dlq purge --queue Q | --all", stderr)
-	f := addDBFlags(fs, false)
+	fs := newFlags("dlq purge", "dlq purge --queue Q | --all  [--yes]\n\nDeletes dead letters for good. On a terminal it asks for the queue's name (or \"all\") to be\ntyped back; in a script (stdin not a terminal) it needs --yes.", stderr)
+	f := addDBFlags(fs, true)
 	queue := fs.String("queue", "", "delete the dead letters of this queue")
 	all := fs.Bool("all", false, "delete every dead letter")
+	yes := addYesFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -160,6 +171,16 @@ func dlqPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer done()
+	what, word := "delete every dead letter of every queue in schema "+fmt.Sprintf("%q", *f.schema), "all"
+	if *queue != "" {
+		if err := f.requireKnown(ctx, *queue, "--queue", ""); err != nil {
+			return err
+		}
+		what, word = fmt.Sprintf("delete every dead letter of queue %q", *queue), *queue
+	}
+	if err := confirm(*yes, what, word, os.Stdin, stdinIsTerminal(), stderr); err != nil {
+		return err
+	}
 	n, err := store.Purge(ctx, outbox.DLQFilter{Queue: *queue})
 	if err != nil {
 		return err
@@ -171,13 +192,14 @@ func dlqPurge(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func runOutbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "ls" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
-			fmt.Fprintln(stderr, "Usage: txmq outbox ls [--queue Q] [--after ID] [--limit N] [--json]")
+			fmt.Fprintln(stderr, "Usage: txmq outbox ls [--queue Q] [--after ID] [--limit N] [--json]\n\nA --queue no source knows is refused (exit 1) with the known queues.")
+			connectionHelp(stderr)
 			return flag.ErrHelp
 		}
 		return &usageError{msg: "use: txmq outbox ls"}
 	}
 	fs := newFlags("outbox ls", "outbox ls [--queue Q] [--after ID] [--limit N] [--json]", stderr)
-	f := addDBFlags(fs, false)
+	f := addDBFlags(fs, true)
 	queue := fs.String("queue", "", "only this queue")
 	after := fs.Int64("after", 0, "only ids greater than this (paging)")
 	limit := fs.Int("limit", 100, "at most this many rows")
@@ -193,6 +215,11 @@ func runOutbox(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	rows, err := store.ListOutbox(ctx, outbox.OutboxFilter{Queue: *queue, AfterID: *after, Limit: *limit})
 	if err != nil {
 		return err
+	}
+	if len(rows) == 0 && *queue != "" {
+		if err := f.requireKnown(ctx, *queue, "--queue", ""); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		out := make([]map[string]any, 0, len(rows))
@@ -223,9 +250,9 @@ func dlqJSON(r *outbox.DeadLetterRow, withMessages bool) map[string]any {
 		"attempts": r.Attempts, "messages": r.Messages, "first_failed_at": r.FirstFailedAt, "last_failed_at": r.LastFailedAt,
 		"replay_count": r.ReplayCount, "replayed_at": nullTime(r.ReplayedAt), "dead": r.Dead()}
 	if withMessages {
-		if env, err := envelope.Decode(r.Body); err == nil {
-			m["message_ids"] = env.MessageIDs
-			m["payload"] = env.Messages
+		if ids, msgs, err := envelope.Messages(r.Body); err == nil {
+			m["message_ids"] = ids
+			m["payload"] = msgs
 		} else {
 			m["undecodable_body"] = string(r.Body)
 		}

@@ -7,6 +7,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/txmq/txmq v0.0.0-00010101000000-000000000000
 	github.com/txmq/txmq/adapters/all v0.0.0-00010101000000-000000000000
+	golang.org/x/term v0.47.0
 )
 
 require (

@@ -32,6 +32,7 @@ adapter can answer (memory, redis; cancel: memory); else an "unknown" error nami
 func runMsg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stderr, msgUsage)
+		connectionHelp(stderr)
 		if len(args) == 0 {
 			return &usageError{msg: "missing subcommand"}
 		}
@@ -188,6 +189,11 @@ func msgList(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if len(ms) == 0 && *queue != "" {
+		if err := msgQueueKnown(ctx, f, *queue); err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		if ms == nil {
 			ms = []txmq.MessageInfo{}
@@ -256,4 +262,19 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// msgQueueKnown refuses a --queue that no source knows, once the listing came back empty: the
+// app database's tables (when it is set) and the backend.
+func msgQueueKnown(ctx context.Context, f *dbFlags, queue string) error {
+	if *f.url != "" {
+		_, done, err := f.openStore(ctx)
+		if err != nil {
+			return err
+		}
+		defer done()
+	} else {
+		defer f.close()
+	}
+	return f.requireKnown(ctx, queue, "--queue", "")
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/txmq/txmq/outbox"
 )
 
 func TestDatabaseURLPgBouncer(t *testing.T) {
@@ -16,15 +18,16 @@ func TestDatabaseURLPgBouncer(t *testing.T) {
 		{raw: "host=h port=6432 dbname=db", want: "host=h port=6432 dbname=db"},
 		{raw: "postgres://u:pw@h:6432/db?txmq_pgbouncer=maybe", wantErr: "txmq_pgbouncer"},
 	} {
-		got, s, err := databaseURL(tt.raw)
+		var o outbox.Options
+		got, err := databaseURL(tt.raw, &o)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), "TXMQ_DATABASE_URL") {
 				t.Errorf("databaseURL(%q) error = %v; want one naming TXMQ_DATABASE_URL and %s", tt.raw, err, tt.wantErr)
 			}
 			continue
 		}
-		if err != nil || got != tt.want || s.PgBouncer != tt.pgbouncer {
-			t.Errorf("databaseURL(%q) = %q, %+v, %v; want %q, PgBouncer %v", tt.raw, got, s, err, tt.want, tt.pgbouncer)
+		if err != nil || got != tt.want || o.PgBouncer != tt.pgbouncer {
+			t.Errorf("databaseURL(%q) = %q, %+v, %v; want %q, PgBouncer %v", tt.raw, got, o, err, tt.want, tt.pgbouncer)
 		}
 	}
 }

@@ -22,12 +22,13 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if len(args) == 0 || args[0] != "ls" {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fmt.Fprintln(stderr, "Usage: txmq schedule ls [--json]\n\nLists the schedules that published a tick, with their queue, last and next tick (from the app database).")
+			connectionHelp(stderr)
 			return flag.ErrHelp
 		}
 		return &usageError{msg: "use: txmq schedule ls"}
 	}
 	fs := newFlags("schedule ls", "schedule ls [--json]", stderr)
-	f := addDBFlags(fs, false)
+	f := addDBFlags(fs, true)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args[1:]); err != nil {
 		return err
@@ -62,7 +63,8 @@ func runSchedule(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func runQueue(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "Usage: txmq queue pause Q [--by WHO] | resume Q | paused [--json]\n\n  pause Q   no node of the app starts a new batch of Q (within a second or so); running batches finish\n  resume Q  nodes start Q's batches again\n  paused    list the paused queues\n\nThe mark is kept in the app database (--database-url or TXMQ_DATABASE_URL), which every node reads.")
+		fmt.Fprintln(stderr, "Usage: txmq queue pause Q [--by WHO] [--create] | resume Q | paused [--json]\n\n  pause Q   no node of the app starts a new batch of Q (within a second or so); running batches finish\n  resume Q  nodes start Q's batches again\n  paused    list the paused queues\n\nThe mark is kept in the app database (--database-url or TXMQ_DATABASE_URL), which every node reads.\nA queue no source knows (the backend, the ledger, the outbox, dead letters, schedules, pause\nmarks) is refused (exit 1) with the known queues; pause --create pauses it anyway, ahead of\nthe deploy that brings it.")
+		connectionHelp(stderr)
 		if len(args) == 0 {
 			return &usageError{msg: "missing subcommand"}
 		}
@@ -79,8 +81,12 @@ func runQueue(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 func queuePauseResume(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("queue "+verb, "queue "+verb+" Q", stderr)
-	f := addDBFlags(fs, false)
+	f := addDBFlags(fs, true)
 	by := fs.String("by", "", "who pauses it, for the record (default: $USER)")
+	var create *bool
+	if verb == "pause" {
+		create = fs.Bool("create", false, "pause a queue that no source knows yet (ahead of the deploy that brings it)")
+	}
 	if len(args) == 0 || args[0] == "" || args[0][0] == '-' {
 		return &usageError{msg: "name the queue: txmq queue " + verb + " Q"}
 	}
@@ -96,6 +102,15 @@ func queuePauseResume(ctx context.Context, verb string, args []string, stdout, s
 		return err
 	}
 	defer done()
+	if create == nil || !*create {
+		remedy := ""
+		if verb == "pause" {
+			remedy = "to pause it ahead of the deploy that brings it, add --create"
+		}
+		if err := f.requireKnown(ctx, queue, "", remedy); err != nil {
+			return err
+		}
+	}
 	if verb == "resume" {
 		if err := store.Pauses().Resume(ctx, queue); err != nil {
 			return err
@@ -116,7 +131,7 @@ func queuePauseResume(ctx context.Context, verb string, args []string, stdout, s
 
 func queuePaused(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("queue paused", "queue paused [--json]", stderr)
-	f := addDBFlags(fs, false)
+	f := addDBFlags(fs, true)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err

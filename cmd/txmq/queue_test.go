@@ -25,7 +25,10 @@ func TestQueuePauseResume(t *testing.T) {
 	if out := cli(exitOK, append([]string{"queue", "paused"}, db...)...); !strings.Contains(out, "no queue is paused") {
 		t.Fatalf("queue paused: %s", out)
 	}
-	if out := cli(exitOK, append([]string{"queue", "pause", "emails", "--by", "ops"}, db...)...); !strings.Contains(out, "paused emails") {
+	if out := cli(exitError, append([]string{"queue", "pause", "emails", "--by", "ops"}, db...)...); !strings.Contains(out, `unknown queue: queue "emails"`) || !strings.Contains(out, "--create") {
+		t.Fatalf("queue pause of a queue no source knows: %s", out)
+	}
+	if out := cli(exitOK, append([]string{"queue", "pause", "emails", "--by", "ops", "--create"}, db...)...); !strings.Contains(out, "paused emails") {
 		t.Fatalf("queue pause: %s", out)
 	}
 	store, err := outbox.New(pool, &outbox.Options{Schema: schema, Backend: noBackend{}})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,7 +13,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq"
-	"github.com/txmq/txmq/internal/schemaset"
+	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -53,9 +54,10 @@ const statusSynopsis = `status [--backend URL] [--drain URL ...] [--database-url
 
 Prints one row per queue: ready, in flight and delayed batches (from the backend), dead letters
 not replayed, and outbox rows waiting to be published with the oldest one's age (from the app
-database). The queues are those found in the outbox and dead-letter tables plus every --queue:
-a backend can only be asked about queues it is given by name, so name the queues to see with
---queue when there is no database (or when they have no outbox rows or dead letters). A queue
+database). Every count is of batches (a batch holds one or more messages; txmq msg ls lists
+messages). Without --queue the queues are those found in the outbox and dead-letter tables,
+and those the backend lists (core.QueueLister: memory, postgres, redis, nats, sqs) that hold
+ready, in-flight or delayed batches; with --queue, the queues named. A queue
 named with --queue of which nothing is found (nothing in the backend, no outbox rows or dead
 letters) is reported as unknown, with the known queues, and the exit code is 1. Works with
 only a backend, only a database, or both. During a backend swap, --drain (default
@@ -83,9 +85,6 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *backendURL == "" && *f.url == "" && len(drains) == 0 {
 		return &usageError{msg: "nothing to report on: set --backend (or TXMQ_BACKEND) and/or --database-url (or TXMQ_DATABASE_URL)"}
 	}
-	if *f.url == "" && len(queues) == 0 {
-		return &usageError{msg: "without a database, name the queues to report on with --queue (a backend is asked about named queues only)"}
-	}
 	for _, q := range queues {
 		if txmq.ValidateQueueName(q) != nil {
 			return &usageError{msg: fmt.Sprintf("--queue %q is not a valid queue name: queue names are 1-64 characters of a-z, 0-9, '_' and '-', starting with a letter", q)}
@@ -105,7 +104,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	for i, u := range drains {
-		drains[i] = schemaset.ForDrain(*f.schema, u)
+		drains[i] = outbox.DrainBackendURL(*f.schema, u)
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
@@ -128,7 +127,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if *backendURL != "" {
-		if err := statusFromBackend(ctx, *backendURL, rows); err != nil {
+		if err := statusFromBackend(ctx, *backendURL, rows, len(queues) == 0, *f.url != ""); err != nil {
 			return err
 		}
 	}
@@ -141,6 +140,12 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var unknown []string
 	if len(drains) == 0 {
 		unknown = unknownQueues(queues, dbQueues, rows)
+	}
+	if len(unknown) > 0 {
+		var err error
+		if unknown, err = stillUnknown(ctx, f, *backendURL, unknown); err != nil {
+			return err
+		}
 	}
 	names := make([]string, 0, len(rows))
 	for q := range rows {
@@ -167,9 +172,17 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if unknownErr != nil {
 			return unknownErr
 		}
-		fmt.Fprintf(stdout, "no queues: no outbox rows or dead letters in schema %q (name queues with --queue to ask the backend)\n", *f.schema)
+		switch {
+		case *f.url == "":
+			fmt.Fprintln(stdout, "no queues: the backend holds no batches")
+		case *backendURL == "":
+			fmt.Fprintf(stdout, "no queues: no outbox rows or dead letters in schema %q (set %s to see the backend's queues too)\n", *f.schema, backendSetting)
+		default:
+			fmt.Fprintf(stdout, "no queues: no outbox rows or dead letters in schema %q, and no batches in the backend\n", *f.schema)
+		}
 		return nil
 	}
+	fmt.Fprintln(stdout, "batches per queue (a batch holds one or more messages):")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "QUEUE\tREADY\tIN FLIGHT\tDELAYED\tDEAD LETTERS\tOUTBOX\tOLDEST\t")
 	for _, r := range out {
@@ -231,13 +244,32 @@ func setDB(r *queueStatus, dead map[string]int64, backlog map[string]outbox.Back
 	}
 }
 
-// statusFromBackend fills the depth columns.
-func statusFromBackend(ctx context.Context, rawURL string, rows map[string]*queueStatus) error {
+// statusFromBackend fills the depth columns. With discover (no --queue), the queues the
+// backend lists are added when they hold batches; a backend that cannot list its queues is
+// then an error only when there is no database to find queues in (withDB).
+func statusFromBackend(ctx context.Context, rawURL string, rows map[string]*queueStatus, discover, withDB bool) error {
 	be, err := openBackend(ctx, backendSetting, rawURL, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = be.Close() }()
+	listed := map[string]bool{}
+	if discover {
+		qs, err := core.ListQueues(ctx, be)
+		switch {
+		case errors.Is(err, core.ErrListUnsupported) && !withDB:
+			return &usageError{msg: "this backend cannot list its queues: name the queues to report on with --queue, or set " + databaseSetting.String()}
+		case errors.Is(err, core.ErrListUnsupported):
+		case err != nil:
+			return unreachable(backendSetting, rawURL, "the backend", err)
+		}
+		for _, q := range qs {
+			if rows[q] == nil {
+				listed[q] = true
+				rows[q] = &queueStatus{Queue: q}
+			}
+		}
+	}
 	names := make([]string, 0, len(rows))
 	for q := range rows {
 		names = append(names, q)
@@ -251,6 +283,10 @@ func statusFromBackend(ctx context.Context, rawURL string, rows map[string]*queu
 	}
 	for _, q := range names {
 		d := depths[q]
+		if listed[q] && d.Ready+d.InFlight+d.Delayed == 0 {
+			delete(rows, q) // listed by the backend only, and idle
+			continue
+		}
 		rows[q].Ready, rows[q].InFlight, rows[q].Delayed = &d.Ready, &d.InFlight, &d.Delayed
 	}
 	return nil
@@ -309,4 +345,34 @@ func unknownQueuesError(unknown, known []string, withDB bool) error {
 		noun = "queues"
 	}
 	return fmt.Errorf("unknown %s %s (%s); check the name given to --queue; %s", noun, strings.Join(quoted, ", "), where, list)
+}
+
+// stillUnknown returns the queues of unknown that no other source knows either: the pause
+// marks, the schedules and the ledger of the app database, and the backend's queue listing
+// (a queue with nothing in flight is known when it was paused ahead of a deploy, or when its
+// backend keeps its storage).
+func stillUnknown(ctx context.Context, f *dbFlags, backendURL string, unknown []string) ([]string, error) {
+	f.backend = &backendURL
+	if *f.url != "" {
+		_, done, err := f.openStore(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer done()
+	} else {
+		defer f.close()
+	}
+	var out []string
+	for _, q := range unknown {
+		err := f.requireKnown(ctx, q, "", "")
+		var u *unknownQueue
+		switch {
+		case err == nil:
+		case errors.As(err, &u):
+			out = append(out, q)
+		default:
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -33,6 +33,7 @@ and without --user the dashboard answers only to the --listen address and the lo
 func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ui", uiSynopsis, stderr)
 	f := addDBFlags(fs, true)
+	f.publishes = true // the dashboard replays dead letters
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on; anything but loopback needs --user (and TXMQ_UI_PASSWORD) or --read-only")
 	readOnly := fs.Bool("read-only", false, "show only: no pause, resume, replay, purge or cancel. The pages still show message payloads (dead letters' bodies) and errors, to anyone who reaches the address when --user is not set")
 	user := fs.String("user", "", "require HTTP basic auth with this user and the password in TXMQ_UI_PASSWORD")

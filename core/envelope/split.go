@@ -12,6 +12,10 @@
 //
 // It is part of the txmq module's API for adapter modules, as core is, so that an adapter
 // module and the txmq module can be versioned apart.
+//
+// Operator tools in modules of their own (the txmq command) read a stored batch through
+// Messages and republish a dead letter through ForReplay; adapters use Split only
+// (TestAdaptersNeverDecodeTheEnvelope checks that too).
 package envelope
 
 import (
