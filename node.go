@@ -131,7 +131,6 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 		ID: o.ID, Lease: o.Lease, PollWait: o.PollWait, FetchMax: o.FetchMax, Backoff: o.Backoff,
 		FlushWindow: o.FlushWindow, FlushCap: o.FlushCap, FlushTick: o.FlushTick,
 		ClaimTimeout: o.ClaimTimeout, CloseFlushTimeout: o.CloseFlushTimeout,
-		InjectTrace: o.InjectTrace, ExtractTrace: o.ExtractTrace,
 		MaxMessageBytes: o.MaxMessageBytes, MaxBatchBytes: o.MaxBatchBytes,
 	}
 	// Interfaces are set only when given: a nil one inside a non-nil interface is not nil.
@@ -141,10 +140,11 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 	if o.Clock != nil {
 		eo.Clock = o.Clock
 	}
+	fc := feature.Config{PauseCheck: o.PauseCheck, Limiter: o.Limiter, Schedules: n.schedules,
+		InjectTrace: o.InjectTrace, ExtractTrace: o.ExtractTrace}
 	if o.Tracer != nil {
-		eo.Tracer = tracerBridge{o.Tracer}
+		fc.Tracer = tracerBridge{o.Tracer}
 	}
-	fc := feature.Config{PauseCheck: o.PauseCheck, Limiter: o.Limiter, Schedules: n.schedules}
 	if o.Pauses != nil {
 		fc.Pauses = o.Pauses
 	}

@@ -32,7 +32,7 @@ type TraceLink struct {
 	Messages int
 }
 
-// tracerBridge is a Tracer as the engine calls it (engine.Tracer).
+// tracerBridge is a Tracer as the tracing feature calls it (its Tracer).
 type tracerBridge struct{ t Tracer }
 
 func (b tracerBridge) StartPublish(ctx context.Context, queue string, messages int) map[string]string {

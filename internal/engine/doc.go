@@ -17,10 +17,10 @@
 //     backoff, dead letter, OnError once per batch), extends its lease while it runs, and
 //     fences a claim whose lease was not confirmed in time.
 //
-// Features plug in through the extension points of extend.go (Gate, Admitter, Preparer,
-// Looper), given as Options.Features; the engine imports no feature (they live under
-// internal/feature). The ledger glue (ledgerhooks.go), id dedup (iddedup.go) and tracing
-// (tracer.go) are still called directly from the publisher and the runner.
+// Features plug in through the extension points of extend.go (Gate, Admitter, Tracing,
+// Preparer, Looper), given as Options.Features; the engine imports no feature (they live
+// under internal/feature). The ledger glue (ledgerhooks.go) and id dedup (iddedup.go) are
+// still called directly from the publisher and the runner.
 //
 // Shutdown (shutdown.go) orchestrates the three: Close marks the driver closed, drains the
 // publisher on a bounded context of its own, and waits for the runner's admitted batches.

@@ -38,14 +38,9 @@ type Options struct {
 	Backoff                          func(run int) time.Duration
 	FlushWindow, FlushCap, FlushTick time.Duration
 	ClaimTimeout, CloseFlushTimeout  time.Duration
-	// Tracer starts spans around publish calls and runs; nil: none.
-	Tracer Tracer
-	// Features are the optional behaviours plugged in (pause, rate limit, schedules): each
+	// Features are the optional behaviours plugged in (pause, rate limit, schedules, tracing): each
 	// implements some of the extension points of extend.go.
 	Features []any
-	// InjectTrace and ExtractTrace carry trace contexts without a Tracer.
-	InjectTrace  func(ctx context.Context) map[string]string
-	ExtractTrace func(ctx context.Context, trace map[string]string) context.Context
 	// MaxMessageBytes and MaxBatchBytes are the size limits (0: defaults; NoSizeLimit: none).
 	MaxMessageBytes, MaxBatchBytes int
 }
@@ -87,6 +82,7 @@ type Engine struct {
 	admitter  Admitter
 	preparers []Preparer
 	loopers   []Looper
+	tracing   Tracing
 
 	// The lifecycle: stopCtx is done when the node stops fetching (Close, Halt); closeDone
 	// is closed when the first Close (or Halt) has finished; loops counts the background

@@ -35,6 +35,16 @@ type Admitter interface {
 	Return(ctx context.Context, spec *Spec, n int)
 }
 
+// Tracing carries trace contexts (trace). TracePublish is asked once per publish call,
+// before anything is stored, for the trace context to store with its messages (nil: none);
+// TraceRun before each listener run, for the listener's ctx and the func to call with the
+// run's error when it ends (nil: none). Both guard the app's code they call. One Tracing
+// per engine.
+type Tracing interface {
+	TracePublish(ctx context.Context, queue string, messages int) map[string]string
+	TraceRun(ctx context.Context, queue string, run int, b *Batch) (context.Context, func(error))
+}
+
 // Preparer runs once in Start, before the driver's first fetch (the pause reader's first
 // read). ctx ends when the engine stops.
 type Preparer interface {
@@ -68,6 +78,9 @@ func (n *Engine) plug(features []any) {
 		}
 		if a, ok := f.(Admitter); ok {
 			n.admitter = a
+		}
+		if t, ok := f.(Tracing); ok {
+			n.tracing = t
 		}
 		if p, ok := f.(Preparer); ok {
 			n.preparers = append(n.preparers, p)

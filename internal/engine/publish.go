@@ -82,11 +82,8 @@ func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f Pub
 	if n.pub.sealed() {
 		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", core.ErrClosed, spec.Name)
 	}
-	switch {
-	case n.opts.Tracer != nil:
-		p.Trace = n.startPublishSpan(ctx, spec.Name, len(p.Messages))
-	case n.opts.InjectTrace != nil:
-		p.Trace = n.opts.InjectTrace(ctx)
+	if n.tracing != nil {
+		p.Trace = n.tracing.TracePublish(ctx, spec.Name, len(p.Messages))
 	}
 	lim := n.limits(spec, p.Trace)
 	if err := lim.checkSizes(p); err != nil {

@@ -167,11 +167,11 @@ func (rn *runner) work(l *Listener, c *core.Claim) {
 		return
 	}
 	endSpan := func(error) {}
-	switch {
-	case n.opts.Tracer != nil:
-		ctx, endSpan = n.startRunSpan(ctx, c.Queue, d.ID, d.Count, run, d.Trace, d.links())
-	case n.opts.ExtractTrace != nil && len(d.Trace) > 0:
-		ctx = rn.withTrace(ctx, d.Trace)
+	if n.tracing != nil {
+		var end func(error)
+		if ctx, end = n.tracing.TraceRun(ctx, c.Queue, run, d); end != nil {
+			endSpan = end
+		}
 	}
 
 	// The clock is read before the run only for what needs the run's start (a ledger, the
@@ -307,22 +307,6 @@ func (rn *runner) backoff(run int) (d time.Duration) {
 		}
 	}()
 	return max(n.opts.Backoff(run), 0)
-}
-
-// withTrace returns ctx carrying the batch's trace context; if ExtractTrace panics the listener
-// runs without it.
-func (rn *runner) withTrace(ctx context.Context, trace map[string]string) (out context.Context) {
-	n := rn.e
-	defer func() {
-		if r := recover(); r != nil {
-			n.log.Error("txmq: NodeOptions.ExtractTrace panicked; running the listener without the trace context", "panic", r)
-			out = ctx
-		}
-	}()
-	if out = n.opts.ExtractTrace(ctx, trace); out == nil {
-		out = ctx
-	}
-	return out
 }
 
 // retry re-encodes the batch with attempt runs spent and schedules it after delay. It

@@ -1,10 +1,11 @@
 // Package feature plugs the optional features into an engine: it turns the app's options
 // into the list engine.Options.Features takes, one registration per feature (pause, rate
-// limit, schedules; each a package of its own under this one). The app API (package txmq)
+// limit, schedules, tracing; each a package of its own under this one). The app API (package txmq)
 // calls List at NewNode and imports no feature package; the engine imports none either.
 package feature
 
 import (
+	"context"
 	"time"
 
 	"github.com/txmq/txmq/core"
@@ -12,6 +13,7 @@ import (
 	"github.com/txmq/txmq/internal/feature/pause"
 	"github.com/txmq/txmq/internal/feature/ratelimit"
 	"github.com/txmq/txmq/internal/feature/schedule"
+	"github.com/txmq/txmq/internal/feature/trace"
 )
 
 // Schedule and Ticks are the schedules feature's (schedule.Schedule, schedule.Ticks), named
@@ -31,6 +33,10 @@ type Config struct {
 	// Ticks and Schedules: the schedules feature (nil Ticks: schedules do not run here).
 	Ticks     schedule.Claimer
 	Schedules func() []Schedule
+	// Tracer, InjectTrace and ExtractTrace: the tracing feature (all nil: none).
+	Tracer       trace.Tracer
+	InjectTrace  func(ctx context.Context) map[string]string
+	ExtractTrace func(ctx context.Context, trace map[string]string) context.Context
 }
 
 // List returns the features c asks for, for engine.Options.Features.
@@ -42,6 +48,9 @@ func List(c Config, backend core.Backend) []any {
 	fs = append(fs, ratelimit.New(c.Limiter, backend))
 	if c.Schedules != nil {
 		fs = append(fs, schedule.New(c.Ticks, c.Schedules))
+	}
+	if t := trace.New(c.Tracer, c.InjectTrace, c.ExtractTrace); t != nil {
+		fs = append(fs, t)
 	}
 	return fs
 }
