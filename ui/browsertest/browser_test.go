@@ -220,4 +220,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("signups state %q after Resume, want running", got)
 	}
 	txmqtest.Eventually(t, 10*time.Second, func() bool { return signedUp.Load() == before+1 }, "the resumed queue runs the message published while paused")
+
+	// 5. Auto-refresh: the page reloads itself (a meta refresh, no JavaScript) and shows a
+	// publish made after it loaded, with no navigation by the test.
+	step("09-auto-refresh", chromedp.Navigate(base+"/?refresh=2"), chromedp.WaitVisible(chromedp.CSS(`#refresh-off`)))
+	if got := text(`tr[data-queue="signups"] td.delayed`); got != "3" {
+		t.Fatalf("signups delayed = %q on the auto-refreshing page, want 3", got)
+	}
+	if err := signups.Publish(ctx, app.Node, "later", txmq.After(time.Hour), txmq.ID("later-refresh")); err != nil {
+		t.Fatal(err)
+	}
+	txmqtest.Eventually(t, 15*time.Second, func() bool {
+		return text(`tr[data-queue="signups"] td.delayed`) == "4"
+	}, "the auto-refreshing page shows the fourth delayed signup without being navigated")
+	step("10-auto-refreshed", chromedp.WaitVisible(chromedp.CSS(`#refresh-off`)))
 }

@@ -1,0 +1,85 @@
+package ui_test
+
+import (
+	"context"
+	"encoding/json"
+	"html"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/parity"
+	"github.com/txmq/txmq/ui"
+)
+
+var (
+	deadRow  = regexp.MustCompile(`<tr data-id="[0-9]+">`)
+	nextLink = regexp.MustCompile(`<a href="([^"]+)" id="next-page">`)
+)
+
+// TestDeadLettersArePaged: the dead-letter list shows 50 a page, oldest first, with a link
+// to the next page while there are more and one back to the first; nothing is capped.
+func TestDeadLettersArePaged(t *testing.T) {
+	t.Parallel()
+	srv, store := dashboard(t, ui.Options{})
+	const n = 120
+	for i := range n {
+		b := parity.EncodeBatch("paged", nil, json.RawMessage(`1`))
+		if err := store.DeadLetter(context.Background(), &core.DeadLetter{Queue: "paged", BatchID: b.ID, Body: b.Body,
+			Reason: core.ReasonDeliveryExhausted, Error: "boom", Attempts: i%3 + 1, Messages: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen, pages := 0, 0
+	for u := srv.URL + "/dead?queue=paged"; u != ""; pages++ {
+		code, page := get(t, http.DefaultClient, u)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d", u, code)
+		}
+		rows := len(deadRow.FindAllString(page, -1))
+		seen += rows
+		if pages > 0 && !strings.Contains(page, `id="first-page"`) {
+			t.Errorf("page %d has no link to the first page", pages+1)
+		}
+		u = ""
+		if m := nextLink.FindStringSubmatch(page); m != nil {
+			if rows != 50 {
+				t.Errorf("page %d: %d rows and a next page; want 50", pages+1, rows)
+			}
+			u = srv.URL + "/" + strings.TrimPrefix(html.UnescapeString(m[1]), "./")
+		}
+		if pages > 5 {
+			t.Fatal("more pages than 120 dead letters make")
+		}
+	}
+	if seen != n || pages != 3 {
+		t.Fatalf("saw %d dead letters on %d pages; want %d on 3", seen, pages, n)
+	}
+}
+
+// TestAutoRefresh: ?refresh=N (2 s to an hour) makes a page reload itself without JavaScript,
+// to the page without its banner; the links turn it on and off; other values are ignored.
+func TestAutoRefresh(t *testing.T) {
+	t.Parallel()
+	srv, _ := dashboard(t, ui.Options{})
+	for _, tc := range []struct {
+		path, meta, link string
+	}{
+		{"/", "", `id="refresh-on"`},
+		{"/?refresh=5", `<meta http-equiv="refresh" content="5;url=./?refresh=5">`, `id="refresh-off"`},
+		{"/dead?queue=q&refresh=30", `<meta http-equiv="refresh" content="30;url=./dead?queue=q&amp;refresh=30">`, `id="refresh-off"`},
+		{"/?refresh=1", "", `id="refresh-on"`},
+		{"/?refresh=x", "", `id="refresh-on"`},
+	} {
+		code, page := get(t, http.DefaultClient, srv.URL+tc.path)
+		if code != http.StatusOK || !strings.Contains(page, tc.link) {
+			t.Errorf("GET %s: %d, want the link %s:\n%s", tc.path, code, tc.link, page)
+		}
+		has := strings.Contains(page, `http-equiv="refresh"`)
+		if tc.meta == "" && has || tc.meta != "" && !strings.Contains(page, tc.meta) {
+			t.Errorf("GET %s: want meta %q:\n%s", tc.path, tc.meta, page[:min(len(page), 600)])
+		}
+	}
+}
