@@ -119,6 +119,20 @@ func (s *server) replay(ctx context.Context, r *http.Request) (banner, error) {
 	return banner{"replayed", []string{strconv.FormatInt(id, 10)}}, nil
 }
 
+// replayQueue replays every dead (not replayed) letter of the form's queue, oldest first. A
+// failure part way says how many were replayed before it: the rest stay dead, replayable.
+func (s *server) replayQueue(ctx context.Context, r *http.Request) (banner, error) {
+	queue := r.PostFormValue("queue")
+	if queue == "" {
+		return banner{}, errors.New("name the queue whose dead letters to replay")
+	}
+	n, err := s.o.Store.ReplayQueue(ctx, queue)
+	if err != nil {
+		return banner{}, fmt.Errorf("replayed %d dead letter(s) of %s, then: %w", n, queue, err)
+	}
+	return banner{"replayedq", []string{strconv.Itoa(n), queue}}, nil
+}
+
 func (s *server) purge(ctx context.Context, r *http.Request) (banner, error) {
 	queue := r.PostFormValue("queue")
 	if queue == "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"html"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -81,5 +82,38 @@ func TestAutoRefresh(t *testing.T) {
 		if tc.meta == "" && has || tc.meta != "" && !strings.Contains(page, tc.meta) {
 			t.Errorf("GET %s: want meta %q:\n%s", tc.path, tc.meta, page[:min(len(page), 600)])
 		}
+	}
+}
+
+// TestReplayQueueFromTheDashboard: the dead-letter list of one queue has a form that replays
+// every dead letter of it, and the banner says how many.
+func TestReplayQueueFromTheDashboard(t *testing.T) {
+	t.Parallel()
+	srv, store := dashboard(t, ui.Options{})
+	for range 3 {
+		b := parity.EncodeBatch("bulk", nil, json.RawMessage(`1`))
+		if err := store.DeadLetter(context.Background(), &core.DeadLetter{Queue: "bulk", BatchID: b.ID, Body: b.Body,
+			Reason: core.ReasonDeliveryExhausted, Error: "boom", Attempts: 1, Messages: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := newSession(t, srv.URL, store)
+	if _, page := s.do(http.MethodGet, "/dead?queue=bulk", nil, nil); !strings.Contains(page, `id="replay-queue"`) {
+		t.Fatalf("the dead letters of bulk have no replay form:\n%s", page)
+	}
+	resp, body := s.do(http.MethodPost, "/dead/replay", url.Values{"csrf": {s.token}, "queue": {"bulk"}, "back": {"dead?queue=bulk"}}, nil)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("POST /dead/replay: %d, want 303: %s", resp.StatusCode, body)
+	}
+	ref, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc := (&url.URL{Path: "/dead/replay"}).ResolveReference(ref).String()
+	if _, page := s.do(http.MethodGet, loc, nil, nil); !strings.Contains(page, "replayed 3 dead letter(s) of bulk with a fresh budget") {
+		t.Fatalf("the page after the replay (%s) has no banner saying so:\n%s", loc, page)
+	}
+	if n, err := store.DeadLetterCounts(context.Background()); err != nil || n["bulk"] != 0 {
+		t.Fatalf("dead letters of bulk after the replay: %v %v; want none left dead", n, err)
 	}
 }

@@ -112,7 +112,7 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 			t.Errorf("GET / with Host %q: %d, want 421", host, resp.StatusCode)
 		}
 	}
-	for _, path := range []string{"/queues/emails/resume", "/queues/emails/pause", "/dead/1/replay", "/dead/purge", "/messages/cancel"} {
+	for _, path := range []string{"/queues/emails/resume", "/queues/emails/pause", "/dead/1/replay", "/dead/purge", "/dead/replay", "/messages/cancel"} {
 		resp, body := s.do(http.MethodPost, path, url.Values{"csrf": {s.token}, "queue": {"emails"}, "confirm": {"emails"}, "id": {"m-1"}},
 			map[string]string{"Host": evil, "Origin": "http://" + evil})
 		if resp.StatusCode != http.StatusMisdirectedRequest {

@@ -186,6 +186,7 @@ func Handler(opts *Options) (http.Handler, error) {
 	mux.HandleFunc("POST /queues/{queue}/resume", s.change(s.resume))
 	mux.HandleFunc("POST /dead/{id}/replay", s.change(s.replay))
 	mux.HandleFunc("POST /dead/purge", s.change(s.purge))
+	mux.HandleFunc("POST /dead/replay", s.change(s.replayQueue))
 	mux.HandleFunc("POST /messages/cancel", s.change(s.cancelMessage))
 	return s.guard(mux), nil
 }
