@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/parity"
@@ -115,5 +116,25 @@ func TestReplayQueueFromTheDashboard(t *testing.T) {
 	}
 	if n, err := store.DeadLetterCounts(context.Background()); err != nil || n["bulk"] != 0 {
 		t.Fatalf("dead letters of bulk after the replay: %v %v; want none left dead", n, err)
+	}
+}
+
+// TestSchedulesPage: the Schedules page lists each schedule that published a tick, with its
+// queue, last and next tick.
+func TestSchedulesPage(t *testing.T) {
+	t.Parallel()
+	srv, store := dashboard(t, ui.Options{})
+	if _, page := get(t, http.DefaultClient, srv.URL+"/schedules"); !strings.Contains(page, "No schedule has published a tick yet") {
+		t.Fatalf("the empty Schedules page:\n%s", page)
+	}
+	tick := time.Now().UTC().Truncate(time.Second)
+	if ok, err := store.Ticks().ClaimTick(context.Background(), "nightly", "reports", tick, tick.Add(time.Hour), func(context.Context) error { return nil }); err != nil || !ok {
+		t.Fatalf("ClaimTick: %v %v", ok, err)
+	}
+	code, page := get(t, http.DefaultClient, srv.URL+"/schedules")
+	for _, want := range []string{`<tr data-schedule="nightly">`, `queues/reports`, tick.Format(time.RFC3339), tick.Add(time.Hour).Format(time.RFC3339)} {
+		if code != http.StatusOK || !strings.Contains(page, want) {
+			t.Fatalf("GET /schedules: %d, lacks %q:\n%s", code, want, page)
+		}
 	}
 }

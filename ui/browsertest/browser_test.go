@@ -224,6 +224,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	txmqtest.Eventually(t, 10*time.Second, func() bool { return signedUp.Load() == before+1 }, "the resumed queue runs the message published while paused")
 
+	// The Schedules page, from the header's link.
+	step("08b-schedules", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
+		chromedp.Click(chromedp.CSS(`header nav a[href$="schedules"]`)), chromedp.WaitVisible(chromedp.CSS(`#schedules`)))
+	if got := text(`#schedules tbody`); !strings.Contains(got, "No schedule has published a tick yet") {
+		t.Fatalf("the Schedules page of an app without schedules says %q", got)
+	}
+
 	// 5. Auto-refresh: the page reloads itself (a meta refresh, no JavaScript) and shows a
 	// publish made after it loaded, with no navigation by the test.
 	// The page may be reloading while it is read: a read that finds no node is retried.
