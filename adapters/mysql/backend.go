@@ -136,7 +136,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 			}
 			return err
 		case b.Key != "":
-			return inTx(ctx, be.db, func(tx *sql.Tx) error { return be.publishKeyed(ctx, tx, b, body, delayUs) })
+			return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error { return be.publishKeyed(ctx, tx, b, body, delayUs) })
 		}
 		_, err := be.db.ExecContext(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages)
 		return err

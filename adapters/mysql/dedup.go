@@ -50,7 +50,7 @@ func (be *Backend) publishDedup(ctx context.Context, b core.OutgoingBatch, body 
 	token := newToken()
 	window := micros(b.DedupWindow)
 	var taken []string
-	err := inTx(ctx, be.db, func(tx *sql.Tx) error {
+	err := inTx(ctx, be.db, isolation(b.Key != ""), func(tx *sql.Tx) error {
 		taken = taken[:0]
 		args := append([]any{window, token, b.Queue}, idArgs...)
 		if _, err := tx.ExecContext(ctx, withMarks(be.sql.takeExpiredIDs, len(ids)), args...); err != nil {

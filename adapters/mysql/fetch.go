@@ -161,7 +161,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	}
 	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
 		claims = claims[:0]
-		return inTx(ctx, be.db, func(tx *sql.Tx) error {
+		return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error {
 			cand, err := be.pick(ctx, tx, p)
 			if err != nil || len(cand) == 0 {
 				return err

@@ -141,7 +141,7 @@ func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []by
 	promoted := false
 	err := be.run(ctx, op, func(ctx context.Context) error {
 		promoted = false
-		return inTx(ctx, be.db, func(tx *sql.Tx) error {
+		return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error {
 			var (
 				rowID         int64
 				key           sql.NullString

@@ -165,7 +165,7 @@ func (be *Backend) reapQueue(ctx context.Context, queue string) (reaped, left in
 		var wake bool
 		err := be.run(ctx, fmt.Sprintf("reaper: dead-lettering queue %q", queue), func(ctx context.Context) error {
 			picked, done, wake = 0, 0, false
-			return inTx(ctx, be.db, func(tx *sql.Tx) error {
+			return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error {
 				return be.reapPage(ctx, tx, queue, &picked, &done, &wake)
 			})
 		})

@@ -100,7 +100,7 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 				n, err = affected(ctx, be.db, be.sql.retry, args...)
 				return err
 			}
-			return inTx(ctx, be.db, func(tx *sql.Tx) error {
+			return inTx(ctx, be.db, nil, func(tx *sql.Tx) error {
 				var err error
 				if n, err = affected(ctx, tx, be.sql.retry, args...); err != nil || n == 0 {
 					return err
@@ -174,7 +174,7 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 		return nil
 	}
 	var wake []string
-	err := inTx(ctx, be.db, func(tx *sql.Tx) error {
+	err := inTx(ctx, be.db, isolation(len(keysOf(reqs)) > 0), func(tx *sql.Tx) error {
 		wake = wake[:0]
 		if err := be.lockKeys(ctx, tx, keysOf(reqs)); err != nil {
 			return err
@@ -266,7 +266,7 @@ func (be *Backend) lockRows(ctx context.Context, tx *sql.Tx, reqs []*groupReq) (
 // and gives those whose lease holds the database's now plus their lease (and moves their
 // Exclusive locks with them).
 func (be *Backend) execExtends(ctx context.Context, reqs []*groupReq) error {
-	return inTx(ctx, be.db, func(tx *sql.Tx) error {
+	return inTx(ctx, be.db, nil, func(tx *sql.Tx) error {
 		held, now, err := be.lockRows(ctx, tx, reqs)
 		if err != nil || len(held) == 0 {
 			return err

@@ -85,16 +85,26 @@ func affected(ctx context.Context, q execer, stmt string, args ...any) (int64, e
 	return res.RowsAffected()
 }
 
-// txOptions are every transaction's: READ COMMITTED, so that locking reads and updates lock
-// the rows they find and not the gaps between index entries (REPEATABLE READ's next-key
-// locks would make concurrent claims, whose lease updates move index entries into the gaps
-// other claimers' scans locked, deadlock).
-var txOptions = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
+// readCommitted is the isolation of the transactions that lock rows found by a range scan
+// (claims, keyed publishes and acks, cancels, the reaper): READ COMMITTED locks the rows
+// found, not the gaps between index entries, which REPEATABLE READ's next-key locks would
+// (concurrent claims, whose lease updates move index entries into the gaps other claimers'
+// scans locked, deadlock). Transactions that lock rows by primary key only take the session's
+// isolation (nil), which saves the round trip of SET TRANSACTION.
+var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
-// inTx runs fn in a READ COMMITTED transaction on db, committed when fn returns nil and
-// rolled back otherwise.
-func inTx(ctx context.Context, db *sql.DB, fn func(tx *sql.Tx) error) error {
-	tx, err := db.BeginTx(ctx, txOptions)
+// isolation is readCommitted when rc, else the session's (nil).
+func isolation(rc bool) *sql.TxOptions {
+	if rc {
+		return readCommitted
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction on db with opts (readCommitted or nil), committed when fn
+// returns nil and rolled back otherwise.
+func inTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
