@@ -12,6 +12,11 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/go-sql-driver/mysql v1.10.2 // indirect
+)
+
+require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hibiken/asynq v0.26.0
@@ -28,6 +33,7 @@ require (
 	github.com/tidwall/match v1.2.0 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect
 	github.com/tidwall/sjson v1.2.5 // indirect
+	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000
 	github.com/txmq/txmq/adapters/redis v0.0.0-00010101000000-000000000000
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -38,3 +44,5 @@ require (
 )
 
 replace github.com/txmq/txmq/adapters/redis => ../adapters/redis
+
+replace github.com/txmq/txmq/adapters/mysql => ../adapters/mysql

@@ -19,11 +19,13 @@
 #   TXMQ_REDIS_URL         redis://127.0.0.1:PORT/0
 #   TXMQ_REDIS_CLUSTER_URL redis+cluster://127.0.0.1:P1,...,127.0.0.1:P6/ (3 masters + 3 replicas)
 #   TXMQ_SQS_ENDPOINT      http://127.0.0.1:PORT   (fauxqs 1.9.2, .ci/fauxqs)
+#   TXMQ_MYSQL_URL         mysql://root@127.0.0.1:PORT/test (MariaDB; the machine's, started when silent)
 #   TXMQ_REQUIRE_SERVICES  1  (Go tests fail instead of skipping when a service is missing)
 #   TXMQ_NATS_URL          NOT exported by default: see the NATS section below.
 #
 # Knobs (optional): TXMQ_POSTGRES_PORT (5432), TXMQ_PGBOUNCER_PORT (16432), TXMQ_REDIS_PORT (6379),
 # TXMQ_REDIS_CLUSTER_PORT (17000, the first of the cluster's six),
+# TXMQ_MYSQL_PORT (3306),
 # TXMQ_SQS_PORT (4566) choose the local port to probe / start on; a port taken
 # by something else makes the script start its own instance on a free port.
 
@@ -403,6 +405,75 @@ _txmq_redis() {
 	_txmq_say "redis started $TXMQ_REDIS_URL"
 }
 
+# ------------------------------------------------------------------ MariaDB
+# The mysql jobs backend's tests (adapters/mysql) read TXMQ_MYSQL_URL. A server
+# answering on 127.0.0.1:${TXMQ_MYSQL_PORT:-3306} is reused (never restarted);
+# otherwise the machine's MariaDB is started with the distribution's own
+# settings (installed first when missing) and stopped on exit.
+
+# _txmq_mysql_client: print the command-line client's name.
+_txmq_mysql_client() {
+	if command -v mariadb >/dev/null 2>&1; then echo mariadb; elif command -v mysql >/dev/null 2>&1; then echo mysql; else return 1; fi
+}
+
+# _txmq_mysql_use PORT HOW: make sure database test exists, export the URL.
+_txmq_mysql_use() {
+	local client
+	client="$(_txmq_mysql_client)" || { _txmq_warn "mysql: no mariadb/mysql client to create database test"; return 1; }
+	if ! timeout 10 "$client" -h 127.0.0.1 -P "$1" -u root -e 'CREATE DATABASE IF NOT EXISTS test' </dev/null >/dev/null 2>&1; then
+		_txmq_warn "mysql: cannot create database test as root on port $1"
+		return 1
+	fi
+	export TXMQ_MYSQL_URL="mysql://root@127.0.0.1:$1/test"
+	_txmq_say "mysql $2 $TXMQ_MYSQL_URL"
+}
+
+_txmq_mysql() {
+	local port="${TXMQ_MYSQL_PORT:-3306}" dir
+	if [ -n "${TXMQ_MYSQL_URL:-}" ]; then
+		_txmq_say "mysql reused TXMQ_MYSQL_URL (set by the caller)"
+		return 0
+	fi
+	if _txmq_tcp 127.0.0.1 "$port"; then
+		_txmq_mysql_use "$port" reused
+		return
+	fi
+	if [ ! -x /usr/sbin/mariadbd ]; then
+		_txmq_apt_install mariadb-server mariadb-client || return 1
+		if _txmq_tcp 127.0.0.1 "$port"; then # the package started its own server
+			_txmq_mysql_use "$port" reused
+			return
+		fi
+	fi
+	if [ "$port" != 3306 ]; then
+		_txmq_warn "mysql: nothing answers on TXMQ_MYSQL_PORT=$port and the machine's MariaDB listens on 3306"
+		return 1
+	fi
+	dir="$_TXMQ_SERVICES_DIR/mariadb"
+	mkdir -p "$dir"
+	_txmq_as_root install -d -o mysql -g mysql /run/mysqld 2>/dev/null
+	# The machine's start command (shared/SERVICES.md): the distribution's settings, its data
+	# directory; --oknodo leaves a running server alone.
+	if ! _txmq_as_root start-stop-daemon --start --oknodo --background --make-pidfile --pidfile "$dir/mariadbd.pid" \
+		--exec /usr/sbin/mariadbd </dev/null >"$dir/start.log" 2>&1; then
+		_txmq_warn "mysql: mariadbd failed to start:"
+		tail -n 20 "$dir/start.log" >&2
+		return 1
+	fi
+	for _ in $(seq 1 300); do
+		_txmq_tcp 127.0.0.1 "$port" && break
+		sleep 0.1
+	done
+	if [ -s "$dir/mariadbd.pid" ]; then
+		echo "pid $(cat "$dir/mariadbd.pid") mariadb" >>"$_TXMQ_STARTED"
+	fi
+	if ! _txmq_tcp 127.0.0.1 "$port"; then
+		_txmq_warn "mysql: mariadbd started but does not answer on port $port"
+		return 1
+	fi
+	_txmq_mysql_use "$port" started
+}
+
 # ------------------------------------------------------------- Redis Cluster
 #
 # A real Redis Cluster on loopback for parity[redis-cluster]: six
@@ -700,6 +771,7 @@ txmq_services_start() {
 	_txmq_postgres || rc=1
 	_txmq_pgbouncer || rc=1
 	_txmq_redis || rc=1
+	_txmq_mysql || rc=1
 	_txmq_redis_cluster || rc=1
 	_txmq_nats || rc=1
 	_txmq_sqs || rc=1

@@ -3,7 +3,8 @@
 // core.QueueLister included) with pause and resume, and the dead letters (filter, show the decoded
 // messages, replay one or a queue's, purge with confirmation), and the messages (look one up by
 // id, list them by queue, state and publish time, cancel one) through Options.Inspector, the API
-// `txmq msg` uses; when no lookup is possible the page shows why. It is server-rendered HTML from
+// `txmq msg` uses; when no lookup is possible the page shows why; and the schedules (last and
+// next tick of each, as `txmq schedule ls`). It is server-rendered HTML from
 // embedded templates, readable without JavaScript, over the same API the command line uses.
 //
 // An app mounts it under its own mux (and its own auth):

@@ -228,6 +228,7 @@ var banners = map[string]struct {
 	"resumed":   {"resumed %s", 1},
 	"replayed":  {"replayed dead letter %s with a fresh budget", 1},
 	"purged":    {"purged %s dead letter(s) of %s", 2},
+	"replayedq": {"replayed %s dead letter(s) of %s with a fresh budget", 2},
 	"cancelled": {"cancelled message %s (queue %s, now %s)", 3},
 	"failed":    {"failed: %s", 1},
 }

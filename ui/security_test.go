@@ -102,7 +102,7 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 	srv, store := dashboard(t, ui.Options{})
 	s := newSession(t, srv.URL, store)
 	evil := "rebind.evil.example:" + s.port
-	for _, path := range []string{"/", "/queues/emails", "/dead", "/dead/1", "/messages?queue=emails", "/style.css"} {
+	for _, path := range []string{"/", "/queues/emails", "/dead", "/dead/1", "/messages?queue=emails", "/schedules", "/style.css"} {
 		if resp, body := s.do(http.MethodGet, path, nil, map[string]string{"Host": evil}); resp.StatusCode != http.StatusMisdirectedRequest {
 			t.Errorf("GET %s with Host %s: %d, want 421:\n%s", path, evil, resp.StatusCode, body)
 		}
@@ -112,7 +112,7 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 			t.Errorf("GET / with Host %q: %d, want 421", host, resp.StatusCode)
 		}
 	}
-	for _, path := range []string{"/queues/emails/resume", "/queues/emails/pause", "/dead/1/replay", "/dead/purge", "/messages/cancel"} {
+	for _, path := range []string{"/queues/emails/resume", "/queues/emails/pause", "/dead/1/replay", "/dead/purge", "/dead/replay", "/messages/cancel"} {
 		resp, body := s.do(http.MethodPost, path, url.Values{"csrf": {s.token}, "queue": {"emails"}, "confirm": {"emails"}, "id": {"m-1"}},
 			map[string]string{"Host": evil, "Origin": "http://" + evil})
 		if resp.StatusCode != http.StatusMisdirectedRequest {

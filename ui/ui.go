@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"html/template"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -175,6 +177,7 @@ func Handler(opts *Options) (http.Handler, error) {
 	mux.HandleFunc("GET /dead", s.deadList)
 	mux.HandleFunc("GET /dead/{id}", s.deadShow)
 	mux.HandleFunc("GET /messages", s.messages)
+	mux.HandleFunc("GET /schedules", s.schedules)
 	mux.HandleFunc("GET /style.css", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/css")
 		b, _ := files.ReadFile("templates/style.css")
@@ -184,6 +187,7 @@ func Handler(opts *Options) (http.Handler, error) {
 	mux.HandleFunc("POST /queues/{queue}/resume", s.change(s.resume))
 	mux.HandleFunc("POST /dead/{id}/replay", s.change(s.replay))
 	mux.HandleFunc("POST /dead/purge", s.change(s.purge))
+	mux.HandleFunc("POST /dead/replay", s.change(s.replayQueue))
 	mux.HandleFunc("POST /messages/cancel", s.change(s.cancelMessage))
 	return s.guard(mux), nil
 }
@@ -243,19 +247,41 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, dat
 	data["ReadOnly"] = s.o.ReadOnly
 	data["Msg"] = s.bannerText(r)
 	data["Root"] = root(r.URL.Path)
-	back := strings.TrimPrefix(r.URL.Path, "/")
+	path := strings.TrimPrefix(r.URL.Path, "/")
 	q := r.URL.Query()
 	q.Del(msgParam)
 	q.Del(msgArgParam)
 	q.Del(msgSigParam)
-	if e := q.Encode(); e != "" {
-		back += "?" + e
+	data["Back"] = withQuery(path, q)
+	// Auto-refresh, opt-in per page view (?refresh=N seconds): a meta refresh, no JavaScript,
+	// to the page without its banner. Links turn it on (every refreshOn s) and off.
+	if n, err := strconv.Atoi(q.Get("refresh")); err == nil && n >= minRefresh && n <= maxRefresh {
+		data["Refresh"] = n
 	}
-	data["Back"] = back
+	on, off := maps.Clone(q), maps.Clone(q)
+	on.Set("refresh", strconv.Itoa(refreshOn))
+	off.Del("refresh")
+	data["RefreshOn"], data["RefreshOff"] = withQuery(path, on), withQuery(path, off)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := s.tmpl.ExecuteTemplate(w, name, data); err != nil {
 		s.o.Logger.Error("txmq ui: rendering a page failed", "page", name, "error", err)
 	}
+}
+
+// The auto-refresh periods: the shortest and longest ?refresh= accepted (others are
+// ignored), and the one the "auto-refresh" link sets, in seconds.
+const (
+	minRefresh = 2
+	maxRefresh = 3600
+	refreshOn  = 5
+)
+
+// withQuery returns path with q as its query, if any.
+func withQuery(path string, q url.Values) string {
+	if e := q.Encode(); e != "" {
+		return path + "?" + e
+	}
+	return path
 }
 
 // queueRow is one line of the queues page.

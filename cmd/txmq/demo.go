@@ -242,7 +242,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := node.Close(closeCtx); err != nil {
 		return err
 	}
-	return d.summary(time.Since(start))
+	if err := d.summary(time.Since(start)); err != nil {
+		return err
+	}
+	if d.db != nil {
+		// The tables stay, so that txmq dlq and txmq outbox can show what the demo left; say
+		// where they are and how to remove them rather than leave a schema behind silently.
+		d.printf("\nthe demo's tables stay in schema %s (see them with: txmq dlq ls --schema %s); remove them with: DROP SCHEMA %s CASCADE\n",
+			*schema, *schema, pgx.Identifier{*schema}.Sanitize())
+	}
+	return nil
 }
 
 // routing publishes one message to each routing mode inside a transaction that commits and

@@ -98,6 +98,7 @@ func TestDemoSummaryWithDatabase(t *testing.T) {
 	},
 		"one that rolls back: nothing published. Delivered: orders 1, emails 1, audit 1",
 		"max in flight observed 1",
+		"the demo's tables stay in schema "+schema+" (see them with: txmq dlq ls --schema "+schema+"); remove them with: DROP SCHEMA \""+schema+"\" CASCADE",
 	)
 	_, routing, _ := strings.Cut(out, "\n2. routing")
 	routing, _, _ = strings.Cut("2. routing"+routing, "\n3. retries")

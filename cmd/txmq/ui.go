@@ -58,12 +58,10 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer done()
-	var backend core.Backend
-	if *f.backend != "" {
-		if backend, err = openBackend(ctx, backendSetting, *f.backend, false); err != nil {
-			return err
-		}
-		defer backend.Close()
+	// The store's backend (replays publish there), closed by done; nil without --backend.
+	backend, err := f.openedBackend(ctx)
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	// The Messages page reads the ledger when the app database has one, else the backend's

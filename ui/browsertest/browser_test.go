@@ -187,7 +187,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text(`#msg`); !strings.Contains(got, "not purged") {
 		t.Fatalf("an unconfirmed purge says %q, want it refused", got)
 	}
-	step("06-purged", chromedp.SendKeys(chromedp.CSS(`#purge input[name="confirm"]`), "invoices"),
+	// From a fresh page (no banner), as for Resume below: the refusal's #msg still showing
+	// would let WaitVisible return before the purge's page loads.
+	step("06-purged", chromedp.Navigate(base+"/dead?queue=invoices"), chromedp.WaitVisible(chromedp.CSS(`#purge`)),
+		chromedp.SendKeys(chromedp.CSS(`#purge input[name="confirm"]`), "invoices"),
 		chromedp.Click(chromedp.CSS(`button[name="purge"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
 	if got := text(`#msg`); !strings.Contains(got, "purged 2 dead letter(s) of invoices") { // the replayed one and the new one
 		t.Fatalf("a confirmed purge says %q", got)
@@ -220,4 +223,43 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("signups state %q after Resume, want running", got)
 	}
 	txmqtest.Eventually(t, 10*time.Second, func() bool { return signedUp.Load() == before+1 }, "the resumed queue runs the message published while paused")
+
+	// The Schedules page, from the header's link.
+	step("08b-schedules", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
+		chromedp.Click(chromedp.CSS(`header nav a[href$="schedules"]`)), chromedp.WaitVisible(chromedp.CSS(`#schedules`)))
+	if got := text(`#schedules tbody`); !strings.Contains(got, "No schedule has published a tick yet") {
+		t.Fatalf("the Schedules page of an app without schedules says %q", got)
+	}
+
+	// 5. Auto-refresh: the page reloads itself (a meta refresh, no JavaScript) and shows a
+	// publish made after it loaded, with no navigation by the test.
+	// The page may be reloading while it is read: a read that finds no node is retried.
+	delayedNow := func() string {
+		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(`tr[data-queue="signups"] td.delayed`)))
+		if err != nil {
+			return "(reloading: " + err.Error() + ")"
+		}
+		return strings.TrimSpace(s)
+	}
+	step("09-auto-refresh", chromedp.Navigate(base+"/?refresh=2"), chromedp.WaitVisible(chromedp.CSS(`#refresh-off`)))
+	txmqtest.Eventually(t, 10*time.Second, func() bool { return delayedNow() == "3" }, "the auto-refreshing page shows 3 delayed signups")
+	if err := signups.Publish(ctx, app.Node, "later", txmq.After(time.Hour), txmq.ID("later-refresh")); err != nil {
+		t.Fatal(err)
+	}
+	txmqtest.Eventually(t, 15*time.Second, func() bool { return delayedNow() == "4" },
+		"the auto-refreshing page shows the fourth delayed signup without being navigated")
+	step("10-auto-refreshed", chromedp.WaitVisible(chromedp.CSS(`#refresh-off`)))
+
+	// The picture of the dashboard in docs/operations.md is this test's queues page with
+	// signups paused: TXMQ_UI_DOCS=1 writes it to docs/dashboard.png, so that it is remade
+	// from the dashboard as it is rather than drawn by hand.
+	if os.Getenv("TXMQ_UI_DOCS") != "" {
+		png, err := os.ReadFile(filepath.Join(shots, "07-pause.png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

@@ -1,0 +1,337 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// minTimer is the shortest timer a waiting Fetch arms, so rounding cannot make it spin.
+const minTimer = 5 * time.Millisecond
+
+// sqlPickQueue is one queue's part of the claim's pick: an index range scan of (queue, run_at)
+// over run_at <= now, locked with FOR UPDATE SKIP LOCKED so concurrent claimers never wait on
+// each other's rows. The parts of a request's queues are joined with UNION ALL.
+const sqlPickQueue = `(SELECT id, queue, batch_id, body, deliveries, order_key, run_at, {{now}}
+FROM {{s}}txmq_jobs FORCE INDEX (txmq_jobs_claim_idx)
+WHERE queue = ? AND run_at <= {{now}}
+ORDER BY run_at LIMIT ?
+FOR UPDATE SKIP LOCKED)`
+
+// sqlLease leases the picked rows: a new token, deliveries+1, run_at = the lease's end.
+// $1 token, $2 node, $3 lease end, then the ids.
+const sqlLease = `
+UPDATE {{s}}txmq_jobs FORCE INDEX (PRIMARY)
+SET deliveries = deliveries + 1, lease_token = ?, lease_owner = ?, run_at = ?
+WHERE id IN ({{in}})`
+
+// sqlExclusiveRow makes sure an Exclusive queue's lock row exists (released).
+const sqlExclusiveRow = `INSERT IGNORE INTO {{s}}txmq_jobs_exclusive (queue, job_id, lease_until) VALUES (?, 0, 0)`
+
+// sqlExclusiveTake takes an Exclusive queue's lock for a job when its last lease has passed:
+// the row lock serialises concurrent claimers on every node, so one wins. $1 job, $2 lease
+// end, $3 queue.
+const sqlExclusiveTake = `
+UPDATE {{s}}txmq_jobs_exclusive FORCE INDEX (PRIMARY) SET job_id = ?, lease_until = ?
+WHERE queue = ? AND lease_until <= {{now}}`
+
+// sqlNextDueQueue is one queue's part of the wait timer's query: its next row to become
+// claimable (a delayed batch or a lease running out; held rows wait for an ack instead).
+const sqlNextDueQueue = `(SELECT run_at FROM {{s}}txmq_jobs FORCE INDEX (txmq_jobs_claim_idx)
+WHERE queue = ? AND run_at > {{now}} AND run_at < 9223372036854775807
+ORDER BY run_at LIMIT 1)`
+
+// sqlHeartbeat records that the queues were fetched now.
+const sqlHeartbeat = `
+INSERT INTO {{s}}txmq_jobs_queues (queue, last_fetch_at) VALUES {{in}}
+ON DUPLICATE KEY UPDATE last_fetch_at = {{now}}`
+
+// Fetch claims due batches for the queues in req (normalised: see core.FetchRequest.Normalize)
+// in one transaction (see the package doc): at most Free of each queue and req.Max in all,
+// shared round-robin, and none of an Exclusive queue while any node holds one.
+//
+// When nothing is claimable and req.Wait > 0 it waits (core.ClaimWait) for a publish or retry
+// through this Backend on one of its queues, for the next poll (Options.PollInterval), and on
+// a timer for the next delayed batch or lease end among them; each wake-up claims again.
+//
+// The claim runs detached from ctx's cancellation (bounded by QueryTimeout), so a claim the
+// database made is always returned; cancelling ctx only ends the wait, with what was claimed
+// and a nil error.
+func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	if err := be.usable("fetch"); err != nil {
+		return nil, err
+	}
+	req = req.Normalize()
+	if len(req.Queues) == 0 || ctx.Err() != nil {
+		return []*core.Claim{}, nil
+	}
+	p := claimParamsOf(req)
+	if err := be.heartbeat(ctx, p.queues); err != nil && errors.Is(err, core.ErrBackendUnavailable) {
+		return nil, err
+	}
+	wo := core.WaitOptions{Wait: req.Wait, Done: be.done, MinTimer: minTimer}
+	if req.Wait > 0 {
+		w := be.wake.register(p.queues) // before the first claim: no signal falls in between
+		defer be.wake.unregister(w, p.queues)
+		wo.Wake = func() <-chan struct{} { return w.arm(be.o.PollInterval) }
+	}
+	return core.ClaimWait(ctx, wo, func() ([]*core.Claim, time.Duration, error) { return be.claim(ctx, p) })
+}
+
+// claimParams are one Fetch's statement arguments.
+type claimParams struct {
+	queues []string
+	limits []int
+	excl   []bool
+	budget int
+	node   string
+	lease  int64 // µs
+}
+
+// claimParamsOf turns a normalised request into statement arguments: queues sorted (exclusive
+// locks are then always taken in the same order, so concurrent claims cannot deadlock) and
+// deduplicated. The queues share req.Max round-robin; each one's scan may lock up to
+// min(Free, max(2*Max/n, 10)) rows (n queues), so a single busy queue still fills Max while
+// many busy queues do not lock n*Max rows to hand out Max of them.
+func claimParamsOf(req core.FetchRequest) claimParams {
+	qs := make([]core.QueueSlots, 0, len(req.Queues))
+	seen := make(map[string]bool, len(req.Queues))
+	for _, s := range req.Queues {
+		if s.Queue == "" || seen[s.Queue] {
+			continue
+		}
+		seen[s.Queue] = true
+		qs = append(qs, s)
+	}
+	sort.Slice(qs, func(i, j int) bool { return qs[i].Queue < qs[j].Queue })
+	p := claimParams{
+		queues: make([]string, len(qs)),
+		limits: make([]int, len(qs)),
+		excl:   make([]bool, len(qs)),
+		budget: min(req.Max, math.MaxInt32),
+		node:   req.Node,
+		lease:  micros(req.Lease),
+	}
+	scan := 0
+	if len(qs) > 0 {
+		scan = min(req.Max, max((2*req.Max+len(qs)-1)/len(qs), 10))
+	}
+	for i, s := range qs {
+		p.queues[i] = s.Queue
+		p.excl[i] = s.Exclusive
+		p.limits[i] = min(s.Free, scan, math.MaxInt32)
+	}
+	return p
+}
+
+// exclusive reports whether queue was requested as Exclusive.
+func (p claimParams) exclusive(queue string) bool {
+	i, ok := slices.BinarySearch(p.queues, queue) // sorted by claimParamsOf
+	return ok && p.excl[i]
+}
+
+// picked is one row the claim's pick locked.
+type picked struct {
+	id         int64
+	queue      string
+	batchID    string
+	body       []byte
+	deliveries int
+	key        sql.NullString
+	runAt, now int64
+	rank       int // its place in its queue's pick, from 0
+}
+
+// claim runs the claim transaction once and returns the claims and, when there are none, how
+// long until the next row of the queues becomes claimable (-1 when none is pending).
+func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, time.Duration, error) {
+	claims := []*core.Claim{}
+	if len(p.queues) == 0 {
+		return claims, -1, nil
+	}
+	if err := be.ensureExclusive(ctx, p); err != nil {
+		return nil, -1, err
+	}
+	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
+		claims = claims[:0]
+		return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error {
+			cand, err := be.pick(ctx, tx, p)
+			if err != nil || len(cand) == 0 {
+				return err
+			}
+			now := cand[0].now
+			until := now + p.lease
+			ids := make([]int64, 0, len(cand))
+			for _, c := range cand {
+				if p.exclusive(c.queue) {
+					n, err := affected(ctx, tx, be.sql.exclusiveTake, c.id, until, c.queue)
+					if err != nil {
+						return err
+					}
+					if n == 0 {
+						continue // another node runs the queue
+					}
+				}
+				ids = append(ids, c.id)
+				claims = append(claims, c.claim(be, until, p.exclusive(c.queue)))
+			}
+			if len(ids) == 0 {
+				return nil
+			}
+			token := newToken()
+			for _, c := range claims {
+				c.Handle.(*handle).token = token
+			}
+			args := append([]any{token, p.node, until}, int64Args(ids)...)
+			_, err = tx.ExecContext(ctx, withMarks(be.sql.lease, len(ids)), args...)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, -1, err
+	}
+	if len(claims) > 0 {
+		return claims, -1, nil
+	}
+	next, err := be.nextDue(ctx, p.queues)
+	return claims, next, err
+}
+
+// pick locks up to each queue's limit of claimable rows and returns those the request's
+// budget takes, round-robin across the queues (every queue's first row, then every second,
+// ...), in queue order within a round.
+func (be *Backend) pick(ctx context.Context, tx *sql.Tx, p claimParams) ([]picked, error) {
+	parts := make([]string, len(p.queues))
+	args := make([]any, 0, 2*len(p.queues))
+	for i, q := range p.queues {
+		parts[i] = be.sql.pickQueue
+		args = append(args, q, p.limits[i])
+	}
+	var all []picked
+	var r picked
+	rows, err := tx.QueryContext(ctx, strings.Join(parts, "\nUNION ALL\n"), args...)
+	err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt, &r.now}, func() error {
+		c := r
+		c.body = append([]byte(nil), r.body...)
+		all = append(all, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.queue != b.queue {
+			return a.queue < b.queue
+		}
+		if a.runAt != b.runAt {
+			return a.runAt < b.runAt
+		}
+		return a.id < b.id
+	})
+	for i := range all {
+		if i > 0 && all[i-1].queue == all[i].queue {
+			all[i].rank = all[i-1].rank + 1
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank })
+	return all[:min(len(all), p.budget)], nil
+}
+
+// claim turns a leased row into a Claim.
+func (r picked) claim(be *Backend, until int64, excl bool) *core.Claim {
+	return &core.Claim{
+		Queue:      r.queue,
+		ID:         r.batchID,
+		Body:       r.body,
+		Deliveries: r.deliveries + 1,
+		LeaseUntil: time.UnixMicro(until),
+		Handle:     &handle{be: be, id: r.id, excl: excl, queue: r.queue, key: r.key.String},
+	}
+}
+
+// nextDue returns how long until the next row of queues becomes claimable, -1 for none.
+func (be *Backend) nextDue(ctx context.Context, queues []string) (time.Duration, error) {
+	parts := make([]string, len(queues))
+	args := make([]any, len(queues))
+	for i, q := range queues {
+		parts[i], args[i] = be.sql.nextDueQueue, q
+	}
+	stmt := "SELECT MIN(t.run_at) - " + sqlNow + " FROM (" + strings.Join(parts, "\nUNION ALL\n") + ") t"
+	var us sql.NullInt64
+	err := be.run(context.WithoutCancel(ctx), "fetch: next due time", func(ctx context.Context) error {
+		return be.db.QueryRowContext(ctx, stmt, args...).Scan(&us)
+	})
+	if err != nil || !us.Valid {
+		return -1, err
+	}
+	return max(0, time.Duration(us.Int64)*time.Microsecond), nil
+}
+
+// ensureExclusive makes the lock rows of the request's Exclusive queues exist, once per queue
+// and Backend.
+func (be *Backend) ensureExclusive(ctx context.Context, p claimParams) error {
+	for i, q := range p.queues {
+		if !p.excl[i] {
+			continue
+		}
+		be.exclMu.Lock()
+		ready := be.exclReady[q]
+		be.exclMu.Unlock()
+		if ready {
+			continue
+		}
+		err := be.run(context.WithoutCancel(ctx), "fetch: exclusive lock row of queue "+q, func(ctx context.Context) error {
+			_, err := be.db.ExecContext(ctx, be.sql.exclusiveRow, q)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		be.exclMu.Lock()
+		be.exclReady[q] = true
+		be.exclMu.Unlock()
+	}
+	return nil
+}
+
+// heartbeat records, at most every heartbeatInterval per queue, that this Backend fetched
+// the queues, for the reaper. A failure is logged, returned, and tried again at the next
+// Fetch.
+func (be *Backend) heartbeat(ctx context.Context, queues []string) error {
+	now := time.Now()
+	every := be.o.heartbeatInterval()
+	be.hbMu.Lock()
+	var due []any
+	for _, q := range queues {
+		if now.Sub(be.hb[q]) >= every {
+			due = append(due, q)
+			be.hb[q] = now
+		}
+	}
+	be.hbMu.Unlock()
+	if len(due) == 0 {
+		return nil
+	}
+	values := strings.TrimSuffix(strings.Repeat("(?, "+sqlNow+"),", len(due)), ",")
+	err := be.run(context.WithoutCancel(ctx), "recording queue heartbeats", func(ctx context.Context) error {
+		_, err := be.db.ExecContext(ctx, strings.Replace(be.sql.heartbeat, "{{in}}", values, 1), due...)
+		return err
+	})
+	if err != nil {
+		be.hbMu.Lock()
+		for _, q := range due {
+			delete(be.hb, q.(string))
+		}
+		be.hbMu.Unlock()
+		be.o.Logger.Warn("mysql: recording queue heartbeats failed; retried at the next fetch", "queues", len(due), "error", err)
+	}
+	return err
+}

@@ -1,0 +1,25 @@
+module github.com/txmq/txmq/adapters/mysql
+
+go 1.26.0
+
+require (
+	github.com/go-sql-driver/mysql v1.10.2
+	github.com/txmq/txmq v0.0.0-00010101000000-000000000000
+)
+
+require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/robfig/cron/v3 v3.0.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.6 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
+)
+
+// While the modules are developed together (go.work), each module also replaces the
+// txmq modules it requires by their directories in this repository, so that a build
+// with GOWORK=off and go mod tidy resolve them too (see "Modules" in docs/guide.md).
+replace github.com/txmq/txmq => ../..
