@@ -12,6 +12,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/groupcommit"
+	"github.com/txmq/txmq/core/reaper"
 )
 
 // Backend is a core.Backend storing batches in a jobs table of a MySQL or MariaDB database.
@@ -41,7 +42,7 @@ type Backend struct {
 	hbMu sync.Mutex
 	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
 
-	stats stats
+	reaper *reaper.Reaper
 }
 
 var _ core.Backend = (*Backend)(nil)
@@ -90,9 +91,9 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
 	be.extends = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execExtends))
+	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
-		be.wg.Add(1)
-		go be.reapLoop()
+		be.wg.Go(func() { be.reaper.Loop(be.done, o.ReapInterval) })
 	}
 	return be, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/reaper"
 	"github.com/txmq/txmq/internal/pgmigrate"
 )
 
@@ -42,7 +43,7 @@ type Backend struct {
 	hbMu sync.Mutex
 	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
 
-	stats stats
+	reaper *reaper.Reaper
 }
 
 var _ core.Backend = (*Backend)(nil)
@@ -87,9 +88,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	be.deletes = newGroup(be, be.execDeletes)
 	be.keyedDeletes = newGroup(be, be.execKeyedDeletes)
 	be.extends = newGroup(be, be.execExtends)
+	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
-		be.wg.Add(1)
-		go be.reapLoop()
+		be.wg.Go(func() { be.reaper.Loop(be.done, o.ReapInterval) })
 	}
 	return be, nil
 }
