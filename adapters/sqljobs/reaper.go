@@ -93,7 +93,7 @@ func (be *Backend) Reap(ctx context.Context) (ReapResult, error) {
 	var found []abandoned
 	err = be.run(ctx, "reaper: listing abandoned queues", func(ctx context.Context) error {
 		found = found[:0]
-		rows, err := query(ctx, be.pool, be.sql.reapQueues, age)
+		rows, err := query(ctx, be.on(be.pool), be.sql.reapQueues, age)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func (be *Backend) reapQueue(ctx context.Context, queue string) (reaped, left in
 	if be.o.DeadLetters == nil {
 		var n int64
 		err := be.run(ctx, fmt.Sprintf("reaper: counting queue %q", queue), func(ctx context.Context) error {
-			return queryRow(ctx, be.pool, be.sql.reapCount, []any{queue, age}, &n)
+			return queryRow(ctx, be.on(be.pool), be.sql.reapCount, []any{queue, age}, &n)
 		})
 		return 0, int(n), err
 	}
@@ -147,7 +147,7 @@ func (be *Backend) reapQueue(ctx context.Context, queue string) (reaped, left in
 		err := be.run(ctx, fmt.Sprintf("reaper: dead-lettering queue %q", queue), func(ctx context.Context) error {
 			picked, done = 0, 0
 			return pgx.BeginFunc(ctx, be.pool, func(tx pgx.Tx) error {
-				rows, err := query(ctx, tx, be.sql.reapPick, queue, age, be.o.ReapBatch)
+				rows, err := query(ctx, be.on(tx), be.sql.reapPick, queue, age, be.o.ReapBatch)
 				if err != nil {
 					return err
 				}
@@ -183,7 +183,7 @@ func (be *Backend) reapQueue(ctx context.Context, queue string) (reaped, left in
 					ok = append(ok, ids[i])
 				}
 				if len(ok) > 0 {
-					if err := execGuarded(ctx, tx, be.sql.reapDelete, ok); err != nil {
+					if err := execGuarded(ctx, be.on(tx), be.sql.reapDelete, ok); err != nil {
 						return err
 					}
 				}
@@ -200,7 +200,7 @@ func (be *Backend) reapQueue(ctx context.Context, queue string) (reaped, left in
 			// The sink failed: count what stays and stop for this run.
 			var n int64
 			_ = be.run(ctx, "reaper: counting", func(ctx context.Context) error {
-				return queryRow(ctx, be.pool, be.sql.reapCount, []any{queue, age}, &n)
+				return queryRow(ctx, be.on(be.pool), be.sql.reapCount, []any{queue, age}, &n)
 			})
 			return reaped, int(n), nil
 		}
