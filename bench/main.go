@@ -104,6 +104,7 @@ func main() {
 
 	if run["backlog"] {
 		fmt.Printf("backlog burn-down: %d messages (one-per-batch scenarios %d), concurrency %d, pool %d connections, ANALYZE before consuming %v\n", *msgs, *msgs/5, *workers, *conns, *analyze)
+		fmt.Printf("  one run each; txmq at concurrency %d on the pool both share (a plan guard with each statement), River tuned at its own MaxWorkers: for one message per batch, -only rounds is the comparison\n", *workers)
 		tx100 := txmqBacklog(ctx, pool, *msgs, 100, "")
 		fmt.Printf("  txmq sqljobs (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
 		tx1 := txmqBacklog(ctx, pool, *msgs/5, 1, *cpuProfile)
