@@ -145,6 +145,9 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 	if o.Tracer != nil {
 		fc.Tracer = tracerBridge{o.Tracer}
 	}
+	if o.Ledger != nil {
+		fc.Ledger = o.Ledger
+	}
 	if o.Pauses != nil {
 		fc.Pauses = o.Pauses
 	}

@@ -13,6 +13,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect
 	github.com/aws/aws-sdk-go-v2 v1.48.0 // indirect
 	github.com/aws/aws-sdk-go-v2/config v1.33.18 // indirect
@@ -30,6 +31,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sts v1.52.0 // indirect
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-sql-driver/mysql v1.10.2 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -40,6 +42,7 @@ require (
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/redis v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/sqs v0.0.0-00010101000000-000000000000 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
@@ -56,6 +59,7 @@ require (
 replace (
 	github.com/txmq/txmq => ..
 	github.com/txmq/txmq/adapters/all => ../adapters/all
+	github.com/txmq/txmq/adapters/mysql => ../adapters/mysql
 	github.com/txmq/txmq/adapters/nats => ../adapters/nats
 	github.com/txmq/txmq/adapters/redis => ../adapters/redis
 	github.com/txmq/txmq/adapters/sqs => ../adapters/sqs

@@ -5,6 +5,7 @@ package all
 // scheme to work in txmq.Open, the txmq command and TXMQ_BACKEND).
 import (
 	_ "github.com/txmq/txmq/adapters/memory"  // memory://
+	_ "github.com/txmq/txmq/adapters/mysql"   // mysql://, mariadb:// (SQL jobs on MySQL 8 / MariaDB 10.6+)
 	_ "github.com/txmq/txmq/adapters/nats"    // nats://
 	_ "github.com/txmq/txmq/adapters/redis"   // redis://, rediss://
 	_ "github.com/txmq/txmq/adapters/sqljobs" // postgres://, postgresql://

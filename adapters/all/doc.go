@@ -3,7 +3,8 @@
 //	import _ "github.com/txmq/txmq/adapters/all"
 //
 // and core.OpenBackend, txmq.OpenBackend and txmq.Open accept memory://, postgres:// and
-// postgresql:// (SQL jobs in the app database), redis:// and rediss://, sqs:// and awssqs://,
+// postgresql:// (SQL jobs in the app database), mysql:// and
+// mariadb:// (SQL jobs on MySQL or MariaDB), redis:// and rediss://, sqs:// and awssqs://,
 // and nats://. An app that wants a smaller binary and module graph imports only the adapters
 // it uses instead.
 //

@@ -11,6 +11,11 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/go-sql-driver/mysql v1.10.2 // indirect
+)
+
+require (
 	github.com/aws/aws-sdk-go-v2 v1.48.0 // indirect
 	github.com/aws/aws-sdk-go-v2/config v1.33.18 // indirect
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0 // indirect
@@ -36,6 +41,7 @@ require (
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
+	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -48,6 +54,7 @@ require (
 // with GOWORK=off and go mod tidy resolve them too (see "Modules" in docs/guide.md).
 replace (
 	github.com/txmq/txmq => ../..
+	github.com/txmq/txmq/adapters/mysql => ../mysql
 	github.com/txmq/txmq/adapters/nats => ../nats
 	github.com/txmq/txmq/adapters/redis => ../redis
 	github.com/txmq/txmq/adapters/sqs => ../sqs

@@ -49,6 +49,14 @@ var secretForms = []string{
 	"postgres://u:hunter2@127.0.0.1:1/db?txmq_bogus=1",
 	"postgres://u:hunter2@127.0.0.1:1/db?txmq_lease=nope",
 	"postgres://u:hunter2%zz@127.0.0.1:1/db",
+	// mysql and mariadb (SQL jobs on MySQL/MariaDB): user:password, DSN parameters, txmq_ errors.
+	"mysql://u:hunter2@127.0.0.1:1/db?timeout=1s",
+	"mariadb://u:hunter2@127.0.0.1:1/db?timeout=1s&txmq_poll_interval=50ms",
+	"mysql://u:hunter2@127.0.0.1:1/db?txmq_bogus=1",
+	"mysql://u:hunter2@127.0.0.1:1/db?txmq_lease=nope",
+	"mysql://u:hunter2@127.0.0.1:1/",
+	"mysql://u:hunter2%zz@127.0.0.1:1/db",
+	"mysql://u@127.0.0.1:1/db?timeout=1s&password=hunter2",
 	// sqs and awssqs: KEY:SECRET as user-info.
 	"sqs://AKID:hunter2@us-east-1?txmq_endpoint=http://127.0.0.1:1&txmq_request_timeout=1s",
 	"awssqs://AKID:hunter2@us-east-1?txmq_bogus=1",

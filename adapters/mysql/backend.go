@@ -12,6 +12,8 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/groupcommit"
+	"github.com/txmq/txmq/core/reaper"
+	"github.com/txmq/txmq/core/sqlcall"
 )
 
 // Backend is a core.Backend storing batches in a jobs table of a MySQL or MariaDB database.
@@ -27,7 +29,8 @@ type Backend struct {
 	maxBatch int // MaxBatchBytes, from the server's max_allowed_packet
 
 	closed    atomic.Bool
-	done      chan struct{} // closed by Close
+	call      *sqlcall.Runner // every call's timeout, retry and classification
+	done      chan struct{}   // closed by Close
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the reaper
 
@@ -41,7 +44,7 @@ type Backend struct {
 	hbMu sync.Mutex
 	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
 
-	stats stats
+	reaper *reaper.Reaper
 }
 
 var _ core.Backend = (*Backend)(nil)
@@ -90,9 +93,10 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
 	be.extends = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execExtends))
+	be.call = &sqlcall.Runner{Name: "mysql", Timeout: o.QueryTimeout, Retryable: retryable, Classify: classify, Unavailable: Unavailable, Closed: &be.closed}
+	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
-		be.wg.Add(1)
-		go be.reapLoop()
+		be.wg.Go(func() { be.reaper.Loop(be.done, o.ReapInterval) })
 	}
 	return be, nil
 }
@@ -255,31 +259,20 @@ func (be *Backend) usable(op string) error {
 }
 
 // run runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
-// failure is retryable (a deadlock victim, a lock wait timeout), and classifies the error.
+// failure is retryable, and classifies the error (package core/sqlcall).
 func (be *Backend) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	return be.explain(op, be.attempt(ctx, fn))
+	return be.call.Run(ctx, op, fn)
 }
 
 // attempt runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
 // failure is retryable, and returns its error as it is.
 func (be *Backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, be.o.QueryTimeout)
-	defer cancel()
-	err := fn(ctx)
-	if err != nil && ctx.Err() == nil && retryable(err) {
-		err = fn(ctx)
-	}
-	return err
+	return be.call.Attempt(ctx, fn)
 }
 
 // explain names op in err and classifies it (see classify), noting a Close that happened
 // meanwhile.
-func (be *Backend) explain(op string, err error) error {
-	if err != nil && be.closed.Load() && !Unavailable(err) && !errors.Is(err, core.ErrClosed) {
-		return fmt.Errorf("mysql: %s: the backend was closed: %w: %w", op, core.ErrClosed, err)
-	}
-	return classify(op, err)
-}
+func (be *Backend) explain(op string, err error) error { return be.call.Explain(op, err) }
 
 // micros converts a duration to whole microseconds for the SQL's arithmetic.
 func micros(d time.Duration) int64 { return d.Microseconds() }

@@ -95,38 +95,21 @@ type claimParams struct {
 	lease  int64 // µs
 }
 
-// claimParamsOf turns a normalised request into statement arguments: queues sorted (exclusive
-// locks are then always taken in the same order, so concurrent claims cannot deadlock) and
-// deduplicated. The queues share req.Max round-robin; each one's scan may lock up to
-// min(Free, max(2*Max/n, 10)) rows (n queues), so a single busy queue still fills Max while
-// many busy queues do not lock n*Max rows to hand out Max of them.
+// claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
+// queues sorted, so exclusive locks are always taken in the same order, and each one's scan
+// limit); the queues share req.Max round-robin.
 func claimParamsOf(req core.FetchRequest) claimParams {
-	qs := make([]core.QueueSlots, 0, len(req.Queues))
-	seen := make(map[string]bool, len(req.Queues))
-	for _, s := range req.Queues {
-		if s.Queue == "" || seen[s.Queue] {
-			continue
-		}
-		seen[s.Queue] = true
-		qs = append(qs, s)
-	}
-	sort.Slice(qs, func(i, j int) bool { return qs[i].Queue < qs[j].Queue })
+	qs, limits := req.ScanLimits()
 	p := claimParams{
 		queues: make([]string, len(qs)),
-		limits: make([]int, len(qs)),
+		limits: limits,
 		excl:   make([]bool, len(qs)),
 		budget: min(req.Max, math.MaxInt32),
 		node:   req.Node,
 		lease:  micros(req.Lease),
 	}
-	scan := 0
-	if len(qs) > 0 {
-		scan = min(req.Max, max((2*req.Max+len(qs)-1)/len(qs), 10))
-	}
 	for i, s := range qs {
-		p.queues[i] = s.Queue
-		p.excl[i] = s.Exclusive
-		p.limits[i] = min(s.Free, scan, math.MaxInt32)
+		p.queues[i], p.excl[i] = s.Queue, s.Exclusive
 	}
 	return p
 }

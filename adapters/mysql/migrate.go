@@ -73,6 +73,7 @@ func migrate(ctx context.Context, db *sql.DB, schema string) error {
 		}
 	}
 	lock := "txmq_migrate/" + schema
+	lock = lock[:min(len(lock), 64)] // MySQL's longest lock name; a cut name only serialises more
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", lock, migrateLockWait).Scan(&got); err != nil {
 		return err

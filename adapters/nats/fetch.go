@@ -94,6 +94,12 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			return nil, errClosed("fetch", "")
 		}
 		wake := be.wake
+		// One error for this Fetch, and every lane's is taken with it: after an outage each
+		// lane (an ordered queue has one per key partition) holds the error of its last
+		// pull, and returning them one per Fetch made the driver back off once per lane,
+		// up to its longest backoff each time, long after the connection was back. An
+		// error of a pull sent before the connection was re-established is dropped.
+		epoch := be.connEpoch()
 		var pollErr error
 		var release []*stashed
 		for i := range slots {
@@ -101,8 +107,10 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			var rel []*stashed
 			claims, budget, rel = be.takeLocked(s, claims, budget)
 			release = append(release, rel...)
-			if s.l.pollErr != nil && pollErr == nil {
-				pollErr = s.l.pollErr
+			if s.l.pollErr != nil {
+				if pollErr == nil && s.l.pollErrConn == epoch {
+					pollErr = s.l.pollErr
+				}
 				s.l.pollErr = nil
 			}
 		}
@@ -301,7 +309,7 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 	l.idle = false
 	if err != nil && !be.closed && !errors.Is(err, jetstream.ErrNoMessages) &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
-		l.pollErr = wrap("fetch: pull of consumer "+l.consumer, l.q.name, err)
+		l.pollErr, l.pollErrConn = wrap("fetch: pull of consumer "+l.consumer, l.q.name, err), conn
 	} else if !delivered && expires >= minLongPoll {
 		l.idle = true // a long pull found nothing: the next one may wait longer
 	}

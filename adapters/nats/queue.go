@@ -69,6 +69,9 @@ type lane struct {
 	idle    bool       // the last pull ended having delivered nothing (see Options.IdlePull)
 	stash   []*stashed // claims pulled but not yet handed out
 	pollErr error      // the last poll's error, for the next Fetch
+	// pollErrConn is the connection epoch (see connEpoch) the failed poll was sent on: an
+	// error from before the connection was re-established says nothing about it now.
+	pollErrConn uint64
 	// settledAt is when this Backend last sent a settle (or a give-back) of a key partition's
 	// pending batch, taken before sending it. The partition has one batch pending at a time,
 	// so a batch this lane receives was delivered after the settle that freed it: its lease

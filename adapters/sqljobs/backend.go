@@ -13,6 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/reaper"
+	"github.com/txmq/txmq/core/sqlcall"
 	"github.com/txmq/txmq/internal/pgmigrate"
 )
 
@@ -33,7 +35,8 @@ type Backend struct {
 	sessionGuard bool
 
 	closed    atomic.Bool
-	done      chan struct{} // closed by Close
+	call      *sqlcall.Runner // every call's timeout, retry and classification
+	done      chan struct{}   // closed by Close
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the listener and the reaper
 
@@ -46,7 +49,7 @@ type Backend struct {
 	hbMu sync.Mutex
 	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
 
-	stats stats
+	reaper *reaper.Reaper
 }
 
 var _ core.Backend = (*Backend)(nil)
@@ -94,9 +97,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	be.deletes = newGroup(be, be.execDeletes)
 	be.keyedDeletes = newGroup(be, be.execKeyedDeletes)
 	be.extends = newGroup(be, be.execExtends)
+	be.call = &sqlcall.Runner{Name: "sqljobs", Timeout: o.QueryTimeout, Retryable: retryable, Classify: classify, Unavailable: Unavailable, Closed: &be.closed}
+	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
-		be.wg.Add(1)
-		go be.reapLoop()
+		be.wg.Go(func() { be.reaper.Loop(be.done, o.ReapInterval) })
 	}
 	return be, nil
 }
@@ -230,32 +234,20 @@ func (be *Backend) usable(op string) error {
 }
 
 // run runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
-// failure is retryable (nothing reached the server, or a deadlock victim), and classifies
-// the error.
+// failure is retryable, and classifies the error (package core/sqlcall).
 func (be *Backend) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
-	return be.explain(op, be.attempt(ctx, fn))
+	return be.call.Run(ctx, op, fn)
 }
 
 // attempt runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
 // failure is retryable, and returns its error as it is.
 func (be *Backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, be.o.QueryTimeout)
-	defer cancel()
-	err := fn(ctx)
-	if err != nil && ctx.Err() == nil && retryable(err) {
-		err = fn(ctx)
-	}
-	return err
+	return be.call.Attempt(ctx, fn)
 }
 
 // explain names op in err and classifies it (see classify), noting a Close that happened
 // meanwhile.
-func (be *Backend) explain(op string, err error) error {
-	if err != nil && be.closed.Load() && !Unavailable(err) && !errors.Is(err, core.ErrClosed) {
-		return fmt.Errorf("sqljobs: %s: the backend was closed: %w: %w", op, core.ErrClosed, err)
-	}
-	return classify(op, err)
-}
+func (be *Backend) explain(op string, err error) error { return be.call.Explain(op, err) }
 
 // syncCommit is the synchronous_commit of claim, settle and extend transactions: 'off', or
 // nil (the session's setting) with Options.DurableSettles or when the transaction claims or

@@ -51,7 +51,7 @@ func (be *Backend) publishDedup(ctx context.Context, b core.OutgoingBatch, body 
 			return errHeld
 		}
 		if b.Key != "" {
-			rows, err := queryKeyed(ctx, tx, b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key)
+			rows, err := queryKeyed(ctx, be.on(tx), b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key)
 			if err != nil {
 				return err
 			}

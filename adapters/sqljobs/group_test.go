@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
@@ -105,32 +106,36 @@ func TestGroupedSettleCallerGivesUp(t *testing.T) {
 	if len(cs) != 3 {
 		t.Fatalf("claimed %d", len(cs))
 	}
-	// Pretend a statement of the group is in flight, so the next round gathers for the window.
-	be.deletes.mu.Lock()
-	be.deletes.running++
-	be.deletes.mu.Unlock()
+	// Hold a statement of the group in flight: the Ack of cs[0], whose row another transaction
+	// locks. The Ack of cs[1] then leads a round that gathers for the window, and the Ack of
+	// cs[2] joins it.
+	lock, err := w.admin.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(context.Background()) }()
+	if _, err := lock.Exec(ctxT(t), `SELECT 1 FROM `+pgx.Identifier{w.schema}.Sanitize()+`.txmq_jobs WHERE batch_id = $1 FOR UPDATE`, cs[0].ID); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := be.Ack(ctxT(t), cs[1]); err != nil { // the round's leader
-			t.Errorf("ack 1: %v", err)
-		}
-	}()
-	time.Sleep(50 * time.Millisecond)
+	for _, c := range cs[:2] {
+		wg.Go(func() {
+			if err := be.Ack(ctxT(t), c); err != nil {
+				t.Errorf("ack %s: %v", c.ID, err)
+			}
+		})
+		time.Sleep(50 * time.Millisecond) // the first is blocked, the second gathering
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	err := be.Ack(ctx, cs[2])
+	err = be.Ack(ctx, cs[2])
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("abandoned ack: %v, want the context's error", err)
 	}
-	wg.Wait()
-	be.deletes.mu.Lock()
-	be.deletes.running--
-	be.deletes.mu.Unlock()
-	if err := be.Ack(ctxT(t), cs[0]); err != nil {
-		t.Fatalf("ack 0: %v", err)
+	if err := lock.Rollback(ctxT(t)); err != nil {
+		t.Fatal(err)
 	}
+	wg.Wait()
 	deadline := time.Now().Add(5 * time.Second)
 	for depth(t, be, "q") != (core.Depth{}) {
 		if time.Now().After(deadline) {

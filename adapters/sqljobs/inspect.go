@@ -204,7 +204,7 @@ func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []by
 		var rows pgx.Rows
 		var err error
 		if key != nil { // behind the key's lock, as publish and ack of a keyed row
-			rows, err = queryKeyed(ctx, be.pool, queue, *key, be.sql.removeUnclaimed, rowID, be.channel)
+			rows, err = queryKeyed(ctx, be.on(be.pool), queue, *key, be.sql.removeUnclaimed, rowID, be.channel)
 		} else {
 			rows, err = query(ctx, be.on(be.pool), be.sql.removeUnclaimed, rowID, be.channel)
 		}

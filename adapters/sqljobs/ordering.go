@@ -75,7 +75,7 @@ func (be *Backend) publishKeyed(ctx context.Context, b core.OutgoingBatch, body 
 // the next row of its key due (see sqlAckKeyed); true means the lease held and the row is gone.
 func (be *Backend) deleteKeyed(ctx context.Context, h *handle) (bool, error) {
 	req := &groupReq{h: h}
-	if err := be.keyedDeletes.do(ctx, req); err != nil {
+	if err := be.keyedDeletes.Do(ctx, req); err != nil {
 		return false, err
 	}
 	return req.ok, nil

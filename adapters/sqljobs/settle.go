@@ -67,7 +67,7 @@ func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duratio
 	lease = core.LeaseOr(lease)
 	return be.settleOrExtend(ctx, "extend", c, false, func(ctx context.Context, h *handle) (bool, error) {
 		req := &groupReq{h: h, lease: micros(lease)}
-		if err := be.extends.do(ctx, req); err != nil {
+		if err := be.extends.Do(ctx, req); err != nil {
 			return false, err
 		}
 		if req.ok {
@@ -84,7 +84,7 @@ func (be *Backend) deleteLeased(ctx context.Context, h *handle) (bool, error) {
 		return be.deleteKeyed(ctx, h)
 	}
 	req := &groupReq{h: h}
-	if err := be.deletes.do(ctx, req); err != nil {
+	if err := be.deletes.Do(ctx, req); err != nil {
 		return false, err
 	}
 	return req.ok, nil

@@ -18,9 +18,10 @@
 //     fences a claim whose lease was not confirmed in time.
 //
 // Features plug in through the extension points of extend.go (Gate, Admitter, Tracing,
-// Preparer, Looper), given as Options.Features; the engine imports no feature (they live
-// under internal/feature). The ledger glue (ledgerhooks.go) and id dedup (iddedup.go) are
-// still called directly from the publisher and the runner.
+// Writer, Preparer, Looper), given as Options.Features; the engine imports no feature (they
+// live under internal/feature). Two optional parts are reached through core's contracts
+// instead: the ledger's events (ledgerhooks.go: Options.Ledger, a core.MessageRecorder) and
+// id dedup (iddedup.go: the backend's core.IDDeduper).
 //
 // Shutdown (shutdown.go) orchestrates the three: Close marks the driver closed, drains the
 // publisher on a bounded context of its own, and waits for the runner's admitted batches.

@@ -82,6 +82,7 @@ type Engine struct {
 	admitter  Admitter
 	preparers []Preparer
 	loopers   []Looper
+	writers   []Writer
 	tracing   Tracing
 
 	// The lifecycle: stopCtx is done when the node stops fetching (Close, Halt); closeDone
@@ -249,7 +250,6 @@ func (n *Engine) Start(ctx context.Context) error {
 			l.Loop(n.stopCtx)
 		}()
 	}
-	n.startRepublisher()
 	return nil
 }
 

@@ -60,18 +60,39 @@ func (n *Engine) Inflight(queue string) int {
 	return n.drv.inflight[queue]
 }
 
+// The driver's and the publisher's steps, one call each, for tests that drive them by hand.
+
+// FetchRequest is the driver's request at now.
 func (n *Engine) FetchRequest(now time.Time) core.FetchRequest { return n.drv.fetchRequest(now) }
+
+// Fetch runs one fetch of req.
 func (n *Engine) Fetch(req core.FetchRequest, now time.Time) ([]*core.Claim, error) {
 	return n.drv.fetch(req, now)
 }
-func (n *Engine) Release(queue string)         { n.drv.release(queue) }
-func (n *Engine) StepBack(queue string)        { n.drv.stepBack(queue) }
-func (n *Engine) Halted() bool                 { return n.halted.Load() }
-func (n *Engine) Closing() bool                { return n.closing.Load() }
-func (n *Engine) Buffered() int                { return n.pub.buf.size() }
+
+// Release frees a slot of queue.
+func (n *Engine) Release(queue string) { n.drv.release(queue) }
+
+// StepBack keeps queue out of fetches for a lease.
+func (n *Engine) StepBack(queue string) { n.drv.stepBack(queue) }
+
+// Halted reports whether Halt ran.
+func (n *Engine) Halted() bool { return n.halted.Load() }
+
+// Closing reports whether Close began.
+func (n *Engine) Closing() bool { return n.closing.Load() }
+
+// Buffered returns the messages in the publish buffer.
+func (n *Engine) Buffered() int { return n.pub.buf.size() }
+
+// FlushAll flushes the whole buffer within ctx.
 func (n *Engine) FlushAll(ctx context.Context) { n.pub.flushAll(ctx) }
-func (n *Engine) FlushDue(all bool)            { n.pub.flushDue(all) }
-func (n *Engine) Options() Options             { return n.opts }
+
+// FlushDue flushes the due buffers (all of them with all).
+func (n *Engine) FlushDue(all bool) { n.pub.flushDue(all) }
+
+// Options returns the engine's options, defaults applied.
+func (n *Engine) Options() Options { return n.opts }
 
 // Spec returns the spec of the queue declared as name.
 func (n *Engine) Spec(name string) *Spec { return n.specs.Lookup(name) }

@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/txmq/txmq/core"
 )
 
 // A feature plugs into an engine through Options.Features: a value implementing any of the
@@ -45,6 +47,13 @@ type Tracing interface {
 	TraceRun(ctx context.Context, queue string, run int, b *Batch) (context.Context, func(error))
 }
 
+// Writer is told of each batch the publisher is about to write to the backend, within the
+// write's context (ledger mode keeps its copy first). It must log its own failures: the
+// batch is written whatever it does.
+type Writer interface {
+	BeforeWrite(ctx context.Context, b core.OutgoingBatch)
+}
+
 // Preparer runs once in Start, before the driver's first fetch (the pause reader's first
 // read). ctx ends when the engine stops.
 type Preparer interface {
@@ -81,6 +90,9 @@ func (n *Engine) plug(features []any) {
 		}
 		if t, ok := f.(Tracing); ok {
 			n.tracing = t
+		}
+		if w, ok := f.(Writer); ok {
+			n.writers = append(n.writers, w)
 		}
 		if p, ok := f.(Preparer); ok {
 			n.preparers = append(n.preparers, p)

@@ -14,25 +14,6 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
-func TestLeaseMargin(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ lease, want time.Duration }{
-		{100 * time.Millisecond, 25 * time.Millisecond}, // lease/4: the fence stays 75 ms after the claim
-		{time.Second, 250 * time.Millisecond},
-		{2 * time.Second, 500 * time.Millisecond},
-		{4 * time.Second, time.Second},
-		{30 * time.Second, 3 * time.Second},
-		{5 * time.Minute, 30 * time.Second},
-	} {
-		if got := core.LeaseMargin(tc.lease); got != tc.want {
-			t.Errorf("LeaseMargin(%v) = %v, want %v", tc.lease, got, tc.want)
-		}
-		if tc.lease-core.LeaseMargin(tc.lease) <= 0 {
-			t.Errorf("lease %v leaves no time before its fence", tc.lease)
-		}
-	}
-}
-
 // fenceCase runs one claim whose Extend fails as extend says, with a listener that waits for
 // its context, and reports the cause, when it came, and the fence the listener saw.
 func fenceCase(t *testing.T, extend func(ctx context.Context) error) {

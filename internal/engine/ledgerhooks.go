@@ -8,58 +8,16 @@ import (
 	"github.com/txmq/txmq/internal/envelope"
 )
 
-// batchKeeper is a ledger that can run ledger mode (package ledger's *Ledger): it keeps every
-// batch before it goes to the backend and publishes again the ones left unsettled.
-type batchKeeper interface {
-	Mode() bool
-	KeepBatch(ctx context.Context, b core.OutgoingBatch) error
-	RunRepublisher(ctx context.Context, publish func(ctx context.Context, b core.OutgoingBatch) error)
-}
-
-// keeper returns the node's ledger when ledger mode is on, else nil.
-func (n *Engine) keeper() batchKeeper {
-	k, ok := n.opts.Ledger.(batchKeeper)
-	if !ok || !k.Mode() {
-		return nil
+// PublishStored writes b, a batch kept elsewhere (ledger mode's republisher), to the backend
+// as the publisher would: caller ids that deduplicate still do. A panic becomes an error.
+func (n *Engine) PublishStored(ctx context.Context, b core.OutgoingBatch) error {
+	if b.DedupWindow <= 0 { // caller ids that deduplicate still do when republished
+		b.DedupWindow, b.DedupIDs = envelope.DedupOf(b.Body)
 	}
-	return k
-}
-
-// keepBatch keeps b in the ledger before the node writes it to the backend (ledger mode). A
-// ledger that cannot keep it (the app database does not answer) is logged and the batch is
-// published anyway: it is then as safe as its backend makes it, and no safer.
-func (n *Engine) keepBatch(ctx context.Context, b core.OutgoingBatch) {
-	k := n.keeper()
-	if k == nil {
-		return
-	}
-	if err := safeCall("ledger KeepBatch", func() error { return k.KeepBatch(ctx, b) }); err != nil {
-		n.log.Warn("txmq: ledger mode could not keep a batch; publishing it without the ledger's copy (a backend that loses it loses it)", "queue", b.Queue, "batch", b.ID, "error", err)
-	}
-}
-
-// startRepublisher runs ledger mode's republisher (one pass at a time across the cluster)
-// until the node stops.
-func (n *Engine) startRepublisher() {
-	k := n.keeper()
-	if k == nil {
-		return
-	}
-	n.loops.Add(1)
-	go func() {
-		defer n.loops.Done()
-		n.guard("ledger republisher", func() {
-			k.RunRepublisher(n.stopCtx, func(ctx context.Context, b core.OutgoingBatch) error {
-				if b.DedupWindow <= 0 { // caller ids that deduplicate still do when republished
-					b.DedupWindow, b.DedupIDs = envelope.DedupOf(b.Body)
-				}
-				return safeCall("backend Publish", func() error {
-					_, err := n.publishBatch(ctx, b)
-					return err
-				})
-			})
-		})
-	}()
+	return safeCall("backend Publish", func() error {
+		_, err := n.publishBatch(ctx, b)
+		return err
+	})
 }
 
 // record sends one event for the batch's messages ids to the node's ledger

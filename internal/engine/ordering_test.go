@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,64 +16,6 @@ import (
 type orderingFake struct{ *fakeBackend }
 
 func (orderingFake) OrdersKeys() error { return nil }
-
-// TestOrderedPublishErrors: an Ordered queue needs a valid key; an unordered one takes none;
-// a schedule on an Ordered queue is refused. Each error names the queue.
-func TestOrderedPublishErrors(t *testing.T) {
-	t.Parallel()
-	reg := txmq.NewRegistry()
-	n := newTestNodeOn(t, orderingFake{&fakeBackend{}}, &txmq.NodeOptions{Registry: reg})
-	oq := txmq.MustDeclareIn(reg, "ordered", txmq.QueueConfig[int]{Transactional: txmq.Try, Ordered: true})
-	pq := txmq.MustDeclareIn(reg, "plain", txmq.QueueConfig[int]{Transactional: txmq.Try})
-	for _, tt := range []struct {
-		name string
-		q    *txmq.Queue[int]
-		opts []txmq.PublishOption
-		ok   bool
-	}{
-		{"no key", oq, nil, false},
-		{"empty key", oq, []txmq.PublishOption{txmq.Key("")}, false},
-		{"space", oq, []txmq.PublishOption{txmq.Key("a b")}, false},
-		{"too long", oq, []txmq.PublishOption{txmq.Key(strings.Repeat("k", core.MaxKeyBytes+1))}, false},
-		{"non-ASCII", oq, []txmq.PublishOption{txmq.Key("é")}, false},
-		{"key on plain", pq, []txmq.PublishOption{txmq.Key("k")}, false},
-		{"good", oq, []txmq.PublishOption{txmq.Key("acct-42")}, true},
-		{"longest", oq, []txmq.PublishOption{txmq.Key(strings.Repeat("k", core.MaxKeyBytes))}, true},
-		{"plain", pq, nil, true},
-	} {
-		err := tt.q.Publish(context.Background(), n, 1, tt.opts...)
-		switch {
-		case tt.ok && err != nil:
-			t.Errorf("%s: %v", tt.name, err)
-		case !tt.ok && (!errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.q.Name())):
-			t.Errorf("%s: %v; want ErrInvalidConfig naming queue %q", tt.name, err, tt.q.Name())
-		}
-	}
-	if err := oq.Schedule("tick", txmq.ScheduleConfig[int]{Cron: "@every 1m"}); !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), "ordered") {
-		t.Errorf("Schedule on an Ordered queue: %v; want ErrInvalidConfig", err)
-	}
-}
-
-// TestOrderedRefused: a backend without core.KeyOrderer refuses an Ordered queue at NewNode
-// (declared before), Listen and Publish (declared after), naming the queue and the adapter.
-func TestOrderedRefused(t *testing.T) {
-	t.Parallel()
-	reg := txmq.NewRegistry()
-	txmq.MustDeclareIn(reg, "early", txmq.QueueConfig[int]{Transactional: txmq.Try, Ordered: true})
-	_, err := txmq.NewNode(&fakeBackend{}, &txmq.NodeOptions{Registry: reg, Logger: quietLogger()})
-	check := func(call string, err error, queue string) {
-		t.Helper()
-		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), queue) || !strings.Contains(err.Error(), "fakeBackend") {
-			t.Errorf("%s: %v; want ErrInvalidConfig naming queue %q and the adapter", call, err, queue)
-		}
-	}
-	check("NewNode", err, "early")
-	reg2 := txmq.NewRegistry()
-	n := newTestNodeOn(t, &fakeBackend{}, &txmq.NodeOptions{Registry: reg2})
-	q := txmq.MustDeclareIn(reg2, "late", txmq.QueueConfig[int]{Transactional: txmq.Try, Ordered: true})
-	check("Listen", q.Listen(n, func(context.Context, []int) error { return nil }), "late")
-	check("Publish", q.Publish(context.Background(), n, 1, txmq.Key("k")), "late")
-}
 
 // TestFlushOrderedHandoff: a flush writes a key's batches one after the other; once one is
 // handed to the outbox, the later ones of its key follow it there, while other keys go on.

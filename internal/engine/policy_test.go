@@ -197,25 +197,6 @@ func TestPolicyWorkerLost(t *testing.T) {
 	}
 }
 
-func TestBackoffBounds(t *testing.T) {
-	t.Parallel()
-	b := txmq.ExponentialBackoff(time.Second, 10*time.Second)
-	for _, tc := range []struct {
-		run  int
-		base time.Duration
-	}{{0, time.Second}, {1, time.Second}, {2, 2 * time.Second}, {3, 4 * time.Second}, {4, 8 * time.Second}, {5, 10 * time.Second}, {50, 10 * time.Second}} {
-		for range 200 {
-			d := b(tc.run)
-			if d < tc.base*4/5 || d > tc.base*6/5 {
-				t.Fatalf("run %d: %v outside ±20%% of %v", tc.run, d, tc.base)
-			}
-		}
-	}
-	if d := txmq.DefaultBackoff(100); d > 12*time.Minute {
-		t.Fatalf("default backoff unbounded: %v", d)
-	}
-}
-
 func TestEnvelopeRoundTrip(t *testing.T) {
 	t.Parallel()
 	e := &envelope.Envelope{ID: core.NewID(), Queue: "q", Attempt: 4, Created: time.Now().UTC().Truncate(time.Microsecond),

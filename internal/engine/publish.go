@@ -360,7 +360,9 @@ func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox b
 				shortenCall(pctx, time.Now().Add(n.opts.CloseFlushTimeout))
 			}
 		}
-		n.keepBatch(pctx, b) // ledger mode: the ledger's copy first
+		for _, w := range n.writers {
+			w.BeforeWrite(pctx, b) // ledger mode: the ledger's copy first
+		}
 		err = safeCall("backend Publish", func() (perr error) {
 			var sb core.OutgoingBatch
 			if sb, perr = n.publishBatch(pctx, b); perr == nil {

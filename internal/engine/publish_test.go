@@ -152,26 +152,6 @@ func TestPublishRejectsNonJSON(t *testing.T) {
 	}
 }
 
-func TestPublishErrors(t *testing.T) {
-	t.Parallel()
-	n, _ := newTestNode(t, nil)
-	ctx := context.Background()
-	q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
-	other := txmq.MustDeclareIn(txmq.NewRegistry(), "other", txmq.QueueConfig[int]{Transactional: txmq.Try})
-	if err := other.Publish(ctx, n, 1); !errors.Is(err, core.ErrNotDeclared) {
-		t.Fatalf("foreign registry: %v", err)
-	}
-	if err := q.Publish(ctx, nil, 1); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Fatalf("nil node: %v", err)
-	}
-	if err := n.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Publish(ctx, n, 1); !errors.Is(err, core.ErrClosed) || !strings.Contains(err.Error(), `"q"`) {
-		t.Fatalf("after close: %v", err)
-	}
-}
-
 func TestCloseDrainsBuffer(t *testing.T) {
 	t.Parallel()
 	n, fb := newTestNode(t, &txmq.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour})

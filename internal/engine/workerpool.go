@@ -22,13 +22,13 @@ type workerPool struct {
 	started atomic.Int64 // goroutines started, for tests
 }
 
-// poolJob is one job of a workerPool: f, or else the node's work on a claim (passed by value,
+// poolJob is one job of a workerPool: f, or else the runner's work on a claim (passed by value,
 // so that handing a claim to a worker allocates no closure).
 type poolJob struct {
-	f func()
-	n *runner
-	l *Listener
-	c *core.Claim
+	f  func()
+	rn *runner
+	l  *Listener
+	c  *core.Claim
 }
 
 func (j *poolJob) do() {
@@ -36,16 +36,16 @@ func (j *poolJob) do() {
 		j.f()
 		return
 	}
-	j.n.work(j.l, j.c)
+	j.rn.work(j.l, j.c)
 }
 
 // run runs f on a parked worker if one waits, else on a new goroutine that then parks for up
 // to maxIdleWorkers-1 others until stop is done.
 func (p *workerPool) run(stop <-chan struct{}, f func()) { p.runJob(stop, poolJob{f: f}) }
 
-// runWork is run of n.work(l, c).
-func (p *workerPool) runWork(stop <-chan struct{}, n *runner, l *Listener, c *core.Claim) {
-	p.runJob(stop, poolJob{n: n, l: l, c: c})
+// runWork is run of rn.work(l, c).
+func (p *workerPool) runWork(stop <-chan struct{}, rn *runner, l *Listener, c *core.Claim) {
+	p.runJob(stop, poolJob{rn: rn, l: l, c: c})
 }
 
 func (p *workerPool) runJob(stop <-chan struct{}, j poolJob) {

@@ -1,6 +1,6 @@
 // Package feature plugs the optional features into an engine: it turns the app's options
 // into the list engine.Options.Features takes, one registration per feature (pause, rate
-// limit, schedules, tracing; each a package of its own under this one). The app API (package txmq)
+// limit, schedules, tracing, ledger mode; each a package of its own under this one). The app API (package txmq)
 // calls List at NewNode and imports no feature package; the engine imports none either.
 package feature
 
@@ -10,6 +10,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/engine"
+	"github.com/txmq/txmq/internal/feature/ledgermode"
 	"github.com/txmq/txmq/internal/feature/pause"
 	"github.com/txmq/txmq/internal/feature/ratelimit"
 	"github.com/txmq/txmq/internal/feature/schedule"
@@ -33,6 +34,8 @@ type Config struct {
 	// Ticks and Schedules: the schedules feature (nil Ticks: schedules do not run here).
 	Ticks     schedule.Claimer
 	Schedules func() []Schedule
+	// Ledger: ledger mode, when it is a ledgermode.Keeper whose mode is on.
+	Ledger core.MessageRecorder
 	// Tracer, InjectTrace and ExtractTrace: the tracing feature (all nil: none).
 	Tracer       trace.Tracer
 	InjectTrace  func(ctx context.Context) map[string]string
@@ -48,6 +51,9 @@ func List(c Config, backend core.Backend) []any {
 	fs = append(fs, ratelimit.New(c.Limiter, backend))
 	if c.Schedules != nil {
 		fs = append(fs, schedule.New(c.Ticks, c.Schedules))
+	}
+	if k, ok := c.Ledger.(ledgermode.Keeper); ok {
+		fs = append(fs, ledgermode.New(k))
 	}
 	if t := trace.New(c.Tracer, c.InjectTrace, c.ExtractTrace); t != nil {
 		fs = append(fs, t)
