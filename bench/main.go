@@ -5,9 +5,17 @@
 //
 // Scenarios (-only picks some, comma-separated):
 //
+//   - rounds: the headline comparison: burning down -rounds-n stored one-message batches with
+//     txmq (concurrency -txmq-workers, its own pool with the plan guard per session) and River
+//     tuned as River's own benchmark runs it (MaxWorkers 2,000, FetchCooldown 2 ms,
+//     FetchPollInterval 20 ms; -river-workers, -river-cooldown, -river-poll), in -rounds-count
+//     interleaved rounds (River, txmq, River, txmq, ...), each with statements, WAL bytes and
+//     the CPU of every Postgres process and of this process per message; min/median/max and
+//     the per-round ratios; -sides adds txmq-guarded (a plan guard sent with each statement,
+//     as on the app's own pool);
 //   - backlog: burning down a backlog (txmq with its default 100-message batches, txmq with
-//     one message per batch, River default and River with FetchCooldown 1 ms, one job per
-//     message), messages/s;
+//     one message per batch, River default at -workers and River tuned, one job per message),
+//     messages/s, one run each;
 //   - latency: pickup latency of single messages published one at a time to idle consumers;
 //   - steady: publishing at a fixed rate (-rate msgs/s for -steady) to running consumers:
 //     p50/p99 pickup latency and what was delivered;
@@ -59,7 +67,7 @@ var (
 	steadyFor  = flag.Duration("steady", 10*time.Second, "steady scenario: how long to publish")
 	queues     = flag.Int("queues", 1000, "idle scenario: declared queues")
 	idleFor    = flag.Duration("idle", 30*time.Second, "idle scenario: measuring window")
-	only       = flag.String("only", "backlog,latency,outbox,steady,idle", "scenarios to run, comma-separated")
+	only       = flag.String("only", "rounds,backlog,latency,outbox,steady,idle", "scenarios to run, comma-separated")
 	rounds     = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
 	outboxPace = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the txmq 1 msg/batch backlog here")
@@ -90,8 +98,13 @@ func main() {
 		run[strings.TrimSpace(s)] = true
 	}
 
+	if run["rounds"] {
+		runRounds(ctx)
+	}
+
 	if run["backlog"] {
 		fmt.Printf("backlog burn-down: %d messages (one-per-batch scenarios %d), concurrency %d, pool %d connections, ANALYZE before consuming %v\n", *msgs, *msgs/5, *workers, *conns, *analyze)
+		fmt.Printf("  one run each; txmq at concurrency %d on the pool both share (a plan guard with each statement), River tuned at its own MaxWorkers: for one message per batch, -only rounds is the comparison\n", *workers)
 		tx100 := txmqBacklog(ctx, pool, *msgs, 100, "")
 		fmt.Printf("  txmq sqljobs (100 msgs/batch): %9.0f msgs/s  (%7.0f batches/s)\n", tx100, tx100/100)
 		tx1 := txmqBacklog(ctx, pool, *msgs/5, 1, *cpuProfile)
@@ -99,7 +112,7 @@ func main() {
 		rvDefault := riverBacklog(ctx, pool, *msgs/5, false)
 		fmt.Printf("  river default config:          %9.0f jobs/s\n", rvDefault)
 		rv := riverBacklog(ctx, pool, *msgs/5, true)
-		fmt.Printf("  river FetchCooldown 1ms:       %9.0f jobs/s\n", rv)
+		fmt.Printf("  river tuned:                   %9.0f jobs/s  (%s)\n", rv, riverTuned())
 		fmt.Printf("  ratio vs default river: txmq(100 msgs/batch) %.1fx, txmq(1 msg/batch) %.2fx\n", tx100/rvDefault, tx1/rvDefault)
 		fmt.Printf("  ratio vs tuned river:   txmq(100 msgs/batch) %.1fx, txmq(1 msg/batch) %.2fx\n", tx100/rv, tx1/rv)
 	}
@@ -111,7 +124,7 @@ func main() {
 		p50, p99 = riverLatency(ctx, pool, *samples, false)
 		fmt.Printf("  river default: p50 %v  p99 %v\n", p50, p99)
 		p50, p99 = riverLatency(ctx, pool, *samples, true)
-		fmt.Printf("  river tuned:   p50 %v  p99 %v\n", p50, p99)
+		fmt.Printf("  river tuned:   p50 %v  p99 %v  (%s)\n", p50, p99, riverTuned())
 	}
 
 	if run["outbox"] {
@@ -130,7 +143,7 @@ func main() {
 		r := riverSteady(ctx, pool, false)
 		fmt.Printf("  river default:                     %s\n", r)
 		rt := riverSteady(ctx, pool, true)
-		fmt.Printf("  river FetchCooldown 1ms:           %s\n", rt)
+		fmt.Printf("  river tuned:                       %s\n", rt)
 	}
 
 	if run["idle"] {
@@ -314,8 +327,14 @@ func (w *noopWorker) Work(_ context.Context, j *river.Job[noopArgs]) error {
 	return nil
 }
 
+// riverClient returns a River client working the default queue: at -workers (MaxWorkers)
+// and River's default fetch settings, or tuned (see riverTuned).
 func riverClient(ctx context.Context, pool *pgxpool.Pool, schema string, tuned bool, fn func(*river.Job[noopArgs])) *river.Client[pgx.Tx] {
-	return riverClientQueues(ctx, pool, schema, tuned, []string{river.QueueDefault}, *workers, fn)
+	n := *workers
+	if tuned {
+		n = *rvWorkers
+	}
+	return riverClientQueues(ctx, pool, schema, tuned, []string{river.QueueDefault}, n, fn)
 }
 
 func riverClientQueues(ctx context.Context, pool *pgxpool.Pool, schema string, tuned bool, names []string, maxWorkers int, fn func(*river.Job[noopArgs])) *river.Client[pgx.Tx] {
@@ -343,9 +362,9 @@ func riverClientQueues(ctx context.Context, pool *pgxpool.Pool, schema string, t
 		Workers: ws,
 	}
 	if tuned {
-		// River's throughput is bounded by FetchCooldown x MaxWorkers; take the bound away.
-		cfg.FetchCooldown = time.Millisecond
-		cfg.FetchPollInterval = 100 * time.Millisecond
+		// What River's own benchmark (cmd/river/riverbench) runs for throughput; see riverTuned.
+		cfg.FetchCooldown = *rvCooldown
+		cfg.FetchPollInterval = *rvPoll
 	}
 	c, err := river.NewClient(driver, cfg)
 	if err != nil {

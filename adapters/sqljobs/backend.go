@@ -30,6 +30,10 @@ type Backend struct {
 
 	listenConfig *pgx.ConnConfig // Options.ListenURL parsed; nil: the pool's
 
+	// sessionGuard: every session of the pool plans with enable_seqscan off (SessionPlanGuard),
+	// so statements go without the per-statement plan guard.
+	sessionGuard bool
+
 	closed    atomic.Bool
 	call      *sqlcall.Runner // every call's timeout, retry and classification
 	done      chan struct{}   // closed by Close
@@ -52,7 +56,9 @@ var _ core.Backend = (*Backend)(nil)
 
 // New returns a Backend on pool, whose tables must already exist in opts.Schema (run Migrate
 // first, or open the Backend with a postgres:// URL, which migrates). It checks that with one
-// query and starts the reaper (see Options.ReapInterval). Close does not close pool.
+// query and starts the reaper (see Options.ReapInterval). Close does not close pool. A pool
+// configured with SessionPlanGuard (one given to the Backend alone) saves a statement per
+// claim and settle; on any other pool each jobs-table statement carries its own plan guard.
 func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -79,6 +85,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	}
 	be := &Backend{
 		listenConfig: listenConfig,
+		sessionGuard: sessionGuarded(pool, o.PgBouncer),
 		pool:         pool,
 		o:            o,
 		sql:          render(o.Schema),
@@ -149,7 +156,7 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 	}
 	out := make(map[string]core.Depth, len(queues))
 	err := be.run(ctx, "depths", func(ctx context.Context) error {
-		rows, err := query(ctx, be.pool, be.sql.depths, queues)
+		rows, err := query(ctx, be.on(be.pool), be.sql.depths, queues)
 		if err != nil {
 			return err
 		}

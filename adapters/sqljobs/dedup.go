@@ -33,7 +33,7 @@ DELETE FROM {{s}}.txmq_job_ids WHERE (queue, id) IN (
 func (be *Backend) publishDedup(ctx context.Context, b core.OutgoingBatch, body []byte, delayUs int64) error {
 	var taken []string
 	err := pgx.BeginFunc(ctx, be.pool, func(tx pgx.Tx) error {
-		rows, err := query(ctx, tx, be.sql.holdIDs, b.Queue, b.DedupIDs, micros(b.DedupWindow))
+		rows, err := query(ctx, be.on(tx), be.sql.holdIDs, b.Queue, b.DedupIDs, micros(b.DedupWindow))
 		if err != nil {
 			return err
 		}
@@ -51,7 +51,7 @@ func (be *Backend) publishDedup(ctx context.Context, b core.OutgoingBatch, body 
 			return errHeld
 		}
 		if b.Key != "" {
-			rows, err := queryKeyed(ctx, tx, b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key)
+			rows, err := queryKeyed(ctx, be.on(tx), b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key)
 			if err != nil {
 				return err
 			}
@@ -76,7 +76,7 @@ func (be *Backend) pruneIDs(ctx context.Context) (int64, error) {
 	for ctx.Err() == nil {
 		var n int64
 		err := be.run(ctx, "reaper: deleting expired message ids", func(ctx context.Context) error {
-			rows, err := query(ctx, be.pool, be.sql.pruneIDs, be.o.ReapBatch)
+			rows, err := query(ctx, be.on(be.pool), be.sql.pruneIDs, be.o.ReapBatch)
 			if err != nil {
 				return err
 			}

@@ -100,7 +100,8 @@
 // nothing of a session survives between statements. The Backend keeps none: every claim,
 // settle, publish and reaper step is one statement, or one pipelined implicit transaction
 // (the plan guard), or an explicit transaction; its settings (enable_seqscan,
-// synchronous_commit) are transaction-local (set_config(..., true)); migrations take a
+// synchronous_commit) are transaction-local (set_config(..., true)), and Open does not set
+// enable_seqscan per session there; migrations take a
 // transaction-scoped advisory lock. Two things do not pass a transaction pooler, and
 // Options.PgBouncer (URL parameter txmq_pgbouncer=true) handles both:
 //
@@ -118,6 +119,16 @@
 // For example, with PgBouncer on port 6432 in front of PostgreSQL on 5432:
 //
 //	postgres://app@pgbouncer:6432/app?txmq_pgbouncer=true&txmq_listen_url=postgres%3A%2F%2Fapp%40db%3A5432%2Fapp
+//
+// Plans: every statement on the jobs table must be an index access at any table size and any
+// statistics (an ANALYZE taken while the table was empty, or one saying a queue holds every
+// row, would otherwise price a sequential scan and a sort below the index). The statements run
+// with enable_seqscan off: on a pool whose sessions start with it (SessionPlanGuard; the pool
+// Open makes, unless it goes through PgBouncer) each statement goes alone, one per claim round
+// and one per group of settles; on any other pool (the app's, or through a transaction pooler)
+// each is preceded by set_config('enable_seqscan', 'off', true) in the same pipelined implicit
+// transaction, which never reaches the app's own statements. TestStatementPlans checks the
+// custom and generic plans of every statement at several sizes, fresh and stale statistics.
 //
 // Without a ledger, the Backend answers message lookups (core.BatchInspector: the batches it
 // still holds, ready, delayed, held behind their key, waiting to retry or running; never

@@ -103,7 +103,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	}
 	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
 		claims, next = claims[:0], -1
-		rows, err := query(ctx, be.pool, be.sql.claim, p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(slices.Contains(p.excl, true)))
+		rows, err := query(ctx, be.on(be.pool), be.sql.claim, p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(slices.Contains(p.excl, true)))
 		if err != nil {
 			return err
 		}

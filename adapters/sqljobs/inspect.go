@@ -89,7 +89,7 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 	}
 	if queues == nil {
 		err := be.run(ctx, "inspect batches: list queues", func(ctx context.Context) error {
-			rows, err := query(ctx, be.pool, be.sql.inspectQueues)
+			rows, err := query(ctx, be.on(be.pool), be.sql.inspectQueues)
 			if err != nil {
 				return err
 			}
@@ -118,7 +118,7 @@ func (be *Backend) inspectQueue(ctx context.Context, q string, fn func(core.Stor
 		op := fmt.Sprintf("inspect batches of queue %q", q)
 		err := be.run(ctx, op, func(ctx context.Context) error {
 			page = page[:0]
-			rows, err := query(ctx, be.pool, be.sql.inspectPage, q, afterAt, afterID, inspectPage)
+			rows, err := query(ctx, be.on(be.pool), be.sql.inspectPage, q, afterAt, afterID, inspectPage)
 			if err != nil {
 				return err
 			}
@@ -186,14 +186,14 @@ func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []by
 	)
 	err := be.run(ctx, op, func(ctx context.Context) error {
 		changed = false
-		if err := queryRow(ctx, be.pool, be.sql.inspectFind, []any{queue, id}, &rowID, &key, &running); err != nil {
+		if err := queryRow(ctx, be.on(be.pool), be.sql.inspectFind, []any{queue, id}, &rowID, &key, &running); err != nil {
 			return err
 		}
 		if running {
 			return nil
 		}
 		if body != nil {
-			rows, err := query(ctx, be.pool, be.sql.replaceBody, rowID, body)
+			rows, err := query(ctx, be.on(be.pool), be.sql.replaceBody, rowID, body)
 			if err != nil {
 				return err
 			}
@@ -204,9 +204,9 @@ func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []by
 		var rows pgx.Rows
 		var err error
 		if key != nil { // behind the key's lock, as publish and ack of a keyed row
-			rows, err = queryKeyed(ctx, be.pool, queue, *key, be.sql.removeUnclaimed, rowID, be.channel)
+			rows, err = queryKeyed(ctx, be.on(be.pool), queue, *key, be.sql.removeUnclaimed, rowID, be.channel)
 		} else {
-			rows, err = query(ctx, be.pool, be.sql.removeUnclaimed, rowID, be.channel)
+			rows, err = query(ctx, be.on(be.pool), be.sql.removeUnclaimed, rowID, be.channel)
 		}
 		if err != nil {
 			return err

@@ -28,7 +28,7 @@ func (be *Backend) HoldsKey(ctx context.Context, queue, key string) (bool, error
 	}
 	var held bool
 	err := be.run(ctx, "holds key", func(ctx context.Context) error {
-		rows, err := query(ctx, be.pool, be.sql.holdsKey, queue, key)
+		rows, err := query(ctx, be.on(be.pool), be.sql.holdsKey, queue, key)
 		if err != nil {
 			return err
 		}
@@ -41,15 +41,15 @@ func (be *Backend) HoldsKey(ctx context.Context, queue, key string) (bool, error
 	return held, nil
 }
 
-// queryKeyed runs sql behind the plan guard and the key's lock (sqlLockKey), in one implicit
+// queryKeyed runs sql behind the plan guard (unless q's sessions carry it) and the key's lock (sqlLockKey), in one implicit
 // transaction and one round trip, and returns its rows; closing them ends the pipeline.
 func queryKeyed(ctx context.Context, q querier, queue, key, sql string, args ...any) (pgx.Rows, error) {
 	b := &pgx.Batch{}
-	b.Queue(sqlPlanGuard)
+	n := queueGuard(b, q) + 1
 	b.Queue(sqlLockKey, queue, key)
 	b.Queue(sql, args...)
 	br := q.SendBatch(ctx, b)
-	for range 2 {
+	for range n {
 		if _, err := br.Exec(); err != nil {
 			return nil, errors.Join(err, br.Close())
 		}
@@ -63,7 +63,7 @@ func queryKeyed(ctx context.Context, q querier, queue, key, sql string, args ...
 
 // publishKeyed stores a batch of an ordered queue (see sqlPublishKeyed).
 func (be *Backend) publishKeyed(ctx context.Context, b core.OutgoingBatch, body []byte, delayUs int64) error {
-	rows, err := queryKeyed(ctx, be.pool, b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key)
+	rows, err := queryKeyed(ctx, be.on(be.pool), b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key)
 	if err != nil {
 		return err
 	}
@@ -91,11 +91,11 @@ func (be *Backend) execKeyedDeletes(ctx context.Context, reqs []*groupReq) error
 		ids[i], tokens[i], queues[i], keys[i] = q.h.id, q.h.token, q.h.queue, q.h.key
 	}
 	b := &pgx.Batch{}
-	b.Queue(sqlPlanGuard)
+	n := queueGuard(b, be.on(be.pool)) + 1
 	b.Queue(sqlLockKeys, queues, keys)
 	b.Queue(be.sql.ackKeyed, ids, tokens, be.channel)
 	br := be.pool.SendBatch(ctx, b)
-	for range 2 {
+	for range n {
 		if _, err := br.Exec(); err != nil {
 			return errors.Join(err, br.Close())
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/parity"
 	"github.com/txmq/txmq/txmqtest"
@@ -18,15 +20,25 @@ import (
 // own pool through that proxy, so nodes are as separate as processes, and Break cuts them all.
 func TestParity(t *testing.T) { parity.Run(t, parityHarness{}) }
 
-type parityHarness struct{}
+// TestParitySessionGuard runs the suite with every node's pool carrying the plan guard per
+// session (SessionPlanGuard, as Open's pool does): statements go without a guard of their own.
+func TestParitySessionGuard(t *testing.T) { parity.Run(t, parityHarness{session: true}) }
 
-func (parityHarness) Name() string { return "sqljobs" }
+// parityHarness opens sqljobs nodes; session gives their pools SessionPlanGuard.
+type parityHarness struct{ session bool }
+
+func (h parityHarness) Name() string {
+	if h.session {
+		return "sqljobs-session"
+	}
+	return "sqljobs"
+}
 
 func (parityHarness) Capabilities() parity.Caps {
 	return parity.Caps{Lease: time.Second, PollWait: 200 * time.Millisecond}
 }
 
-func (parityHarness) Open(t *testing.T) parity.Env {
+func (h parityHarness) Open(t *testing.T) parity.Env {
 	raw := testenv.PostgresURL(t)
 	admin := testenv.PostgresPool(t)
 	schema := testenv.PostgresSchema(t, admin)
@@ -46,17 +58,23 @@ func (parityHarness) Open(t *testing.T) parity.Env {
 	q := u.Query()
 	q.Set("connect_timeout", "2")
 	u.RawQuery = q.Encode()
-	return &parityEnv{url: u.String(), schema: schema, proxy: proxy}
+	return &parityEnv{url: u.String(), schema: schema, proxy: proxy, session: h.session}
 }
 
 type parityEnv struct {
-	url    string
-	schema string
-	proxy  *testenv.Proxy
+	url     string
+	schema  string
+	proxy   *testenv.Proxy
+	session bool
 }
 
 func (e *parityEnv) Backend(t *testing.T) core.Backend {
-	pool := poolFor(t, e.url, nil)
+	var pool *pgxpool.Pool
+	if e.session {
+		pool = sessionPoolFor(t, e.url)
+	} else {
+		pool = poolFor(t, e.url, nil)
+	}
 	be, err := New(context.Background(), pool, &Options{
 		Schema:       e.schema,
 		QueryTimeout: 3 * time.Second,
@@ -72,3 +90,20 @@ func (e *parityEnv) Backend(t *testing.T) core.Backend {
 
 func (e *parityEnv) Break(t *testing.T)   { e.proxy.Break() }
 func (e *parityEnv) Restore(t *testing.T) { e.proxy.Restore() }
+
+// sessionPoolFor is poolFor with SessionPlanGuard.
+func sessionPoolFor(t testing.TB, rawURL string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	SessionPlanGuard(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}

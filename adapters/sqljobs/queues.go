@@ -24,7 +24,7 @@ func (be *Backend) Queues(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	err := be.run(ctx, "queues", func(ctx context.Context) error {
-		rows, err := query(ctx, be.pool, be.sql.inspectQueues)
+		rows, err := query(ctx, be.on(be.pool), be.sql.inspectQueues)
 		if err != nil {
 			return err
 		}

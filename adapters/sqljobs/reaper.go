@@ -52,7 +52,7 @@ func (s reapStore) Abandoned(ctx context.Context) ([]reaper.Queue, error) {
 	var found []reaper.Queue
 	err := s.be.run(ctx, "reaper: listing abandoned queues", func(ctx context.Context) error {
 		found = found[:0]
-		rows, err := query(ctx, s.be.pool, s.be.sql.reapQueues, micros(s.be.o.AbandonedAfter))
+		rows, err := query(ctx, s.be.on(s.be.pool), s.be.sql.reapQueues, micros(s.be.o.AbandonedAfter))
 		if err != nil {
 			return err
 		}
@@ -76,7 +76,7 @@ func (s reapStore) Abandoned(ctx context.Context) ([]reaper.Queue, error) {
 func (s reapStore) Count(ctx context.Context, queue string) (int, error) {
 	var n int64
 	err := s.be.run(ctx, fmt.Sprintf("reaper: counting queue %q", queue), func(ctx context.Context) error {
-		return queryRow(ctx, s.be.pool, s.be.sql.reapCount, []any{queue, micros(s.be.o.AbandonedAfter)}, &n)
+		return queryRow(ctx, s.be.on(s.be.pool), s.be.sql.reapCount, []any{queue, micros(s.be.o.AbandonedAfter)}, &n)
 	})
 	return int(n), err
 }
@@ -88,7 +88,7 @@ func (s reapStore) Page(ctx context.Context, queue string, give func(*core.DeadL
 	err = be.run(ctx, fmt.Sprintf("reaper: dead-lettering queue %q", queue), func(ctx context.Context) error {
 		picked, given = 0, 0
 		return pgx.BeginFunc(ctx, be.pool, func(tx pgx.Tx) error {
-			rows, err := query(ctx, tx, be.sql.reapPick, queue, micros(be.o.AbandonedAfter), be.o.ReapBatch)
+			rows, err := query(ctx, be.on(tx), be.sql.reapPick, queue, micros(be.o.AbandonedAfter), be.o.ReapBatch)
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ func (s reapStore) Page(ctx context.Context, queue string, give func(*core.DeadL
 				ok = append(ok, ids[i])
 			}
 			if len(ok) > 0 {
-				if err := execGuarded(ctx, tx, be.sql.reapDelete, ok); err != nil {
+				if err := execGuarded(ctx, be.on(tx), be.sql.reapDelete, ok); err != nil {
 					return err
 				}
 			}

@@ -45,7 +45,9 @@ var urlParams = map[string]string{
 // query-escaped postgres:// URL for the LISTEN connection: Options.ListenURL) and
 // txmq_poll_interval (Options.PollInterval). An unknown txmq_ parameter is an error wrapping
 // core.ErrInvalidConfig that lists the accepted ones. Open creates its own pool, closed by
-// Backend.Close, and runs Migrate unless txmq_migrate=false. A dead-letter sink for the reaper
+// Backend.Close, whose sessions plan with enable_seqscan off (SessionPlanGuard; not with
+// txmq_pgbouncer=true, nor when the URL names enable_seqscan itself), and runs Migrate unless
+// txmq_migrate=false. A dead-letter sink for the reaper
 // cannot be given in a URL: use New for that.
 func Open(ctx context.Context, u *url.URL) (core.Backend, error) {
 	return open(ctx, u)
@@ -55,6 +57,9 @@ func open(ctx context.Context, u *url.URL) (*Backend, error) {
 	opts, migrate, cfg, err := parseConfig(u)
 	if err != nil {
 		return nil, err
+	}
+	if _, named := cfg.ConnConfig.RuntimeParams[planGuardParam]; !named && !opts.PgBouncer {
+		SessionPlanGuard(cfg) // the pool is the Backend's alone
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

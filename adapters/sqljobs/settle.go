@@ -49,7 +49,7 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 	return be.settle(ctx, "retry", c, func(ctx context.Context, h *handle) (bool, error) {
 		var n int
 		err := be.attempt(ctx, func(ctx context.Context) error {
-			rows, err := query(ctx, be.pool, be.sql.retry, h.id, h.token, body, micros(max(delay, 0)), be.channel)
+			rows, err := query(ctx, be.on(be.pool), be.sql.retry, h.id, h.token, body, micros(max(delay, 0)), be.channel)
 			if err != nil {
 				return err
 			}
@@ -97,7 +97,7 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 	for i, q := range reqs {
 		ids[i], tokens[i] = q.h.id, q.h.token
 	}
-	rows, err := query(ctx, be.pool, be.sql.ack, ids, tokens, be.channel, be.syncCommit(false))
+	rows, err := query(ctx, be.on(be.pool), be.sql.ack, ids, tokens, be.channel, be.syncCommit(false))
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (be *Backend) execExtends(ctx context.Context, reqs []*groupReq) error {
 		ids[i], tokens[i], leases[i] = q.h.id, q.h.token, q.lease
 		excl = excl || q.h.excl
 	}
-	rows, err := query(ctx, be.pool, be.sql.extend, ids, tokens, leases, be.syncCommit(excl))
+	rows, err := query(ctx, be.on(be.pool), be.sql.extend, ids, tokens, leases, be.syncCommit(excl))
 	if err != nil {
 		return err
 	}
