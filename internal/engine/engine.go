@@ -41,6 +41,8 @@ type Options struct {
 	// Features are the optional behaviours plugged in (pause, rate limit, schedules, tracing): each
 	// implements some of the extension points of extend.go.
 	Features []any
+	// CloseLogEvery is how often Close logs what it still waits for. Default 5s.
+	CloseLogEvery time.Duration
 	// MaxMessageBytes and MaxBatchBytes are the size limits (0: defaults; NoSizeLimit: none).
 	MaxMessageBytes, MaxBatchBytes int
 }
@@ -126,6 +128,7 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 	setDefault(&o.FlushTick, 10*time.Millisecond)
 	setDefault(&o.ClaimTimeout, 10*time.Second)
 	setDefault(&o.CloseFlushTimeout, 15*time.Second)
+	setDefault(&o.CloseLogEvery, defaultCloseLogEvery)
 	if o.FetchMax <= 0 {
 		o.FetchMax = core.DefaultFetchMax
 	}
