@@ -78,7 +78,7 @@ func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f Pub
 	if err := n.checkOrdered(spec); err != nil {
 		return err
 	}
-	m.onePerBatch = n.dedup.OnePerBatch
+	m.onePerBatch = n.onePerBatch
 	if n.pub.sealed() {
 		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", core.ErrClosed, spec.Name)
 	}
@@ -365,7 +365,7 @@ func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox b
 		}
 		err = safeCall("backend Publish", func() (perr error) {
 			var sb core.OutgoingBatch
-			if sb, perr = n.publishBatch(pctx, b); perr == nil {
+			if sb, perr = n.publishFn(pctx, b); perr == nil {
 				b, msgs = sb, sb.Messages
 			}
 			return perr
