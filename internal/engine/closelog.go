@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ type closeReport struct {
 	cutShort int
 	// quiet stops the reminders (end closes it).
 	quiet chan struct{}
+	// waits: Close began with running batches or buffered messages (its lines are then at
+	// info level, else at debug level).
+	waits bool
 }
 
 // beginCloseReport logs what Close is about to wait for (the running batches per queue and
@@ -33,8 +37,15 @@ func (n *Engine) beginCloseReport() *closeReport {
 	r := &closeReport{n: n, start: time.Now(), quiet: make(chan struct{}),
 		published: n.stats.publishedMessages.Load(), handedOff: n.stats.handedOff.Load(), dropped: n.stats.droppedTotal()}
 	running, total := n.drv.runningByQueue()
-	n.log.Info("txmq: closing: waiting for running batches and flushing the publish buffer",
-		"running_batches", total, "queues", running, "buffered_messages", n.pub.buffered(),
+	buffered := n.pub.buffered()
+	// A Close with nothing to wait for says so at debug level only.
+	r.waits = total > 0 || buffered > 0
+	lvl := slog.LevelDebug
+	if r.waits {
+		lvl = slog.LevelInfo
+	}
+	n.log.Log(context.Background(), lvl, "txmq: closing: waiting for running batches and flushing the publish buffer",
+		"running_batches", total, "queues", running, "buffered_messages", buffered,
 		"flush_timeout", n.opts.CloseFlushTimeout)
 	go r.remind()
 	return r
@@ -62,16 +73,20 @@ func (r *closeReport) remind() {
 func (r *closeReport) end(err error) {
 	close(r.quiet)
 	n := r.n
+	handed, dropped := n.stats.handedOff.Load()-r.handedOff, n.stats.droppedTotal()-r.dropped
 	attrs := []any{"took", time.Since(r.start).Round(time.Millisecond),
 		"runs_cut_short", r.cutShort,
 		"messages_published", n.stats.publishedMessages.Load() - r.published,
-		"batches_handed_to_outbox", n.stats.handedOff.Load() - r.handedOff,
-		"batches_dropped", n.stats.droppedTotal() - r.dropped}
-	if err != nil {
+		"batches_handed_to_outbox", handed,
+		"batches_dropped", dropped}
+	switch {
+	case err != nil:
 		n.log.Warn("txmq: closed; runs cut short were released for another run that does not count against their budget", append(attrs, "error", err)...)
-		return
+	case r.waits || handed > 0 || dropped > 0:
+		n.log.Info("txmq: closed", attrs...)
+	default:
+		n.log.Debug("txmq: closed", attrs...)
 	}
-	n.log.Info("txmq: closed", attrs...)
 }
 
 // waitRunning waits for the runner's admitted batches; when ctx ends first it cancels the running listeners (counted as cut short) and still
