@@ -127,7 +127,7 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 	n := &Node{reg: o.Registry, opts: o}
 	eo := engine.Options{
 		Specs:   registrySpecs{o.Registry},
-		Handoff: o.Handoff, DeadLetters: o.DeadLetters, Ledger: o.Ledger, Logger: o.Logger,
+		Handoff: o.Handoff, DeadLetters: o.DeadLetters, Logger: o.Logger,
 		ID: o.ID, Lease: o.Lease, PollWait: o.PollWait, FetchMax: o.FetchMax, Backoff: o.Backoff,
 		FlushWindow: o.FlushWindow, FlushCap: o.FlushCap, FlushTick: o.FlushTick,
 		ClaimTimeout: o.ClaimTimeout, CloseFlushTimeout: o.CloseFlushTimeout,

@@ -3,8 +3,11 @@ package txmq_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,11 +39,22 @@ func welcome(_ context.Context, msgs []Signup) error {
 // indented by one tab.
 func backendIsASetting(ctx context.Context) error {
 	// README:begin backend
+	// Stop on SIGINT or SIGTERM (a deploy, Ctrl-C).
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	app, err := txmq.Open(ctx, nil) // reads TXMQ_BACKEND, TXMQ_DATABASE_URL, TXMQ_DRAIN_BACKENDS, ...
 	if err != nil {
 		return err
 	}
-	defer app.Close(context.Background())
+	defer func() {
+		// A bounded shutdown: Close's ctx bounds only the wait for running listeners; stay
+		// under the orchestrator's grace period (Kubernetes: 30s).
+		closeCtx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+		defer cancel()
+		if err := app.Close(closeCtx); err != nil {
+			slog.Error("txmq: runs cut short at shutdown", "error", err)
+		}
+	}()
 	if err := Signups.Listen(app.Node, welcome); err != nil {
 		return err
 	}
@@ -56,14 +70,9 @@ func backendIsASetting(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// ... the app runs until it is told to stop ...
+	<-ctx.Done() // the app runs until it is told to stop
 	// README:end backend
-	select {
-	case <-welcomed:
-		return nil
-	case <-time.After(20 * time.Second):
-		return errors.New("the published signup was not handled within 20s")
-	}
+	return nil
 }
 
 // README:begin ordering
@@ -124,8 +133,23 @@ func TestReadmeBackendIsASetting(t *testing.T) {
 	pool := testenv.PostgresPool(t)
 	t.Setenv("TXMQ_DATABASE_URL", testenv.PostgresURL(t))
 	t.Setenv("TXMQ_SCHEMA", testenv.PostgresSchema(t, pool))
+	// The signal: the listener got the published signup, or 20s passed.
+	ctx, cancel := context.WithCancel(ctx)
+	handled := make(chan bool, 1)
+	go func() {
+		defer cancel()
+		select {
+		case <-welcomed:
+			handled <- true
+		case <-time.After(20 * time.Second):
+			handled <- false
+		}
+	}()
 	if err := backendIsASetting(ctx); err != nil {
 		t.Fatalf("with a database: %v", err)
+	}
+	if !<-handled {
+		t.Fatal("the published signup was not handled within 20s")
 	}
 }
 

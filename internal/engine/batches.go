@@ -52,13 +52,20 @@ type dueKey struct {
 }
 
 // batches cuts ps, the Pendings of one queue (all made by a node: see meta), into encoded
-// batches. It groups the messages by exact due time (and, on an ordered queue, by key in
-// publish order, a key's publishes starting a new group whenever its due time changes; and
-// apart when they deduplicate by caller id), drops the repeats of a caller id within the
-// flush, applies the queue's Dedup when dedup is set, and then lets appendBatches cut each
-// group by MaxBatchMessages and the lowest batch size limit of its publishes. Each batch keeps
-// the trace context of each of its messages, and its Delay is the group's due time minus the
-// publishing node's clock now (now itself when the Pending carries no clock).
+// batches, in three steps:
+//
+//  1. group (grouper): each publish joins a group by exact due time; on an ordered queue by
+//     key in publish order, a key's publishes starting a new group whenever its due time
+//     changes; apart when its messages deduplicate by caller id;
+//  2. fill: each group's messages (and, when its publishes carry different trace contexts,
+//     each message's context) are gathered in publish order, in one allocation per group;
+//  3. cut (group.cut): the repeats of a caller id within the flush are left out, the queue's
+//     Dedup applied when dedup is set, and appendBatches cuts what is left by
+//     MaxBatchMessages and the lowest batch size limit of the group's publishes.
+//
+// Each batch keeps the trace context of each of its messages, and its Delay is the group's
+// due time minus the publishing node's clock now (now itself when the Pending carries no
+// clock).
 func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatch, error) {
 	if len(ps) == 0 {
 		return nil, nil
@@ -68,130 +75,177 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 		return nil, fmt.Errorf("%w: Pending for queue %q was not made by a node", core.ErrInvalidConfig, ps[0].Queue)
 	}
 	spec := m0.spec
-	type group struct {
-		due      time.Time
-		clock    Clock
-		trace    map[string]string // the first publish's trace context
-		mixed    bool              // some publish has another (see traceTable)
-		traces   traceTable        // with mixed: each message's trace context
-		count    int
-		msgs     []core.Message
-		maxBytes int    // the lowest batch size limit of its publishes; 0: none
-		key      string // the ordering key of an ordered queue's group
-		dedup    bool   // its messages have caller ids that deduplicate (IDDedupWindow)
-		single   bool   // one message per batch (a backend that deduplicates whole batches)
-	}
-	// First pass: find each publish's group (by exact due time) and count the messages, so
-	// that each group's slice is allocated once. Most flushes have a single group.
-	var (
-		groups []group
-		index  map[dueKey]int
-		of     = make([]int, len(ps))
-	)
-	// lastOf is, on an ordered queue, the index of each key's latest group: a key's publishes
-	// join it while their due time is the same, and start a new group (after it, so in publish
-	// order) when it changes, so that no message overtakes an earlier one of its key.
-	var lastOf map[string]int
-	if spec.Ordered {
-		lastOf = make(map[string]int)
-	}
+	// First pass: find each publish's group and count the messages, so that each group's
+	// slice is allocated once. Most flushes have a single group.
+	gr := grouper{ordered: spec.Ordered}
+	of := make([]int, len(ps))
 	for i, p := range ps {
 		m := meta(p)
 		if m == nil || m.spec != spec {
 			return nil, fmt.Errorf("%w: Batches got queues %q and %q together; call it per queue", core.ErrInvalidConfig, spec.Name, p.Queue)
 		}
-		g := len(groups) - 1
-		dd := m.dedupIDs()
-		switch {
-		case lastOf != nil:
-			var ok bool
-			if g, ok = lastOf[p.Key]; !ok || !groups[g].due.Equal(p.NotBefore) || groups[g].dedup != dd {
-				g = len(groups)
-				lastOf[p.Key] = g
-				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, key: p.Key, dedup: dd, single: dd && m.onePerBatch})
-			}
-		case g >= 0 && groups[g].due.Equal(p.NotBefore) && groups[g].dedup == dd:
-		case g < 0:
-			groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, dedup: dd, single: dd && m.onePerBatch})
-			g = 0
-		default:
-			if index == nil { // a second group key: until now there was one group
-				index = map[dueKey]int{{groups[0].due.Unix(), groups[0].due.Nanosecond(), groups[0].dedup}: 0}
-			}
-			k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond(), dd}
-			var ok bool
-			if g, ok = index[k]; !ok {
-				g = len(groups)
-				index[k] = g
-				groups = append(groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, dedup: dd, single: dd && m.onePerBatch})
-			}
-		}
+		g := gr.find(p, m)
+		gr.groups[g].count(p, m)
 		of[i] = g
-		if !groups[g].mixed && groups[g].count > 0 && !envelope.SameTrace(groups[g].trace, p.Trace) {
-			groups[g].mixed = true
-		}
-		groups[g].count += len(p.Messages)
-		if l := int(m.maxBatchBytes); l > 0 && (groups[g].maxBytes == 0 || l < groups[g].maxBytes) {
-			groups[g].maxBytes = l
-		}
 	}
+	// Second pass: gather the messages.
 	for i, p := range ps {
-		g := &groups[of[i]]
-		if g.msgs == nil {
-			g.msgs = make([]core.Message, 0, g.count)
-		}
-		g.msgs = append(g.msgs, p.Messages...)
-		if g.mixed {
-			g.traces.add(p.Trace, len(p.Messages))
-		}
+		gr.groups[of[i]].take(p)
 	}
 	// Room for the batches MaxBatchMessages makes (a size limit may cut more): growing a slice
 	// of many small batches by appending was a tenth of a node's CPU at one message per batch.
 	want := 0
-	for _, g := range groups {
-		want += (g.count + spec.MaxBatch - 1) / spec.MaxBatch
+	for i := range gr.groups {
+		want += (gr.groups[i].n + spec.MaxBatch - 1) / spec.MaxBatch
 	}
 	out := make([]core.OutgoingBatch, 0, want)
 	var seen map[string]struct{} // the caller ids met so far, across the groups
-	for _, g := range groups {
-		msgs := g.msgs
-		tr := batchTraces{first: g.trace}
-		if g.mixed {
-			tr.list, tr.of = g.traces.list, g.traces.of
+	for i := range gr.groups {
+		var err error
+		if out, err = gr.groups[i].cut(out, spec, now, dedup, &seen); err != nil {
+			return nil, err
 		}
-		filtered := false
-		if g.dedup {
-			if seen == nil {
-				seen = make(map[string]struct{}, g.count)
-			}
-			msgs = firstOfEachID(msgs, seen)
-			filtered = true
-		}
-		if dedup && spec.Dedup != nil {
-			var err error
-			if msgs, err = spec.Dedup(msgs); err != nil {
-				return nil, err
-			}
-			filtered = true
-		}
-		if filtered && g.mixed { // each kept message keeps its own trace context
-			tr.of = g.traces.after(g.msgs, msgs)
-		}
-		var delay time.Duration
-		if !g.due.IsZero() {
-			pubNow := now
-			if g.clock != nil {
-				pubNow = g.clock.Now()
-			}
-			delay = g.due.Sub(pubNow)
-		}
-		var window time.Duration
-		if g.dedup {
-			window = spec.IDWindow
-		}
-		out = appendBatches(out, spec, msgs, g.due, delay, tr, g.key, now, g.maxBytes, window, g.single)
 	}
 	return out, nil
+}
+
+// group is the messages of a flush that are stored alike: same due time (and ordering key,
+// and caller-id dedup), in publish order.
+type group struct {
+	due      time.Time
+	clock    Clock
+	trace    map[string]string // the first publish's trace context
+	mixed    bool              // some publish has another (see traceTable)
+	traces   traceTable        // with mixed: each message's trace context
+	n        int               // its messages
+	msgs     []core.Message
+	maxBytes int    // the lowest batch size limit of its publishes; 0: none
+	key      string // the ordering key of an ordered queue's group
+	dedup    bool   // its messages have caller ids that deduplicate (IDDedupWindow)
+	single   bool   // one message per batch (a backend that deduplicates whole batches)
+}
+
+// grouper finds the group of each publish of a flush (batches' first step).
+type grouper struct {
+	ordered bool
+	groups  []group
+	// index finds a group by due time once there is more than one (until then the last
+	// group is the only candidate, and no map is made).
+	index map[dueKey]int
+	// lastOf is, on an ordered queue, the index of each key's latest group: a key's
+	// publishes join it while their due time is the same, and start a new group (after it,
+	// so in publish order) when it changes, so that no message overtakes an earlier one of
+	// its key.
+	lastOf map[string]int
+}
+
+// find returns the index of p's group, adding one when p starts a new group.
+func (gr *grouper) find(p *core.Pending, m *pendingMeta) int {
+	dd := m.dedupIDs()
+	if gr.ordered {
+		if g, ok := gr.lastOf[p.Key]; ok && gr.groups[g].due.Equal(p.NotBefore) && gr.groups[g].dedup == dd {
+			return g
+		}
+		if gr.lastOf == nil {
+			gr.lastOf = make(map[string]int)
+		}
+		g := gr.add(p, m, dd, p.Key)
+		gr.lastOf[p.Key] = g
+		return g
+	}
+	last := len(gr.groups) - 1
+	switch {
+	case last < 0:
+		return gr.add(p, m, dd, "")
+	case gr.groups[last].due.Equal(p.NotBefore) && gr.groups[last].dedup == dd:
+		return last
+	}
+	if gr.index == nil { // a second group key: until now there was one group
+		g0 := &gr.groups[0]
+		gr.index = map[dueKey]int{{g0.due.Unix(), g0.due.Nanosecond(), g0.dedup}: 0}
+	}
+	k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond(), dd}
+	if g, ok := gr.index[k]; ok {
+		return g
+	}
+	g := gr.add(p, m, dd, "")
+	gr.index[k] = g
+	return g
+}
+
+// add starts a group with p's due time, clock and trace context, and returns its index.
+func (gr *grouper) add(p *core.Pending, m *pendingMeta, dedup bool, key string) int {
+	gr.groups = append(gr.groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, key: key, dedup: dedup, single: dedup && m.onePerBatch})
+	return len(gr.groups) - 1
+}
+
+// count adds p to g's sizes: its messages, whether its trace context differs from the
+// group's first, and its batch size limit.
+func (g *group) count(p *core.Pending, m *pendingMeta) {
+	if !g.mixed && g.n > 0 && !envelope.SameTrace(g.trace, p.Trace) {
+		g.mixed = true
+	}
+	g.n += len(p.Messages)
+	if l := int(m.maxBatchBytes); l > 0 && (g.maxBytes == 0 || l < g.maxBytes) {
+		g.maxBytes = l
+	}
+}
+
+// take appends p's messages (and, in a mixed group, their trace context) to g.
+func (g *group) take(p *core.Pending) {
+	if g.msgs == nil {
+		g.msgs = make([]core.Message, 0, g.n)
+	}
+	g.msgs = append(g.msgs, p.Messages...)
+	if g.mixed {
+		g.traces.add(p.Trace, len(p.Messages))
+	}
+}
+
+// cut appends g's batches to out: its messages without the caller ids already in *seen
+// (which it adds to, made on first use), through the queue's Dedup when dedup is set, each
+// kept message with its trace context, cut by appendBatches.
+func (g *group) cut(out []core.OutgoingBatch, spec *Spec, now time.Time, dedup bool, seen *map[string]struct{}) ([]core.OutgoingBatch, error) {
+	msgs := g.msgs
+	tr := batchTraces{first: g.trace}
+	if g.mixed {
+		tr.list, tr.of = g.traces.list, g.traces.of
+	}
+	filtered := false
+	if g.dedup {
+		if *seen == nil {
+			*seen = make(map[string]struct{}, g.n)
+		}
+		msgs = firstOfEachID(msgs, *seen)
+		filtered = true
+	}
+	if dedup && spec.Dedup != nil {
+		var err error
+		if msgs, err = spec.Dedup(msgs); err != nil {
+			return nil, err
+		}
+		filtered = true
+	}
+	if filtered && g.mixed { // each kept message keeps its own trace context
+		tr.of = g.traces.after(g.msgs, msgs)
+	}
+	var window time.Duration
+	if g.dedup {
+		window = spec.IDWindow
+	}
+	return appendBatches(out, spec, msgs, g.due, g.delay(now), tr, g.key, now, g.maxBytes, window, g.single), nil
+}
+
+// delay is what is left of g's due time by the publishing node's clock (now when the group
+// has no clock); 0 when it has no due time.
+func (g *group) delay(now time.Time) time.Duration {
+	if g.due.IsZero() {
+		return 0
+	}
+	if g.clock != nil {
+		now = g.clock.Now()
+	}
+	return g.due.Sub(now)
 }
 
 // firstOfEachID keeps the messages whose id is not in seen yet, adding their ids: publishes of

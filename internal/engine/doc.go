@@ -18,11 +18,12 @@
 //     fences a claim whose lease was not confirmed in time.
 //
 // Features plug in through the extension points of extend.go (Gate, Admitter, Tracing,
-// Writer, Preparer, Looper), given as Options.Features; the engine imports no feature (they
-// live under internal/feature). Two optional parts are reached through core's contracts
-// instead: the ledger's events (ledgerhooks.go: Options.Ledger, a core.MessageRecorder) and
-// id dedup (iddedup.go: the backend's core.IDDeduper).
+// Writer, Preparer, Looper, Recorder, PublishWrapper, SpecChecker), given as
+// Options.Features; the engine imports no feature (they live under internal/feature). The
+// ledger's events are a Recorder (record.go is the engine's side), id dedup a SpecChecker
+// and a PublishWrapper.
 //
 // Shutdown (shutdown.go) orchestrates the three: Close marks the driver closed, drains the
-// publisher on a bounded context of its own, and waits for the runner's admitted batches.
+// publisher on a bounded context of its own, and waits for the runner's admitted batches,
+// logging what it waits for and what it did (closelog.go).
 package engine

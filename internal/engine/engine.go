@@ -21,8 +21,6 @@ type Options struct {
 	Handoff core.Handoff
 	// DeadLetters stores dropped batches; nil: logged and counted only.
 	DeadLetters core.DeadLetterSink
-	// Ledger records the life of every message (package ledger); nil: none.
-	Ledger core.MessageRecorder
 	// Logger receives the logs. Default slog.Default().
 	Logger *slog.Logger
 	// Hooks receives events for metrics.
@@ -41,6 +39,8 @@ type Options struct {
 	// Features are the optional behaviours plugged in (pause, rate limit, schedules, tracing): each
 	// implements some of the extension points of extend.go.
 	Features []any
+	// CloseLogEvery is how often Close logs what it still waits for. Default 5s.
+	CloseLogEvery time.Duration
 	// MaxMessageBytes and MaxBatchBytes are the size limits (0: defaults; NoSizeLimit: none).
 	MaxMessageBytes, MaxBatchBytes int
 }
@@ -68,10 +68,9 @@ type Engine struct {
 	// orderErr is why the backend does not enforce per-key order (core.OrdersKeys), nil when
 	// it does: an Ordered queue is refused on this node with it.
 	orderErr error
-	// dedup is how the backend deduplicates caller ids (core.DedupsIDs), and dedupErr why it
-	// cannot (nil when it can): a queue with an IDDedupWindow is refused on this node with it.
-	dedup    core.DedupSupport
-	dedupErr error
+	// onePerBatch: the backend deduplicates whole batches (core.DedupSupport), so each
+	// message whose caller id deduplicates gets a batch of its own.
+	onePerBatch bool
 
 	pub publisher // the publish buffer and its writes
 	drv driver    // fetching, slots and step-back
@@ -84,6 +83,9 @@ type Engine struct {
 	loopers   []Looper
 	writers   []Writer
 	tracing   Tracing
+	recorder  Recorder
+	checkers  []SpecChecker
+	publishFn PublishFunc // the backend's Publish, wrapped by the PublishWrappers
 
 	// The lifecycle: stopCtx is done when the node stops fetching (Close, Halt); closeDone
 	// is closed when the first Close (or Halt) has finished; loops counts the background
@@ -126,6 +128,7 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 	setDefault(&o.FlushTick, 10*time.Millisecond)
 	setDefault(&o.ClaimTimeout, 10*time.Second)
 	setDefault(&o.CloseFlushTimeout, 15*time.Second)
+	setDefault(&o.CloseLogEvery, defaultCloseLogEvery)
 	if o.FetchMax <= 0 {
 		o.FetchMax = core.DefaultFetchMax
 	}
@@ -159,16 +162,18 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 		closeDone: make(chan struct{}),
 		orderErr:  core.OrdersKeys(backend),
 	}
-	n.dedup, n.dedupErr = core.DedupsIDs(backend)
-	for _, name := range o.Specs.Names() {
-		if err := n.checkOrdered(o.Specs.Lookup(name)); err != nil {
-			return nil, err
-		}
+	if d, err := core.DedupsIDs(backend); err == nil {
+		n.onePerBatch = d.OnePerBatch
 	}
 	n.pub.init(n)
 	n.drv.init(n)
 	n.run.init(n)
 	n.plug(o.Features)
+	for _, name := range o.Specs.Names() {
+		if err := n.checkOrdered(o.Specs.Lookup(name)); err != nil {
+			return nil, err
+		}
+	}
 	n.closeDoneFn = sync.OnceFunc(func() { close(n.closeDone) })
 	n.stopCtx, n.stop = context.WithCancel(context.Background())
 	return n, nil
@@ -216,11 +221,13 @@ func (n *Engine) Listen(l *Listener) error {
 }
 
 // checkOrdered refuses an Ordered queue when the node's backend does not enforce per-key
-// order, and a queue with an IDDedupWindow it cannot honour (checkDedup). NewNode checks the queues already declared in its registry, Listen and publish the
-// ones declared later.
+// order, and a queue a SpecChecker refuses. NewNode checks the queues already declared in
+// its registry, Listen and publish the ones declared later.
 func (n *Engine) checkOrdered(spec *Spec) error {
-	if err := n.checkDedup(spec); err != nil {
-		return err
+	for _, c := range n.checkers {
+		if err := c.CheckSpec(spec); err != nil {
+			return err
+		}
 	}
 	if spec == nil || !spec.Ordered || n.orderErr == nil {
 		return nil

@@ -151,3 +151,6 @@ func (n *Engine) Discard() { n.pub.buf.discard() }
 
 // PoolStarted returns how many worker goroutines the pool started.
 func (n *Engine) PoolStarted() int64 { return n.run.pool.started.Load() }
+
+// SetCloseLogEvery sets how often Close repeats what it waits for; call it before Close.
+func (n *Engine) SetCloseLogEvery(d time.Duration) { n.opts.CloseLogEvery = d }

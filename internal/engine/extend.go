@@ -66,6 +66,50 @@ type Looper interface {
 	Loop(ctx context.Context)
 }
 
+// Recorder is told the life of each batch's messages (the ledger: package ledger through
+// feature/record), and asked which are cancelled:
+//
+//   - Stored when the backend (state core.StateQueued) or the outbox (core.StateOutbox) took
+//     batch b; at is the time before the write began, older than any run of it;
+//   - Committed when a publish staged in a transaction committed (its messages ids, due
+//     time, and the time before the commit);
+//   - Running when run number run of a batch starts on this node, and again with the same
+//     start and run whenever an extension confirms its lease (leaseEnd is the lease's end);
+//   - Record for every other event (completed, retried, given back, dead, cancelled), with
+//     its Queue, BatchID, IDs and Node set;
+//   - Cancelled before each run: which messages of a claimed batch are cancelled (in that
+//     batch: a cancel never applies to a later publish of the id).
+//
+// ids become the recorder's: the engine does not change them afterwards. The engine turns a
+// panic of any call into a log line (Cancelled's into an error: the batch then runs whole).
+// One Recorder per engine; none: nothing is recorded and nothing is cancelled.
+type Recorder interface {
+	Stored(b core.OutgoingBatch, state core.MessageState, at time.Time)
+	Committed(queue string, ids []string, due, at time.Time)
+	Running(queue, batch string, ids []string, run int, start, leaseEnd time.Time)
+	Record(ev core.BatchEvent)
+	Cancelled(ctx context.Context, c core.CancelCheck) (map[string]bool, error)
+}
+
+// PublishFunc writes one batch to the backend and returns it as stored: fewer Messages when
+// some were left out (0: none stored, which is a success).
+type PublishFunc func(ctx context.Context, b core.OutgoingBatch) (core.OutgoingBatch, error)
+
+// PublishWrapper wraps every write of a batch to the backend (the publisher's, and
+// Engine.PublishStored's): id dedup leaves out the messages whose caller ids the backend
+// already holds. Wrappers apply in the order of Options.Features, the first outermost.
+type PublishWrapper interface {
+	WrapPublish(next PublishFunc) PublishFunc
+}
+
+// SpecChecker refuses a queue the engine cannot serve as declared (id dedup: an
+// IDDedupWindow the backend cannot honour), with an error naming the queue and what to do.
+// It is asked at New for the queues already declared, then at Listen and at each publish: it
+// must be cheap.
+type SpecChecker interface {
+	CheckSpec(spec *Spec) error
+}
+
 // held reports whether a Gate holds queue back.
 func (n *Engine) held(queue string) bool {
 	for _, g := range n.gates {
@@ -100,8 +144,26 @@ func (n *Engine) plug(features []any) {
 		if l, ok := f.(Looper); ok {
 			n.loopers = append(n.loopers, l)
 		}
+		if r, ok := f.(Recorder); ok {
+			n.recorder = r
+		}
+		if c, ok := f.(SpecChecker); ok {
+			n.checkers = append(n.checkers, c)
+		}
+	}
+	n.publishFn = func(ctx context.Context, b core.OutgoingBatch) (core.OutgoingBatch, error) {
+		return b, n.backend.Publish(ctx, b)
+	}
+	for i := len(features) - 1; i >= 0; i-- {
+		if w, ok := features[i].(PublishWrapper); ok {
+			n.publishFn = w.WrapPublish(n.publishFn)
+		}
 	}
 }
+
+// CountDeduplicated adds k messages to Stats.Deduplicated: a PublishWrapper left them out
+// because the backend already held their ids.
+func (n *Engine) CountDeduplicated(k int) { n.stats.deduplicated.Add(int64(k)) }
 
 // Wake interrupts the fetch in progress and wakes the driver, so that its next request sees
 // a change a feature made (a queue held or let go).

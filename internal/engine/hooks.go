@@ -69,3 +69,14 @@ func (c *counters) drop(reason string) {
 	c.dropped[reason]++
 	c.mu.Unlock()
 }
+
+// droppedTotal returns the batches dropped so far, whatever the reason.
+func (c *counters) droppedTotal() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var t int64
+	for _, v := range c.dropped {
+		t += v
+	}
+	return t
+}

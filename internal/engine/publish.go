@@ -78,7 +78,7 @@ func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f Pub
 	if err := n.checkOrdered(spec); err != nil {
 		return err
 	}
-	m.onePerBatch = n.dedup.OnePerBatch
+	m.onePerBatch = n.onePerBatch
 	if n.pub.sealed() {
 		return fmt.Errorf("%w: queue %q: publish after Close; publish before closing the node", core.ErrClosed, spec.Name)
 	}
@@ -327,79 +327,127 @@ const (
 	storedLost                    // dead-lettered or dropped (logged and counted)
 )
 
-// store writes one batch to the backend within ClaimTimeout (and ctx), falling back to the
-// outbox on a context of its own, so a publish that timed out is still handed off. toOutbox
-// skips the backend: an earlier batch of the same ordered key was handed off.
+// store writes one batch to the backend, falling back to the outbox, in four steps: the
+// write's bound (writeBound), the reasons not to try the backend at all (skipBackend), the
+// bounded write (write), and what became of the batch: counted (written), dead-lettered
+// (rejected), or handed to the outbox on a context of its own, so that a publish that timed
+// out is still handed off (handOff). toOutbox skips the backend: an earlier batch of the same
+// ordered key was handed off.
 func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) stored {
 	n := pb.e
-	msgs := b.Messages
-	// Once Close began, every write (the final flush's, and a regular flush's still running)
-	// is bounded by CloseFlushTimeout, and after one failed the rest go to the outbox at once.
-	timeout, cf := n.opts.ClaimTimeout, closeState(ctx)
-	if cf != nil {
-		timeout = n.opts.CloseFlushTimeout
-	} else if cf = pb.closeFlushState.Load(); cf != nil {
-		timeout = min(timeout, n.opts.CloseFlushTimeout)
-	}
-	var err error
+	timeout, cf := pb.writeBound(ctx)
 	// The ledger's time of the publish (before any node can run the batch), and the start of
 	// the write's timeout: one clock read for both.
 	at := time.Now()
-	if toOutbox {
-		err = fmt.Errorf("%w: not written: an earlier batch of ordering key %q was handed to the outbox, so this one follows it there to keep the key's order", core.ErrBackendUnavailable, b.Key)
-	} else if ferr := pb.followsOutbox(ctx, b); ferr != nil {
-		err = ferr
-	} else if cf != nil && cf.failed.Load() {
-		err = fmt.Errorf("%w: not written: an earlier write of the node's final flush failed, so the rest of the buffer goes to the outbox without waiting for the backend", core.ErrBackendUnavailable)
-	} else {
-		pctx, cancel := newCallCtx(ctx, at.Add(timeout))
-		reg := pb.writes.add(pctx)
-		if cf == nil {
-			if cf = pb.closeFlushState.Load(); cf != nil {
-				// Close began before this write was registered: bound it like the final flush's.
-				shortenCall(pctx, time.Now().Add(n.opts.CloseFlushTimeout))
-			}
-		}
-		for _, w := range n.writers {
-			w.BeforeWrite(pctx, b) // ledger mode: the ledger's copy first
-		}
-		err = safeCall("backend Publish", func() (perr error) {
-			var sb core.OutgoingBatch
-			if sb, perr = n.publishBatch(pctx, b); perr == nil {
-				b, msgs = sb, sb.Messages
-			}
-			return perr
-		})
-		pb.writes.remove(reg)
-		cancel()
-		if cf == nil {
-			cf = pb.closeFlushState.Load() // Close began while the write waited
-		}
-		if err != nil && cf != nil && !(errors.Is(err, core.ErrRejected) && !isUnavailable(err)) {
-			cf.failed.Store(true)
-		}
-	}
-	if err == nil && msgs == 0 {
-		return storedBackend // every message was a duplicate of one already stored
-	}
+	err := pb.skipBackend(ctx, b, toOutbox, cf)
 	if err == nil {
-		n.recordStored(b, core.StateQueued, at)
-		n.stats.publishedBatches.Add(1)
-		n.stats.publishedMessages.Add(int64(msgs))
-		if n.hooks.Published != nil {
-			n.safeHook("Published", func() { n.hooks.Published(b.Queue, msgs) })
+		var sb core.OutgoingBatch
+		if sb, err = pb.write(ctx, b, at.Add(timeout), cf); err == nil {
+			if sb.Messages == 0 {
+				return storedBackend // every message was a duplicate of one already stored
+			}
+			pb.written(sb, at)
+			return storedBackend
 		}
-		return storedBackend
 	}
 	if errors.Is(err, core.ErrRejected) && !isUnavailable(err) {
 		n.rejected(ctx, b, err)
 		return storedLost
 	}
+	return pb.handOff(ctx, b, err)
+}
+
+// writeBound returns how long a write may take, and the state of the node's final flush when
+// Close has begun (nil before). There are three regimes: a write of the final flush (ctx
+// carries its state) gets CloseFlushTimeout; a regular flush's write after Close began gets
+// the shorter of ClaimTimeout and CloseFlushTimeout; any other gets ClaimTimeout (and is
+// shortened by Close if it begins while the write waits: see write).
+func (pb *publisher) writeBound(ctx context.Context) (time.Duration, *closeFailed) {
+	n := pb.e
+	if cf := closeState(ctx); cf != nil {
+		return n.opts.CloseFlushTimeout, cf
+	}
+	if cf := pb.closeFlushState.Load(); cf != nil {
+		return min(n.opts.ClaimTimeout, n.opts.CloseFlushTimeout), cf
+	}
+	return n.opts.ClaimTimeout, nil
+}
+
+// skipBackend returns why b goes to the outbox without a write (an error marked
+// core.ErrBackendUnavailable), or nil to write it: an earlier batch of its ordered key was
+// handed off (toOutbox) or has rows in the outbox (followsOutbox), or a write of the node's
+// final flush already failed (cf).
+func (pb *publisher) skipBackend(ctx context.Context, b core.OutgoingBatch, toOutbox bool, cf *closeFailed) error {
+	if toOutbox {
+		return fmt.Errorf("%w: not written: an earlier batch of ordering key %q was handed to the outbox, so this one follows it there to keep the key's order", core.ErrBackendUnavailable, b.Key)
+	}
+	if err := pb.followsOutbox(ctx, b); err != nil {
+		return err
+	}
+	if cf != nil && cf.failed.Load() {
+		return fmt.Errorf("%w: not written: an earlier write of the node's final flush failed, so the rest of the buffer goes to the outbox without waiting for the backend", core.ErrBackendUnavailable)
+	}
+	return nil
+}
+
+// write writes b to the backend by deadline (and ctx), through the Writers and the
+// PublishWrappers, and returns it as stored. The write is registered for Close, which
+// shortens it to CloseFlushTimeout; a write registered after Close began is shortened here.
+// A failed write once Close began (cf, or Close beginning while it waited) sends the rest of
+// the final flush to the outbox, unless the backend refused the batch itself.
+func (pb *publisher) write(ctx context.Context, b core.OutgoingBatch, deadline time.Time, cf *closeFailed) (core.OutgoingBatch, error) {
+	n := pb.e
+	pctx, cancel := newCallCtx(ctx, deadline)
+	defer cancel()
+	reg := pb.writes.add(pctx)
+	if cf == nil {
+		if cf = pb.closeFlushState.Load(); cf != nil {
+			// Close began before this write was registered: bound it like the final flush's.
+			shortenCall(pctx, time.Now().Add(n.opts.CloseFlushTimeout))
+		}
+	}
+	for _, w := range n.writers {
+		w.BeforeWrite(pctx, b) // ledger mode: the ledger's copy first
+	}
+	sb := b
+	err := safeCall("backend Publish", func() (perr error) {
+		sb, perr = n.publishFn(pctx, b)
+		return perr
+	})
+	pb.writes.remove(reg)
+	if cf == nil {
+		cf = pb.closeFlushState.Load() // Close began while the write waited
+	}
+	if err != nil && cf != nil && !(errors.Is(err, core.ErrRejected) && !isUnavailable(err)) {
+		cf.failed.Store(true)
+	}
+	return sb, err
+}
+
+// written records, counts and reports b, stored in the backend; at is the time before the
+// write began.
+func (pb *publisher) written(b core.OutgoingBatch, at time.Time) {
+	n := pb.e
+	msgs := b.Messages
+	n.recordStored(b, core.StateQueued, at)
+	n.stats.publishedBatches.Add(1)
+	n.stats.publishedMessages.Add(int64(msgs))
+	if n.hooks.Published != nil {
+		n.safeHook("Published", func() { n.hooks.Published(b.Queue, msgs) })
+	}
+}
+
+// handOff gives b, which the backend did not take (err), to the outbox as a row due at once,
+// on a context of its own bounded by ClaimTimeout; without an outbox, or when the insert
+// fails too, the batch is dropped, logged and counted.
+func (pb *publisher) handOff(ctx context.Context, b core.OutgoingBatch, err error) stored {
+	n := pb.e
+	msgs := b.Messages
 	if n.opts.Handoff == nil {
 		n.dropped(b.Queue, core.ReasonNoOutbox, msgs, "txmq: backend refused a batch and no outbox is configured; batch dropped", "batch", b.ID, "error", err)
 		return storedLost
 	}
-	at = time.Now()
+	at := time.Now()
 	hctx, hcancel := context.WithTimeout(context.WithoutCancel(ctx), n.opts.ClaimTimeout)
 	defer hcancel()
 	if herr := safeCall("outbox Handoff", func() error { return n.opts.Handoff.Handoff(hctx, []core.OutgoingBatch{b}) }); herr != nil {

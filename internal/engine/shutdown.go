@@ -29,6 +29,7 @@ func (n *Engine) Close(ctx context.Context) error {
 		}
 	}
 	defer n.closeDoneFn()
+	report := n.beginCloseReport()
 	// A write of the publish buffer already waiting on a hung backend gets no longer than a
 	// write of the final flush: Close waits for it (the flusher), and a failed write goes to
 	// the outbox like any other.
@@ -37,20 +38,7 @@ func (n *Engine) Close(ctx context.Context) error {
 	n.drv.cancelFetch()
 	// The buffer drains on its own bounded context: ctx bounds only the wait for listeners.
 	n.pub.closeFlush()
-	done := make(chan struct{})
-	go func() { n.run.wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		// A ctx already done is no error when no listener runs (workers may still be
-		// settling, each bounded by ClaimTimeout).
-		if n.drv.listenersRunning() {
-			err = fmt.Errorf("txmq: node %s: listeners still running at close, released for another run: %w", n.id, ctx.Err())
-			n.run.cancelRunning()
-		}
-		<-done
-	}
+	err := report.waitRunning(ctx)
 	n.run.cancelRunning()
 	// No listener runs any more: from here publishing fails, and an after-commit publish
 	// goes straight to the backend.
@@ -58,6 +46,7 @@ func (n *Engine) Close(ctx context.Context) error {
 	n.pub.stopFlusher()
 	n.loops.Wait()
 	n.pub.closeFlush() // what listeners published while Close waited for them
+	report.end(err)
 	return err
 }
 
@@ -98,19 +87,6 @@ func (rn *runner) cancelRunning() {
 	for _, r := range rn.fences.snapshot() {
 		r.cancel(context.Canceled)
 	}
-}
-
-// listenersRunning reports whether a batch of this node holds a slot (its listener or its
-// terminal path runs).
-func (dr *driver) listenersRunning() bool {
-	dr.mu.Lock()
-	defer dr.mu.Unlock()
-	for _, v := range dr.inflight {
-		if v > 0 {
-			return true
-		}
-	}
-	return false
 }
 
 // Freeze simulates a paused process (a long GC pause, SIGSTOP, an overloaded VM) for fault

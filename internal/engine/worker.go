@@ -149,7 +149,7 @@ func (rn *runner) work(l *Listener, c *core.Claim) {
 	}
 	run := d.Attempt + c.Deliveries
 	var ids []string // the batch's message ids, for the ledger
-	if n.opts.Ledger != nil {
+	if n.recorder != nil {
 		ids = d.MessageIDs.IDs()
 		kept := rn.dropCancelled(r, l, d, ids)
 		if kept == nil {
@@ -177,7 +177,7 @@ func (rn *runner) work(l *Listener, c *core.Claim) {
 	// The clock is read before the run only for what needs the run's start (a ledger, the
 	// Delivered hook): at one message per batch every read counts.
 	var start time.Time
-	if n.opts.Ledger != nil || n.hooks.Delivered != nil {
+	if n.recorder != nil || n.hooks.Delivered != nil {
 		start = time.Now()
 	}
 	rn.recordRunning(r, d.ID, ids, start, run)
@@ -398,7 +398,7 @@ func (rn *runner) terminal(r *running, spec *Spec, d *Batch, reason string, caus
 	n.guard("drop bookkeeping", func() {
 		n.dropped(c.Queue, reason, msgs, "txmq: batch dropped", "batch", id, "attempts", attempts, "error", cause)
 	})
-	if d != nil && n.opts.Ledger != nil {
+	if d != nil && n.recorder != nil {
 		n.record(c.Queue, id, d.MessageIDs.IDs(), core.BatchEvent{State: core.StateDead, Node: n.id, Runs: attempts, Error: errText(cause), Reason: reason})
 	}
 	if d != nil && d.HasOnError {

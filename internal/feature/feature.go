@@ -1,6 +1,7 @@
 // Package feature plugs the optional features into an engine: it turns the app's options
 // into the list engine.Options.Features takes, one registration per feature (pause, rate
-// limit, schedules, tracing, ledger mode; each a package of its own under this one). The app API (package txmq)
+// limit, schedules, tracing, the ledger's events, ledger mode, id dedup; each a package of
+// its own under this one). The app API (package txmq)
 // calls List at NewNode and imports no feature package; the engine imports none either.
 package feature
 
@@ -10,9 +11,11 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/engine"
+	"github.com/txmq/txmq/internal/feature/dedup"
 	"github.com/txmq/txmq/internal/feature/ledgermode"
 	"github.com/txmq/txmq/internal/feature/pause"
 	"github.com/txmq/txmq/internal/feature/ratelimit"
+	"github.com/txmq/txmq/internal/feature/record"
 	"github.com/txmq/txmq/internal/feature/schedule"
 	"github.com/txmq/txmq/internal/feature/trace"
 )
@@ -34,7 +37,8 @@ type Config struct {
 	// Ticks and Schedules: the schedules feature (nil Ticks: schedules do not run here).
 	Ticks     schedule.Claimer
 	Schedules func() []Schedule
-	// Ledger: ledger mode, when it is a ledgermode.Keeper whose mode is on.
+	// Ledger: the ledger's events (nil: none), and ledger mode when it is a
+	// ledgermode.Keeper whose mode is on.
 	Ledger core.MessageRecorder
 	// Tracer, InjectTrace and ExtractTrace: the tracing feature (all nil: none).
 	Tracer       trace.Tracer
@@ -48,9 +52,12 @@ func List(c Config, backend core.Backend) []any {
 	if c.Pauses != nil {
 		fs = append(fs, pause.New(c.Pauses, c.PauseCheck))
 	}
-	fs = append(fs, ratelimit.New(c.Limiter, backend))
+	fs = append(fs, ratelimit.New(c.Limiter, backend), dedup.New(backend))
 	if c.Schedules != nil {
 		fs = append(fs, schedule.New(c.Ticks, c.Schedules))
+	}
+	if c.Ledger != nil {
+		fs = append(fs, record.New(c.Ledger))
 	}
 	if k, ok := c.Ledger.(ledgermode.Keeper); ok {
 		fs = append(fs, ledgermode.New(k))

@@ -1,8 +1,8 @@
 // Package ledgermode is ledger mode (Config.Ledger with its mode on, package ledger): before
 // the engine writes a batch to the backend, the ledger keeps a copy in the app database, and
 // a background loop publishes again the batches a lossy backend left unsettled (one pass at a
-// time across the cluster). The life of each message is recorded by the engine itself,
-// through core.MessageRecorder (NodeOptions.Ledger); this package adds only the copies.
+// time across the cluster). The life of each message is recorded by another feature
+// (feature/record, an engine.Recorder); this package adds only the copies.
 package ledgermode
 
 import (

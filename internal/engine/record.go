@@ -8,32 +8,33 @@ import (
 	"github.com/txmq/txmq/internal/envelope"
 )
 
+// The engine's side of the Recorder extension point (extend.go): the events of a batch's
+// messages, sent to the plugged Recorder (the ledger, feature/record), and the cancelled
+// messages left out of a run. Without a Recorder every call here is a no-op.
+
 // PublishStored writes b, a batch kept elsewhere (ledger mode's republisher), to the backend
-// as the publisher would: caller ids that deduplicate still do. A panic becomes an error.
+// as the publisher would (through the PublishWrappers): caller ids that deduplicate still do.
+// A panic becomes an error.
 func (n *Engine) PublishStored(ctx context.Context, b core.OutgoingBatch) error {
 	if b.DedupWindow <= 0 { // caller ids that deduplicate still do when republished
 		b.DedupWindow, b.DedupIDs = envelope.DedupOf(b.Body)
 	}
 	return safeCall("backend Publish", func() error {
-		_, err := n.publishBatch(ctx, b)
+		_, err := n.publishFn(ctx, b)
 		return err
 	})
 }
 
-// record sends one event for the batch's messages ids to the node's ledger
-// (NodeOptions.Ledger), built from ev; a nil ledger or no ids is a no-op. ids becomes the
-// ledger's: the caller does not change it afterwards. A panicking ledger is logged, never
-// propagated.
+// record sends ev, for the messages ids of the batch, to the Recorder; no Recorder or no ids
+// is a no-op. ids becomes the recorder's: the caller does not change it afterwards. A
+// panicking recorder is logged, never propagated.
 func (n *Engine) record(queue, batchID string, ids []string, ev core.BatchEvent) {
-	lg := n.opts.Ledger
-	if lg == nil || len(ids) == 0 {
+	rec := n.recorder
+	if rec == nil || len(ids) == 0 {
 		return
 	}
-	if ev.UpdatedAt.IsZero() {
-		ev.UpdatedAt = time.Now()
-	}
 	ev.Queue, ev.BatchID, ev.IDs = queue, batchID, ids
-	n.guard("ledger", func() { lg.RecordBatch(ev) })
+	n.guard("ledger", func() { rec.Record(ev) })
 }
 
 // ledgerRun is what a run's running event told the ledger, for the events of its lease
@@ -51,14 +52,14 @@ type ledgerRun struct {
 // again: its node died or lost the lease, and the backend hands the batch out again.
 func (rn *runner) recordRunning(r *running, batch string, ids []string, start time.Time, run int) {
 	n := rn.e
-	if n.opts.Ledger == nil {
+	if n.recorder == nil || len(ids) == 0 {
 		return
 	}
 	rn.fences.mu.Lock()
 	r.ledger = ledgerRun{batch: batch, ids: ids, start: start, run: run}
 	until := r.fenceAt.Add(rn.margin)
 	rn.fences.mu.Unlock()
-	n.record(r.claim.Queue, batch, ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: start, Due: until, Node: n.id, Runs: run})
+	n.guard("ledger", func() { n.recorder.Running(r.claim.Queue, batch, ids, run, start, until) })
 }
 
 // recordExtended records the lease end an extension confirmed for r's run (an event as old
@@ -66,7 +67,7 @@ func (rn *runner) recordRunning(r *running, batch string, ids []string, start ti
 // start is recorded it records nothing: that event carries the lease.
 func (rn *runner) recordExtended(r *running) {
 	n := rn.e
-	if n.opts.Ledger == nil {
+	if n.recorder == nil {
 		return
 	}
 	rn.fences.mu.Lock()
@@ -76,44 +77,33 @@ func (rn *runner) recordExtended(r *running) {
 	if lr.ids == nil {
 		return
 	}
-	n.record(r.claim.Queue, lr.batch, lr.ids, core.BatchEvent{State: core.StateRunning, UpdatedAt: lr.start, Due: until, Node: n.id, Runs: lr.run})
+	n.guard("ledger", func() { n.recorder.Running(r.claim.Queue, lr.batch, lr.ids, lr.run, lr.start, until) })
 }
 
 // recordStored records a batch the backend (or, with state StateOutbox, the outbox) took; at
 // is the time before the write started, so that the event is older than any run's (a node
 // may run the batch before this one's write returns).
 func (n *Engine) recordStored(b core.OutgoingBatch, state core.MessageState, at time.Time) {
-	if n.opts.Ledger == nil {
+	if n.recorder == nil || len(b.MessageIDs) == 0 {
 		return
 	}
-	ev := core.BatchEvent{State: state, PublishedAt: at, UpdatedAt: at}
-	if b.Delay > 0 {
-		ev.Due = at.Add(b.Delay)
-		if state == core.StateQueued {
-			ev.State = core.StateDelayed
-		}
-	}
-	n.record(b.Queue, b.ID, b.MessageIDs, ev)
+	n.guard("ledger", func() { n.recorder.Stored(b, state, at) })
 }
 
 // recordCommitted records the messages of a publish staged in a transaction once it commits
 // (the outbox relay stores them in the backend right after the commit).
 func (n *Engine) recordCommitted(tx core.Tx, p *core.Pending) {
-	if n.opts.Ledger == nil {
+	if n.recorder == nil || len(p.Messages) == 0 {
 		return
 	}
 	ids := make([]string, len(p.Messages))
 	for i, m := range p.Messages {
 		ids[i] = m.ID
 	}
-	due := p.NotBefore
+	queue, due := p.Queue, p.NotBefore
 	now := time.Now() // before the commit: older than any run of these messages
 	tx.AfterCommit(func() {
-		ev := core.BatchEvent{State: core.StateQueued, PublishedAt: now, UpdatedAt: now}
-		if due.After(now) {
-			ev.State, ev.Due = core.StateDelayed, due
-		}
-		n.record(p.Queue, "", ids, ev)
+		n.guard("ledger", func() { n.recorder.Committed(queue, ids, due, now) })
 	})
 }
 
@@ -162,11 +152,11 @@ func (rn *runner) dropCancelled(r *running, l *Listener, d *Batch, ids []string)
 	return d2
 }
 
-// cancelledOf calls the ledger's CancelledMessages, turning a panic into an error.
+// cancelledOf asks the Recorder which messages are cancelled, turning a panic into an error.
 func (n *Engine) cancelledOf(ctx context.Context, b core.CancelCheck) (out map[string]bool, err error) {
 	err = safeCall("ledger CancelledMessages", func() error {
 		var e error
-		out, e = n.opts.Ledger.CancelledMessages(ctx, b)
+		out, e = n.recorder.Cancelled(ctx, b)
 		return e
 	})
 	return out, err
