@@ -231,6 +231,20 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the Schedules page of an app without schedules says %q", got)
 	}
 
+	// Live messages with their payloads: the delayed signups listed with a preview of each
+	// payload, one opened with its payload in full (from the backend's native lookup).
+	step("08c-messages", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
+		chromedp.Click(chromedp.CSS(`header nav a[href$="messages"]`)), chromedp.WaitVisible(chromedp.CSS(`#list`)),
+		chromedp.SendKeys(chromedp.CSS(`#list input[name="queue"]`), "signups"),
+		chromedp.Click(chromedp.CSS(`#list button`)), chromedp.WaitVisible(chromedp.CSS(`#messages tr[data-id="later-a"]`)))
+	if got := text(`#messages tr[data-id="later-a"] td.payload`); got != `"later"` {
+		t.Fatalf("the Messages list shows the payload of later-a as %q, want \"later\"", got)
+	}
+	step("08d-message-payload", chromedp.Click(chromedp.CSS(`#messages tr[data-id="later-a"] a`)), chromedp.WaitVisible(chromedp.CSS(`#payload pre`)))
+	if got := text(`#payload pre`); got != `"later"` {
+		t.Fatalf("the message page shows the payload %q, want \"later\"", got)
+	}
+
 	// 5. Auto-refresh: the page reloads itself (a meta refresh, no JavaScript) and shows a
 	// publish made after it loaded, with no navigation by the test.
 	// The page may be reloading while it is read: a read that finds no node is retried.
