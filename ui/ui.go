@@ -199,6 +199,7 @@ func Handler(opts *Options) (http.Handler, error) {
 	mux.HandleFunc("POST /dead/purge", s.change(s.purge))
 	mux.HandleFunc("POST /dead/replay", s.change(s.replayQueue))
 	mux.HandleFunc("POST /messages/cancel", s.change(s.cancelMessage))
+	mux.HandleFunc("POST /messages/cancel-where", s.change(s.cancelWhere))
 	return s.guard(mux), nil
 }
 

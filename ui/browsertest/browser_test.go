@@ -264,6 +264,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		"the auto-refreshing page shows the fourth delayed signup without being navigated")
 	step("10-auto-refreshed", chromedp.WaitVisible(chromedp.CSS(`#refresh-off`)))
 
+	// 6. Bulk cancel: every delayed signup, refused until the queue's name is typed.
+	step("11-cancel-where-unconfirmed", chromedp.Navigate(base+"/messages?queue=signups&state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#cancel-where`)),
+		chromedp.Click(chromedp.CSS(`button[name="cancel-where"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`#msg`); !strings.Contains(got, "not cancelled") {
+		t.Fatalf("an unconfirmed bulk cancel says %q, want it refused", got)
+	}
+	step("12-cancel-where", chromedp.Navigate(base+"/messages?queue=signups&state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#cancel-where`)),
+		chromedp.SendKeys(chromedp.CSS(`#cancel-where input[name="confirm"]`), "signups"),
+		chromedp.Click(chromedp.CSS(`button[name="cancel-where"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`#msg`); !strings.Contains(got, "cancelled 4 delayed message(s) of signups") {
+		t.Fatalf("a confirmed bulk cancel says %q", got)
+	}
+	step("13-after-cancel-where", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
+	if got := text(`tr[data-queue="signups"] td.delayed`); got != "0" {
+		t.Fatalf("signups delayed = %q after the bulk cancel, want 0", got)
+	}
+
 	// The picture of the dashboard in docs/operations.md is this test's queues page with
 	// signups paused: TXMQ_UI_DOCS=1 writes it to docs/dashboard.png, so that it is remade
 	// from the dashboard as it is rather than drawn by hand.
