@@ -2,7 +2,6 @@ package ui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -91,21 +90,17 @@ func (s *server) deadShow(w http.ResponseWriter, r *http.Request) {
 		decodeErr = err.Error()
 	} else {
 		for i, m := range env.Messages {
-			var pretty []byte
-			var v any
-			if json.Unmarshal(m, &v) == nil {
-				pretty, _ = json.MarshalIndent(v, "", "  ")
-			} else {
-				pretty = m
+			sm := shownMessage{}
+			if !s.o.HidePayloads {
+				sm.JSON = s.o.FormatPayload(row.Queue, m)
 			}
-			sm := shownMessage{JSON: string(pretty)}
 			if i < len(env.MessageIDs) {
 				sm.ID = env.MessageIDs[i]
 			}
 			msgs = append(msgs, sm)
 		}
 	}
-	s.render(w, r, "letter.html", map[string]any{"Title": fmt.Sprintf("Dead letter %d", id), "Row": row, "Messages": msgs, "DecodeErr": decodeErr})
+	s.render(w, r, "letter.html", map[string]any{"Title": fmt.Sprintf("Dead letter %d", id), "Row": row, "Messages": msgs, "DecodeErr": decodeErr, "HidePayloads": s.o.HidePayloads})
 }
 
 func (s *server) replay(ctx context.Context, r *http.Request) (banner, error) {

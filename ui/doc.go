@@ -2,8 +2,11 @@
 // batches, dead letters, outbox backlog, paused; the busy queues the backend lists through
 // core.QueueLister included) with pause and resume, and the dead letters (filter, show the decoded
 // messages, replay one or a queue's, purge with confirmation), and the messages (look one up by
-// id, list them by queue, state and publish time, cancel one) through Options.Inspector, the API
-// `txmq msg` uses; when no lookup is possible the page shows why; and the schedules (last and
+// id, list them by queue, state and publish time a page at a time, cancel one or every
+// message of a queue in a waiting state after its name is typed back, with each
+// payload the backend still holds, rendered by Options.FormatPayload) through
+// Options.Inspector, the API `txmq msg` uses; when no lookup is possible the page shows why;
+// and the schedules (last and
 // next tick of each, as `txmq schedule ls`). It is server-rendered HTML from
 // embedded templates, readable without JavaScript, over the same API the command line uses.
 //
@@ -17,7 +20,7 @@
 // # Security
 //
 // Without auth (Options.User unset) anyone whose requests reach the dashboard reads its pages,
-// the messages' payloads of dead letters included, and (unless Options.ReadOnly) changes
+// the messages' payloads included (unless Options.HidePayloads), and (unless Options.ReadOnly) changes
 // queues. The checks, in order:
 //
 //   - Host (421 Misdirected Request on every route, reads included): the dashboard answers only
@@ -42,6 +45,6 @@
 //     messages, its arguments signed for the session: a link cannot make the dashboard show a
 //     text of its own.
 //
-// Options.ReadOnly hides and refuses every change, but still shows the payloads. Pages never
-// show a URL or a secret.
+// Options.ReadOnly hides and refuses every change, but still shows the payloads;
+// Options.HidePayloads leaves them out of every page. Pages never show a URL or a secret.
 package ui

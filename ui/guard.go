@@ -224,13 +224,14 @@ var banners = map[string]struct {
 	format string
 	args   int
 }{
-	"paused":    {"paused %s: nodes start no new batch of it within a second or so", 1},
-	"resumed":   {"resumed %s", 1},
-	"replayed":  {"replayed dead letter %s with a fresh budget", 1},
-	"purged":    {"purged %s dead letter(s) of %s", 2},
-	"replayedq": {"replayed %s dead letter(s) of %s with a fresh budget", 2},
-	"cancelled": {"cancelled message %s (queue %s, now %s)", 3},
-	"failed":    {"failed: %s", 1},
+	"paused":     {"paused %s: nodes start no new batch of it within a second or so", 1},
+	"resumed":    {"resumed %s", 1},
+	"replayed":   {"replayed dead letter %s with a fresh budget", 1},
+	"purged":     {"purged %s dead letter(s) of %s", 2},
+	"replayedq":  {"replayed %s dead letter(s) of %s with a fresh budget", 2},
+	"cancelled":  {"cancelled message %s (queue %s, now %s)", 3},
+	"cancelledq": {"cancelled %s %s message(s) of %s (%s skipped: claimed, completed or gone meanwhile)", 4},
+	"failed":     {"failed: %s", 1},
 }
 
 // text returns the banner's message.

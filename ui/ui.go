@@ -47,9 +47,16 @@ type Options struct {
 	// ready, in-flight or delayed batches.
 	Queues func() []string
 	// ReadOnly hides and refuses every change (pause, resume, replay, purge, cancel). The
-	// pages still show the messages' payloads (a dead letter's decoded body) and errors: it
-	// is no substitute for auth.
+	// pages still show the messages' payloads (unless HidePayloads) and errors: it is no
+	// substitute for auth.
 	ReadOnly bool
+	// HidePayloads leaves every message payload out of the pages: the Messages page's and
+	// the dead letters' bodies. Ids, states and errors are still shown. Default false.
+	HidePayloads bool
+	// FormatPayload renders a message's payload (one JSON value as published) for the pages;
+	// its result is shown as escaped, preformatted text, e.g. with personal fields masked.
+	// Default: indented JSON (the raw bytes when they are not JSON).
+	FormatPayload func(queue string, payload []byte) string
 	// User and Password, when User is set, require HTTP basic auth with these credentials.
 	User, Password string
 	// HostCheck decides whether the dashboard checks each request's Host header, answering
@@ -147,6 +154,9 @@ func Handler(opts *Options) (http.Handler, error) {
 	if s.o.Logger == nil {
 		s.o.Logger = slog.Default()
 	}
+	if s.o.FormatPayload == nil {
+		s.o.FormatPayload = prettyJSON
+	}
 	if s.o.Inspector == nil {
 		if s.o.Node != nil {
 			s.o.Inspector = s.o.Node.Inspector()
@@ -189,6 +199,7 @@ func Handler(opts *Options) (http.Handler, error) {
 	mux.HandleFunc("POST /dead/purge", s.change(s.purge))
 	mux.HandleFunc("POST /dead/replay", s.change(s.replayQueue))
 	mux.HandleFunc("POST /messages/cancel", s.change(s.cancelMessage))
+	mux.HandleFunc("POST /messages/cancel-where", s.change(s.cancelWhere))
 	return s.guard(mux), nil
 }
 

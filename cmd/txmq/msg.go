@@ -16,7 +16,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "msg", summary: "messages by id: show ID, ls (--queue, --state, --since, --until), cancel ID", run: runMsg})
+	register(&command{name: "msg", summary: "messages by id: show ID, ls (--queue, --state, --since, --until), cancel ID or --queue Q --state S", run: runMsg})
 }
 
 const msgUsage = `Usage: txmq msg show|ls|cancel [flags]
@@ -24,10 +24,14 @@ const msgUsage = `Usage: txmq msg show|ls|cancel [flags]
   show ID    print what is known of one message
   ls         list messages, newest first (--queue, --state, --since, --until, --limit, --json)
   cancel ID  cancel a message that has not completed (a running batch is not interrupted)
+  cancel --queue Q --state S [--since T] [--until T] [--yes]
+             cancel every message of Q in state S (queued, delayed or retry): asks for Q to
+             be typed back on a terminal, needs --yes in a script
 
 Source: the ledger in the app database (--database-url, TXMQ_DATABASE_URL; the app runs with
 Config.Ledger) when it has one; else the backend's own lookup (--backend, TXMQ_BACKEND) where the
-adapter can answer (memory, redis; cancel: memory); else an "unknown" error naming the backend.`
+adapter can answer (memory, SQL jobs, redis; cancel: memory, SQL jobs); else an "unknown" error
+naming the backend.`
 
 func runMsg(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -39,7 +43,12 @@ func runMsg(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return flag.ErrHelp
 	}
 	switch args[0] {
-	case "show", "cancel":
+	case "cancel":
+		if bulkArgs(args[1:]) {
+			return msgCancelWhere(ctx, args[1:], stdout, stderr)
+		}
+		return msgOne(ctx, args[0], args[1:], stdout, stderr)
+	case "show":
 		return msgOne(ctx, args[0], args[1:], stdout, stderr)
 	case "ls":
 		return msgList(ctx, args[1:], stdout, stderr)

@@ -21,21 +21,22 @@ func init() {
 	register(&command{name: "ui", summary: "web dashboard: queues, dead letters, pause/resume (--listen 127.0.0.1:8080)", run: runUI})
 }
 
-const uiSynopsis = `ui [--listen ADDR] [--read-only] [--user U] [--allow-host NAME ...] (password from TXMQ_UI_PASSWORD)
+const uiSynopsis = `ui [--listen ADDR] [--read-only] [--hide-payloads] [--user U] [--allow-host NAME ...] (password from TXMQ_UI_PASSWORD)
 
 Serves the web dashboard. Without --user there is no auth: anyone who can reach the address
-sees the queues, the dead letters with their messages' payloads and the messages, and (unless
---read-only) can pause, resume, replay, purge and cancel. So the default address is loopback,
-and without --user the dashboard answers only to the --listen address and the loopback names
-(another Host, as a DNS-rebinding page sends, gets 421); a change must come from its own page
-(a CSRF token signed by this process, same origin).`
+sees the queues, the dead letters and the messages with their payloads (unless --hide-payloads),
+and (unless --read-only) can pause, resume, replay, purge and cancel. So the default address
+is loopback, and without --user the dashboard answers only to the --listen address and the
+loopback names (another Host, as a DNS-rebinding page sends, gets 421); a change must come
+from its own page (a CSRF token signed by this process, same origin).`
 
 func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("ui", uiSynopsis, stderr)
 	f := addDBFlags(fs, true)
 	f.publishes = true // the dashboard replays dead letters
 	listen := fs.String("listen", "127.0.0.1:8080", "address to serve on; anything but loopback needs --user (and TXMQ_UI_PASSWORD) or --read-only")
-	readOnly := fs.Bool("read-only", false, "show only: no pause, resume, replay, purge or cancel. The pages still show message payloads (dead letters' bodies) and errors, to anyone who reaches the address when --user is not set")
+	readOnly := fs.Bool("read-only", false, "show only: no pause, resume, replay, purge or cancel. The pages still show message payloads (unless --hide-payloads) and errors, to anyone who reaches the address when --user is not set")
+	hidePayloads := fs.Bool("hide-payloads", false, "leave every message payload (the Messages page's and the dead letters' bodies) out of the pages; ids, states and errors are still shown")
 	user := fs.String("user", "", "require HTTP basic auth with this user and the password in TXMQ_UI_PASSWORD")
 	var allowHosts stringList
 	fs.Var(&allowHosts, "allow-host", "a further Host the dashboard answers to without --user, NAME or NAME:PORT (repeatable, or comma-separated), e.g. a reverse proxy's name; by default only the --listen address and localhost, 127.0.0.1, [::1] on its port do (421 Misdirected Request otherwise)")
@@ -83,7 +84,7 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if host != "" && net.ParseIP(host) == nil {
 		allowHosts = append(allowHosts, net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)))
 	}
-	h, err := ui.Handler(&ui.Options{Store: store, Backend: backend, Inspector: in, ReadOnly: *readOnly, User: *user, Password: password,
+	h, err := ui.Handler(&ui.Options{Store: store, Backend: backend, Inspector: in, ReadOnly: *readOnly, HidePayloads: *hidePayloads, User: *user, Password: password,
 		AllowedHosts: allowHosts, Logger: logger})
 	if err != nil {
 		if errors.Is(err, core.ErrInvalidConfig) {

@@ -87,7 +87,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	if err := app.Node.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h, err := ui.ForApp(app, nil)
+	// The payload formatter hook, as an app masking fields would set it: it marks what it
+	// rendered, so that the pages show they went through it.
+	h, err := ui.ForApp(app, &ui.Options{FormatPayload: func(queue string, p []byte) string { return queue + ": " + string(p) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	}, "the failing invoice is dead-lettered")
 	step("03-dead-letters", chromedp.Navigate(base+"/dead"), chromedp.WaitVisible(chromedp.CSS(`#dead`)),
 		chromedp.Click(chromedp.CSS(`#dead tbody tr a`)), chromedp.WaitVisible(chromedp.CSS(`section.message pre`)))
-	if got := text(`section.message pre`); !strings.Contains(got, "invoice 42") {
+	if got := text(`section.message pre`); got != `invoices: "invoice 42"` {
 		t.Fatalf("the dead letter page shows %q, want the message", got)
 	}
 	if got := text(`dd.error`); !strings.Contains(got, "smtp: 550") {
@@ -231,6 +233,20 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the Schedules page of an app without schedules says %q", got)
 	}
 
+	// Live messages with their payloads: the delayed signups listed with a preview of each
+	// payload, one opened with its payload in full (from the backend's native lookup).
+	step("08c-messages", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
+		chromedp.Click(chromedp.CSS(`header nav a[href$="messages"]`)), chromedp.WaitVisible(chromedp.CSS(`#list`)),
+		chromedp.SendKeys(chromedp.CSS(`#list input[name="queue"]`), "signups"),
+		chromedp.Click(chromedp.CSS(`#list button`)), chromedp.WaitVisible(chromedp.CSS(`#messages tr[data-id="later-a"]`)))
+	if got := text(`#messages tr[data-id="later-a"] td.payload`); got != `signups: "later"` {
+		t.Fatalf("the Messages list shows the payload of later-a as %q, want it through the formatter", got)
+	}
+	step("08d-message-payload", chromedp.Click(chromedp.CSS(`#messages tr[data-id="later-a"] a`)), chromedp.WaitVisible(chromedp.CSS(`#payload pre`)))
+	if got := text(`#payload pre`); got != `signups: "later"` {
+		t.Fatalf("the message page shows the payload %q, want it through the formatter", got)
+	}
+
 	// 5. Auto-refresh: the page reloads itself (a meta refresh, no JavaScript) and shows a
 	// publish made after it loaded, with no navigation by the test.
 	// The page may be reloading while it is read: a read that finds no node is retried.
@@ -249,6 +265,23 @@ func TestDashboardInBrowser(t *testing.T) {
 	txmqtest.Eventually(t, 15*time.Second, func() bool { return delayedNow() == "4" },
 		"the auto-refreshing page shows the fourth delayed signup without being navigated")
 	step("10-auto-refreshed", chromedp.WaitVisible(chromedp.CSS(`#refresh-off`)))
+
+	// 6. Bulk cancel: every delayed signup, refused until the queue's name is typed.
+	step("11-cancel-where-unconfirmed", chromedp.Navigate(base+"/messages?queue=signups&state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#cancel-where`)),
+		chromedp.Click(chromedp.CSS(`button[name="cancel-where"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`#msg`); !strings.Contains(got, "not cancelled") {
+		t.Fatalf("an unconfirmed bulk cancel says %q, want it refused", got)
+	}
+	step("12-cancel-where", chromedp.Navigate(base+"/messages?queue=signups&state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#cancel-where`)),
+		chromedp.SendKeys(chromedp.CSS(`#cancel-where input[name="confirm"]`), "signups"),
+		chromedp.Click(chromedp.CSS(`button[name="cancel-where"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`#msg`); !strings.Contains(got, "cancelled 4 delayed message(s) of signups") {
+		t.Fatalf("a confirmed bulk cancel says %q", got)
+	}
+	step("13-after-cancel-where", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
+	if got := text(`tr[data-queue="signups"] td.delayed`); got != "0" {
+		t.Fatalf("signups delayed = %q after the bulk cancel, want 0", got)
+	}
 
 	// The picture of the dashboard in docs/operations.md is this test's queues page with
 	// signups paused: TXMQ_UI_DOCS=1 writes it to docs/dashboard.png, so that it is remade

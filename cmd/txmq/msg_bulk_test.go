@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/parity"
+	"github.com/txmq/txmq/txmqtest/testenv"
+)
+
+// TestMsgCancelWhereExitCodes runs the built command's bulk cancel against SQL jobs (which
+// can take messages back) and Redis (which cannot): an unknown queue exits 1, no --yes in a
+// script exits 2 and cancels nothing, a bad state exits 2, a backend that cannot cancel exits
+// 1 saying so, and --yes cancels every delayed message and leaves the ready one.
+func TestMsgCancelWhereExitCodes(t *testing.T) {
+	t.Parallel()
+	pool := testenv.PostgresPool(t)
+	schema := testenv.PostgresSchema(t, pool)
+	jobsURL := testenv.PostgresURL(t) + "&txmq_schema=" + schema
+	ctx := context.Background()
+	be, err := core.OpenBackend(ctx, jobsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = be.Close() })
+	queue := testenv.UniqueName("bulk")
+	for _, delay := range []time.Duration{time.Hour, time.Hour, 0} {
+		b := parity.EncodeBatch(queue, nil, json.RawMessage(`"x"`), json.RawMessage(`"y"`))
+		b.Delay = delay
+		if err := be.Publish(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := []string{"TXMQ_BACKEND=" + jobsURL}
+	redis := []string{"TXMQ_BACKEND=" + testenv.RedisURL(t)}
+	cancel := []string{"msg", "cancel", "--queue", queue, "--state", "delayed"}
+	for _, tt := range []struct {
+		name     string
+		env      []string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"unknown queue", jobs, []string{"msg", "cancel", "--queue", "nosuch", "--state", "delayed", "--yes"}, exitError, `unknown queue: --queue "nosuch"`},
+		{"without --yes", jobs, cancel, exitUsage, "add --yes"},
+		{"running state", jobs, []string{"msg", "cancel", "--queue", queue, "--state", "running", "--yes"}, exitUsage, "a running batch is not interrupted"},
+		{"backend that cannot cancel", redis, append(cancel, "--yes"), exitError, "cannot take a message back"},
+		{"--yes", jobs, append(cancel, "--yes"), exitOK, "cancelled 4 delayed message(s) of " + queue},
+	} {
+		out, errOut, code := runBinaryOut(t, tt.env, tt.args...)
+		if code != tt.wantCode || !strings.Contains(out+errOut, tt.want) {
+			t.Fatalf("%s: txmq %s: exit %d (want %d, and %q)\nstdout:\n%s\nstderr:\n%s", tt.name, strings.Join(tt.args, " "), code, tt.wantCode, tt.want, out, errOut)
+		}
+		if tt.wantCode != exitOK {
+			if d, err := be.Depths(ctx, []string{queue}); err != nil || d[queue].Delayed != 2 {
+				t.Fatalf("%s: delayed batches after a refused cancel: %+v, %v; want 2", tt.name, d[queue], err)
+			}
+		}
+	}
+	if d, err := be.Depths(ctx, []string{queue}); err != nil || d[queue].Delayed != 0 || d[queue].Ready != 1 {
+		t.Fatalf("after the bulk cancel: %+v, %v; want the ready batch only", d[queue], err)
+	}
+}
