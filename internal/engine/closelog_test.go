@@ -49,7 +49,7 @@ func TestCloseSpeaks(t *testing.T) {
 	lines := make(chan logLine, 1024)
 	fb := &fakeBackend{}
 	var once sync.Once
-	fb.fetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	fb.FetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 		var cs []*core.Claim
 		once.Do(func() {
 			cs = []*core.Claim{{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(time.Minute)}}
