@@ -13,7 +13,6 @@ import (
 // The shared fakes (package fakes), under the names these tests use.
 type (
 	fakeBackend = fakes.Backend
-	fakeRetry   = fakes.Retry
 	fakeSink    = fakes.Sink
 	fakeTx      = fakes.Tx
 	// handoffRecorder records what is handed to the outbox.
