@@ -144,3 +144,34 @@ func closeSpeaks(t *testing.T, refuse bool, wantPublished, wantHanded string) {
 		t.Fatalf("last line %s %q %v; want a warning with runs_cut_short=1 messages_published=%s batches_handed_to_outbox=%s", last.level, last.msg, last.attrs, wantPublished, wantHanded)
 	}
 }
+
+// TestCloseQuietWhenIdle: a Close with nothing running and nothing buffered logs its two
+// lines at debug level only.
+func TestCloseQuietWhenIdle(t *testing.T) {
+	t.Parallel()
+	lines := make(chan logLine, 64)
+	n, err := txmq.NewNode(&fakeBackend{}, &txmq.NodeOptions{
+		Registry: txmq.NewRegistry(),
+		Logger:   slog.New(recordHandler{prefix: "txmq: clos", out: lines}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(lines)
+	got := 0
+	for l := range lines {
+		got++
+		if l.level != slog.LevelDebug {
+			t.Errorf("%s %q %v; want debug level: Close waited for nothing", l.level, l.msg, l.attrs)
+		}
+	}
+	if got != 2 {
+		t.Fatalf("%d lines from Close; want 2 (closing, closed)", got)
+	}
+}
