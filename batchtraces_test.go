@@ -66,7 +66,7 @@ func TestBatchesKeepEachMessagesTrace(t *testing.T) {
 					want[`"`+m+`"`] = p.trace
 				}
 			}
-			bs, err := core.Batches(tx.staged, time.Now())
+			bs, err := core.Batches(tx.Staged, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -78,8 +78,8 @@ func TestOversizePublishRefusedAtCallSite(t *testing.T) {
 				}
 			}
 			_ = n.Close(context.Background())
-			if len(tx.staged) != 0 || len(fb.batches()) != 0 {
-				t.Fatalf("part of a refused call was published: %d staged, %d stored", len(tx.staged), len(fb.batches()))
+			if len(tx.Staged) != 0 || len(fb.Batches()) != 0 {
+				t.Fatalf("part of a refused call was published: %d staged, %d stored", len(tx.Staged), len(fb.Batches()))
 			}
 		})
 	}
@@ -113,12 +113,12 @@ func TestBatchesCutByBytes(t *testing.T) {
 	if err := q.PublishMany(context.Background(), n, msgs); err != nil {
 		t.Fatal(err)
 	}
-	staged, err := core.Batches(tx.staged, time.Now())
+	staged, err := core.Batches(tx.Staged, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	_ = n.Close(context.Background())
-	for name, bs := range map[string][]core.OutgoingBatch{"outbox": staged, "buffer": fb.batches()} {
+	for name, bs := range map[string][]core.OutgoingBatch{"outbox": staged, "buffer": fb.Batches()} {
 		total := 0
 		for _, b := range bs {
 			if len(b.Body) > 4000 {
@@ -142,7 +142,7 @@ func TestRejectedFlushIsDeadLetteredNotHandedOff(t *testing.T) {
 	}{
 		{"with a dead-letter sink", &fakeSink{}, core.ReasonRejected},
 		{"without a sink", nil, core.ReasonRejected},
-		{"sink fails", &fakeSink{err: errors.New("db down")}, core.ReasonDeadLetterFailed},
+		{"sink fails", &fakeSink{Err: errors.New("db down")}, core.ReasonDeadLetterFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -152,22 +152,22 @@ func TestRejectedFlushIsDeadLetteredNotHandedOff(t *testing.T) {
 				opts.DeadLetters = tc.sink
 			}
 			n, fb := newTestNode(t, opts)
-			fb.publishErr = refusal
+			fb.PublishErr = refusal
 			q := MustDeclareIn(n.Registry(), "q", QueueConfig[int]{Transactional: Try})
 			_ = q.PublishMany(context.Background(), n, []int{1, 2, 3})
 			_ = n.Close(context.Background())
 			st := n.Stats()
-			if len(h.got) != 0 || st.HandedOff != 0 {
-				t.Fatalf("a rejected batch was handed to the outbox (%d), where it would be retried forever", len(h.got))
+			if len(h.Got) != 0 || st.HandedOff != 0 {
+				t.Fatalf("a rejected batch was handed to the outbox (%d), where it would be retried forever", len(h.Got))
 			}
 			if st.Dropped[core.ReasonRejected] != 1 || st.Dropped[tc.wantReason] != 1 {
 				t.Fatalf("dropped %v, want one %s (and one %s)", st.Dropped, core.ReasonRejected, tc.wantReason)
 			}
 			if tc.sink != nil {
-				if len(tc.sink.got) != 1 {
-					t.Fatalf("%d dead letters, want 1", len(tc.sink.got))
+				if len(tc.sink.Got) != 1 {
+					t.Fatalf("%d dead letters, want 1", len(tc.sink.Got))
 				}
-				dl := tc.sink.got[0]
+				dl := tc.sink.Got[0]
 				if dl.Reason != core.ReasonRejected || !strings.Contains(dl.Error, "value too large") || dl.Messages != 3 || dl.Queue != "q" || dl.Attempts != 0 {
 					t.Fatalf("dead letter %+v", dl)
 				}

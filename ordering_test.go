@@ -72,7 +72,7 @@ func TestOrderedRefused(t *testing.T) {
 	_, err := NewNode(&fakeBackend{}, &NodeOptions{Registry: reg, Logger: quietLogger()})
 	check := func(call string, err error, queue string) {
 		t.Helper()
-		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), queue) || !strings.Contains(err.Error(), "fakeBackend") {
+		if !errors.Is(err, core.ErrInvalidConfig) || !strings.Contains(err.Error(), queue) || !strings.Contains(err.Error(), "fakes.Backend") {
 			t.Errorf("%s: %v; want ErrInvalidConfig naming queue %q and the adapter", call, err, queue)
 		}
 	}
@@ -98,12 +98,12 @@ func TestIDDedupRefused(t *testing.T) {
 	reg := NewRegistry()
 	MustDeclareIn(reg, "early", QueueConfig[int]{Transactional: Try, IDDedupWindow: time.Minute})
 	_, err := NewNode(&fakeBackend{}, &NodeOptions{Registry: reg, Logger: quietLogger()})
-	check("NewNode", err, "early", "fakeBackend")
+	check("NewNode", err, "early", "fakes.Backend")
 	reg2 := NewRegistry()
 	n := newTestNodeOn(t, &fakeBackend{}, &NodeOptions{Registry: reg2})
 	q := MustDeclareIn(reg2, "late", QueueConfig[int]{Transactional: Try, IDDedupWindow: time.Minute})
-	check("Listen", q.Listen(n, func(context.Context, []int) error { return nil }), "late", "fakeBackend")
-	check("Publish", q.Publish(context.Background(), n, 1, ID("x")), "late", "fakeBackend")
+	check("Listen", q.Listen(n, func(context.Context, []int) error { return nil }), "late", "fakes.Backend")
+	check("Publish", q.Publish(context.Background(), n, 1, ID("x")), "late", "fakes.Backend")
 	reg3 := NewRegistry()
 	MustDeclareIn(reg3, "long", QueueConfig[int]{Transactional: Try, IDDedupWindow: time.Hour})
 	_, err = NewNode(dedupFake{fakeBackend: &fakeBackend{}, max: 5 * time.Minute}, &NodeOptions{Registry: reg3, Logger: quietLogger()})

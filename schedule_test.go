@@ -83,7 +83,7 @@ func TestRunMissedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(fb.batches()) == 0 && time.Now().Before(deadline) {
+	for len(fb.Batches()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ticks.mu.Lock()
@@ -92,7 +92,7 @@ func TestRunMissedOnce(t *testing.T) {
 	if len(ticks.claimed) != 1 || !ticks.claimed[0].Equal(want) && !ticks.claimed[0].Equal(want.Add(-time.Minute)) {
 		t.Fatalf("claimed %v at start; want the latest missed minute (%v) once", ticks.claimed, want)
 	}
-	if got := len(fb.batches()); got != 1 {
+	if got := len(fb.Batches()); got != 1 {
 		t.Fatalf("%d batches published, want the missed tick's one", got)
 	}
 }

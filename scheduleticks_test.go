@@ -159,11 +159,11 @@ func TestScheduleTickStagedWhateverRouting(t *testing.T) {
 			if err := spec.publish(core.ContextWithTx(context.Background(), tx), n, tick); err != nil {
 				t.Fatalf("publishing the tick in the claim's transaction: %v", err)
 			}
-			if len(tx.staged) != 1 || len(tx.afterCommit) != 0 || int(n.Stats().Buffered) != 0 {
-				t.Fatalf("staged %d publishes, %d waiting for the commit, %d buffered; want the tick staged", len(tx.staged), len(tx.afterCommit), int(n.Stats().Buffered))
+			if len(tx.Staged) != 1 || len(tx.AfterCommits) != 0 || int(n.Stats().Buffered) != 0 {
+				t.Fatalf("staged %d publishes, %d waiting for the commit, %d buffered; want the tick staged", len(tx.Staged), len(tx.AfterCommits), int(n.Stats().Buffered))
 			}
 			want := "s@" + strconv.FormatInt(tick.Unix(), 10)
-			if ms := tx.staged[0].Messages; len(ms) != 2 || ms[0].ID != want || ms[1].ID != want+"#1" {
+			if ms := tx.Staged[0].Messages; len(ms) != 2 || ms[0].ID != want || ms[1].ID != want+"#1" {
 				t.Fatalf("staged messages %+v; want ids %s and %s#1", ms, want, want)
 			}
 			err := spec.publish(context.Background(), n, tick)

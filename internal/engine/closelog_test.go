@@ -43,13 +43,33 @@ func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
 
 // TestCloseSpeaks: Close logs at once what it waits for (the running batches by queue, the
 // buffered messages), again while it waits, and at the end what it did (the run it cut short,
-// the buffered messages it published).
+// the buffered messages it published, or handed to the outbox when the backend refused them).
 func TestCloseSpeaks(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name                    string
+		refuse                  bool
+		wantPublished, wantHand string
+	}{
+		{name: "backend takes the buffer", wantPublished: "3", wantHand: "0"},
+		{name: "backend refuses the buffer", refuse: true, wantPublished: "0", wantHand: "1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			closeSpeaks(t, tc.refuse, tc.wantPublished, tc.wantHand)
+		})
+	}
+}
+
+// closeSpeaks runs TestCloseSpeaks' case: refuse makes the backend refuse every publish.
+func closeSpeaks(t *testing.T, refuse bool, wantPublished, wantHanded string) {
 	lines := make(chan logLine, 1024)
 	fb := &fakeBackend{}
+	if refuse {
+		fb.PublishErr = core.ErrBackendUnavailable
+	}
 	var once sync.Once
-	fb.fetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	fb.FetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 		var cs []*core.Claim
 		once.Do(func() {
 			cs = []*core.Claim{{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(time.Minute)}}
@@ -62,6 +82,7 @@ func TestCloseSpeaks(t *testing.T) {
 	n, err := txmq.NewNode(fb, &txmq.NodeOptions{
 		Registry: txmq.NewRegistry(),
 		Logger:   slog.New(recordHandler{prefix: "txmq: ", out: lines}),
+		Handoff:  &handoffRecorder{},
 		// The buffer holds what is published until Close flushes it.
 		FlushWindow: time.Hour, FlushCap: time.Hour,
 	})
@@ -119,7 +140,38 @@ func TestCloseSpeaks(t *testing.T) {
 	if err := <-closed; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Close returned %v; want context.Canceled", err)
 	}
-	if last.level != slog.LevelWarn || last.attrs["runs_cut_short"] != "1" || last.attrs["messages_published"] != "3" || last.attrs["batches_handed_to_outbox"] != "0" {
-		t.Fatalf("last line %s %q %v; want a warning with runs_cut_short=1 messages_published=3 batches_handed_to_outbox=0", last.level, last.msg, last.attrs)
+	if last.level != slog.LevelWarn || last.attrs["runs_cut_short"] != "1" || last.attrs["messages_published"] != wantPublished || last.attrs["batches_handed_to_outbox"] != wantHanded {
+		t.Fatalf("last line %s %q %v; want a warning with runs_cut_short=1 messages_published=%s batches_handed_to_outbox=%s", last.level, last.msg, last.attrs, wantPublished, wantHanded)
+	}
+}
+
+// TestCloseQuietWhenIdle: a Close with nothing running and nothing buffered logs its two
+// lines at debug level only.
+func TestCloseQuietWhenIdle(t *testing.T) {
+	t.Parallel()
+	lines := make(chan logLine, 64)
+	n, err := txmq.NewNode(&fakeBackend{}, &txmq.NodeOptions{
+		Registry: txmq.NewRegistry(),
+		Logger:   slog.New(recordHandler{prefix: "txmq: clos", out: lines}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(lines)
+	got := 0
+	for l := range lines {
+		got++
+		if l.level != slog.LevelDebug {
+			t.Errorf("%s %q %v; want debug level: Close waited for nothing", l.level, l.msg, l.attrs)
+		}
+	}
+	if got != 2 {
+		t.Fatalf("%d lines from Close; want 2 (closing, closed)", got)
 	}
 }

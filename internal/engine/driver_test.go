@@ -22,7 +22,7 @@ func TestCapFuncMayCallTheNode(t *testing.T) {
 	t.Parallel()
 	fetched := make(chan core.FetchRequest, 1)
 	fb := &fakeBackend{}
-	fb.fetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	fb.FetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 		select {
 		case fetched <- req:
 		default:
@@ -55,7 +55,7 @@ func TestEmptyFetchDoesNotSpin(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int64
 	fb := &fakeBackend{}
-	fb.fetchFn = func(context.Context, core.FetchRequest) ([]*core.Claim, error) {
+	fb.FetchFn = func(context.Context, core.FetchRequest) ([]*core.Claim, error) {
 		calls.Add(1)
 		return nil, nil
 	}
@@ -147,7 +147,7 @@ func TestInterruptedFetchIsNotAFailure(t *testing.T) {
 	t.Parallel()
 	fetches := make(chan core.FetchRequest, 16)
 	fb := &fakeBackend{}
-	fb.fetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	fb.FetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 		fetches <- req
 		<-ctx.Done()
 		return nil, fmt.Errorf("%w: client: connection closed", core.ErrBackendUnavailable)

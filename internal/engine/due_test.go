@@ -54,23 +54,23 @@ func TestEarlyArrivalGuard(t *testing.T) {
 			if got := n.Stats().Runs; got != tt.runs {
 				t.Fatalf("Stats.Runs = %d; want %d", got, tt.runs)
 			}
-			fb.mu.Lock()
-			defer fb.mu.Unlock()
+			fb.Mu.Lock()
+			defer fb.Mu.Unlock()
 			if !tt.giveBack {
-				if len(fb.retried) != 0 || len(fb.acked) != 1 {
-					t.Fatalf("retried %d, acked %d; want the batch run and acked", len(fb.retried), len(fb.acked))
+				if len(fb.Retried) != 0 || len(fb.Acked) != 1 {
+					t.Fatalf("retried %d, acked %d; want the batch run and acked", len(fb.Retried), len(fb.Acked))
 				}
 				return
 			}
-			if len(fb.retried) != 1 || len(fb.acked) != 0 || len(fb.dropped) != 0 {
-				t.Fatalf("retried %d, acked %d, dropped %d; want one give-back", len(fb.retried), len(fb.acked), len(fb.dropped))
+			if len(fb.Retried) != 1 || len(fb.Acked) != 0 || len(fb.Dropped) != 0 {
+				t.Fatalf("retried %d, acked %d, dropped %d; want one give-back", len(fb.Retried), len(fb.Acked), len(fb.Dropped))
 			}
-			rt := fb.retried[0]
+			rt := fb.Retried[0]
 			// Never early: what is left by this clock plus the whole skew allowance.
-			if min := e.Due.Sub(end) + engine.EarlyAllowance; rt.delay < min {
-				t.Fatalf("given back for %v; want at least %v (what is left plus the allowance)", rt.delay, min)
+			if min := e.Due.Sub(end) + engine.EarlyAllowance; rt.Delay < min {
+				t.Fatalf("given back for %v; want at least %v (what is left plus the allowance)", rt.Delay, min)
 			}
-			back, err := envelope.Decode(rt.body)
+			back, err := envelope.Decode(rt.Body)
 			if err != nil {
 				t.Fatalf("give-back body: %v", err)
 			}

@@ -20,7 +20,7 @@ func fenceCase(t *testing.T, extend func(ctx context.Context) error) {
 	t.Helper()
 	const lease = 1200 * time.Millisecond // margin 300 ms: room for a late timer on a loaded machine
 	n, fb := newTestNode(t, &txmq.NodeOptions{Lease: lease})
-	fb.opFn = func(ctx context.Context, op string) error {
+	fb.OpFn = func(ctx context.Context, op string) error {
 		if op == "Extend" {
 			return extend(ctx)
 		}
@@ -55,11 +55,11 @@ func fenceCase(t *testing.T, extend func(ctx context.Context) error) {
 	if !s.at.Before(until) {
 		t.Fatalf("listener cancelled %v after the lease ended; the fence must come first", s.at.Sub(until))
 	}
-	acked, retried, dropped := fb.counts()
+	acked, retried, dropped := fb.Counts()
 	if acked+retried+dropped != 0 || n.Stats().LeaseLost != 1 {
 		t.Fatalf("acked %d retried %d dropped %d leaseLost %d; want nothing settled and one lease lost", acked, retried, dropped, n.Stats().LeaseLost)
 	}
-	if fb.callCount("Extend") == 0 {
+	if fb.CallCount("Extend") == 0 {
 		t.Fatalf("Extend was never tried")
 	}
 }
@@ -101,7 +101,7 @@ func TestFenceMovesWithConfirmedExtensions(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-startWork(n, &core.Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(lease)})
-	if acked, _, _ := fb.counts(); acked != 1 || n.Stats().LeaseLost != 0 {
+	if acked, _, _ := fb.Counts(); acked != 1 || n.Stats().LeaseLost != 0 {
 		t.Fatalf("acked %d, lease lost %d; want the batch acked with no lease lost", acked, n.Stats().LeaseLost)
 	}
 	if !last.After(first.Add(lease)) {
@@ -115,7 +115,7 @@ func TestNoSettleAfterTheFence(t *testing.T) {
 	t.Parallel()
 	const lease = 300 * time.Millisecond
 	n, fb := newTestNode(t, &txmq.NodeOptions{Lease: lease})
-	fb.opFn = func(_ context.Context, op string) error {
+	fb.OpFn = func(_ context.Context, op string) error {
 		if op == "Extend" {
 			return fmt.Errorf("fake: %w", core.ErrBackendUnavailable)
 		}
@@ -127,8 +127,8 @@ func TestNoSettleAfterTheFence(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-startWork(n, &core.Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(lease)})
-	if acked, retried, dropped := fb.counts(); acked+retried+dropped != 0 || fb.callCount("Ack") != 0 {
-		t.Fatalf("acked %d retried %d dropped %d (Ack calls %d); want no settle after the fence", acked, retried, dropped, fb.callCount("Ack"))
+	if acked, retried, dropped := fb.Counts(); acked+retried+dropped != 0 || fb.CallCount("Ack") != 0 {
+		t.Fatalf("acked %d retried %d dropped %d (Ack calls %d); want no settle after the fence", acked, retried, dropped, fb.CallCount("Ack"))
 	}
 }
 
@@ -138,15 +138,15 @@ func TestSettleRetriesWhileUnavailable(t *testing.T) {
 	t.Parallel()
 	pc := newPolicyCase(t, func(context.Context, []int) error { return nil }, nil)
 	var fails atomic.Int32
-	pc.fb.opFn = func(_ context.Context, op string) error {
+	pc.fb.OpFn = func(_ context.Context, op string) error {
 		if op == "Ack" && fails.Add(1) <= 2 {
 			return fmt.Errorf("fake: %w", core.ErrBackendUnavailable)
 		}
 		return nil
 	}
 	pc.deliver(batchBody(t, 0, "1"), 1)
-	if acked, _, _ := pc.fb.counts(); acked != 1 || pc.fb.callCount("Ack") != 3 {
-		t.Fatalf("acked %d after %d Ack calls; want acked on the third", acked, pc.fb.callCount("Ack"))
+	if acked, _, _ := pc.fb.Counts(); acked != 1 || pc.fb.CallCount("Ack") != 3 {
+		t.Fatalf("acked %d after %d Ack calls; want acked on the third", acked, pc.fb.CallCount("Ack"))
 	}
 }
 
@@ -156,7 +156,7 @@ func TestSettleRetriesWhileUnavailable(t *testing.T) {
 func TestTerminalOncePerBatchID(t *testing.T) {
 	t.Parallel()
 	pc := newPolicyCase(t, func(context.Context, []int) error { return errors.New("boom") }, nil)
-	pc.fb.opFn = func(_ context.Context, op string) error {
+	pc.fb.OpFn = func(_ context.Context, op string) error {
 		if op == "Drop" {
 			return fmt.Errorf("fake: %w", core.ErrBackendUnavailable)
 		}
@@ -164,15 +164,15 @@ func TestTerminalOncePerBatchID(t *testing.T) {
 	}
 	body := batchBody(t, 2, "1") // run 3 of 3
 	pc.deliver(body, 1)
-	if pc.onError.Load() != 1 || len(pc.sink.got) != 1 || pc.fb.callCount("Drop") != engine.SettleAttempts {
-		t.Fatalf("onError %d dead letters %d Drop calls %d; want 1, 1, %d", pc.onError.Load(), len(pc.sink.got), pc.fb.callCount("Drop"), engine.SettleAttempts)
+	if pc.onError.Load() != 1 || len(pc.sink.Got) != 1 || pc.fb.CallCount("Drop") != engine.SettleAttempts {
+		t.Fatalf("onError %d dead letters %d Drop calls %d; want 1, 1, %d", pc.onError.Load(), len(pc.sink.Got), pc.fb.CallCount("Drop"), engine.SettleAttempts)
 	}
-	pc.fb.opFn = nil
+	pc.fb.OpFn = nil
 	pc.deliver(body, 2) // back after the lease: judged worker_lost, same batch id
-	if pc.onError.Load() != 1 || len(pc.sink.got) != 1 || len(pc.fb.dropped) != 1 {
-		t.Fatalf("after the comeback: onError %d dead letters %d dropped %d; want 1, 1, 1", pc.onError.Load(), len(pc.sink.got), len(pc.fb.dropped))
+	if pc.onError.Load() != 1 || len(pc.sink.Got) != 1 || len(pc.fb.Dropped) != 1 {
+		t.Fatalf("after the comeback: onError %d dead letters %d dropped %d; want 1, 1, 1", pc.onError.Load(), len(pc.sink.Got), len(pc.fb.Dropped))
 	}
-	if r := pc.sink.got[0].Reason; r != core.ReasonDeliveryExhausted {
+	if r := pc.sink.Got[0].Reason; r != core.ReasonDeliveryExhausted {
 		t.Fatalf("dead letter reason %q, want %q", r, core.ReasonDeliveryExhausted)
 	}
 	if d := pc.n.Stats().Dropped[core.ReasonWorkerLost]; d != 0 {
@@ -181,10 +181,10 @@ func TestTerminalOncePerBatchID(t *testing.T) {
 
 	// Another node, whose sink already holds the batch.
 	other := newPolicyCase(t, func(context.Context, []int) error { return errors.New("boom") }, nil)
-	other.sink.err = fmt.Errorf("sink: %w", core.ErrAlreadyDeadLettered)
+	other.sink.Err = fmt.Errorf("sink: %w", core.ErrAlreadyDeadLettered)
 	other.deliver(body, 2)
-	if other.onError.Load() != 0 || len(other.fb.dropped) != 1 || other.n.Stats().Dropped[core.ReasonDeadLetterFailed] != 0 {
-		t.Fatalf("second node: onError %d dropped %d dead_letter_failed %d; want 0, 1, 0", other.onError.Load(), len(other.fb.dropped), other.n.Stats().Dropped[core.ReasonDeadLetterFailed])
+	if other.onError.Load() != 0 || len(other.fb.Dropped) != 1 || other.n.Stats().Dropped[core.ReasonDeadLetterFailed] != 0 {
+		t.Fatalf("second node: onError %d dropped %d dead_letter_failed %d; want 0, 1, 0", other.onError.Load(), len(other.fb.Dropped), other.n.Stats().Dropped[core.ReasonDeadLetterFailed])
 	}
 }
 
@@ -198,7 +198,7 @@ func TestCloseWithDoneContextStillFlushes(t *testing.T) {
 	t.Run("published", func(t *testing.T) {
 		t.Parallel()
 		n, fb := newTestNode(t, &txmq.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour})
-		fb.publishFn = func(ctx context.Context, _ core.OutgoingBatch) error { return ctx.Err() } // as a real client does
+		fb.PublishFn = func(ctx context.Context, _ core.OutgoingBatch) error { return ctx.Err() } // as a real client does
 		q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
 		for i := range 10 {
 			if err := q.Publish(context.Background(), n, i); err != nil {
@@ -209,7 +209,7 @@ func TestCloseWithDoneContextStillFlushes(t *testing.T) {
 			t.Fatalf("Close: %v", err)
 		}
 		got := 0
-		for _, b := range fb.batches() {
+		for _, b := range fb.Batches() {
 			got += b.Messages
 		}
 		if st := n.Stats(); got != 10 || len(st.Dropped) != 0 {
@@ -220,7 +220,7 @@ func TestCloseWithDoneContextStillFlushes(t *testing.T) {
 		t.Parallel()
 		h := &handoffRecorder{}
 		n, fb := newTestNode(t, &txmq.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour, Handoff: h, CloseFlushTimeout: 200 * time.Millisecond})
-		fb.publishFn = func(ctx context.Context, _ core.OutgoingBatch) error { <-ctx.Done(); return ctx.Err() }
+		fb.PublishFn = func(ctx context.Context, _ core.OutgoingBatch) error { <-ctx.Done(); return ctx.Err() }
 		q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
 		_ = q.Publish(context.Background(), n, 1)
 		start := time.Now()
@@ -250,7 +250,7 @@ func TestClaimArrivingPastItsFence(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			n, fb := newTestNode(t, &txmq.NodeOptions{Lease: lease})
-			fb.opFn = func(_ context.Context, op string) error {
+			fb.OpFn = func(_ context.Context, op string) error {
 				if op == "Extend" {
 					return tc.extend
 				}
@@ -261,7 +261,7 @@ func TestClaimArrivingPastItsFence(t *testing.T) {
 			_ = q.Listen(n, func(context.Context, []int) error { ran.Store(true); return nil })
 			until := time.Now().Add(core.LeaseMargin(lease) / 2)
 			<-startWork(n, &core.Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: until})
-			acked, _, _ := fb.counts()
+			acked, _, _ := fb.Counts()
 			if ran.Load() != tc.wantRun || (acked == 1) != tc.wantRun {
 				t.Fatalf("ran %v acked %d; want run and ack %v", ran.Load(), acked, tc.wantRun)
 			}
@@ -278,7 +278,7 @@ func TestFenceWithALongerBackendLease(t *testing.T) {
 	// Two seconds: a loaded CI machine still confirms each extension within the second it has.
 	const lease = 2 * time.Second
 	n, fb := newTestNode(t, &txmq.NodeOptions{Lease: lease})
-	fb.granted = 10 * lease
+	fb.Granted = 10 * lease
 	q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
 	_ = q.Listen(n, func(ctx context.Context, _ []int) error {
 		select {
@@ -292,7 +292,7 @@ func TestFenceWithALongerBackendLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-startWork(n, &core.Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(lease)})
-	if acked, _, _ := fb.counts(); acked != 1 || n.Stats().LeaseLost != 0 {
+	if acked, _, _ := fb.Counts(); acked != 1 || n.Stats().LeaseLost != 0 {
 		t.Fatalf("acked %d, lease lost %d; want the batch acked with no lease lost", acked, n.Stats().LeaseLost)
 	}
 }
@@ -335,7 +335,7 @@ func TestStepBackAfterLostLease(t *testing.T) {
 func TestCloseFlushOutlastsItsTimeoutWhileTheBackendAccepts(t *testing.T) {
 	t.Parallel()
 	n, fb := newTestNode(t, &txmq.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour, CloseFlushTimeout: 100 * time.Millisecond})
-	fb.publishFn = func(ctx context.Context, _ core.OutgoingBatch) error {
+	fb.PublishFn = func(ctx context.Context, _ core.OutgoingBatch) error {
 		select {
 		case <-time.After(20 * time.Millisecond):
 			return nil
@@ -353,7 +353,7 @@ func TestCloseFlushOutlastsItsTimeoutWhileTheBackendAccepts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_ = n.Close(ctx)
-	if got := len(fb.batches()); got != total {
+	if got := len(fb.Batches()); got != total {
 		t.Fatalf("%d of %d batches stored; dropped %v", got, total, n.Stats().Dropped)
 	}
 }
@@ -367,7 +367,7 @@ func hungBufferedNode(t *testing.T, opts *txmq.NodeOptions) (*txmq.Node, *atomic
 	t.Helper()
 	n, fb := newTestNode(t, opts)
 	writes := new(atomic.Int64)
-	fb.publishFn = func(ctx context.Context, _ core.OutgoingBatch) error {
+	fb.PublishFn = func(ctx context.Context, _ core.OutgoingBatch) error {
 		writes.Add(1)
 		<-ctx.Done() // the backend hangs
 		return ctx.Err()
@@ -392,9 +392,9 @@ func TestCloseFlushHandsOffTheRestOnceAWriteFails(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("Close took %v with a hung backend; want about one CloseFlushTimeout", took)
 	}
-	h.mu.Lock()
-	got := len(h.got)
-	h.mu.Unlock()
+	h.Mu.Lock()
+	got := len(h.Got)
+	h.Mu.Unlock()
 	if got != total || len(n.Stats().Dropped) != 0 {
 		t.Fatalf("%d of %d batches handed off, dropped %v", got, total, n.Stats().Dropped)
 	}
@@ -418,9 +418,9 @@ func TestCloseBoundsAFlushInProgress(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("Close took %v with a flush in progress on a hung backend; want about one CloseFlushTimeout", took)
 	}
-	h.mu.Lock()
-	got := len(h.got)
-	h.mu.Unlock()
+	h.Mu.Lock()
+	got := len(h.Got)
+	h.Mu.Unlock()
 	if got != total || len(n.Stats().Dropped) != 0 {
 		t.Fatalf("%d of %d batches handed off, dropped %v", got, total, n.Stats().Dropped)
 	}

@@ -22,7 +22,7 @@ func TestFlushesOfOneKeyInOrder(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 4)
 	var once sync.Once
-	fb.publishFn = func(ctx context.Context, b core.OutgoingBatch) error {
+	fb.PublishFn = func(ctx context.Context, b core.OutgoingBatch) error {
 		if b.Key == "a" {
 			once.Do(func() { // the first write of key a hangs until released
 				started <- struct{}{}
@@ -57,12 +57,12 @@ func TestFlushesOfOneKeyInOrder(t *testing.T) {
 	close(release)
 	<-done1
 	<-done2
-	fb.mu.Lock()
+	fb.Mu.Lock()
 	var got []string
-	for _, b := range fb.published {
+	for _, b := range fb.Published {
 		got = append(got, bodies(t, b))
 	}
-	fb.mu.Unlock()
+	fb.Mu.Unlock()
 	if fmt.Sprint(got) != "[b:b1 a:a1 a:a2]" {
 		t.Fatalf("published %v; want b:b1, then key a's flushes in the order taken", got)
 	}

@@ -48,7 +48,7 @@ func TestUserCallbacksPanicking(t *testing.T) {
 				return nil
 			})
 			engine.Of(n).Deliver(&core.Claim{Queue: "q", ID: "b", Body: tt.body(t), Deliveries: 1, LeaseUntil: time.Now().Add(time.Minute)})
-			acked, retried, dropped := fb.counts()
+			acked, retried, dropped := fb.Counts()
 			if acked != tt.acked || retried != tt.retried || dropped != 0 {
 				t.Fatalf("acked %d retried %d dropped %d, want %d/%d/0", acked, retried, dropped, tt.acked, tt.retried)
 			}
@@ -64,7 +64,7 @@ func TestUserCallbacksPanicking(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			fb := &fakeBackend{publishFn: func(context.Context, core.OutgoingBatch) error { panic("publish boom") }}
+			fb := &fakeBackend{PublishFn: func(context.Context, core.OutgoingBatch) error { panic("publish boom") }}
 			n := newTestNodeOn(t, fb, &txmq.NodeOptions{Handoff: tc.handoff})
 			q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
 			_ = q.Publish(context.Background(), n, 1)
@@ -94,10 +94,10 @@ func TestSlowOnErrorKeepsTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	engine.Of(n).Deliver(&core.Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(time.Second)})
-	fb.mu.Lock()
-	extends := fb.extends
-	fb.mu.Unlock()
-	if _, _, dropped := fb.counts(); dropped != 1 || extends == 0 {
+	fb.Mu.Lock()
+	extends := fb.Extends
+	fb.Mu.Unlock()
+	if _, _, dropped := fb.Counts(); dropped != 1 || extends == 0 {
 		t.Fatalf("dropped %d, lease extended %d times during a 1.5s OnError on a 1s lease; want 1 and > 0", dropped, extends)
 	}
 }

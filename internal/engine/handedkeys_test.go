@@ -22,8 +22,8 @@ type keyedHandoff struct {
 }
 
 func (h *keyedHandoff) HoldsKey(_ context.Context, queue, key string) (bool, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
 	h.asked = append(h.asked, key)
 	return h.holds, h.err
 }
@@ -35,7 +35,7 @@ func TestLaterFlushFollowsOutbox(t *testing.T) {
 	t.Parallel()
 	fb := &fakeBackend{}
 	down := true
-	fb.publishFn = func(_ context.Context, b core.OutgoingBatch) error {
+	fb.PublishFn = func(_ context.Context, b core.OutgoingBatch) error {
 		if down && b.Key == "a" {
 			return fmt.Errorf("down: %w", core.ErrBackendUnavailable)
 		}
@@ -56,27 +56,27 @@ func TestLaterFlushFollowsOutbox(t *testing.T) {
 	flush("a1", "b1") // the outage: a1 handed off
 	down = false
 	flush("a2", "b2") // back, but the outbox holds a
-	h.mu.Lock()
+	h.Mu.Lock()
 	h.holds, h.err = false, errors.New("db down")
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	flush("a3") // the outbox cannot say: order first
-	h.mu.Lock()
+	h.Mu.Lock()
 	h.err = nil
-	h.mu.Unlock()
+	h.Mu.Unlock()
 	flush("a4", "b3") // the outbox holds no a: straight to the backend
 	flush("a5")       // forgotten: not asked again
 	var handed, published []string
-	h.mu.Lock()
-	for _, b := range h.got {
+	h.Mu.Lock()
+	for _, b := range h.Got {
 		handed = append(handed, bodies(t, b))
 	}
 	asked := strings.Join(h.asked, ",")
-	h.mu.Unlock()
-	fb.mu.Lock()
-	for _, b := range fb.published {
+	h.Mu.Unlock()
+	fb.Mu.Lock()
+	for _, b := range fb.Published {
 		published = append(published, bodies(t, b))
 	}
-	fb.mu.Unlock()
+	fb.Mu.Unlock()
 	if fmt.Sprint(handed) != "[a:a1 a:a2 a:a3]" {
 		t.Errorf("handed off %v; want a1 (refused), a2 (outbox holds a), a3 (outbox cannot say)", handed)
 	}

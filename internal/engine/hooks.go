@@ -6,51 +6,36 @@ import (
 	"time"
 )
 
-// Hooks receives the engine's events, for metrics: txmq.Hooks, whose fields it mirrors (a
-// txmq.Hooks converts to it), documents each. Every field is optional; panics are recovered
-// and logged.
+// Hooks and Stats mirror txmq.Hooks and txmq.Stats field for field, so that each converts to
+// the other (txmq.Hooks(h), engine.Stats(s)). They are mirrors, not the same type, because the
+// app API documents its fields in its own package (go doc txmq) and the engine may not import
+// it; txmq.Hooks and txmq.Stats document each field, and a field added there is added here.
+
+// Hooks receives the engine's events, for metrics (txmq.Hooks). Every field is optional;
+// panics are recovered and logged.
 type Hooks struct {
-	// Published is called after a batch was stored in the backend.
 	Published func(queue string, messages int)
-	// Delivered is called after a listener run, with its outcome (nil error on success).
 	Delivered func(queue string, messages int, run int, took time.Duration, err error)
-	// Retried is called when a failed batch is scheduled for another run after delay.
-	Retried func(queue string, run int, delay time.Duration)
-	// Dropped is called for every dropped batch with its reason (a Reason constant).
-	Dropped func(queue string, reason string, messages int)
-	// HandedOff is called when a buffered flush the backend refused went to the outbox.
+	Retried   func(queue string, run int, delay time.Duration)
+	Dropped   func(queue string, reason string, messages int)
 	HandedOff func(queue string, messages int)
 }
 
-// Stats are an engine's counters since it was created: txmq.Stats, whose fields it mirrors,
-// documents each.
+// Stats are an engine's counters since it was created (txmq.Stats).
 type Stats struct {
-	// PublishedBatches and PublishedMessages count what the node stored in the backend.
 	PublishedBatches, PublishedMessages int64
-	// Runs counts listener runs; Succeeded and Failed split them by outcome.
-	Runs, Succeeded, Failed int64
-	// Retried counts batches scheduled for another run.
-	Retried int64
-	// HandedOff counts batches handed to the outbox after the backend refused them.
-	HandedOff int64
-	// Dropped counts dropped batches by reason.
-	Dropped map[string]int64
-	// Deduplicated counts messages this node's flushes left out because their caller id had
-	// already been published to the queue within its IDDedupWindow (the backend said so, or
-	// the id came twice in one flush). Repeats the outbox leaves out are not counted here.
-	Deduplicated int64
-	// LeaseLost counts settles and extensions rejected with ErrLeaseLost.
-	LeaseLost int64
-	// InFlight is the number of batches this node is running now.
-	InFlight int64
-	// Buffered is the number of messages waiting in the publish buffer.
-	Buffered int64
-	// EarlyArrivals counts batches the backend handed out well before they were due (beyond
-	// the clock-skew allowance), which the node gave back without a run; nonzero means an adapter
-	// bug.
-	EarlyArrivals int64
+	Runs, Succeeded, Failed             int64
+	Retried                             int64
+	HandedOff                           int64
+	Dropped                             map[string]int64
+	Deduplicated                        int64
+	LeaseLost                           int64
+	InFlight                            int64
+	Buffered                            int64
+	EarlyArrivals                       int64
 }
 
+// counters are the engine's counters as they run; Engine.Stats reads them.
 type counters struct {
 	publishedBatches, publishedMessages atomic.Int64
 	runs, succeeded, failed, retried    atomic.Int64

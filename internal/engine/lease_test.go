@@ -24,7 +24,7 @@ func startWork(n *txmq.Node, c *core.Claim) chan struct{} {
 func TestLeaseLostCancelsTheListener(t *testing.T) {
 	t.Parallel()
 	n, fb := newTestNode(t, &txmq.NodeOptions{Lease: 200 * time.Millisecond})
-	fb.extendErr = fmt.Errorf("fake: %w", core.ErrLeaseLost)
+	fb.ExtendErr = fmt.Errorf("fake: %w", core.ErrLeaseLost)
 	q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
 	causes := make(chan error, 1)
 	_ = q.Listen(n, func(ctx context.Context, _ []int) error {
@@ -39,7 +39,7 @@ func TestLeaseLostCancelsTheListener(t *testing.T) {
 	if c := <-causes; !errors.Is(c, core.ErrLeaseLost) {
 		t.Fatalf("listener context cause %v, want ErrLeaseLost", c)
 	}
-	acked, retried, dropped := fb.counts()
+	acked, retried, dropped := fb.Counts()
 	if acked+retried+dropped != 0 || n.Stats().LeaseLost != 1 {
 		t.Fatalf("acked %d retried %d dropped %d leaseLost %d; want nothing settled and one lease lost", acked, retried, dropped, n.Stats().LeaseLost)
 	}
@@ -65,13 +65,13 @@ func TestCloseReleasesListenersPastTheDeadline(t *testing.T) {
 		t.Fatalf("Close: %v, want a deadline error", err)
 	}
 	<-done
-	fb.mu.Lock()
-	defer fb.mu.Unlock()
-	if len(fb.retried) != 1 || fb.extends == 0 {
-		t.Fatalf("retried %d, extended %d; want one release and extensions during the wait", len(fb.retried), fb.extends)
+	fb.Mu.Lock()
+	defer fb.Mu.Unlock()
+	if len(fb.Retried) != 1 || fb.Extends == 0 {
+		t.Fatalf("retried %d, extended %d; want one release and extensions during the wait", len(fb.Retried), fb.Extends)
 	}
-	r := fb.retried[0]
-	if e, err := envelope.Decode(r.body); err != nil || e.Attempt != 1 || r.delay != 0 {
-		t.Fatalf("released with delay %v, body %+v (%v); want delay 0 and attempt 1 (run 2 given back)", r.delay, e, err)
+	r := fb.Retried[0]
+	if e, err := envelope.Decode(r.Body); err != nil || e.Attempt != 1 || r.Delay != 0 {
+		t.Fatalf("released with delay %v, body %+v (%v); want delay 0 and attempt 1 (run 2 given back)", r.Delay, e, err)
 	}
 }

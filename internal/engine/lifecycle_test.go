@@ -35,7 +35,7 @@ func TestCloseReleasesClaimsOfTheInterruptedFetch(t *testing.T) {
 	t.Parallel()
 	fetching := make(chan struct{}, 1) // buffered: the first Fetch may start before the test waits
 	fb := &fakeBackend{}
-	fb.fetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	fb.FetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 		select {
 		case fetching <- struct{}{}:
 		default:
@@ -61,15 +61,15 @@ func TestCloseReleasesClaimsOfTheInterruptedFetch(t *testing.T) {
 	if err := n.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	acked, retried, dropped := fb.counts()
+	acked, retried, dropped := fb.Counts()
 	if ran.Load() != 0 || acked != 0 || retried != 1 || dropped != 0 {
 		t.Fatalf("after Close: listener ran %d times, acked %d, retried %d, dropped %d; want the claim released (retried once) and never run", ran.Load(), acked, retried, dropped)
 	}
-	fb.mu.Lock()
-	r := fb.retried[0]
-	fb.mu.Unlock()
-	if e, err := envelope.Decode(r.body); err != nil || e.Attempt != 0 || r.delay != 0 {
-		t.Fatalf("released with delay %v and body %+v (%v); want delay 0 and attempt 0", r.delay, e, err)
+	fb.Mu.Lock()
+	r := fb.Retried[0]
+	fb.Mu.Unlock()
+	if e, err := envelope.Decode(r.Body); err != nil || e.Attempt != 0 || r.Delay != 0 {
+		t.Fatalf("released with delay %v and body %+v (%v); want delay 0 and attempt 0", r.Delay, e, err)
 	}
 }
 
@@ -93,7 +93,7 @@ func TestPublishRacingCloseIsNotLost(t *testing.T) {
 	}
 	close(block)
 	err := <-published
-	if err == nil && len(fb.batches()) != 1 {
+	if err == nil && len(fb.Batches()) != 1 {
 		t.Fatalf("Publish returned nil but the message never reached the backend (buffered: %d)", n.Stats().Buffered)
 	}
 	if err != nil && !errors.Is(err, core.ErrClosed) {
@@ -133,10 +133,10 @@ func TestListenerPublishesWhileClosing(t *testing.T) {
 	if e := pubErr.Load(); e != "" {
 		t.Fatalf("a listener's publish during Close failed: %v", e)
 	}
-	if got := len(fb.batches()); got != 1 {
+	if got := len(fb.Batches()); got != 1 {
 		t.Fatalf("%d batches stored when Close returned, want the follow-up message's 1", got)
 	}
-	if acked, _, _ := fb.counts(); acked != 1 {
+	if acked, _, _ := fb.Counts(); acked != 1 {
 		t.Fatalf("acked %d, want 1", acked)
 	}
 }
@@ -147,7 +147,7 @@ func TestHaltDuringFlushKeepsCountsRight(t *testing.T) {
 	t.Parallel()
 	release := make(chan struct{})
 	inPublish := make(chan struct{}, 1)
-	fb := &fakeBackend{publishFn: func(context.Context, core.OutgoingBatch) error {
+	fb := &fakeBackend{PublishFn: func(context.Context, core.OutgoingBatch) error {
 		inPublish <- struct{}{}
 		<-release
 		return nil
@@ -197,7 +197,7 @@ func TestCloseTwiceWaits(t *testing.T) {
 	if err := <-second; err != nil {
 		t.Fatal(err)
 	}
-	if acked, _, _ := fb.counts(); acked != 1 {
+	if acked, _, _ := fb.Counts(); acked != 1 {
 		t.Fatalf("acked %d", acked)
 	}
 }
@@ -252,7 +252,7 @@ func TestNoGoroutinesAfterClose(t *testing.T) {
 		before := nodeGoroutines()
 		fb := &fakeBackend{}
 		claims := make(chan *core.Claim, 4)
-		fb.fetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+		fb.FetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 			select {
 			case c := <-claims:
 				return []*core.Claim{c}, nil

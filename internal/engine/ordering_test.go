@@ -22,7 +22,7 @@ func (orderingFake) OrdersKeys() error { return nil }
 func TestFlushOrderedHandoff(t *testing.T) {
 	t.Parallel()
 	fb := &fakeBackend{}
-	fb.publishFn = func(_ context.Context, b core.OutgoingBatch) error {
+	fb.PublishFn = func(_ context.Context, b core.OutgoingBatch) error {
 		if b.Key == "a" && strings.Contains(string(b.Body), `"a1"`) {
 			return fmt.Errorf("down: %w", core.ErrBackendUnavailable)
 		}
@@ -39,16 +39,16 @@ func TestFlushOrderedHandoff(t *testing.T) {
 	}
 	engine.Of(n).FlushPending(context.Background(), spec, ps)
 	var handed, published []string
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, b := range h.got {
+	h.Mu.Lock()
+	defer h.Mu.Unlock()
+	for _, b := range h.Got {
 		handed = append(handed, bodies(t, b))
 	}
-	fb.mu.Lock()
-	for _, b := range fb.published {
+	fb.Mu.Lock()
+	for _, b := range fb.Published {
 		published = append(published, bodies(t, b))
 	}
-	fb.mu.Unlock()
+	fb.Mu.Unlock()
 	if fmt.Sprint(handed) != "[a:a1 a:a2 a:a3]" {
 		t.Fatalf("handed off %v; want key a's batches in order", handed)
 	}

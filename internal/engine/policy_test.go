@@ -75,8 +75,8 @@ func TestPolicySuccess(t *testing.T) {
 		return nil
 	}, nil)
 	pc.deliver(batchBody(t, 0, "1", "2"), 1)
-	if len(pc.fb.acked) != 1 || len(pc.fb.retried) != 0 || len(pc.fb.dropped) != 0 || pc.onError.Load() != 0 {
-		t.Fatalf("acked %d retried %d dropped %d onError %d", len(pc.fb.acked), len(pc.fb.retried), len(pc.fb.dropped), pc.onError.Load())
+	if len(pc.fb.Acked) != 1 || len(pc.fb.Retried) != 0 || len(pc.fb.Dropped) != 0 || pc.onError.Load() != 0 {
+		t.Fatalf("acked %d retried %d dropped %d onError %d", len(pc.fb.Acked), len(pc.fb.Retried), len(pc.fb.Dropped), pc.onError.Load())
 	}
 }
 
@@ -89,25 +89,25 @@ func TestPolicyBudgetCountsRuns(t *testing.T) {
 	for run := 1; run <= 3; run++ {
 		pc.deliver(body, 1)
 		if run < 3 {
-			if len(pc.fb.retried) != run || pc.onError.Load() != 0 || len(pc.sink.got) != 0 {
-				t.Fatalf("run %d: retried %d, onError %d, dead letters %d", run, len(pc.fb.retried), pc.onError.Load(), len(pc.sink.got))
+			if len(pc.fb.Retried) != run || pc.onError.Load() != 0 || len(pc.sink.Got) != 0 {
+				t.Fatalf("run %d: retried %d, onError %d, dead letters %d", run, len(pc.fb.Retried), pc.onError.Load(), len(pc.sink.Got))
 			}
-			r := pc.fb.retried[run-1]
-			e, err := envelope.Decode(r.body)
+			r := pc.fb.Retried[run-1]
+			e, err := envelope.Decode(r.Body)
 			if err != nil || e.Attempt != run {
 				t.Fatalf("run %d: retried body attempt %v (%v), want %d", run, e, err, run)
 			}
 			lo, hi := time.Duration(float64(10*time.Second)*0.8)<<(run-1), time.Duration(float64(10*time.Second)*1.2)<<(run-1)
-			if r.delay < lo || r.delay > hi {
-				t.Fatalf("run %d: backoff %v outside [%v, %v]", run, r.delay, lo, hi)
+			if r.Delay < lo || r.Delay > hi {
+				t.Fatalf("run %d: backoff %v outside [%v, %v]", run, r.Delay, lo, hi)
 			}
-			body = r.body // a rewrite: Deliveries restarts at 1
+			body = r.Body // a rewrite: Deliveries restarts at 1
 		}
 	}
-	if pc.runs.Load() != 3 || pc.onError.Load() != 1 || len(pc.sink.got) != 1 || len(pc.fb.dropped) != 1 {
-		t.Fatalf("runs %d onError %d deadLetters %d dropped %d", pc.runs.Load(), pc.onError.Load(), len(pc.sink.got), len(pc.fb.dropped))
+	if pc.runs.Load() != 3 || pc.onError.Load() != 1 || len(pc.sink.Got) != 1 || len(pc.fb.Dropped) != 1 {
+		t.Fatalf("runs %d onError %d deadLetters %d dropped %d", pc.runs.Load(), pc.onError.Load(), len(pc.sink.Got), len(pc.fb.Dropped))
 	}
-	dl := pc.sink.got[0]
+	dl := pc.sink.Got[0]
 	if dl.Reason != core.ReasonDeliveryExhausted || dl.Attempts != 3 || dl.Messages != 1 || !strings.Contains(dl.Error, "nope") {
 		t.Fatalf("dead letter %+v", dl)
 	}
@@ -125,8 +125,8 @@ func TestPolicyInPlaceRetry(t *testing.T) {
 	for d := 1; d <= 3; d++ {
 		pc.deliver(body, d)
 	}
-	if pc.runs.Load() != 3 || len(pc.fb.retried) != 2 || pc.onError.Load() != 1 {
-		t.Fatalf("runs %d retried %d onError %d", pc.runs.Load(), len(pc.fb.retried), pc.onError.Load())
+	if pc.runs.Load() != 3 || len(pc.fb.Retried) != 2 || pc.onError.Load() != 1 {
+		t.Fatalf("runs %d retried %d onError %d", pc.runs.Load(), len(pc.fb.Retried), pc.onError.Load())
 	}
 }
 
@@ -134,9 +134,9 @@ func TestPolicyPanics(t *testing.T) {
 	t.Parallel()
 	pc := newPolicyCase(t, func(context.Context, []int) error { panic("listener boom") },
 		func([]int, error, int) error { panic("onError boom") })
-	pc.sink.boom = true
+	pc.sink.Boom = true
 	pc.deliver(batchBody(t, 0, "1"), 1)
-	if len(pc.fb.retried) != 1 {
+	if len(pc.fb.Retried) != 1 {
 		t.Fatal("a panicking listener was not retried")
 	}
 	var pe *txmq.PanicError
@@ -144,10 +144,10 @@ func TestPolicyPanics(t *testing.T) {
 	if !errors.As(pc.lastErr.Load().(error), &pe) || pe.Value != "listener boom" {
 		t.Fatalf("OnError got %v, want the listener's *PanicError", pc.lastErr.Load())
 	}
-	if len(pc.fb.dropped) != 1 || pc.onError.Load() != 1 {
-		t.Fatalf("a panicking OnError and sink must still drop once: dropped %d onError %d", len(pc.fb.dropped), pc.onError.Load())
+	if len(pc.fb.Dropped) != 1 || pc.onError.Load() != 1 {
+		t.Fatalf("a panicking OnError and sink must still drop once: dropped %d onError %d", len(pc.fb.Dropped), pc.onError.Load())
 	}
-	if pc.n.Stats().Dropped[core.ReasonDeadLetterFailed] != 1 || len(pc.fb.retried) != 1 {
+	if pc.n.Stats().Dropped[core.ReasonDeadLetterFailed] != 1 || len(pc.fb.Retried) != 1 {
 		t.Fatalf("a panicking sink must be counted and must not cause a redelivery: %+v", pc.n.Stats())
 	}
 }
@@ -165,11 +165,11 @@ func TestPolicyUndecodable(t *testing.T) {
 			t.Parallel()
 			pc := newPolicyCase(t, func(context.Context, []int) error { return nil }, nil)
 			pc.deliver(body, 1)
-			if pc.runs.Load() != 0 || len(pc.fb.retried) != 0 || len(pc.fb.dropped) != 1 || pc.fb.dropped[0] != core.ReasonUndecodable {
-				t.Fatalf("runs %d retried %d dropped %v", pc.runs.Load(), len(pc.fb.retried), pc.fb.dropped)
+			if pc.runs.Load() != 0 || len(pc.fb.Retried) != 0 || len(pc.fb.Dropped) != 1 || pc.fb.Dropped[0] != core.ReasonUndecodable {
+				t.Fatalf("runs %d retried %d dropped %v", pc.runs.Load(), len(pc.fb.Retried), pc.fb.Dropped)
 			}
-			if len(pc.sink.got) != 1 || pc.sink.got[0].Reason != core.ReasonUndecodable || pc.onError.Load() != 0 {
-				t.Fatalf("dead letters %v onError %d", pc.sink.got, pc.onError.Load())
+			if len(pc.sink.Got) != 1 || pc.sink.Got[0].Reason != core.ReasonUndecodable || pc.onError.Load() != 0 {
+				t.Fatalf("dead letters %v onError %d", pc.sink.Got, pc.onError.Load())
 			}
 			if pc.n.Stats().Dropped[core.ReasonUndecodable] != 1 {
 				t.Fatal("not counted")
@@ -184,8 +184,8 @@ func TestPolicyWorkerLost(t *testing.T) {
 	// Attempt 1 spent by a failure, then two deliveries that never settled: the third
 	// delivery is run 4 > budget 3.
 	pc.deliver(batchBody(t, 1, "1"), 3)
-	if pc.runs.Load() != 0 || len(pc.fb.dropped) != 1 || pc.fb.dropped[0] != core.ReasonWorkerLost || pc.onError.Load() != 1 {
-		t.Fatalf("runs %d dropped %v onError %d", pc.runs.Load(), pc.fb.dropped, pc.onError.Load())
+	if pc.runs.Load() != 0 || len(pc.fb.Dropped) != 1 || pc.fb.Dropped[0] != core.ReasonWorkerLost || pc.onError.Load() != 1 {
+		t.Fatalf("runs %d dropped %v onError %d", pc.runs.Load(), pc.fb.Dropped, pc.onError.Load())
 	}
 	if err := pc.lastErr.Load().(error); !errors.Is(err, core.ErrWorkerLost) {
 		t.Fatalf("OnError got %v", err)

@@ -19,31 +19,6 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
-// fakeTx records what core routes into an app transaction.
-type fakeTx struct {
-	mu          sync.Mutex
-	staged      []*core.Pending
-	afterCommit []func()
-	noCommit    bool // an app-managed transaction that cannot report its commit
-}
-
-func (tx *fakeTx) Stage(_ context.Context, p *core.Pending) error {
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	tx.staged = append(tx.staged, p)
-	return nil
-}
-
-func (tx *fakeTx) AfterCommit(fn func()) bool {
-	if tx.noCommit {
-		return false
-	}
-	tx.mu.Lock()
-	defer tx.mu.Unlock()
-	tx.afterCommit = append(tx.afterCommit, fn)
-	return true
-}
-
 func TestRoutingTable(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -79,7 +54,7 @@ func TestRoutingTable(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			tx := &fakeTx{noCommit: tt.noCommit}
+			tx := &fakeTx{NoCommit: tt.noCommit}
 			if tt.inTx {
 				ctx = core.ContextWithTx(ctx, tx)
 			}
@@ -88,7 +63,7 @@ func TestRoutingTable(t *testing.T) {
 				if !errors.Is(err, tt.wantErr) || !strings.Contains(err.Error(), `"q"`) {
 					t.Fatalf("got %v, want %v naming the queue", err, tt.wantErr)
 				}
-				if engine.Of(n).Buffered() != 0 || len(tx.staged) != 0 {
+				if engine.Of(n).Buffered() != 0 || len(tx.Staged) != 0 {
 					t.Fatal("a refused publish left something behind")
 				}
 				return
@@ -96,17 +71,17 @@ func TestRoutingTable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := len(tx.staged) == 1; got != tt.wantStaged {
+			if got := len(tx.Staged) == 1; got != tt.wantStaged {
 				t.Fatalf("staged = %v, want %v", got, tt.wantStaged)
 			}
-			if got := len(tx.afterCommit) == 1; got != tt.wantHeld {
+			if got := len(tx.AfterCommits) == 1; got != tt.wantHeld {
 				t.Fatalf("held for commit = %v, want %v", got, tt.wantHeld)
 			}
 			if got := engine.Of(n).Buffered() == 1; got != tt.wantBuffer {
 				t.Fatalf("buffered = %v, want %v", got, tt.wantBuffer)
 			}
 			if tt.wantHeld {
-				tx.afterCommit[0]() // the commit
+				tx.AfterCommits[0]() // the commit
 				if engine.Of(n).Buffered() != 1 {
 					t.Fatal("after commit the message is not buffered")
 				}
@@ -161,14 +136,14 @@ func TestCloseDrainsBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if len(fb.batches()) != 0 {
+	if len(fb.Batches()) != 0 {
 		t.Fatal("published before the window")
 	}
 	if err := n.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	got := 0
-	for _, b := range fb.batches() {
+	for _, b := range fb.Batches() {
 		e, err := envelope.Decode(b.Body)
 		if err != nil {
 			t.Fatal(err)
@@ -178,25 +153,9 @@ func TestCloseDrainsBuffer(t *testing.T) {
 		}
 		got += len(e.Messages)
 	}
-	if got != 25 || len(fb.batches()) != 3 {
-		t.Fatalf("drained %d messages in %d batches, want 25 in 3", got, len(fb.batches()))
+	if got != 25 || len(fb.Batches()) != 3 {
+		t.Fatalf("drained %d messages in %d batches, want 25 in 3", got, len(fb.Batches()))
 	}
-}
-
-type handoffRecorder struct {
-	mu  sync.Mutex
-	got []core.OutgoingBatch
-	err error
-}
-
-func (h *handoffRecorder) Handoff(_ context.Context, bs []core.OutgoingBatch) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.err != nil {
-		return h.err
-	}
-	h.got = append(h.got, bs...)
-	return nil
 }
 
 func TestRefusedFlushGoesToOutbox(t *testing.T) {
@@ -207,7 +166,7 @@ func TestRefusedFlushGoesToOutbox(t *testing.T) {
 		wantReason string
 	}{
 		{"handed off", &handoffRecorder{}, ""},
-		{"handoff fails", &handoffRecorder{err: errors.New("db down")}, core.ReasonOutboxHandoffFailed},
+		{"handoff fails", &handoffRecorder{Err: errors.New("db down")}, core.ReasonOutboxHandoffFailed},
 		{"no outbox", nil, core.ReasonNoOutbox},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -217,14 +176,14 @@ func TestRefusedFlushGoesToOutbox(t *testing.T) {
 				opts.Handoff = tc.handoff
 			}
 			n, fb := newTestNode(t, opts)
-			fb.publishErr = core.ErrBackendUnavailable
+			fb.PublishErr = core.ErrBackendUnavailable
 			q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
 			_ = q.Publish(context.Background(), n, 1)
 			_ = n.Close(context.Background())
 			st := n.Stats()
 			if tc.wantReason == "" {
-				if len(tc.handoff.got) != 1 || st.HandedOff != 1 || len(st.Dropped) != 0 {
-					t.Fatalf("handoff %d, stats %+v", len(tc.handoff.got), st)
+				if len(tc.handoff.Got) != 1 || st.HandedOff != 1 || len(st.Dropped) != 0 {
+					t.Fatalf("handoff %d, stats %+v", len(tc.handoff.Got), st)
 				}
 				return
 			}
@@ -242,15 +201,15 @@ func TestFlusherWithInjectedClock(t *testing.T) {
 	q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
 	_ = q.Publish(context.Background(), n, 1)
 	time.Sleep(20 * time.Millisecond) // many ticks, but the injected clock has not moved
-	if len(fb.batches()) != 0 {
+	if len(fb.Batches()) != 0 {
 		t.Fatal("flushed before the window on the injected clock")
 	}
 	clock.Add(100 * time.Millisecond)
 	deadline := time.Now().Add(5 * time.Second)
-	for len(fb.batches()) == 0 && time.Now().Before(deadline) {
+	for len(fb.Batches()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if len(fb.batches()) != 1 {
+	if len(fb.Batches()) != 1 {
 		t.Fatal("not flushed after the window")
 	}
 }
@@ -274,8 +233,8 @@ func TestDedupAndSlicing(t *testing.T) {
 	ctx := core.ContextWithTx(context.Background(), tx)
 	_ = q.PublishMany(ctx, n, []int{1, 2, 1, 3})
 	_ = q.PublishMany(ctx, n, []int{3, 4})
-	firstID := tx.staged[0].Messages[0].ID
-	bs, err := core.Batches(tx.staged, time.Now())
+	firstID := tx.Staged[0].Messages[0].ID
+	bs, err := core.Batches(tx.Staged, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +291,7 @@ func TestLargeFlushOnSlowBackend(t *testing.T) {
 		}
 	}
 	engine.Of(n).FlushDue(true)
-	if got := len(slow.batches()); got != 40 {
+	if got := len(slow.Batches()); got != 40 {
 		t.Fatalf("%d of 40 batches stored; dropped: %v", got, n.Stats().Dropped)
 	}
 
@@ -380,17 +339,17 @@ func TestDefaultFlushBound(t *testing.T) {
 	for i := range 20 { // +0 ms .. +95 ms
 		_ = q.Publish(context.Background(), n, i)
 		time.Sleep(2 * time.Millisecond) // let the flusher tick on the unmoved clock
-		if len(fb.batches()) != 0 {
+		if len(fb.Batches()) != 0 {
 			t.Fatalf("flushed at +%v, before the cap, with the window never quiet", time.Duration(i)*5*time.Millisecond)
 		}
 		clock.Add(5 * time.Millisecond)
 	}
 	// The clock reads +100 ms: the cap from the first message is reached.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(fb.batches()) == 0 && time.Now().Before(deadline) {
+	for len(fb.Batches()) == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got := len(fb.batches()); got != 1 {
+	if got := len(fb.Batches()); got != 1 {
 		t.Fatalf("%d batches at +100 ms, want the 20 messages in 1", got)
 	}
 }

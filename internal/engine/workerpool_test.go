@@ -21,7 +21,7 @@ func TestNodeReusesWorkerGoroutines(t *testing.T) {
 	var mu sync.Mutex
 	handed := 0
 	fb := &fakeBackend{}
-	fb.fetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
+	fb.FetchFn = func(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 		mu.Lock()
 		more := handed < batches && len(req.Queues) == 1 && req.Queues[0].Free > 0
 		if more {
