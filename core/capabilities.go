@@ -13,6 +13,7 @@ package core
 //	IDDeduper          NewNode, once; then Publish, for a batch with DedupWindow
 //	BatchInspector     the Inspector (Get, List, Cancel) when no ledger is configured
 //	BatchEditor        Inspector.Cancel when no ledger is configured
+//	BatchExpediter     Inspector.RunNow (run delayed or retrying batches now)
 //	QueueLister        operator tools (`txmq status`, `txmq ui`, the CLI's unknown-queue check)
 //
 // An adapter may also implement a store contract of stores.go: a node whose
@@ -205,6 +206,19 @@ type BatchEditor interface {
 	// ReplaceBatch replaces or (body nil) removes the unclaimed batch id of queue; body is
 	// the adapter's for the call only.
 	ReplaceBatch(ctx context.Context, queue, id string, body []byte) error
+}
+
+// BatchExpediter is an optional adapter interface: it makes an unclaimed batch that waits for
+// its due or retry time due now, as if that time had come, with body as its new body (the
+// Inspector's copy with the envelope's due time cleared, which the engine checks on delivery;
+// the adapter's for the call only) and its deliveries unchanged.
+// A batch held behind an earlier batch of its ordering key gets its own due time set to now
+// and still waits for its key. A batch already ready is left as it is (nil). A batch in
+// flight is not changed (an error wrapping ErrNotCancellable), nor one that is gone
+// (ErrMessageNotFound). Called by Inspector.RunNow.
+type BatchExpediter interface {
+	// ExpediteBatch makes the unclaimed batch id of queue due now, with body.
+	ExpediteBatch(ctx context.Context, queue, id string, body []byte) error
 }
 
 // QueueLister is implemented by adapters that can list the queues their backend knows: every

@@ -3,7 +3,8 @@
 // core.QueueLister included) with pause and resume, and the dead letters (filter, show the decoded
 // messages, replay one or a queue's, purge with confirmation), and the messages (look one up by
 // id, list them by queue, state and publish time a page at a time, cancel one or every
-// message of a queue in a waiting state after its name is typed back, with each
+// message of a queue in a waiting state after its name is typed back, run delayed or
+// retrying ones now where the backend can, with each
 // payload the backend still holds, rendered by Options.FormatPayload) through
 // Options.Inspector, the API `txmq msg` uses; when no lookup is possible the page shows why;
 // and the schedules (last and

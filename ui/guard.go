@@ -230,6 +230,7 @@ var banners = map[string]struct {
 	"purged":     {"purged %s dead letter(s) of %s", 2},
 	"replayedq":  {"replayed %s dead letter(s) of %s with a fresh budget", 2},
 	"cancelled":  {"cancelled message %s (queue %s, now %s)", 3},
+	"rannow":     {"made %s %s message(s) of %s due now (%s skipped: claimed or gone meanwhile)", 4},
 	"cancelledq": {"cancelled %s %s message(s) of %s (%s skipped: claimed, completed or gone meanwhile)", 4},
 	"failed":     {"failed: %s", 1},
 }

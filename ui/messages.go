@@ -93,6 +93,7 @@ func (s *server) messages(w http.ResponseWriter, r *http.Request) {
 			rows, note := s.messageRows(ctx, f.Queue, ms)
 			data["Rows"], data["Listed"], data["PayloadNote"], data["Offset"] = rows, err == nil, note, offset
 			data["BulkNote"], data["BulkForm"] = s.bulkCancel(form), !s.o.ReadOnly && s.bulkCancel(form) == ""
+			data["RunNowForm"], data["RunNowNote"] = s.runNowNote(form)
 		}
 	}
 	data["Errors"] = errs

@@ -200,6 +200,7 @@ func Handler(opts *Options) (http.Handler, error) {
 	mux.HandleFunc("POST /dead/replay", s.change(s.replayQueue))
 	mux.HandleFunc("POST /messages/cancel", s.change(s.cancelMessage))
 	mux.HandleFunc("POST /messages/cancel-where", s.change(s.cancelWhere))
+	mux.HandleFunc("POST /messages/run-now", s.change(s.runNow))
 	return s.guard(mux), nil
 }
 

@@ -46,6 +46,7 @@ var planCases = []planCase{
 	{"ack_keyed", func(s statements) string { return s.ackKeyed }, `'{1,2,3}'::bigint[], '{7,8,9}'::bigint[], 'chan'`},
 	{"inspect_queues", func(s statements) string { return s.inspectQueues }, ``},
 	{"inspect_page", func(s statements) string { return s.inspectPage }, `'q1', '-infinity'::timestamptz, 0, 200`},
+	{"expedite", func(s statements) string { return s.expedite }, `1, '\x7b7d'::bytea, 'chan'`},
 	{"inspect_find", func(s statements) string { return s.inspectFind }, `'q1', 'b77'`},
 	{"replace_body", func(s statements) string { return s.replaceBody }, `1, '\x7b7d'::bytea`},
 	{"remove_unclaimed", func(s statements) string { return s.removeUnclaimed }, `1, 'chan'`},

@@ -12,7 +12,7 @@ type statements struct {
 	reapQueues, reapPick, reapDelete, reapCount           string
 	publishKeyed, ackKeyed, holdsKey                      string
 	inspectQueues, inspectPage, inspectFind               string
-	replaceBody, removeUnclaimed                          string
+	replaceBody, removeUnclaimed, expedite                string
 	holdIDs, pruneIDs                                     string
 	heartbeatQueues                                       string
 }
@@ -44,6 +44,7 @@ func render(schema string) statements {
 		inspectFind:     r.Replace(sqlInspectFind),
 		replaceBody:     r.Replace(sqlReplaceBody),
 		removeUnclaimed: r.Replace(sqlRemoveUnclaimed),
+		expedite:        r.Replace(sqlExpedite),
 
 		holdIDs:  r.Replace(sqlHoldIDs),
 		pruneIDs: r.Replace(sqlPruneIDs),

@@ -16,10 +16,10 @@ import (
 )
 
 func init() {
-	register(&command{name: "msg", summary: "messages by id: show ID, ls (--queue, --state, --since, --until), cancel ID or --queue Q --state S", run: runMsg})
+	register(&command{name: "msg", summary: "messages by id: show ID, ls (--queue, --state, --since, --until), cancel ID or --queue Q --state S, run-now --queue Q --state S", run: runMsg})
 }
 
-const msgUsage = `Usage: txmq msg show|ls|cancel [flags]
+const msgUsage = `Usage: txmq msg show|ls|cancel|run-now [flags]
 
   show ID    print what is known of one message
   ls         list messages, newest first (--queue, --state, --since, --until, --limit, --json)
@@ -27,6 +27,9 @@ const msgUsage = `Usage: txmq msg show|ls|cancel [flags]
   cancel --queue Q --state S [--since T] [--until T] [--yes]
              cancel every message of Q in state S (queued, delayed or retry): asks for Q to
              be typed back on a terminal, needs --yes in a script
+  run-now --queue Q --state delayed|retry [--since T] [--until T] [--yes]
+             make every batch of Q holding messages in that state due now (whole batches,
+             attempt counts kept; memory and SQL jobs on PostgreSQL), confirmed as cancel is
 
 Source: the ledger in the app database (--database-url, TXMQ_DATABASE_URL; the app runs with
 Config.Ledger) when it has one; else the backend's own lookup (--backend, TXMQ_BACKEND) where the
@@ -45,15 +48,17 @@ func runMsg(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	switch args[0] {
 	case "cancel":
 		if bulkArgs(args[1:]) {
-			return msgCancelWhere(ctx, args[1:], stdout, stderr)
+			return msgBulk(ctx, cancelWhere, args[1:], stdout, stderr)
 		}
 		return msgOne(ctx, args[0], args[1:], stdout, stderr)
 	case "show":
 		return msgOne(ctx, args[0], args[1:], stdout, stderr)
+	case "run-now":
+		return msgBulk(ctx, runNow, args[1:], stdout, stderr)
 	case "ls":
 		return msgList(ctx, args[1:], stdout, stderr)
 	}
-	return &usageError{msg: fmt.Sprintf("unknown subcommand %q: use show, ls or cancel", args[0])}
+	return &usageError{msg: fmt.Sprintf("unknown subcommand %q: use show, ls, cancel or run-now", args[0])}
 }
 
 // openInspector opens the ledger of the app database when it has one, else the backend.

@@ -19,13 +19,39 @@ func bulkArgs(args []string) bool {
 	})
 }
 
-// msgCancelWhere cancels every message of a queue in a waiting state (txmq.Inspector's
-// CancelWhere), after the queue is known to a source and the operator confirmed.
-func msgCancelWhere(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("msg cancel", "msg cancel --queue Q --state S [--since T] [--until T] [--yes]", stderr)
+// bulkAction is one of the msg commands that act on every message of a queue in a state.
+type bulkAction struct {
+	name, synopsis, verb string              // "cancel", its synopsis, "cancel" as in "cancel every ..."
+	states               []txmq.MessageState // the states it accepts
+	can                  func(*txmq.Inspector) error
+	run                  func(context.Context, *txmq.Inspector, core.MessageFilter) (txmq.BulkResult, error)
+	done                 string // the report: count, state, queue, skipped
+}
+
+var (
+	cancelWhere = bulkAction{
+		name: "cancel", synopsis: "msg cancel --queue Q --state S [--since T] [--until T] [--yes]", verb: "cancel",
+		states: txmq.BulkStates, can: (*txmq.Inspector).CanCancel, run: func(ctx context.Context, in *txmq.Inspector, f core.MessageFilter) (txmq.BulkResult, error) {
+			return in.CancelWhere(ctx, f)
+		},
+		done: "cancelled %d %s message(s) of %s (%d skipped: claimed, completed or gone meanwhile)\n",
+	}
+	runNow = bulkAction{
+		name: "run-now", synopsis: "msg run-now --queue Q --state delayed|retry [--since T] [--until T] [--yes]", verb: "run now",
+		states: txmq.RunNowStates, can: (*txmq.Inspector).CanRunNow, run: func(ctx context.Context, in *txmq.Inspector, f core.MessageFilter) (txmq.BulkResult, error) {
+			return in.RunNow(ctx, f)
+		},
+		done: "made %d %s message(s) of %s due now (%d skipped: claimed or gone meanwhile)\n",
+	}
+)
+
+// msgBulk runs a bulk action on every message of a queue in a state, after the queue is
+// known to a source and the operator confirmed.
+func msgBulk(ctx context.Context, a bulkAction, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("msg "+a.name, a.synopsis, stderr)
 	f := addDBFlags(fs, true)
-	queue := fs.String("queue", "", "cancel the messages of this queue (required)")
-	state := fs.String("state", "", "only this state, one of "+bulkStatesText()+" (required)")
+	queue := fs.String("queue", "", "the queue whose messages to "+a.verb+" (required)")
+	state := fs.String("state", "", "only this state, one of "+statesOf(a.states)+" (required)")
 	since := fs.String("since", "", "only messages published at or after T (RFC 3339, or a duration ago: 1h)")
 	until := fs.String("until", "", "only messages published before T (RFC 3339, or a duration ago)")
 	yes := addYesFlag(fs)
@@ -33,14 +59,14 @@ func msgCancelWhere(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	if fs.NArg() > 0 {
-		return &usageError{msg: fmt.Sprintf("unexpected argument %q: cancel takes one message id or --queue with --state, not both", fs.Arg(0))}
+		return &usageError{msg: fmt.Sprintf("unexpected argument %q: msg %s selects by --queue and --state", fs.Arg(0), a.name)}
 	}
 	filter := core.MessageFilter{Queue: *queue, State: core.MessageState(*state)}
 	if *queue == "" {
-		return &usageError{msg: "--queue: name the queue whose messages to cancel"}
+		return &usageError{msg: "--queue: name the queue whose messages to " + a.verb}
 	}
-	if !slices.Contains(txmq.BulkStates, filter.State) {
-		return &usageError{msg: fmt.Sprintf("--state %q: use one of %s (a running batch is not interrupted)", *state, bulkStatesText())}
+	if !slices.Contains(a.states, filter.State) {
+		return &usageError{msg: fmt.Sprintf("--state %q: use one of %s (a running batch is not interrupted)", *state, statesOf(a.states))}
 	}
 	var err error
 	if filter.Since, err = parseWhen("--since", *since); err != nil {
@@ -54,26 +80,26 @@ func msgCancelWhere(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer done()
-	if err := in.CanCancel(); err != nil {
+	if err := a.can(in); err != nil {
 		return err
 	}
 	if err := msgQueueKnown(ctx, f, *queue); err != nil {
 		return err
 	}
-	if err := confirm(*yes, fmt.Sprintf("cancel every %s message of %s", *state, *queue), *queue, os.Stdin, stdinIsTerminal(), stderr); err != nil {
+	if err := confirm(*yes, fmt.Sprintf("%s every %s message of %s", a.verb, *state, *queue), *queue, os.Stdin, stdinIsTerminal(), stderr); err != nil {
 		return err
 	}
-	res, err := in.CancelWhere(ctx, filter)
+	res, err := a.run(ctx, in, filter)
 	if err != nil {
-		return fmt.Errorf("cancelled %d message(s) of %s, then: %w", res.Done, *queue, err)
+		return fmt.Errorf("%s: %d message(s) of %s done, then: %w", a.verb, res.Done, *queue, err)
 	}
-	fmt.Fprintf(stdout, "cancelled %d %s message(s) of %s (%d skipped: claimed, completed or gone meanwhile)\n", res.Done, *state, *queue, res.Skipped)
+	fmt.Fprintf(stdout, a.done, res.Done, *state, *queue, res.Skipped)
 	return nil
 }
 
-func bulkStatesText() string {
-	s := make([]string, len(txmq.BulkStates))
-	for i, st := range txmq.BulkStates {
+func statesOf(states []txmq.MessageState) string {
+	s := make([]string, len(states))
+	for i, st := range states {
 		s[i] = string(st)
 	}
 	return strings.Join(s, ", ")

@@ -283,6 +283,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("signups delayed = %q after the bulk cancel, want 0", got)
 	}
 
+	// 7. Run now: two signups delayed an hour run at once after the queue's name is typed.
+	before = signedUp.Load()
+	if err := signups.PublishMany(ctx, app.Node, []string{"x", "y"}, txmq.After(time.Hour), txmq.IDs("hurry-1", "hurry-2")); err != nil {
+		t.Fatal(err)
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool {
+		ms, err := app.Inspector().List(ctx, txmq.MessageFilter{Queue: "signups", State: "delayed"})
+		return err == nil && len(ms) == 2
+	}, "the two delayed signups are stored")
+	step("14-run-now", chromedp.Navigate(base+"/messages?queue=signups&state=delayed"), chromedp.WaitVisible(chromedp.CSS(`#run-now`)),
+		chromedp.SendKeys(chromedp.CSS(`#run-now input[name="confirm"]`), "signups"),
+		chromedp.Click(chromedp.CSS(`button[name="run-now"]`)), chromedp.WaitVisible(chromedp.CSS(`#msg`)))
+	if got := text(`#msg`); !strings.Contains(got, "made 2 delayed message(s) of signups due now") {
+		t.Fatalf("run now says %q", got)
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool { return signedUp.Load() == before+2 }, "the two signups made due run at once")
+
 	// The picture of the dashboard in docs/operations.md is this test's queues page with
 	// signups paused: TXMQ_UI_DOCS=1 writes it to docs/dashboard.png, so that it is remade
 	// from the dashboard as it is rather than drawn by hand.
