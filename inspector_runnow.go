@@ -24,7 +24,7 @@ func (i *Inspector) CanRunNow() error {
 	if look && exp {
 		return nil
 	}
-	return fmt.Errorf("%w: backend %s cannot make a waiting batch due now (core.BatchExpediter: memory and SQL jobs on PostgreSQL can)", core.ErrLookupUnsupported, i.name)
+	return fmt.Errorf("%w: backend %s cannot make a waiting batch due now (core.BatchExpediter: memory and SQL jobs on PostgreSQL or MySQL can)", core.ErrLookupUnsupported, i.name)
 }
 
 // RunNow makes every batch of f.Queue (required) holding messages in f.State (one of

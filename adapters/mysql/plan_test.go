@@ -68,6 +68,7 @@ func TestStatementPlans(t *testing.T) {
 		{"inspect page", s.inspectPage, []any{"q", int64(0), int64(0), int64(0), 200}},
 		{"inspect find", s.inspectFind, []any{"q", "b"}},
 		{"replace body", s.replaceBody, []any{[]byte("x"), int64(1)}},
+		{"expedite", render(w.schema, sqlExpedite), []any{[]byte("x"), int64(1)}},
 		{"remove row", s.removeRow, []any{int64(1)}},
 		{"reap queues", s.reapQueues, []any{int64(1)}},
 		{"reap pick", s.reapPick, []any{"q", int64(1), 100}},
