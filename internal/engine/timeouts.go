@@ -37,8 +37,7 @@ import (
 //
 // timeoutSet holds the node's timed runs ordered by their next step, with one timer for the
 // node (as fenceSet does for fences): a run that ends in time costs a heap push and remove
-// under one lock. mu guards every running's step fields (stepAt, tIdx, hard, finished,
-// abandoned) and the heap.
+// under one lock. mu guards every running's step fields (stepAt, tIdx, step) and the heap.
 type timeoutSet struct {
 	mu    sync.Mutex
 	h     timeoutHeap
@@ -46,6 +45,16 @@ type timeoutSet struct {
 	armed time.Time // when timer fires; zero when not armed
 	fire  func()
 }
+
+// runStep is where a timed run is: its next step, or how it ended.
+type runStep uint8
+
+const (
+	stepSoft      runStep = iota // running, before its timeout
+	stepHard                     // its ctx cancelled, before its grace ends
+	stepFinished                 // the listener returned in time: its worker ends the run
+	stepAbandoned                // the hard step ended the run: its worker does nothing more
+)
 
 // timeoutHeap is a min-heap of runs by stepAt; each running keeps its index in tIdx.
 type timeoutHeap []*running
@@ -78,7 +87,7 @@ func (h *timeoutHeap) Pop() any {
 func (s *timeoutSet) add(r *running, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r.stepAt = now.Add(r.spec.RunTimeout)
+	r.stepAt = now.Add(r.listener.Spec.RunTimeout)
 	heap.Push(&s.h, r)
 	s.armLocked(r.stepAt)
 }
@@ -101,10 +110,10 @@ func (s *timeoutSet) armLocked(at time.Time) {
 func (s *timeoutSet) finish(r *running) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r.abandoned {
+	if r.step == stepAbandoned {
 		return false
 	}
-	r.finished = true
+	r.step = stepFinished
 	if r.tIdx >= 0 {
 		heap.Remove(&s.h, r.tIdx)
 	}
@@ -116,13 +125,13 @@ func (s *timeoutSet) finish(r *running) bool {
 func (s *timeoutSet) expireLocked(now time.Time) (soft, hard []*running) {
 	for len(s.h) > 0 && !now.Before(s.h[0].stepAt) {
 		r := heap.Pop(&s.h).(*running)
-		if r.hard {
-			r.abandoned = true
+		if r.step == stepHard {
+			r.step = stepAbandoned
 			hard = append(hard, r)
 			continue
 		}
-		r.hard = true
-		r.stepAt = r.stepAt.Add(r.spec.RunGrace)
+		r.step = stepHard
+		r.stepAt = r.stepAt.Add(r.listener.Spec.RunGrace)
 		heap.Push(&s.h, r)
 		soft = append(soft, r)
 	}
@@ -150,14 +159,14 @@ func (rn *runner) timeoutExpired() {
 // timedOut is the soft step: r's listener's ctx is cancelled.
 func (rn *runner) timedOut(r *running) {
 	n := rn.e
-	q := r.claim.Queue
+	q, spec := r.claim.Queue, r.listener.Spec
 	n.stats.timedOut.Add(1)
 	n.log.Warn("txmq: run passed its queue's RunTimeout; cancelling its listener's ctx", "queue", q, "batch", r.claim.ID,
-		"run", r.run, "run_timeout", r.spec.RunTimeout, "grace", r.spec.RunGrace)
+		"run", r.run, "run_timeout", spec.RunTimeout, "grace", spec.RunGrace)
 	if n.hooks.TimedOut != nil {
 		n.safeHook("TimedOut", func() { n.hooks.TimedOut(q, r.run, false) })
 	}
-	r.cancel(fmt.Errorf("%w: queue %q: the listener ran longer than its RunTimeout %v", core.ErrRunTimeout, q, r.spec.RunTimeout))
+	r.cancel(fmt.Errorf("%w: queue %q: the listener ran longer than its RunTimeout %v", core.ErrRunTimeout, q, spec.RunTimeout))
 }
 
 // abandon is the hard step: r's listener did not return within its grace. Its stack is
@@ -165,15 +174,18 @@ func (rn *runner) timedOut(r *running) {
 // fence removed (no more extensions), its slot freed, and the admitted batch done.
 func (rn *runner) abandon(r *running) {
 	n := rn.e
-	c := r.claim
+	c, spec := r.claim, r.listener.Spec
 	n.stats.stuck.Add(1)
 	n.log.Error("txmq: listener still running after its RunTimeout and grace; declaring the run failed (the goroutine is left running: make the listener honour its ctx)",
-		"queue", c.Queue, "batch", c.ID, "run", r.run, "run_timeout", r.spec.RunTimeout, "grace", r.spec.RunGrace, "stack", goroutineStack(r.gid))
+		"queue", c.Queue, "batch", c.ID, "run", r.run, "run_timeout", spec.RunTimeout, "grace", spec.RunGrace, "stack", goroutineStack(r.gid))
 	if n.hooks.TimedOut != nil {
 		n.safeHook("TimedOut", func() { n.hooks.TimedOut(c.Queue, r.run, true) })
 	}
-	err := fmt.Errorf("%w: queue %q: the listener did not return within its RunTimeout %v and a grace of %v", core.ErrRunTimeout, c.Queue, r.spec.RunTimeout, r.spec.RunGrace)
-	rn.afterRun(r, r.listener, r.batch, r.run, r.runIDs, r.start, err, func() { n.drv.release(c.Queue) })
+	err := fmt.Errorf("%w: queue %q: the listener did not return within its RunTimeout %v and a grace of %v", core.ErrRunTimeout, c.Queue, spec.RunTimeout, spec.RunGrace)
+	// The run started a timeout and a grace before its hard step (stepAt is no longer moved);
+	// its ledger ids, if any, were recorded before the timeout was armed.
+	start := r.stepAt.Add(-spec.RunTimeout - spec.RunGrace)
+	rn.afterRun(r, r.listener, r.batch, r.run, r.ledger.ids, start, err, func() { n.drv.release(c.Queue) })
 	rn.stopFence(r)
 	r.cancel(nil)
 	n.drv.release(c.Queue) // a no-op if afterRun released it

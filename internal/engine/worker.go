@@ -81,19 +81,15 @@ type running struct {
 	ledger  ledgerRun // the ledger's running event (no ids before it, or without a ledger)
 
 	// A timed run (Spec.RunTimeout) keeps what the hard step needs to end it without its
-	// worker (timeouts.go); timeouts.mu guards stepAt, tIdx, hard, finished and abandoned.
-	spec      *Spec
-	listener  *Listener
-	batch     *Batch
-	run       int
-	runIDs    []string
-	start     time.Time
-	gid       uint64    // the worker goroutine's id, for its stack
-	stepAt    time.Time // the next step: the soft one, then the hard one
-	tIdx      int       // index in the timeout heap; -1 when out of it
-	hard      bool      // the soft step passed: the next is the hard one
-	finished  bool      // the listener returned in time: the worker ends the run
-	abandoned bool      // the hard step ended the run: the worker does nothing more
+	// worker (timeouts.go; the ledger's ids are in ledger); timeouts.mu guards stepAt, tIdx
+	// and step.
+	listener *Listener
+	batch    *Batch
+	run      int
+	gid      uint64    // the worker goroutine's id, for its stack
+	stepAt   time.Time // the next step: the soft one, then the hard one
+	tIdx     int       // index in the timeout heap; -1 when out of it
+	step     runStep
 }
 
 // listenerCtx is a listener's context: the claim's cancel context, carrying its *running under
@@ -216,7 +212,7 @@ func (rn *runner) workAs(l *Listener, c *core.Claim, gid uint64) {
 		if gid == 0 {
 			gid = goroutineID()
 		}
-		r.spec, r.listener, r.batch, r.run, r.runIDs, r.start, r.gid = l.Spec, l, d, run, ids, start, gid
+		r.listener, r.batch, r.run, r.gid = l, d, run, gid
 		rn.timeouts.add(r, start)
 	}
 	runErr := safeRun(ctx, d.Calls)
