@@ -185,10 +185,17 @@ func (rn *runner) abandon(r *running) {
 	// The run started a timeout and a grace before its hard step (stepAt is no longer moved);
 	// its ledger ids, if any, were recorded before the timeout was armed.
 	start := r.stepAt.Add(-spec.RunTimeout - spec.RunGrace)
-	rn.afterRun(r, r.listener, r.batch, r.run, r.ledger.ids, start, err, func() { n.drv.release(c.Queue) })
+	released := false
+	release := func() { // once: afterRun releases early only on success, which this is not
+		if !released {
+			released = true
+			n.drv.release(c.Queue)
+		}
+	}
+	rn.afterRun(r, r.listener, r.batch, r.run, r.ledger.ids, start, err, release)
 	rn.stopFence(r)
 	r.cancel(nil)
-	n.drv.release(c.Queue) // a no-op if afterRun released it
+	release()
 	rn.workers.Done()
 }
 
