@@ -193,6 +193,29 @@
 // and its delivery count) the give-back would count as a delivery; every adapter in this
 // module rewrites.
 //
+// # Run timeouts
+//
+// Every queue bounds its runs (QueueConfig.RunTimeout, default DefaultRunTimeout, 30 min;
+// NoRunTimeout turns it off). At the timeout the listener's ctx is cancelled with a cause
+// wrapping ErrRunTimeout (context.Cause tells it from a lost lease or Close); a listener that
+// then returns an error fails the run as any error does, that error wrapped in the timeout,
+// and one that returns nil has done its work and is acked. A listener still running
+// RunTimeoutGrace later (default a tenth of the timeout, at most 1 min) is declared failed
+// without it: its goroutine's stack is logged, Stats.Stuck and Hooks.TimedOut count it, its
+// slot is freed, and the batch takes the failure path at once: retried after Backoff while
+// the budget lasts (the timed-out run is one run), else dead-lettered (delivery_exhausted,
+// its error wrapping ErrRunTimeout) with OnError. Go cannot stop a goroutine: the stuck
+// listener goes on with a done ctx, and whatever it returns later is ignored.
+//
+// A timed-out run never overlaps the next run of its batch or of its Exclusive queue, if its
+// listener returns within the grace once its ctx is done: the claim stays held, its lease
+// extended, until the hard step settles it (or, if that settle fails, until the lease the node
+// then stops extending runs out), and neither the batch nor an Exclusive queue is handed out
+// before. A timed-out run of an Ordered queue's head is a failed run: the key stays blocked
+// until the batch's retry succeeds or is dead-lettered. Each stored copy of a batch (duplicate
+// delivery) is timed and counted on its own. With a ledger, the run's event is a retry (or
+// dead) with the timeout's error, as for any failed run.
+//
 // # Leases and self-fencing
 //
 // A claim's lease ends at Claim.LeaseUntil on the backend unless the node extends it. The node

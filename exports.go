@@ -36,6 +36,9 @@ var (
 	ErrAlreadyDeadLettered = core.ErrAlreadyDeadLettered
 	// ErrWorkerLost: a batch came back past its budget because its runs never settled.
 	ErrWorkerLost = core.ErrWorkerLost
+	// ErrRunTimeout: a run took longer than its queue's RunTimeout; the listener's ctx is
+	// cancelled with it as cause, and the failed run's error wraps it.
+	ErrRunTimeout = core.ErrRunTimeout
 	// ErrNoDatabase: a transactional call (App.RunInTx, WithTx, WithSQLTx) on an app opened
 	// without a database; it names TXMQ_DATABASE_URL.
 	ErrNoDatabase = outbox.ErrNoDatabase

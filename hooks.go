@@ -18,6 +18,10 @@ type Hooks struct {
 	Dropped func(queue string, reason string, messages int)
 	// HandedOff is called when a buffered flush the backend refused went to the outbox.
 	HandedOff func(queue string, messages int)
+	// TimedOut is called when a run passes its queue's RunTimeout (stuck false: its ctx is
+	// cancelled) and again if it has not returned after the grace (stuck true: the run is
+	// declared failed, its slot freed and the batch retried or dead-lettered).
+	TimedOut func(queue string, run int, stuck bool)
 }
 
 // Stats are a node's counters since it was created, for tests, the CLI and health checks.
@@ -38,6 +42,10 @@ type Stats struct {
 	Deduplicated int64
 	// LeaseLost counts settles and extensions rejected with ErrLeaseLost.
 	LeaseLost int64
+	// TimedOut counts runs whose ctx was cancelled by their queue's RunTimeout; Stuck counts
+	// those of them still running after the grace, declared failed without their return (the
+	// log has each one's stack).
+	TimedOut, Stuck int64
 	// InFlight is the number of batches this node is running now.
 	InFlight int64
 	// Buffered is the number of messages waiting in the publish buffer.

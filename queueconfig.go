@@ -136,6 +136,43 @@ type QueueConfig[T any] struct {
 	// nodes share a Limiter (txmq.Open uses the app database), else per node. Zero: no limit.
 	// To limit messages, set MaxBatchMessages to 1.
 	RateLimit RateLimit
+	// RunTimeout bounds each run of the listener (see "Run timeouts" in the package doc): at
+	// the timeout the listener's ctx is cancelled with a cause wrapping ErrRunTimeout, and a
+	// listener still running RunTimeoutGrace later is declared failed (logged with its stack,
+	// its slot freed, the batch retried or dead-lettered by the retry budget, one run
+	// counted). Default 0: DefaultRunTimeout (30 min); NoRunTimeout: runs are never timed out.
+	RunTimeout time.Duration
+	// RunTimeoutGrace is how long a listener whose ctx the RunTimeout cancelled may take to
+	// return before its run is declared failed. Default 0: a tenth of RunTimeout, at most one
+	// minute.
+	RunTimeoutGrace time.Duration
+}
+
+// DefaultRunTimeout is a queue's RunTimeout when it sets none: long enough for a batch of
+// slow messages (a run handles up to MaxBatchMessages), short enough that a hung listener
+// gives its slot, and an Exclusive queue, back within the half hour.
+const DefaultRunTimeout = 30 * time.Minute
+
+// NoRunTimeout, as a QueueConfig.RunTimeout, turns run timeouts off for the queue: a run
+// lasts as long as its listener, its lease extended the whole time.
+const NoRunTimeout time.Duration = -1
+
+// maxDefaultRunGrace bounds the default RunTimeoutGrace.
+const maxDefaultRunGrace = time.Minute
+
+// runTimeoutDefaults applies the defaults to a valid RunTimeout and RunTimeoutGrace;
+// timeout is NoRunTimeout (and grace 0) when runs are not timed.
+func runTimeoutDefaults(timeout, grace time.Duration) (time.Duration, time.Duration) {
+	switch {
+	case timeout == NoRunTimeout:
+		return NoRunTimeout, 0
+	case timeout == 0:
+		timeout = DefaultRunTimeout
+	}
+	if grace == 0 {
+		grace = min(timeout/10, maxDefaultRunGrace)
+	}
+	return timeout, grace
 }
 
 var queueNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
@@ -187,6 +224,15 @@ func (c *QueueConfig[T]) validate(name string) error {
 	}
 	if c.MaxAttempts < 0 {
 		return fmt.Errorf("%w: queue %q: MaxAttempts is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, name, c.MaxAttempts, DefaultMaxAttempts)
+	}
+	if c.RunTimeout < 0 && c.RunTimeout != NoRunTimeout || c.RunTimeout > 0 && c.RunTimeout < time.Millisecond {
+		return fmt.Errorf("%w: queue %q: RunTimeout is %v; use at least 1ms, 0 for the default %v, or NoRunTimeout", core.ErrInvalidConfig, name, c.RunTimeout, DefaultRunTimeout)
+	}
+	if c.RunTimeoutGrace < 0 {
+		return fmt.Errorf("%w: queue %q: RunTimeoutGrace is %v; use a duration > 0, or 0 for a tenth of RunTimeout (at most 1m)", core.ErrInvalidConfig, name, c.RunTimeoutGrace)
+	}
+	if c.RunTimeout == NoRunTimeout && c.RunTimeoutGrace != 0 {
+		return fmt.Errorf("%w: queue %q: RunTimeoutGrace %v is set with NoRunTimeout; drop one of them", core.ErrInvalidConfig, name, c.RunTimeoutGrace)
 	}
 	if r := c.RateLimit; r != (RateLimit{}) && (r.Batches <= 0 || r.Per <= 0 || r.Burst < 0) {
 		return fmt.Errorf("%w: queue %q: RateLimit %+v: set Batches > 0 and Per > 0 (Burst >= 0, 0 means Batches), or leave it zero for no limit", core.ErrInvalidConfig, name, r)

@@ -58,6 +58,8 @@ type declKey struct {
 	dedup, onError bool
 	rate           RateLimit
 	idWindow       time.Duration
+	runTimeout     time.Duration
+	runGrace       time.Duration
 }
 
 // queueSpec is a declared queue: the engine's untyped view (engine.Spec) and what only the
@@ -125,6 +127,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
+	cfg.RunTimeout, cfg.RunTimeoutGrace = runTimeoutDefaults(cfg.RunTimeout, cfg.RunTimeoutGrace)
 	key := declKey{
 		typ:           reflect.TypeFor[T]().String(),
 		tx:            cfg.Transactional,
@@ -140,6 +143,8 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		onError:       cfg.OnError != nil,
 		rate:          cfg.RateLimit,
 		idWindow:      cfg.IDDedupWindow,
+		runTimeout:    cfg.RunTimeout,
+		runGrace:      cfg.RunTimeoutGrace,
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -167,6 +172,8 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			MaxBatchBytes:   cfg.MaxBatchBytes,
 			Rate:            rateDefaults(cfg.RateLimit),
 			IDWindow:        cfg.IDDedupWindow,
+			RunTimeout:      max(cfg.RunTimeout, 0),
+			RunGrace:        cfg.RunTimeoutGrace,
 		}}
 	if cfg.MaxConcurrentBatches.isSet() {
 		spec.Cap = cfg.MaxConcurrentBatches.limit

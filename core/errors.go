@@ -51,4 +51,9 @@ var (
 	// runs kept ending without a settle (the node holding it died each time) until the retry
 	// budget was spent.
 	ErrWorkerLost = errors.New("txmq: batch redelivered after lost leases until its budget was spent")
+
+	// ErrRunTimeout is the cause of a listener's context cancelled by its queue's run timeout,
+	// and what the failed run's error wraps (retry, dead letter, OnError): the run took longer
+	// than QueueConfig.RunTimeout.
+	ErrRunTimeout = errors.New("txmq: run timed out")
 )

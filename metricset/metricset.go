@@ -35,6 +35,7 @@ const (
 	Retried
 	Dropped
 	HandedOff
+	TimedOut
 )
 
 // Counters describes the hook counters, by Counter.
@@ -46,6 +47,8 @@ var Counters = [...]Def{
 	Dropped: {"txmq_batches_dropped_total", "Dropped batches by reason (delivery_exhausted, worker_lost, undecodable, outbox_handoff_failed, rejected, ...).",
 		"{batch}", []string{"queue", "reason"}},
 	HandedOff: {"txmq_batches_handed_off_total", "Buffered batches the backend refused, handed to the outbox.", "{batch}", []string{"queue"}},
+	TimedOut: {"txmq_runs_timed_out_total", "Runs past their queue's RunTimeout by step (cancelled: ctx cancelled; stuck: still running after the grace, declared failed).",
+		"{run}", []string{"queue", "step"}},
 }
 
 // RunDuration describes the histogram of listener run time, in seconds.
@@ -90,5 +93,12 @@ func Hooks(s Sink) *txmq.Hooks {
 		Retried:   func(queue string, _ int, _ time.Duration) { s.Add(Retried, 1, queue) },
 		Dropped:   func(queue, reason string, _ int) { s.Add(Dropped, 1, queue, reason) },
 		HandedOff: func(queue string, _ int) { s.Add(HandedOff, 1, queue) },
+		TimedOut: func(queue string, _ int, stuck bool) {
+			step := "cancelled"
+			if stuck {
+				step = "stuck"
+			}
+			s.Add(TimedOut, 1, queue, step)
+		},
 	}
 }

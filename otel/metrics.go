@@ -37,6 +37,7 @@ func meter(p metric.MeterProvider) metric.Meter {
 //	txmq_batches_retried_total{queue}           failed batches scheduled for another run
 //	txmq_batches_dropped_total{queue,reason}    dropped batches, reason as in core's Reason constants
 //	txmq_batches_handed_off_total{queue}        buffered batches the backend refused, moved to the outbox
+//	txmq_runs_timed_out_total{queue,step}       runs past their RunTimeout, step "cancelled" or "stuck"
 func NewMetricHooks(provider metric.MeterProvider) (*txmq.Hooks, error) {
 	m := meter(provider)
 	s := &meterSink{}

@@ -130,6 +130,7 @@ func both(a, b *txmq.Hooks) *txmq.Hooks {
 		Retried:   func(q string, r int, d time.Duration) { a.Retried(q, r, d); b.Retried(q, r, d) },
 		Dropped:   func(q, reason string, m int) { a.Dropped(q, reason, m); b.Dropped(q, reason, m) },
 		HandedOff: func(q string, m int) { a.HandedOff(q, m); b.HandedOff(q, m) },
+		TimedOut:  func(q string, r int, stuck bool) { a.TimedOut(q, r, stuck); b.TimedOut(q, r, stuck) },
 	}
 }
 
@@ -153,6 +154,7 @@ func TestMetricHooksMirrorPrometheus(t *testing.T) {
 	qreg := txmq.NewRegistry()
 	ok := txmq.MustDeclareIn(qreg, "ok", txmq.QueueConfig[int]{Transactional: txmq.Try})
 	bad := txmq.MustDeclareIn(qreg, "bad", txmq.QueueConfig[int]{Transactional: txmq.Try, MaxAttempts: 2})
+	slow := txmq.MustDeclareIn(qreg, "slow", txmq.QueueConfig[int]{Transactional: txmq.Try, MaxAttempts: 1, RunTimeout: 20 * time.Millisecond})
 	be := memory.New(nil)
 	defer be.Close()
 	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: qreg, Hooks: both(otelHooks, promHooks),
@@ -162,12 +164,14 @@ func TestMetricHooksMirrorPrometheus(t *testing.T) {
 	}
 	_ = ok.Listen(n, func(context.Context, []int) error { return nil })
 	_ = bad.Listen(n, func(context.Context, []int) error { return errors.New("boom") })
+	_ = slow.Listen(n, func(ctx context.Context, _ []int) error { <-ctx.Done(); return ctx.Err() })
 	ctx := context.Background()
 	_ = n.Start(ctx)
 	_ = ok.PublishMany(ctx, n, []int{1, 2, 3})
 	_ = bad.Publish(ctx, n, 1)
+	_ = slow.Publish(ctx, n, 1)
 	deadline := time.Now().Add(10 * time.Second)
-	for n.Stats().Dropped[core.ReasonDeliveryExhausted] == 0 || n.Stats().Succeeded == 0 {
+	for n.Stats().Dropped[core.ReasonDeliveryExhausted] < 2 || n.Stats().Succeeded == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("runs did not finish: %+v", n.Stats())
 		}
@@ -184,6 +188,7 @@ func TestMetricHooksMirrorPrometheus(t *testing.T) {
 		"txmq_batches_retried_total{queue=bad}":                           1,
 		"txmq_batches_dropped_total{queue=bad,reason=delivery_exhausted}": 1,
 		"txmq_run_duration_seconds_count{queue=bad}":                      2,
+		"txmq_runs_timed_out_total{queue=slow,step=cancelled}":            1,
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %v, want %v", k, got[k], want)

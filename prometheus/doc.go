@@ -13,6 +13,7 @@
 //	txmq_batches_retried_total            failed batches scheduled for another run
 //	txmq_batches_dropped_total{reason}    dropped batches, reason as in core's Reason constants
 //	txmq_batches_handed_off_total         buffered batches the backend refused, moved to the outbox
+//	txmq_runs_timed_out_total{step}       runs past their RunTimeout, step "cancelled" or "stuck"
 //
 // Gauges, from NewQueueCollector, read from the backend (and the app database) at most once per
 // GaugeOptions.CacheFor (10 s), whatever the scrape rate:

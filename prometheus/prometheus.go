@@ -26,6 +26,8 @@ type Metrics struct {
 	Dropped *promclient.CounterVec
 	// HandedOff counts batches handed to the outbox, by queue.
 	HandedOff *promclient.CounterVec
+	// TimedOut counts runs past their RunTimeout by queue and step (cancelled, stuck).
+	TimedOut *promclient.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them with reg (nil: not registered).
@@ -45,6 +47,7 @@ func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
 		Retried:   counter(metricset.Retried),
 		Dropped:   counter(metricset.Dropped),
 		HandedOff: counter(metricset.HandedOff),
+		TimedOut:  counter(metricset.TimedOut),
 	}
 	if reg == nil {
 		return m, nil
@@ -68,6 +71,9 @@ func NewMetrics(reg promclient.Registerer) (*Metrics, error) {
 	}
 	if err == nil {
 		m.HandedOff, err = register(reg, m.HandedOff)
+	}
+	if err == nil {
+		m.TimedOut, err = register(reg, m.TimedOut)
 	}
 	if err != nil {
 		return nil, err
@@ -114,6 +120,8 @@ func (s sink) Add(c metricset.Counter, v float64, labels ...string) {
 		vec = s.m.Dropped
 	case metricset.HandedOff:
 		vec = s.m.HandedOff
+	case metricset.TimedOut:
+		vec = s.m.TimedOut
 	default:
 		return
 	}

@@ -12,10 +12,11 @@
 //   - the driver (driver.go, admit.go): owns the listeners and the slots, asks the backend
 //     for the free slots of each listened queue (Fetch), takes a slot before a batch is
 //     handed on, and steps back from a queue whose lease it lost;
-//   - the runner (worker.go, terminal.go, lease.go, fences.go, due.go, workerpool.go): runs
-//     each claimed batch through the policy (decode, run budget, listener, retry with
-//     backoff, dead letter, OnError once per batch), extends its lease while it runs, and
-//     fences a claim whose lease was not confirmed in time.
+//   - the runner (worker.go, terminal.go, lease.go, fences.go, timeouts.go, due.go,
+//     workerpool.go): runs each claimed batch through the policy (decode, run budget,
+//     listener, retry with backoff, dead letter, OnError once per batch), extends its lease
+//     while it runs, fences a claim whose lease was not confirmed in time, and ends a run
+//     past its queue's run timeout.
 //
 // Features plug in through the extension points of extend.go (Gate, Admitter, Tracing,
 // Writer, Preparer, Looper, Recorder, PublishWrapper, SpecChecker), given as

@@ -272,6 +272,8 @@ func (n *Engine) Stats() Stats {
 		EarlyArrivals:     n.stats.early.Load(),
 		HandedOff:         n.stats.handedOff.Load(),
 		LeaseLost:         n.stats.leaseLost.Load(),
+		TimedOut:          n.stats.timedOut.Load(),
+		Stuck:             n.stats.stuck.Load(),
 		Deduplicated:      n.stats.deduplicated.Load(),
 		Dropped:           map[string]int64{},
 		Buffered:          int64(n.pub.buffered()),

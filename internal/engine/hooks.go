@@ -19,6 +19,7 @@ type Hooks struct {
 	Retried   func(queue string, run int, delay time.Duration)
 	Dropped   func(queue string, reason string, messages int)
 	HandedOff func(queue string, messages int)
+	TimedOut  func(queue string, run int, stuck bool)
 }
 
 // Stats are an engine's counters since it was created (txmq.Stats).
@@ -30,6 +31,7 @@ type Stats struct {
 	Dropped                             map[string]int64
 	Deduplicated                        int64
 	LeaseLost                           int64
+	TimedOut, Stuck                     int64
 	InFlight                            int64
 	Buffered                            int64
 	EarlyArrivals                       int64
@@ -40,6 +42,7 @@ type counters struct {
 	publishedBatches, publishedMessages atomic.Int64
 	runs, succeeded, failed, retried    atomic.Int64
 	handedOff, leaseLost                atomic.Int64
+	timedOut, stuck                     atomic.Int64
 	early                               atomic.Int64
 	deduplicated                        atomic.Int64
 	mu                                  sync.Mutex

@@ -52,6 +52,9 @@ type Spec struct {
 	Dedup func([]core.Message) ([]core.Message, error)
 	// Rate is the queue's rate limit (zero: none), Burst defaulted.
 	Rate core.RateLimit
+	// RunTimeout bounds a run: its listener's ctx is cancelled with core.ErrRunTimeout after
+	// it, and a run still going RunGrace later is declared failed (timeouts.go). 0: none.
+	RunTimeout, RunGrace time.Duration
 }
 
 // limit evaluates the cap now; core.Unlimited when there is none.

@@ -24,6 +24,7 @@ type runner struct {
 	pool      workerPool     // goroutines that run batches (see workerPool)
 	workers   sync.WaitGroup // batches between dispatch and the end of their policy
 	fences    fenceSet       // running claims by fence time, with the node's fence timer
+	timeouts  timeoutSet     // timed runs by their next step, with the node's timeout timer
 	terminals terminalMemory // batch ids this node dead-lettered
 	margin    time.Duration  // LeaseMargin(opts.Lease)
 
@@ -42,6 +43,7 @@ func (rn *runner) init(e *Engine) {
 	rn.margin = core.LeaseMargin(e.opts.Lease)
 	rn.extendSem = make(chan struct{}, extendConcurrency)
 	rn.fences.fire = rn.fenceExpired
+	rn.timeouts.fire = rn.timeoutExpired
 	rn.runCtx, rn.runCancel = context.WithCancel(context.Background())
 }
 
@@ -77,6 +79,17 @@ type running struct {
 	idx     int       // index in fs's heap; -1 once out of it (fenced or done)
 	done    bool      // the worker is done with the claim
 	ledger  ledgerRun // the ledger's running event (no ids before it, or without a ledger)
+
+	// A timed run (Spec.RunTimeout) keeps what the hard step needs to end it without its
+	// worker (timeouts.go; the ledger's ids are in ledger); timeouts.mu guards stepAt, tIdx
+	// and step.
+	listener *Listener
+	batch    *Batch
+	run      int
+	gid      uint64    // the worker goroutine's id, for its stack
+	stepAt   time.Time // the next step: the soft one, then the hard one
+	tIdx     int       // index in the timeout heap; -1 when out of it
+	step     runStep
 }
 
 // listenerCtx is a listener's context: the claim's cancel context, carrying its *running under
@@ -99,9 +112,12 @@ func (c *listenerCtx) Value(key any) any {
 // listener, and the settle. The lease is extended the whole time, the terminal path (dead-letter
 // sink, OnError) included. Every step that is bookkeeping or app code is guarded so that it can
 // never turn into a redelivery or a crash.
-func (rn *runner) work(l *Listener, c *core.Claim) {
+func (rn *runner) work(l *Listener, c *core.Claim) { rn.workAs(l, c, 0) }
+
+// workAs is work on the worker goroutine gid (0: unknown, read when the run is timed).
+func (rn *runner) workAs(l *Listener, c *core.Claim, gid uint64) {
 	n := rn.e
-	defer rn.workers.Done()
+	owned := true // false once a run's hard timeout step ended it instead of this worker
 	released := false
 	release := func() {
 		if !released {
@@ -109,7 +125,12 @@ func (rn *runner) work(l *Listener, c *core.Claim) {
 			n.drv.release(c.Queue)
 		}
 	}
-	defer release()
+	defer func() {
+		if owned {
+			release()
+			rn.workers.Done()
+		}
+	}()
 	if n.held(c.Queue) { // paused after the dispatch: not started, given back for after the resume
 		rn.giveBack(c)
 		return
@@ -119,7 +140,7 @@ func (rn *runner) work(l *Listener, c *core.Claim) {
 	// claim, and a claim registered after it sees runCtx done below.
 	cctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
-	r := &running{claim: c, cancel: cancel, fs: &rn.fences, idx: -1}
+	r := &running{claim: c, cancel: cancel, fs: &rn.fences, idx: -1, tIdx: -1}
 	r.ctx = listenerCtx{Context: cctx, r: r}
 	now, held := rn.startFence(r)
 	if !held {
@@ -127,7 +148,11 @@ func (rn *runner) work(l *Listener, c *core.Claim) {
 		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
 		return
 	}
-	defer rn.stopFence(r)
+	defer func() {
+		if owned {
+			rn.stopFence(r)
+		}
+	}()
 	if rn.runCtx.Err() != nil {
 		cancel(context.Canceled)
 	}
@@ -177,15 +202,36 @@ func (rn *runner) work(l *Listener, c *core.Claim) {
 	// The clock is read before the run only for what needs the run's start (a ledger, the
 	// Delivered hook): at one message per batch every read counts.
 	var start time.Time
-	if n.recorder != nil || n.hooks.Delivered != nil {
+	timed := l.Spec.RunTimeout > 0
+	if timed || n.recorder != nil || n.hooks.Delivered != nil {
 		start = time.Now()
 	}
 	rn.recordRunning(r, d.ID, ids, start, run)
 	n.stats.runs.Add(1)
+	if timed {
+		if gid == 0 {
+			gid = goroutineID()
+		}
+		r.listener, r.batch, r.run, r.gid = l, d, run, gid
+		rn.timeouts.add(r, start)
+	}
 	runErr := safeRun(ctx, d.Calls)
 	endSpan(runErr)
+	if timed && !rn.timeouts.finish(r) {
+		owned = false // declared failed by the hard step, which settled it and freed its slot
+		return
+	}
+	rn.afterRun(r, l, d, run, ids, start, timeoutCause(ctx, runErr), release)
+}
+
+// afterRun settles a run that ended with runErr (started at start, zero if unread): the
+// Delivered hook, the history, then Ack, retry or the terminal path by the policy. release
+// frees the run's slot (called early on success, while the Ack travels).
+func (rn *runner) afterRun(r *running, l *Listener, d *Batch, run int, ids []string, start time.Time, runErr error, release func()) {
+	n := rn.e
+	c := r.claim
 	end := time.Now()
-	cause := context.Cause(ctx)
+	cause := context.Cause(&r.ctx)
 	if n.halted.Load() {
 		return // a simulated crash: no settle
 	}

@@ -31,12 +31,16 @@ type poolJob struct {
 	c  *core.Claim
 }
 
-func (j *poolJob) do() {
+// do runs j on the worker goroutine *gid (read at its first timed run, see goroutineID).
+func (j *poolJob) do(gid *uint64) {
 	if j.f != nil {
 		j.f()
 		return
 	}
-	j.rn.work(j.l, j.c)
+	if *gid == 0 && j.l.Spec.RunTimeout > 0 {
+		*gid = goroutineID()
+	}
+	j.rn.workAs(j.l, j.c, *gid)
 }
 
 // run runs f on a parked worker if one waits, else on a new goroutine that then parks for up
@@ -84,8 +88,9 @@ func keepFrame(b *[parkedDepth]byte) { b[0] = 0 }
 //
 //go:noinline
 func (p *workerPool) loop(stop <-chan struct{}, j poolJob) {
+	var gid uint64
 	for {
-		j.do()
+		j.do(&gid)
 		j = poolJob{} // keep nothing of a finished job while parked
 		if p.idle.Add(1) > maxIdleWorkers {
 			p.idle.Add(-1)
