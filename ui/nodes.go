@@ -1,0 +1,63 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// staleBeats is how many heartbeats a running node may miss before the Nodes page calls it
+// stale (it died without closing, or lost the app database).
+const staleBeats = 3
+
+// nodeRow is one row of the Nodes page.
+type nodeRow struct {
+	core.NodeBeat
+	// State is "running", "stopped" (its last row, written by Close) or "stale" (no beat for
+	// staleBeats of its intervals).
+	State string
+	// Age is how long ago the node was last seen, by the database clock.
+	Age time.Duration
+	// InUse and Cap are the node's slots over all its queues (Cap -1: some queue has no cap).
+	InUse, Cap int
+}
+
+// nodes serves the Nodes page: every node that wrote a heartbeat to the app database in the
+// last day (outbox.Nodes), with its queues, slots in use, version and last beat.
+func (s *server) nodes(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.o.Timeout)
+	defer cancel()
+	beats, now, err := s.o.Store.Nodes().List(ctx)
+	var errs []string
+	if err != nil {
+		msg := err.Error()
+		if strings.Contains(msg, "txmq_nodes") && strings.Contains(msg, "does not exist") {
+			msg += " (the schema predates the heartbeats: run `txmq migrate`)"
+		}
+		errs = append(errs, msg)
+	}
+	rows := make([]nodeRow, 0, len(beats))
+	for _, b := range beats {
+		row := nodeRow{NodeBeat: b, State: "running", Age: now.Sub(b.LastSeen).Round(time.Second)}
+		switch {
+		case b.Stopped:
+			row.State = "stopped"
+		case b.Every > 0 && now.Sub(b.LastSeen) > staleBeats*b.Every:
+			row.State = "stale"
+		}
+		for _, q := range b.Queues {
+			row.InUse += q.InUse
+			if row.Cap != core.Unlimited {
+				row.Cap += q.Cap
+			}
+			if q.Cap == core.Unlimited {
+				row.Cap = core.Unlimited
+			}
+		}
+		rows = append(rows, row)
+	}
+	s.render(w, r, "nodes.html", map[string]any{"Title": "Nodes", "Rows": rows, "Errors": errs, "StaleBeats": staleBeats})
+}
