@@ -46,3 +46,27 @@ type HeartbeatStore interface {
 	// Beat writes b as its node's row, replacing the previous one, and stamps LastSeen.
 	Beat(ctx context.Context, b NodeBeat) error
 }
+
+// NodeStaleBeats is how many heartbeats a running node may miss before readers call it
+// stale (it died without closing, or lost the app database).
+const NodeStaleBeats = 3
+
+// The states NodeBeat.State returns.
+const (
+	NodeRunning = "running"
+	NodeStopped = "stopped"
+	NodeStale   = "stale"
+)
+
+// State returns NodeStopped for the last row of a closed node, NodeStale when a running
+// node's LastSeen is more than NodeStaleBeats of its Every before now (the database's clock
+// at the read), else NodeRunning.
+func (b NodeBeat) State(now time.Time) string {
+	switch {
+	case b.Stopped:
+		return NodeStopped
+	case b.Every > 0 && now.Sub(b.LastSeen) > NodeStaleBeats*b.Every:
+		return NodeStale
+	}
+	return NodeRunning
+}

@@ -9,15 +9,11 @@ import (
 	"github.com/txmq/txmq/core"
 )
 
-// staleBeats is how many heartbeats a running node may miss before the Nodes page calls it
-// stale (it died without closing, or lost the app database).
-const staleBeats = 3
-
 // nodeRow is one row of the Nodes page.
 type nodeRow struct {
 	core.NodeBeat
 	// State is "running", "stopped" (its last row, written by Close) or "stale" (no beat for
-	// staleBeats of its intervals).
+	// core.NodeStaleBeats of its intervals): NodeBeat.State.
 	State string
 	// Age is how long ago the node was last seen, by the database clock.
 	Age time.Duration
@@ -41,13 +37,7 @@ func (s *server) nodes(w http.ResponseWriter, r *http.Request) {
 	}
 	rows := make([]nodeRow, 0, len(beats))
 	for _, b := range beats {
-		row := nodeRow{NodeBeat: b, State: "running", Age: now.Sub(b.LastSeen).Round(time.Second)}
-		switch {
-		case b.Stopped:
-			row.State = "stopped"
-		case b.Every > 0 && now.Sub(b.LastSeen) > staleBeats*b.Every:
-			row.State = "stale"
-		}
+		row := nodeRow{NodeBeat: b, State: b.State(now), Age: now.Sub(b.LastSeen).Round(time.Second)}
 		for _, q := range b.Queues {
 			row.InUse += q.InUse
 			if row.Cap != core.Unlimited {
@@ -59,5 +49,5 @@ func (s *server) nodes(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	s.render(w, r, "nodes.html", map[string]any{"Title": "Nodes", "Rows": rows, "Errors": errs, "StaleBeats": staleBeats})
+	s.render(w, r, "nodes.html", map[string]any{"Title": "Nodes", "Rows": rows, "Errors": errs, "StaleBeats": core.NodeStaleBeats})
 }
