@@ -17,6 +17,10 @@ import (
 // DefaultEvery is how often a node writes its heartbeat by default.
 const DefaultEvery = 5 * time.Second
 
+// lastWrite bounds the last beat (the row marked stopped), which Close waits for: an
+// unreachable database delays Close by at most this.
+const lastWrite = 2 * time.Second
+
 // module is the txmq module path, whose version a heartbeat carries.
 const module = "github.com/txmq/txmq"
 
@@ -50,7 +54,7 @@ func (b *Beat) Loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			// The last row: on a context of its own, since ctx is done.
-			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.every)
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.every, lastWrite))
 			defer cancel()
 			b.write(last, started, true)
 			return
