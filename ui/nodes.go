@@ -22,7 +22,8 @@ type nodeRow struct {
 }
 
 // nodes serves the Nodes page: every node that wrote a heartbeat to the app database in the
-// last day (outbox.Nodes), with its queues, slots in use, version and last beat.
+// last day (outbox.Nodes), with its queues, slots in use, version and last beat; the node
+// serving the page, when mounted in the app, is marked.
 func (s *server) nodes(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), s.o.Timeout)
 	defer cancel()
@@ -49,5 +50,9 @@ func (s *server) nodes(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
-	s.render(w, r, "nodes.html", map[string]any{"Title": "Nodes", "Rows": rows, "Errors": errs, "StaleBeats": core.NodeStaleBeats})
+	self := "" // the serving node, when mounted in the app (ForApp)
+	if s.o.Node != nil {
+		self = s.o.Node.ID()
+	}
+	s.render(w, r, "nodes.html", map[string]any{"Title": "Nodes", "Rows": rows, "Errors": errs, "StaleBeats": core.NodeStaleBeats, "Self": self})
 }

@@ -177,4 +177,7 @@ func TestNodesPage(t *testing.T) {
 			t.Fatalf("GET /nodes: %d, lacks %q:\n%s", code, want, page)
 		}
 	}
+	if strings.Contains(page, "(this node)") {
+		t.Errorf("a dashboard not mounted in an app marks a node as its own:\n%s", page)
+	}
 }

@@ -238,6 +238,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	node := `#nodes tr[data-node="` + app.Node.ID() + `"]`
 	step("08b2-nodes", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
 		chromedp.Click(chromedp.CSS(`header nav a[href$="nodes"]`)), chromedp.WaitVisible(chromedp.CSS(node)))
+	if got := text(node + ` td:first-child`); got != app.Node.ID()+" (this node)" {
+		t.Fatalf("the Nodes page names the serving node %q, want it marked as this node", got)
+	}
 	if got := text(node + ` td.state`); got != "running" {
 		t.Fatalf("the Nodes page shows this node as %q, want running", got)
 	}
