@@ -76,6 +76,12 @@ type NodeOptions struct {
 	// starts no batch of a paused queue, and running ones finish. Open sets it to the outbox
 	// store's Pauses when the app has a database. Default none: no queue is ever paused.
 	Pauses PauseSource
+	// Heartbeats, if set, receives the node's heartbeat from Start to Close: its id, the
+	// queues it listens to with their slots in use and caps, the txmq version and when it
+	// started, every 5 s, and a last row marked stopped as it closes (the dashboard's nodes
+	// page). Open sets it to the outbox store's Nodes when the app has a database. Default
+	// none.
+	Heartbeats core.HeartbeatStore
 	// Limiter hands out the start tokens of rate-limited queues (QueueConfig.RateLimit); Open
 	// sets it to the outbox store's Limits when the app has a database, so the limits hold
 	// cluster-wide.
@@ -153,6 +159,9 @@ func NewNode(backend core.Backend, opts *NodeOptions) (*Node, error) {
 	}
 	if o.Ticks != nil {
 		fc.Ticks = o.Ticks
+	}
+	if o.Heartbeats != nil {
+		fc.Heartbeats = o.Heartbeats
 	}
 	eo.Features = feature.List(fc, backend)
 	if o.Backoff == nil {

@@ -47,7 +47,8 @@ type App struct {
 // drain, wrapped with drain.New), then, with a database, connects, migrates the outbox tables
 // (unless SkipMigrate), creates the outbox Store on the backend and starts its relay and
 // recovery sweep, and finally creates the node with the Store as its Handoff and DeadLetters
-// (and its Pauses, Ticks and Limits as the node's Pauses, Ticks and Limiter).
+// (and its Pauses, Ticks, Limits and Nodes as the node's Pauses, Ticks, Limiter and
+// Heartbeats).
 // On error everything opened so far is closed again. URLs appear in logs and errors with
 // their passwords redacted.
 func Open(ctx context.Context, cfg *Config) (*App, error) {
@@ -106,6 +107,9 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 		}
 		if nodeOpts.Ticks == nil {
 			nodeOpts.Ticks = app.Store.Ticks()
+		}
+		if nodeOpts.Heartbeats == nil {
+			nodeOpts.Heartbeats = app.Store.Nodes()
 		}
 		if nodeOpts.Limiter == nil {
 			nodeOpts.Limiter = app.Store.Limits()

@@ -13,6 +13,8 @@ package core
 //	MessageStore          the Inspector, when a ledger is configured
 //	Limiter               the driver, before it fetches for a rate-limited queue (ratelimit.go)
 //
+// HeartbeatStore (heartbeat.go, package outbox's Nodes) takes the nodes' heartbeat rows.
+//
 // The store contracts of the schedules (txmq.TickClaimer) and of pauses (txmq.PauseSource) are
 // declared in package txmq, next to the features that use them.
 

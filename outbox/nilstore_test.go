@@ -45,20 +45,22 @@ func TestNilStore(t *testing.T) {
 	}
 }
 
-// TestNilStoreJobs: a nil Store hands out nil Pauses, Ticks and Limits (txmq.Open gives them
+// TestNilStoreJobs: a nil Store hands out nil Pauses, Ticks, Limits and Nodes (txmq.Open gives them
 // to the node only with a database), whose methods return ErrNoDatabase too.
 func TestNilStoreJobs(t *testing.T) {
 	t.Parallel()
 	var s *Store
-	if s.Pauses() != nil || s.Ticks() != nil || s.Limits() != nil {
-		t.Fatal("a nil Store handed out a non-nil Pauses, Ticks or Limits")
+	if s.Pauses() != nil || s.Ticks() != nil || s.Limits() != nil || s.Nodes() != nil {
+		t.Fatal("a nil Store handed out a non-nil Pauses, Ticks, Limits or Nodes")
 	}
 	ctx := context.Background()
 	calls := map[string]error{
 		"Pauses().Pause":  s.Pauses().Pause(ctx, "q", "test"),
 		"Pauses().Resume": s.Pauses().Resume(ctx, "q"),
 		"Limits().Return": s.Limits().Return(ctx, "q", 1, core.RateLimit{Batches: 1, Per: time.Second, Burst: 1}),
+		"Nodes().Beat":    s.Nodes().Beat(ctx, core.NodeBeat{Node: "n"}),
 	}
+	_, _, calls["Nodes().List"] = s.Nodes().List(ctx)
 	_, calls["Pauses().PausedQueues"] = s.Pauses().PausedQueues(ctx)
 	_, calls["Pauses().Paused"] = s.Pauses().Paused(ctx)
 	_, calls["Ticks().ClaimTick"] = s.Ticks().ClaimTick(ctx, "s", "q", time.Now(), time.Time{}, func(context.Context) error { return nil })

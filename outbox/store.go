@@ -23,8 +23,8 @@ var ErrNotFound = errors.New("txmq outbox: not found")
 // Store is the outbox and dead-letter store in one schema of the app's PostgreSQL database.
 // It implements core.Handoff and core.DeadLetterSink; give it to txmq.NodeOptions. Its methods
 // are safe for concurrent use. The schema's other tables have types of their own, reached
-// from the Store: Pauses (queue pause marks), Ticks (schedule ticks) and Limits (the shared
-// rate limit).
+// from the Store: Pauses (queue pause marks), Ticks (schedule ticks), Limits (the shared
+// rate limit) and Nodes (the nodes' heartbeats).
 type Store struct {
 	pool      *pgxpool.Pool
 	o         Options
@@ -47,6 +47,7 @@ type Store struct {
 	pauses *Pauses // the store's other jobs, on the same pool and schema
 	ticks  *Ticks
 	limits *Limits
+	nodes  *Nodes
 
 	// keyedWaiting says rows of an ordering key may wait behind rows of the key that are being
 	// published (a keyed Handoff, or a pass that left a keyed row for later): the after-commit
@@ -95,6 +96,7 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 		kick:    make(chan struct{}, 1),
 		pauses:  newPauses(pool, o.Schema),
 		limits:  newLimits(pool, o.Schema),
+		nodes:   newNodes(pool, o.Schema),
 	}
 	s.ticks = newTicks(s, o.Schema)
 	return s, nil

@@ -8,7 +8,9 @@
 // payload the backend still holds, rendered by Options.FormatPayload) through
 // Options.Inspector, the API `txmq msg` uses; when no lookup is possible the page shows why;
 // and the schedules (last and
-// next tick of each, as `txmq schedule ls`). It is server-rendered HTML from
+// next tick of each, as `txmq schedule ls`), and the nodes (each node's heartbeat from the
+// app database: its queues with their slots in use and caps, its version, when it was last
+// seen, and stale after three missed beats). It is server-rendered HTML from
 // embedded templates, readable without JavaScript, over the same API the command line uses.
 //
 // An app mounts it under its own mux (and its own auth):

@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/parity"
+	"github.com/txmq/txmq/txmqtest/testenv"
 	"github.com/txmq/txmq/ui"
 )
 
@@ -136,5 +139,45 @@ func TestSchedulesPage(t *testing.T) {
 		if code != http.StatusOK || !strings.Contains(page, want) {
 			t.Fatalf("GET /schedules: %d, lacks %q:\n%s", code, want, page)
 		}
+	}
+}
+
+// TestNodesPage: the Nodes page lists each node's heartbeat with its queues, slots in use and
+// caps, version and state: running, stopped (its last row) or stale (3 beats missed).
+func TestNodesPage(t *testing.T) {
+	t.Parallel()
+	srv, store := dashboard(t, ui.Options{})
+	if _, page := get(t, http.DefaultClient, srv.URL+"/nodes"); !strings.Contains(page, "No node has written a heartbeat yet") {
+		t.Fatalf("the empty Nodes page:\n%s", page)
+	}
+	ctx := context.Background()
+	started := time.Now().Add(-time.Hour)
+	beats := []core.NodeBeat{
+		{Node: "web-1", Queues: []core.NodeQueue{{Queue: "emails", InUse: 2, Cap: 8}, {Queue: "reports", InUse: 1, Cap: 1}}, Version: "v1.4.0", StartedAt: started, Every: time.Hour},
+		{Node: "web-2", Queues: []core.NodeQueue{{Queue: "emails", Cap: core.Unlimited}}, Version: "v1.4.0", StartedAt: started, Every: time.Second},
+		{Node: "web-3", StartedAt: started, Every: time.Hour, Stopped: true},
+	}
+	for _, b := range beats {
+		if err := store.Nodes().Beat(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// web-2 last beat a minute ago: 60 beats missed.
+	table := pgx.Identifier{store.Schema(), "txmq_nodes"}.Sanitize()
+	if _, err := testenv.PostgresPool(t).Exec(ctx, `UPDATE `+table+` SET last_seen = last_seen - interval '1 minute' WHERE node = 'web-2'`); err != nil {
+		t.Fatal(err)
+	}
+	code, page := get(t, http.DefaultClient, srv.URL+"/nodes")
+	for _, want := range []string{
+		`<tr data-node="web-1" class="running">`, `queues/emails">emails</a> 2/8`, `queues/reports">reports</a> 1/1`, `<td class="slots">3/9</td>`, `v1.4.0`,
+		`<tr data-node="web-2" class="stale">`, `<td class="slots">0/∞</td>`,
+		`<tr data-node="web-3" class="stopped">`, `<td class="queues">none</td>`, `<td class="version">unknown</td>`,
+	} {
+		if code != http.StatusOK || !strings.Contains(page, want) {
+			t.Fatalf("GET /nodes: %d, lacks %q:\n%s", code, want, page)
+		}
+	}
+	if strings.Contains(page, "(this node)") {
+		t.Errorf("a dashboard not mounted in an app marks a node as its own:\n%s", page)
 	}
 }

@@ -102,7 +102,7 @@ func TestForeignHostIsMisdirected(t *testing.T) {
 	srv, store := dashboard(t, ui.Options{})
 	s := newSession(t, srv.URL, store)
 	evil := "rebind.evil.example:" + s.port
-	for _, path := range []string{"/", "/queues/emails", "/dead", "/dead/1", "/messages?queue=emails", "/schedules", "/style.css"} {
+	for _, path := range []string{"/", "/queues/emails", "/dead", "/dead/1", "/messages?queue=emails", "/schedules", "/nodes", "/style.css"} {
 		if resp, body := s.do(http.MethodGet, path, nil, map[string]string{"Host": evil}); resp.StatusCode != http.StatusMisdirectedRequest {
 			t.Errorf("GET %s with Host %s: %d, want 421:\n%s", path, evil, resp.StatusCode, body)
 		}

@@ -188,6 +188,7 @@ func Handler(opts *Options) (http.Handler, error) {
 	mux.HandleFunc("GET /dead/{id}", s.deadShow)
 	mux.HandleFunc("GET /messages", s.messages)
 	mux.HandleFunc("GET /schedules", s.schedules)
+	mux.HandleFunc("GET /nodes", s.nodes)
 	mux.HandleFunc("GET /style.css", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/css")
 		b, _ := files.ReadFile("templates/style.css")

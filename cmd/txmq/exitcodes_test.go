@@ -125,7 +125,7 @@ func TestHelpListsConnectionFlags(t *testing.T) {
 	appDB := []string{"-database-url", "-schema", "-backend"}
 	want := map[string][]string{
 		"bench": {"-backend"}, "demo": {"-database-url", "-schema"},
-		"dlq": appDB, "queue": appDB, "msg": appDB, "outbox": appDB, "schedule": appDB,
+		"dlq": appDB, "queue": appDB, "msg": appDB, "outbox": appDB, "schedule": appDB, "nodes": appDB,
 		"status": append(appDB, "-drain"), "migrate": appDB, "ui": appDB,
 	}
 	for name := range commands {

@@ -57,6 +57,7 @@ func TestHelpRedactsSecrets(t *testing.T) {
 		{"queue", "pause", "q", "--help"},
 		{"queue", "paused", "--help"},
 		{"schedule", "ls", "--help"},
+		{"nodes", "--help"},
 		{"status", "--help"},
 		{"ui", "--help"},
 		{"status", "--no-such-flag"},

@@ -1,6 +1,6 @@
 // Package feature plugs the optional features into an engine: it turns the app's options
 // into the list engine.Options.Features takes, one registration per feature (pause, rate
-// limit, schedules, tracing, the ledger's events, ledger mode, id dedup; each a package of
+// limit, schedules, tracing, the ledger's events, ledger mode, id dedup, the heartbeat; each a package of
 // its own under this one). The app API (package txmq)
 // calls List at NewNode and imports no feature package; the engine imports none either.
 package feature
@@ -12,6 +12,7 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/engine"
 	"github.com/txmq/txmq/internal/feature/dedup"
+	"github.com/txmq/txmq/internal/feature/heartbeat"
 	"github.com/txmq/txmq/internal/feature/ledgermode"
 	"github.com/txmq/txmq/internal/feature/pause"
 	"github.com/txmq/txmq/internal/feature/ratelimit"
@@ -32,6 +33,8 @@ type Config struct {
 	// Pauses and PauseCheck: the pause feature (nil Pauses: no queue is ever paused).
 	Pauses     engine.PauseSource
 	PauseCheck time.Duration
+	// Heartbeats: the node's heartbeat row (nil: none is written).
+	Heartbeats core.HeartbeatStore
 	// Limiter: the rate-limit feature's token source (nil: the backend's, or this node's).
 	Limiter core.Limiter
 	// Ticks and Schedules: the schedules feature (nil Ticks: schedules do not run here).
@@ -51,6 +54,9 @@ func List(c Config, backend core.Backend) []any {
 	var fs []any
 	if c.Pauses != nil {
 		fs = append(fs, pause.New(c.Pauses, c.PauseCheck))
+	}
+	if c.Heartbeats != nil {
+		fs = append(fs, heartbeat.New(c.Heartbeats, 0))
 	}
 	fs = append(fs, ratelimit.New(c.Limiter, backend), dedup.New(backend))
 	if c.Schedules != nil {

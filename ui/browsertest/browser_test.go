@@ -233,6 +233,21 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the Schedules page of an app without schedules says %q", got)
 	}
 
+	// The Nodes page, from the header's link: this app's node, running, listening to both
+	// queues (its heartbeat is written at Start).
+	node := `#nodes tr[data-node="` + app.Node.ID() + `"]`
+	step("08b2-nodes", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
+		chromedp.Click(chromedp.CSS(`header nav a[href$="nodes"]`)), chromedp.WaitVisible(chromedp.CSS(node)))
+	if got := text(node + ` td:first-child`); got != app.Node.ID()+" (this node)" {
+		t.Fatalf("the Nodes page names the serving node %q, want it marked as this node", got)
+	}
+	if got := text(node + ` td.state`); got != "running" {
+		t.Fatalf("the Nodes page shows this node as %q, want running", got)
+	}
+	if got := text(node + ` td.queues`); !strings.Contains(got, "invoices") || !strings.Contains(got, "signups") {
+		t.Fatalf("the Nodes page lists this node's queues as %q, want invoices and signups", got)
+	}
+
 	// Live messages with their payloads: the delayed signups listed with a preview of each
 	// payload, one opened with its payload in full (from the backend's native lookup).
 	step("08c-messages", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
