@@ -12,6 +12,7 @@ import (
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // TestNodesBeatAndList: a beat replaces its node's row, List reads it back with the
@@ -111,5 +112,32 @@ func TestNodeHeartbeat(t *testing.T) {
 	list, _, err := e.store.Nodes().List(ctx) // Close waits for the last beat
 	if err != nil || len(list) != 1 || !list[0].Stopped {
 		t.Fatalf("after Close rows = %+v, %v; want the node's row marked stopped", list, err)
+	}
+}
+
+// TestHaltedNodeRowGoesStale: a halted node (a simulated crash, txmqtest.Halt) writes no last
+// row marked stopped: its row stays as the last beat left it, to go stale as a killed
+// process's does.
+func TestHaltedNodeRowGoesStale(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	reg := txmq.NewRegistry()
+	q := must(txmq.DeclareIn(reg, "halted-beats", txmq.QueueConfig[msg]{Transactional: txmq.Never}))
+	node := must(txmq.NewNode(e.be, &txmq.NodeOptions{Registry: reg, Logger: quiet, Heartbeats: e.store.Nodes()}))
+	if err := q.Listen(node, func(context.Context, []msg) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool {
+		list, _, err := e.store.Nodes().List(ctx)
+		return err == nil && len(list) == 1
+	}, "the node's first heartbeat row")
+	txmqtest.Halt(node) // returns once the node's loops ended
+	list, _, err := e.store.Nodes().List(ctx)
+	if err != nil || len(list) != 1 || list[0].Stopped {
+		t.Fatalf("after Halt rows = %+v, %v; want the node's row still running (no last write)", list, err)
 	}
 }

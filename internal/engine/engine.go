@@ -209,6 +209,10 @@ func (n *Engine) DriverTurn() (last time.Time, stopped bool) {
 // Logger returns the node's logger.
 func (n *Engine) Logger() *slog.Logger { return n.log }
 
+// Halted reports whether the node was halted (Halt: a simulated crash). A feature's loop ending
+// on a halted node leaves no trace a crashed process could not leave (no last write).
+func (n *Engine) Halted() bool { return n.halted.Load() }
+
 // Listen registers l, the one listener of its queue on this engine.
 func (n *Engine) Listen(l *Listener) error {
 	if n.specs.Lookup(l.Spec.Name) != l.Spec {

@@ -76,9 +76,6 @@ func (n *Engine) Release(queue string) { n.drv.release(queue) }
 // StepBack keeps queue out of fetches for a lease.
 func (n *Engine) StepBack(queue string) { n.drv.stepBack(queue) }
 
-// Halted reports whether Halt ran.
-func (n *Engine) Halted() bool { return n.halted.Load() }
-
 // Closing reports whether Close began.
 func (n *Engine) Closing() bool { return n.closing.Load() }
 

@@ -43,7 +43,8 @@ func New(store core.HeartbeatStore, every time.Duration) *Beat {
 func (b *Beat) Attach(e *engine.Engine) { b.e = e }
 
 // Loop writes the node's heartbeat at once and then every Every until ctx ends, then a last
-// one marked stopped (engine.Looper; Close waits for it). A failed write is logged and the
+// one marked stopped (engine.Looper; Close waits for it), unless the node was halted (a
+// simulated crash: its row goes stale, as a killed process's does). A failed write is logged and the
 // next one tried on time.
 func (b *Beat) Loop(ctx context.Context) {
 	started := b.e.Clock().Now()
@@ -53,6 +54,9 @@ func (b *Beat) Loop(ctx context.Context) {
 		b.write(ctx, started, false)
 		select {
 		case <-ctx.Done():
+			if b.e.Halted() {
+				return // a crash writes nothing more: the row goes stale, as a dead process's
+			}
 			// The last row: on a context of its own, since ctx is done.
 			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(b.every, lastWrite))
 			defer cancel()
