@@ -226,12 +226,7 @@ func checkPooler(pool *pgxpool.Pool, o *Options) (*pgx.ConnConfig, error) {
 }
 
 // usable returns the error of a call made after Close.
-func (be *Backend) usable(op string) error {
-	if be.closed.Load() {
-		return fmt.Errorf("sqljobs: %s: the backend was closed; open a new one: %w", op, core.ErrClosed)
-	}
-	return nil
-}
+func (be *Backend) usable(op string) error { return be.call.Usable(op) }
 
 // run runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
 // failure is retryable, and classifies the error (package core/sqlcall).
