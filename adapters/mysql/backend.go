@@ -265,9 +265,5 @@ func (be *Backend) attempt(ctx context.Context, fn func(ctx context.Context) err
 	return be.call.Attempt(ctx, fn)
 }
 
-// explain names op in err and classifies it (see classify), noting a Close that happened
-// meanwhile.
-func (be *Backend) explain(op string, err error) error { return be.call.Explain(op, err) }
-
 // micros converts a duration to whole microseconds for the SQL's arithmetic.
 func micros(d time.Duration) int64 { return d.Microseconds() }

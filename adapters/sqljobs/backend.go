@@ -240,10 +240,6 @@ func (be *Backend) attempt(ctx context.Context, fn func(ctx context.Context) err
 	return be.call.Attempt(ctx, fn)
 }
 
-// explain names op in err and classifies it (see classify), noting a Close that happened
-// meanwhile.
-func (be *Backend) explain(op string, err error) error { return be.call.Explain(op, err) }
-
 // syncCommit is the synchronous_commit of claim, settle and extend transactions: 'off', or
 // nil (the session's setting) with Options.DurableSettles or when the transaction claims or
 // extends an Exclusive queue's batch: a lock the database forgot in a crash would let a second
