@@ -41,8 +41,7 @@ type Backend struct {
 	exclMu    sync.Mutex
 	exclReady map[string]bool // Exclusive queues whose lock row this Backend made sure of
 
-	hbMu sync.Mutex
-	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
+	hb reaper.Heartbeats // the queue heartbeats this Backend wrote
 
 	reaper *reaper.Reaper
 }
@@ -89,7 +88,6 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 		done:      make(chan struct{}),
 		wake:      newWaker(),
 		exclReady: map[string]bool{},
-		hb:        map[string]time.Time{},
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
 	be.extends = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execExtends))

@@ -46,8 +46,7 @@ type Backend struct {
 	// keyedDeletes groups the Acks and Drops of ordered queues' batches (sqlAckKeyed).
 	keyedDeletes *group
 
-	hbMu sync.Mutex
-	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
+	hb reaper.Heartbeats // the queue heartbeats this Backend wrote
 
 	reaper *reaper.Reaper
 }
@@ -91,7 +90,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 		sql:          render(o.Schema),
 		channel:      channel(o.Schema),
 		done:         make(chan struct{}),
-		hb:           map[string]time.Time{},
 	}
 	be.lis = newListener(be)
 	be.deletes = newGroup(be, be.execDeletes)
