@@ -185,9 +185,8 @@ func newPool(ctx context.Context, app string, tracers ...pgx.QueryTracer) *pgxpo
 	return pool
 }
 
-type benchMsg struct {
-	ID int `json:"id"`
-}
+// benchMsg is the message the scenarios store.
+type benchMsg = txmqbench.Msg
 
 func freshSchema(ctx context.Context, pool *pgxpool.Pool, prefix string) (string, func()) {
 	name := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
@@ -221,32 +220,11 @@ func txmqBacklog(ctx context.Context, pool *pgxpool.Pool, n, perBatch int, profi
 	}
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
-	reg := txmq.NewRegistry()
-	q := txmq.MustDeclareIn(reg, "bench", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: txmq.Cap(*workers)})
-	pub, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := pub.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	chunk := make([]benchMsg, 0, 1000)
-	for i := range n {
-		chunk = append(chunk, benchMsg{ID: i})
-		if len(chunk) == cap(chunk) || i == n-1 {
-			if err := q.PublishMany(ctx, pub, chunk); err != nil {
-				log.Fatal(err)
-			}
-			chunk = chunk[:0]
-		}
-	}
-	if err := pub.Close(ctx); err != nil {
-		log.Fatal(err)
-	}
+	reg, q, pubStats := txmqbench.Backlog(ctx, be, n, perBatch, *workers, quiet)
 	want := int64((n + perBatch - 1) / perBatch)
-	if st := pub.Stats(); st.PublishedMessages != int64(n) {
+	if pubStats.PublishedMessages != int64(n) {
 		log.Fatalf("txmq: the publishing node stored %d of %d messages (%d batches); dropped %v, handed off %d",
-			st.PublishedMessages, n, st.PublishedBatches, st.Dropped, st.HandedOff)
+			pubStats.PublishedMessages, n, pubStats.PublishedBatches, pubStats.Dropped, pubStats.HandedOff)
 	}
 	d, err := be.Depths(ctx, []string{"bench"})
 	if err != nil {

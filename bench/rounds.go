@@ -263,28 +263,7 @@ func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session bool) co
 	defer drop()
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
-	reg := txmq.NewRegistry()
-	q := txmq.MustDeclareIn(reg, "bench", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: 1, MaxConcurrentBatches: txmq.Cap(*txWorkers)})
-	pub, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := pub.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	chunk := make([]benchMsg, 0, 1000)
-	for i := range n {
-		chunk = append(chunk, benchMsg{ID: i})
-		if len(chunk) == cap(chunk) || i == n-1 {
-			if err := q.PublishMany(ctx, pub, chunk); err != nil {
-				log.Fatal(err)
-			}
-			chunk = chunk[:0]
-		}
-	}
-	if err := pub.Close(ctx); err != nil {
-		log.Fatal(err)
-	}
+	reg, q, _ := txmqbench.Backlog(ctx, be, n, 1, *txWorkers, quiet)
 	txmqbench.WaitReady(ctx, be, []string{"bench"}, int64(n))
 	analyzeTable(ctx, pool, schema, "txmq_jobs")
 	var m *window

@@ -41,8 +41,7 @@ type Backend struct {
 	exclMu    sync.Mutex
 	exclReady map[string]bool // Exclusive queues whose lock row this Backend made sure of
 
-	hbMu sync.Mutex
-	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
+	hb reaper.Heartbeats // the queue heartbeats this Backend wrote
 
 	reaper *reaper.Reaper
 }
@@ -89,7 +88,6 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 		done:      make(chan struct{}),
 		wake:      newWaker(),
 		exclReady: map[string]bool{},
-		hb:        map[string]time.Time{},
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
 	be.extends = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execExtends))
@@ -251,12 +249,7 @@ func (be *Backend) checkSize(op string, size int) error {
 }
 
 // usable returns the error of a call made after Close.
-func (be *Backend) usable(op string) error {
-	if be.closed.Load() {
-		return fmt.Errorf("mysql: %s: the backend was closed; open a new one: %w", op, core.ErrClosed)
-	}
-	return nil
-}
+func (be *Backend) usable(op string) error { return be.call.Usable(op) }
 
 // run runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
 // failure is retryable, and classifies the error (package core/sqlcall).
@@ -269,10 +262,6 @@ func (be *Backend) run(ctx context.Context, op string, fn func(ctx context.Conte
 func (be *Backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
 	return be.call.Attempt(ctx, fn)
 }
-
-// explain names op in err and classifies it (see classify), noting a Close that happened
-// meanwhile.
-func (be *Backend) explain(op string, err error) error { return be.call.Explain(op, err) }
 
 // micros converts a duration to whole microseconds for the SQL's arithmetic.
 func micros(d time.Duration) int64 { return d.Microseconds() }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/reaper"
 )
 
 var _ core.IDDeduper = (*Backend)(nil)
@@ -86,21 +87,13 @@ func (be *Backend) publishDedup(ctx context.Context, b core.OutgoingBatch, body 
 
 // pruneIDs deletes expired id rows in pages of ReapBatch until none is left (or ctx ends).
 func (be *Backend) pruneIDs(ctx context.Context) (int64, error) {
-	var total int64
-	for ctx.Err() == nil {
+	return reaper.InPages(ctx, be.o.ReapBatch, func(ctx context.Context) (int64, error) {
 		var n int64
 		err := be.run(ctx, "reaper: deleting expired message ids", func(ctx context.Context) error {
 			var err error
 			n, err = affected(ctx, be.db, be.sql.pruneIDs, be.o.ReapBatch)
 			return err
 		})
-		if err != nil {
-			return total, err
-		}
-		total += n
-		if n < int64(be.o.ReapBatch) {
-			break
-		}
-	}
-	return total, nil
+		return n, err
+	})
 }

@@ -289,31 +289,21 @@ func (be *Backend) ensureExclusive(ctx context.Context, p claimParams) error {
 // the queues, for the reaper. A failure is logged, returned, and tried again at the next
 // Fetch.
 func (be *Backend) heartbeat(ctx context.Context, queues []string) error {
-	now := time.Now()
-	every := be.o.heartbeatInterval()
-	be.hbMu.Lock()
-	var due []any
-	for _, q := range queues {
-		if now.Sub(be.hb[q]) >= every {
-			due = append(due, q)
-			be.hb[q] = now
-		}
-	}
-	be.hbMu.Unlock()
+	due := be.hb.Due(queues, time.Now(), be.o.heartbeatInterval())
 	if len(due) == 0 {
 		return nil
 	}
+	args := make([]any, len(due))
+	for i, q := range due {
+		args[i] = q
+	}
 	values := strings.TrimSuffix(strings.Repeat("(?, "+sqlNow+"),", len(due)), ",")
 	err := be.run(context.WithoutCancel(ctx), "recording queue heartbeats", func(ctx context.Context) error {
-		_, err := be.db.ExecContext(ctx, strings.Replace(be.sql.heartbeat, "{{in}}", values, 1), due...)
+		_, err := be.db.ExecContext(ctx, strings.Replace(be.sql.heartbeat, "{{in}}", values, 1), args...)
 		return err
 	})
 	if err != nil {
-		be.hbMu.Lock()
-		for _, q := range due {
-			delete(be.hb, q.(string))
-		}
-		be.hbMu.Unlock()
+		be.hb.Failed(due)
 		be.o.Logger.Warn("mysql: recording queue heartbeats failed; retried at the next fetch", "queues", len(due), "error", err)
 	}
 	return err

@@ -3,35 +3,12 @@ package mysql
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
 )
-
-// sink records dead letters; fail makes it refuse them.
-type sink struct {
-	mu   sync.Mutex
-	got  []*core.DeadLetter
-	fail bool
-}
-
-func (s *sink) DeadLetter(_ context.Context, dl *core.DeadLetter) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fail {
-		return errors.New("sink down")
-	}
-	s.got = append(s.got, dl)
-	return nil
-}
-
-func (s *sink) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.got)
-}
 
 // age makes every batch of queue look created d ago.
 func (w *world) age(queue string, d time.Duration) {
@@ -48,7 +25,7 @@ func (w *world) age(queue string, d time.Duration) {
 func TestReaperDeadLettersAbandonedQueues(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	s := &sink{}
+	s := &txmqtest.DeadLetterRecorder{}
 	be := w.backend(&Options{DeadLetters: s, ReapBatch: 3})
 	publishN(t, be, "gone", 7)  // never fetched by anyone, old
 	publishN(t, be, "live", 2)  // old, but fetched recently
@@ -65,10 +42,10 @@ func TestReaperDeadLettersAbandonedQueues(t *testing.T) {
 	if res.Reaped != 7 || res.LeftInPlace != 0 || len(res.Queues) != 2 { // gone and young are unfetched
 		t.Fatalf("reap = %+v", res)
 	}
-	if s.len() != 7 {
-		t.Fatalf("sink got %d", s.len())
+	if s.Count("") != 7 {
+		t.Fatalf("sink got %d", s.Count(""))
 	}
-	dl := s.got[0]
+	dl := s.Letters()[0]
 	if dl.Queue != "gone" || dl.Reason != ReasonAbandoned || len(dl.Body) == 0 || dl.Messages != 1 || dl.BatchID == "" {
 		t.Fatalf("dead letter = %+v", dl)
 	}
@@ -81,7 +58,7 @@ func TestReaperDeadLettersAbandonedQueues(t *testing.T) {
 	// Without a sink (or with a failing one) the batches stay, counted.
 	publishN(t, be, "kept", 2)
 	w.age("kept", 8*24*time.Hour)
-	s.fail = true
+	s.Fail = errors.New("sink down")
 	res, err = be.Reap(context.Background())
 	if err != nil || res.LeftInPlace != 2 || res.Reaped != 0 {
 		t.Fatalf("reap with a failing sink = %+v, %v", res, err)
@@ -99,7 +76,7 @@ func TestReaperDeadLettersAbandonedQueues(t *testing.T) {
 func TestReaperPromotesAbandonedKeys(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	s := &sink{}
+	s := &txmqtest.DeadLetterRecorder{}
 	be := w.backend(&Options{DeadLetters: s, ReapBatch: 1})
 	for _, id := range []string{"a", "b"} {
 		if err := be.Publish(context.Background(), core.OutgoingBatch{ID: id, Queue: "ord", Key: "k", Body: []byte(id), Messages: 1}); err != nil {
@@ -114,8 +91,8 @@ func TestReaperPromotesAbandonedKeys(t *testing.T) {
 	if err != nil || res.Reaped != 2 {
 		t.Fatalf("reap = %+v, %v", res, err)
 	}
-	if s.got[0].BatchID != "a" || s.got[1].BatchID != "b" {
-		t.Fatalf("dead letters %s, %s; want a then b", s.got[0].BatchID, s.got[1].BatchID)
+	if got := s.Letters(); got[0].BatchID != "a" || got[1].BatchID != "b" {
+		t.Fatalf("dead letters %s, %s; want a then b", got[0].BatchID, got[1].BatchID)
 	}
 	if held, err := be.HoldsKey(context.Background(), "ord", "k"); err != nil || held {
 		t.Fatalf("HoldsKey = %v, %v; want false", held, err)

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
-	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/sqlurl"
 )
 
 // Schemes are the URL schemes this package registers with core.RegisterBackend.
@@ -115,59 +114,20 @@ func parseConfig(u *url.URL) (*Options, bool, *gomysql.Config, error) {
 // parseURL takes the txmq_ parameters out of u's query and returns the Options they set,
 // whether to migrate, and the rest of the query.
 func parseURL(u *url.URL) (*Options, bool, url.Values, error) {
-	opts := &Options{}
-	migrate := true
 	q := u.Query()
-	bad := func(key, v string, err error) error {
-		return fmt.Errorf("%w: mysql: backend URL parameter %s=%q: %v", core.ErrInvalidConfig, key, v, err)
+	set, err := sqlurl.Take("mysql", q, urlParams)
+	if err != nil {
+		return nil, false, nil, err
 	}
-	duration := func(key, v string, allowNegative bool) (time.Duration, error) {
-		d, err := time.ParseDuration(v)
-		if err == nil && d == 0 || err == nil && d < 0 && !allowNegative {
-			err = fmt.Errorf("must be positive")
-		}
-		if err != nil {
-			return 0, bad(key, v, err)
-		}
-		return d, nil
-	}
-	for key, vals := range q {
-		if !strings.HasPrefix(strings.ToLower(key), "txmq_") {
-			continue
-		}
-		v := vals[len(vals)-1]
-		var err error
-		switch strings.ToLower(key) {
-		case "txmq_schema":
-			opts.Schema = v
-		case "txmq_migrate":
-			if migrate, err = strconv.ParseBool(v); err != nil {
-				err = bad(key, v, fmt.Errorf("use true or false"))
-			}
-		case "txmq_lease": // accepted like the other adapters' URLs, checked and ignored
-			_, err = duration(key, v, false)
-		case "txmq_query_timeout":
-			opts.QueryTimeout, err = duration(key, v, false)
-		case "txmq_abandoned_after":
-			opts.AbandonedAfter, err = duration(key, v, false)
-		case "txmq_reap_interval":
-			opts.ReapInterval, err = duration(key, v, true)
-		case "txmq_poll_interval":
-			opts.PollInterval, err = duration(key, v, false)
-		case "txmq_fetch_limit": // accepted like the other adapters' URLs, checked and ignored
-			if _, err = core.ParsePositiveInt(v); err != nil {
-				err = bad(key, v, err)
-			}
-		default:
-			return nil, false, nil, fmt.Errorf("%w: mysql: backend URL: unknown parameter %q; accepted txmq_ parameters: %s", core.ErrInvalidConfig, key, core.ParamNames(urlParams))
-		}
-		if err != nil {
-			return nil, false, nil, err
-		}
-		q.Del(key)
+	opts := &Options{
+		Schema:         set.Schema,
+		QueryTimeout:   set.QueryTimeout,
+		AbandonedAfter: set.AbandonedAfter,
+		ReapInterval:   set.ReapInterval,
+		PollInterval:   set.PollInterval,
 	}
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, false, nil, err
 	}
-	return opts, migrate, q, nil
+	return opts, set.Migrate, q, nil
 }

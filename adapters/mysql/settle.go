@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/sqlcall"
 )
 
 // handle is the Claim.Handle of every claim: the row and the lease token of this handout.
@@ -26,8 +25,7 @@ type handle struct {
 	// Ack and Drop make the next batch of the key due.
 	queue, key string
 
-	mu      sync.Mutex // serialises settles and extensions of this claim
-	settled atomic.Bool
+	sqlcall.Settlement // serialises settles and extensions; settled once
 }
 
 // groupReq is one claim's request in a grouped transaction (groupcommit).
@@ -169,7 +167,7 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 		}
 		if n > 0 {
 			reqs[0].ok = true
-			h.settled.Store(true)
+			h.MarkSettled()
 		}
 		return nil
 	}
@@ -217,7 +215,7 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 	}
 	for _, q := range reqs {
 		if q.ok {
-			q.h.settled.Store(true)
+			q.h.MarkSettled()
 		}
 	}
 	for _, q := range wake {
@@ -315,21 +313,5 @@ func (be *Backend) settleOrExtend(ctx context.Context, op string, c *core.Claim,
 	if !ok || h == nil || h.be.o.Schema != be.o.Schema {
 		return fmt.Errorf("%w: mysql: %s %s: the claim was not handed out by a mysql backend on schema %q; settle a claim with the backend type that fetched it", core.ErrInvalidConfig, op, c.String(), be.o.Schema)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.settled.Load() {
-		return nil
-	}
-	held, err := apply(ctx, h)
-	if err != nil {
-		return be.explain(op+" "+c.String(), err)
-	}
-	if !held {
-		return fmt.Errorf("mysql: %s %s (delivery %d): the lease ran out or the batch was handed out again, and it may already run elsewhere; do not settle it again: %w",
-			op, c.String(), c.Deliveries, core.ErrLeaseLost)
-	}
-	if settles {
-		h.settled.Store(true)
-	}
-	return nil
+	return be.call.Settle(&h.Settlement, op, c, settles, func() (bool, error) { return apply(ctx, h) })
 }

@@ -46,8 +46,7 @@ type Backend struct {
 	// keyedDeletes groups the Acks and Drops of ordered queues' batches (sqlAckKeyed).
 	keyedDeletes *group
 
-	hbMu sync.Mutex
-	hb   map[string]time.Time // queue -> last heartbeat written by this Backend
+	hb reaper.Heartbeats // the queue heartbeats this Backend wrote
 
 	reaper *reaper.Reaper
 }
@@ -91,7 +90,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 		sql:          render(o.Schema),
 		channel:      channel(o.Schema),
 		done:         make(chan struct{}),
-		hb:           map[string]time.Time{},
 	}
 	be.lis = newListener(be)
 	be.deletes = newGroup(be, be.execDeletes)
@@ -226,12 +224,7 @@ func checkPooler(pool *pgxpool.Pool, o *Options) (*pgx.ConnConfig, error) {
 }
 
 // usable returns the error of a call made after Close.
-func (be *Backend) usable(op string) error {
-	if be.closed.Load() {
-		return fmt.Errorf("sqljobs: %s: the backend was closed; open a new one: %w", op, core.ErrClosed)
-	}
-	return nil
-}
+func (be *Backend) usable(op string) error { return be.call.Usable(op) }
 
 // run runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
 // failure is retryable, and classifies the error (package core/sqlcall).
@@ -244,10 +237,6 @@ func (be *Backend) run(ctx context.Context, op string, fn func(ctx context.Conte
 func (be *Backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
 	return be.call.Attempt(ctx, fn)
 }
-
-// explain names op in err and classifies it (see classify), noting a Close that happened
-// meanwhile.
-func (be *Backend) explain(op string, err error) error { return be.call.Explain(op, err) }
 
 // syncCommit is the synchronous_commit of claim, settle and extend transactions: 'off', or
 // nil (the session's setting) with Options.DurableSettles or when the transaction claims or

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/reaper"
 )
 
 // DedupIDs implements core.IDDeduper: exact, any window, per message id, in the transaction
@@ -72,8 +73,7 @@ var errHeld = fmt.Errorf("sqljobs: message ids held")
 
 // pruneIDs deletes expired id rows in pages of ReapBatch until none is left (or ctx ends).
 func (be *Backend) pruneIDs(ctx context.Context) (int64, error) {
-	var total int64
-	for ctx.Err() == nil {
+	return reaper.InPages(ctx, be.o.ReapBatch, func(ctx context.Context) (int64, error) {
 		var n int64
 		err := be.run(ctx, "reaper: deleting expired message ids", func(ctx context.Context) error {
 			rows, err := query(ctx, be.on(be.pool), be.sql.pruneIDs, be.o.ReapBatch)
@@ -84,13 +84,6 @@ func (be *Backend) pruneIDs(ctx context.Context) (int64, error) {
 			n = rows.CommandTag().RowsAffected()
 			return rows.Err()
 		})
-		if err != nil {
-			return total, err
-		}
-		total += n
-		if n < int64(be.o.ReapBatch) {
-			break
-		}
-	}
-	return total, nil
+		return n, err
+	})
 }

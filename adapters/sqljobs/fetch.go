@@ -151,17 +151,7 @@ func (p claimParams) exclusive(queue string) bool {
 // the queues, for the reaper. A failure is logged, returned, and tried again at the next
 // Fetch.
 func (be *Backend) heartbeat(ctx context.Context, queues []string) error {
-	now := time.Now()
-	every := be.o.heartbeatInterval()
-	be.hbMu.Lock()
-	var due []string
-	for _, q := range queues {
-		if now.Sub(be.hb[q]) >= every {
-			due = append(due, q)
-			be.hb[q] = now
-		}
-	}
-	be.hbMu.Unlock()
+	due := be.hb.Due(queues, time.Now(), be.o.heartbeatInterval())
 	if len(due) == 0 {
 		return nil
 	}
@@ -170,11 +160,7 @@ func (be *Backend) heartbeat(ctx context.Context, queues []string) error {
 		return err
 	})
 	if err != nil {
-		be.hbMu.Lock()
-		for _, q := range due {
-			delete(be.hb, q)
-		}
-		be.hbMu.Unlock()
+		be.hb.Failed(due)
 		be.o.Logger.Warn("sqljobs: recording queue heartbeats failed; retried at the next fetch", "queues", len(due), "error", err)
 	}
 	return err

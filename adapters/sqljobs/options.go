@@ -1,11 +1,11 @@
 package sqljobs
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/optdefault"
 	"github.com/txmq/txmq/internal/pgmigrate"
 )
 
@@ -121,42 +121,24 @@ func (o *Options) withDefaults() (c Options, err error) {
 	if c.Schema, err = pgmigrate.Schema("sqljobs", c.Schema); err != nil {
 		return c, err
 	}
-	for _, d := range []struct {
-		name string
-		v    *time.Duration
-		def  time.Duration
-	}{
-		{"QueryTimeout", &c.QueryTimeout, DefaultQueryTimeout},
-		{"AbandonedAfter", &c.AbandonedAfter, DefaultAbandonedAfter},
-		{"PollInterval", &c.PollInterval, DefaultPollInterval},
-	} {
-		if *d.v < 0 {
-			return c, fmt.Errorf("%w: sqljobs: Options.%s is %v; it must be >= 0 (0 means the default %v)", core.ErrInvalidConfig, d.name, *d.v, d.def)
-		}
-		if *d.v == 0 {
-			*d.v = d.def
-		}
+	if err := optdefault.Fill("sqljobs",
+		optdefault.Field[time.Duration]{Name: "QueryTimeout", V: &c.QueryTimeout, Def: DefaultQueryTimeout},
+		optdefault.Field[time.Duration]{Name: "AbandonedAfter", V: &c.AbandonedAfter, Def: DefaultAbandonedAfter},
+		optdefault.Field[time.Duration]{Name: "PollInterval", V: &c.PollInterval, Def: DefaultPollInterval},
+	); err != nil {
+		return c, err
+	}
+	if err := optdefault.Fill("sqljobs",
+		optdefault.Field[int]{Name: "ReapBatch", V: &c.ReapBatch, Def: DefaultReapBatch},
+		optdefault.Field[int]{Name: "SettleBatch", V: &c.SettleBatch, Def: DefaultSettleBatch},
+	); err != nil {
+		return c, err
 	}
 	if c.SettleWindow == 0 {
 		c.SettleWindow = DefaultSettleWindow
 	}
 	if c.ReapInterval == 0 {
 		c.ReapInterval = DefaultReapInterval
-	}
-	for _, n := range []struct {
-		name string
-		v    *int
-		def  int
-	}{
-		{"ReapBatch", &c.ReapBatch, DefaultReapBatch},
-		{"SettleBatch", &c.SettleBatch, DefaultSettleBatch},
-	} {
-		if *n.v < 0 {
-			return c, fmt.Errorf("%w: sqljobs: Options.%s is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, n.name, *n.v, n.def)
-		}
-		if *n.v == 0 {
-			*n.v = n.def
-		}
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

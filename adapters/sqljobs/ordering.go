@@ -118,7 +118,7 @@ func (be *Backend) execKeyedDeletes(ctx context.Context, reqs []*groupReq) error
 	for _, q := range reqs {
 		if held[[2]int64{q.h.id, q.h.token}] {
 			q.ok = true
-			q.h.settled.Store(true)
+			q.h.MarkSettled()
 		}
 	}
 	return nil

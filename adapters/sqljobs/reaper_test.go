@@ -3,7 +3,6 @@ package sqljobs
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,29 +11,6 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/txmqtest"
 )
-
-// sink records dead letters; fail makes it refuse them.
-type sink struct {
-	mu   sync.Mutex
-	got  []*core.DeadLetter
-	fail bool
-}
-
-func (s *sink) DeadLetter(_ context.Context, dl *core.DeadLetter) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fail {
-		return errors.New("sink down")
-	}
-	s.got = append(s.got, dl)
-	return nil
-}
-
-func (s *sink) len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.got)
-}
 
 // age makes every batch of queue look created d ago.
 func (w *world) age(queue string, d time.Duration) {
@@ -48,7 +24,7 @@ func (w *world) age(queue string, d time.Duration) {
 func TestReaperDeadLettersAbandonedQueues(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
-	s := &sink{}
+	s := &txmqtest.DeadLetterRecorder{}
 	be := w.backend(&Options{DeadLetters: s, ReapBatch: 3})
 	publishN(t, be, "gone", 7)  // never fetched by anyone, old
 	publishN(t, be, "live", 2)  // old, but fetched recently
@@ -65,10 +41,10 @@ func TestReaperDeadLettersAbandonedQueues(t *testing.T) {
 	if res.Reaped != 7 || res.LeftInPlace != 0 || len(res.Queues) != 2 { // gone and young are unfetched
 		t.Fatalf("reap = %+v", res)
 	}
-	if s.len() != 7 {
-		t.Fatalf("sink got %d", s.len())
+	if s.Count("") != 7 {
+		t.Fatalf("sink got %d", s.Count(""))
 	}
-	dl := s.got[0]
+	dl := s.Letters()[0]
 	if dl.Queue != "gone" || dl.Reason != ReasonAbandoned || len(dl.Body) == 0 || dl.Messages != 1 || dl.BatchID == "" {
 		t.Fatalf("dead letter = %+v", dl)
 	}
@@ -102,7 +78,7 @@ func TestReaperWithoutSinkLeavesBatches(t *testing.T) {
 		t.Fatalf("stats = %+v", st)
 	}
 	// A failing sink leaves them too.
-	s := &sink{fail: true}
+	s := &txmqtest.DeadLetterRecorder{Fail: errors.New("sink down")}
 	be2 := w.backend(&Options{DeadLetters: s})
 	res, err = be2.Reap(ctxT(t))
 	if err != nil || res.Reaped != 0 || res.LeftInPlace != 4 {
@@ -120,7 +96,7 @@ func TestReaperRunsOnFirstTick(t *testing.T) {
 	seed := w.backend(nil)
 	publishN(t, seed, "gone", 2)
 	w.age("gone", 8*24*time.Hour)
-	s := &sink{}
+	s := &txmqtest.DeadLetterRecorder{}
 	w.backend(&Options{DeadLetters: s, ReapInterval: time.Hour})
-	txmqtest.Eventually(t, 10*time.Second, func() bool { return s.len() == 2 }, "the reaper's first run dead-letters the abandoned batches")
+	txmqtest.Eventually(t, 10*time.Second, func() bool { return s.Count("") == 2 }, "the reaper's first run dead-letters the abandoned batches")
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/sqlurl"
 	"github.com/txmq/txmq/internal/pgpooler"
 )
 
@@ -98,64 +96,21 @@ func parseConfig(u *url.URL) (*Options, bool, *pgxpool.Config, error) {
 // migrate, and u without them.
 func parseURL(u *url.URL) (*Options, bool, *url.URL, error) {
 	opts := &Options{}
-	migrate := true
 	q := u.Query()
 	pooler, err := pgpooler.Take("sqljobs: backend URL", q)
 	if err != nil {
 		return nil, false, nil, err
 	}
 	opts.PgBouncer, opts.ListenURL, opts.PollInterval = pooler.PgBouncer, pooler.ListenURL, pooler.PollInterval
-	bad := func(key, v string, err error) error {
-		return fmt.Errorf("%w: sqljobs: backend URL parameter %s=%q: %v", core.ErrInvalidConfig, key, v, err)
+	set, err := sqlurl.Take("sqljobs", q, urlParams)
+	if err != nil {
+		return nil, false, nil, err
 	}
-	duration := func(key, v string, allowNegative bool) (time.Duration, error) {
-		d, err := time.ParseDuration(v)
-		if err == nil && d == 0 || err == nil && d < 0 && !allowNegative {
-			err = fmt.Errorf("must be positive")
-		}
-		if err != nil {
-			return 0, bad(key, v, err)
-		}
-		return d, nil
-	}
-	for key, vals := range q {
-		if !strings.HasPrefix(strings.ToLower(key), "txmq_") {
-			continue
-		}
-		v := vals[len(vals)-1]
-		var err error
-		switch strings.ToLower(key) {
-		case "txmq_schema":
-			opts.Schema = v
-		case "txmq_migrate":
-			migrate, err = strconv.ParseBool(v)
-			if err != nil {
-				err = bad(key, v, fmt.Errorf("use true or false"))
-			}
-		case "txmq_lease": // accepted for old URLs, checked and ignored (see urlParams)
-			_, err = duration(key, v, false)
-		case "txmq_query_timeout":
-			opts.QueryTimeout, err = duration(key, v, false)
-		case "txmq_abandoned_after":
-			opts.AbandonedAfter, err = duration(key, v, false)
-		case "txmq_reap_interval":
-			opts.ReapInterval, err = duration(key, v, true)
-		case "txmq_fetch_limit": // accepted for old URLs, checked and ignored (see urlParams)
-			if _, err = core.ParsePositiveInt(v); err != nil {
-				err = bad(key, v, err)
-			}
-		default:
-			return nil, false, nil, fmt.Errorf("%w: sqljobs: backend URL: unknown parameter %q; accepted txmq_ parameters: %s", core.ErrInvalidConfig, key, core.ParamNames(urlParams))
-		}
-		if err != nil {
-			return nil, false, nil, err
-		}
-		q.Del(key)
-	}
+	opts.Schema, opts.QueryTimeout, opts.AbandonedAfter, opts.ReapInterval = set.Schema, set.QueryTimeout, set.AbandonedAfter, set.ReapInterval
 	if _, err := opts.withDefaults(); err != nil {
 		return nil, false, nil, err
 	}
 	rest := *u
 	rest.RawQuery = q.Encode()
-	return opts, migrate, &rest, nil
+	return opts, set.Migrate, &rest, nil
 }

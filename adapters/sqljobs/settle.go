@@ -3,13 +3,12 @@ package sqljobs
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/sqlcall"
 )
 
 // handle is the Claim.Handle of every claim: the row and the lease token of this handout.
@@ -25,8 +24,7 @@ type handle struct {
 	// make the next batch of the key due (deleteKeyed).
 	queue, key string
 
-	mu      sync.Mutex // serialises settles and extensions of this claim
-	settled atomic.Bool
+	sqlcall.Settlement // serialises settles and extensions; settled once
 }
 
 // Ack deletes a successfully processed batch and releases its Exclusive lock. Concurrent
@@ -112,7 +110,7 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 	for _, q := range reqs {
 		if held[[2]int64{q.h.id, q.h.token}] {
 			q.ok = true
-			q.h.settled.Store(true)
+			q.h.MarkSettled()
 		}
 	}
 	return nil
@@ -169,23 +167,7 @@ func (be *Backend) settleOrExtend(ctx context.Context, op string, c *core.Claim,
 	if !ok || h == nil || h.be.o.Schema != be.o.Schema {
 		return fmt.Errorf("%w: sqljobs: %s %s: the claim was not handed out by a sqljobs backend on schema %q; settle a claim with the backend type that fetched it", core.ErrInvalidConfig, op, c.String(), be.o.Schema)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.settled.Load() {
-		return nil
-	}
-	held, err := apply(ctx, h)
-	if err != nil {
-		return be.explain(op+" "+c.String(), err)
-	}
-	if !held {
-		return fmt.Errorf("sqljobs: %s %s (delivery %d): the lease ran out or the batch was handed out again, and it may already run elsewhere; do not settle it again: %w",
-			op, c.String(), c.Deliveries, core.ErrLeaseLost)
-	}
-	if settles {
-		h.settled.Store(true)
-	}
-	return nil
+	return be.call.Settle(&h.Settlement, op, c, settles, func() (bool, error) { return apply(ctx, h) })
 }
 
 // countRows reads and counts a result's rows.

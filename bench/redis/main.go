@@ -74,9 +74,8 @@ func want(s string) bool {
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-type benchMsg struct {
-	ID int `json:"id"`
-}
+// benchMsg is the message the scenarios store.
+type benchMsg = txmqbench.Msg
 
 func main() {
 	flag.Parse()
@@ -180,28 +179,7 @@ func txmqBacklog(ctx context.Context, rdb *goredis.Client, n, perBatch int) floa
 	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
 	be := txmqBackend(rdb, prefix)
 	defer be.Close()
-	reg := txmq.NewRegistry()
-	q := txmq.MustDeclareIn(reg, "bench", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: txmq.Cap(*workers)})
-	pub, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := pub.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	chunk := make([]benchMsg, 0, 1000)
-	for i := range n {
-		chunk = append(chunk, benchMsg{ID: i})
-		if len(chunk) == cap(chunk) || i == n-1 {
-			if err := q.PublishMany(ctx, pub, chunk); err != nil {
-				log.Fatal(err)
-			}
-			chunk = chunk[:0]
-		}
-	}
-	if err := pub.Close(ctx); err != nil {
-		log.Fatal(err)
-	}
+	reg, q, _ := txmqbench.Backlog(ctx, be, n, perBatch, *workers, quiet)
 	txmqbench.WaitReady(ctx, be, []string{"bench"}, int64((n+perBatch-1)/perBatch))
 	meter := cpuMeter{rdb: rdb}
 	elapsed := txmqbench.BurnDown(ctx, be, reg, []*txmq.Queue[benchMsg]{q}, int64(n), quiet, func() {

@@ -43,9 +43,8 @@ var (
 	schemaNo = time.Now().UnixNano() % 1e9
 )
 
-type benchMsg struct {
-	ID int `json:"id"`
-}
+// benchMsg is the message the scenarios store.
+type benchMsg = txmqbench.Msg
 
 // opener makes a fresh backend and returns it with its cleanup.
 type opener func(ctx context.Context) (core.Backend, func())
@@ -83,28 +82,7 @@ func main() {
 func backlog(ctx context.Context, open opener, n, perBatch int) float64 {
 	be, done := open(ctx)
 	defer done()
-	reg := txmq.NewRegistry()
-	q := txmq.MustDeclareIn(reg, "bench", txmq.QueueConfig[benchMsg]{Transactional: txmq.Try, MaxBatchMessages: perBatch, MaxConcurrentBatches: txmq.Cap(*workers)})
-	pub, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, FlushWindow: time.Millisecond, FlushTick: time.Millisecond})
-	if err != nil {
-		log.Fatal(err)
-	}
-	if err := pub.Start(ctx); err != nil {
-		log.Fatal(err)
-	}
-	chunk := make([]benchMsg, 0, 1000)
-	for i := range n {
-		chunk = append(chunk, benchMsg{ID: i})
-		if len(chunk) == cap(chunk) || i == n-1 {
-			if err := q.PublishMany(ctx, pub, chunk); err != nil {
-				log.Fatal(err)
-			}
-			chunk = chunk[:0]
-		}
-	}
-	if err := pub.Close(ctx); err != nil {
-		log.Fatal(err)
-	}
+	reg, q, _ := txmqbench.Backlog(ctx, be, n, perBatch, *workers, quiet)
 	txmqbench.WaitReady(ctx, be, []string{"bench"}, int64((n+perBatch-1)/perBatch))
 	elapsed := txmqbench.BurnDown(ctx, be, reg, []*txmq.Queue[benchMsg]{q}, int64(n), quiet, nil, nil)
 	return float64(n) / elapsed.Seconds()
