@@ -2,6 +2,7 @@ package parity
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -33,7 +34,17 @@ func queuesListed(x *X) {
 	if err := b.Publish(ctx, rawBatch(q, false, "listed")); err != nil {
 		x.T.Fatalf("Publish: %v", err)
 	}
-	qs, err := core.ListQueues(ctx, b)
+	// A listing is an operator's call that may say "unavailable, try again" on a loaded
+	// backend (a cluster's stream listing past the client's timeout): it is retried within
+	// the suite's timeout, as an operator would; any other error fails.
+	var (
+		qs  []string
+		err error
+	)
+	x.eventually(func() bool {
+		qs, err = core.ListQueues(ctx, b)
+		return err == nil || !errors.Is(err, core.ErrBackendUnavailable)
+	}, func() string { return fmt.Sprintf("ListQueues answers: %v", err) })
 	if err != nil {
 		x.T.Fatalf("ListQueues: %v", err)
 	}
