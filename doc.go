@@ -105,6 +105,33 @@
 // keeping the first reason, error and attempts). Such a batch is dropped again without a second
 // dead letter, drop count or OnError. Without a sink the guarantee holds per node only.
 //
+// # Retries
+//
+// The delay before a retry is the queue's QueueConfig.Backoff if it sets one, else the node's
+// NodeOptions.Backoff (default DefaultBackoff: 1 s doubling to 10 min, jittered). A listener's
+// error can change the outcome of its run; a plain error keeps the meaning above:
+//
+//   - RetryAfter(d, err): the next run comes no earlier than d from the failure, instead of
+//     after the backoff (a rate-limited API's Retry-After). The run is spent as any failure;
+//     past the budget the batch is dead-lettered with reason delivery_exhausted.
+//   - Permanent(err): dead letter now, whatever budget is left: one dead letter with reason
+//     permanent (ReasonPermanent), the drop counted (Stats.Dropped) and logged, OnError
+//     called once with the listener's error, no further run.
+//
+// Both are found with errors.As anywhere in the returned error's chain (PermanentError,
+// RetryAfterError), and both let errors.Is and errors.As reach the wrapped error. If one
+// chain holds both, Permanent wins. A run cancelled by Close is given back as before,
+// whatever its error says.
+//
+// On an Ordered queue a retried batch is still its key's head: RetryAfter blocks the key
+// for at least d, and a Permanent head is dead-lettered and the key moves on to its next
+// message. On an Exclusive queue a batch waiting for its retry is not in flight: other
+// batches of the queue run meanwhile. Each stored copy of a batch (duplicate delivery) runs
+// on its own; a Permanent error on both copies takes the terminal path once per batch id, as
+// above (one dead letter, one OnError call). With a ledger, the retry is
+// recorded as usual (its due time is the RetryAfter delay) and the dead batch's event
+// carries the reason permanent and the listener's error.
+//
 // # Ordering
 //
 // A queue declared with QueueConfig.Ordered keeps per-key order: every publish names a key

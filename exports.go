@@ -68,6 +68,9 @@ const (
 	// ReasonPublishExhausted: an outbox row kept failing to publish until the outbox's budget
 	// was spent.
 	ReasonPublishExhausted = core.ReasonPublishExhausted
+	// ReasonPermanent: the listener returned a Permanent error; the batch was dead-lettered
+	// on that run.
+	ReasonPermanent = core.ReasonPermanent
 )
 
 // LeaseMargin returns the fencing margin of a lease: max(lease/10, 1s), at most lease/4. A node

@@ -112,8 +112,8 @@ type QueueConfig[T any] struct {
 	// to stay under it (a batch always holds at least one message). Default 0: the node's
 	// NodeOptions.MaxBatchBytes (8 MiB by default); NoSizeLimit: no library limit.
 	MaxBatchBytes int
-	// OnError, if set, is called once per terminal drop (retries exhausted or worker lost) with
-	// the decoded messages, the last error and the number of runs. It is at-least-once; its
+	// OnError, if set, is called once per terminal drop (retries exhausted, worker lost, or a
+	// Permanent error) with the decoded messages, the last error and the number of runs. It is at-least-once; its
 	// panics and errors are logged and swallowed.
 	OnError func(msgs []T, err error, attempts int) error
 	// Ordered makes the queue keep per-key order: every publish carries a key (the Key
@@ -146,6 +146,11 @@ type QueueConfig[T any] struct {
 	// return before its run is declared failed. Default 0: a tenth of RunTimeout, at most one
 	// minute.
 	RunTimeoutGrace time.Duration
+	// Backoff is the queue's retry delay after the given failed run (1-based), overriding the
+	// node's NodeOptions.Backoff for this queue (see "Retries" in the package doc); a listener
+	// error made with RetryAfter overrides both for its run. It must be safe for concurrent
+	// use; a panic is logged and DefaultBackoff used. Default nil: NodeOptions.Backoff.
+	Backoff func(run int) time.Duration
 }
 
 // DefaultRunTimeout is a queue's RunTimeout when it sets none: long enough for a batch of

@@ -56,6 +56,7 @@ type declKey struct {
 	maxMsgBytes    int
 	maxBatchBytes  int
 	dedup, onError bool
+	backoff        bool
 	rate           RateLimit
 	idWindow       time.Duration
 	runTimeout     time.Duration
@@ -141,6 +142,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		maxBatchBytes: cfg.MaxBatchBytes,
 		dedup:         cfg.Dedup != nil,
 		onError:       cfg.OnError != nil,
+		backoff:       cfg.Backoff != nil,
 		rate:          cfg.RateLimit,
 		idWindow:      cfg.IDDedupWindow,
 		runTimeout:    cfg.RunTimeout,
@@ -174,6 +176,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			IDWindow:        cfg.IDDedupWindow,
 			RunTimeout:      max(cfg.RunTimeout, 0),
 			RunGrace:        cfg.RunTimeoutGrace,
+			Backoff:         cfg.Backoff,
 		}}
 	if cfg.MaxConcurrentBatches.isSet() {
 		spec.Cap = cfg.MaxConcurrentBatches.limit

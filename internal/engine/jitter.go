@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"time"
 )
 
@@ -37,3 +38,20 @@ func Backoff(base, limit time.Duration) func(run int) time.Duration {
 
 // defaultBackoff is txmq.DefaultBackoff: 1 s doubling per run, at most 10 min.
 var defaultBackoff = Backoff(time.Second, 10*time.Minute)
+
+// backoff returns the retry delay after run: the queue's Backoff, else the node's; a
+// panicking Backoff falls back to DefaultBackoff.
+func (rn *runner) backoff(spec *Spec, run int) (d time.Duration) {
+	n := rn.e
+	fn, what := n.opts.Backoff, "NodeOptions.Backoff"
+	if spec.Backoff != nil {
+		fn, what = spec.Backoff, "QueueConfig.Backoff of queue "+strconv.Quote(spec.Name)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Error("txmq: "+what+" panicked; using DefaultBackoff (fix the Backoff func)", "panic", r)
+			d = defaultBackoff(run)
+		}
+	}()
+	return max(fn(run), 0)
+}

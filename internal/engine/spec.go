@@ -55,6 +55,9 @@ type Spec struct {
 	// RunTimeout bounds a run: its listener's ctx is cancelled with core.ErrRunTimeout after
 	// it, and a run still going RunGrace later is declared failed (timeouts.go). 0: none.
 	RunTimeout, RunGrace time.Duration
+	// Backoff is the queue's retry delay after a failed run (1-based); nil: the engine's
+	// Options.Backoff. It must not panic (a panic is logged and DefaultBackoff used).
+	Backoff func(run int) time.Duration
 }
 
 // limit evaluates the cap now; core.Unlimited when there is none.

@@ -265,9 +265,16 @@ func (rn *runner) afterRun(r *running, l *Listener, d *Batch, run int, ids []str
 		if rn.retry(r, d, run-1, 0, runErr) {
 			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
 		}
+	case core.IsPermanent(runErr):
+		// The listener said no retry can fix it: dead letter now, whatever budget is left.
+		n.stats.failed.Add(1)
+		rn.terminal(r, l.Spec, d, core.ReasonPermanent, runErr, run)
 	case run < l.Spec.MaxAttempts:
 		n.stats.failed.Add(1)
-		delay := rn.backoff(run)
+		delay, ok := core.RetryDelay(runErr) // the listener's own delay, else the policy's
+		if !ok {
+			delay = rn.backoff(l.Spec, run)
+		}
 		at := time.Now() // before the batch can run again
 		if rn.retry(r, d, run, delay, runErr) {
 			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateRetry, UpdatedAt: at, Due: at.Add(delay), Node: n.id, Runs: run, Error: errText(runErr)})
@@ -341,18 +348,6 @@ func safeBackendCall(op string, fn func() error) (err error) {
 		}
 	}()
 	return fn()
-}
-
-// backoff returns the retry delay after run; a panicking Backoff falls back to DefaultBackoff.
-func (rn *runner) backoff(run int) (d time.Duration) {
-	n := rn.e
-	defer func() {
-		if r := recover(); r != nil {
-			n.log.Error("txmq: NodeOptions.Backoff panicked; using DefaultBackoff (fix the Backoff func)", "panic", r)
-			d = defaultBackoff(run)
-		}
-	}()
-	return max(n.opts.Backoff(run), 0)
 }
 
 // retry re-encodes the batch with attempt runs spent and schedules it after delay. It
