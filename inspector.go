@@ -3,12 +3,9 @@ package txmq
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
-	"time"
 
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/envelope"
+	"github.com/txmq/txmq/internal/inspect"
 )
 
 // MessageInfo is what the Inspector knows of a message: its queue, batch, state and the
@@ -56,6 +53,11 @@ type Inspector struct {
 	name    string // the backend as named in errors
 }
 
+// in is the Inspector's implementation (package internal/inspect) on its current sources.
+func (i *Inspector) in() *inspect.Inspector {
+	return inspect.New(i.store, i.backend, i.queues, i.name)
+}
+
 // NewInspector returns an Inspector reading store when it is not nil, else backend's native
 // lookup. Apps get theirs from App.Inspector or Node.Inspector.
 func NewInspector(store core.MessageStore, backend core.Backend) *Inspector {
@@ -84,75 +86,15 @@ func (a *App) Inspector() *Inspector {
 	return i
 }
 
-func (i *Inspector) unsupported(what string) error {
-	return fmt.Errorf("%w: backend %s (%s); configure the ledger (Config.Ledger with an app database) to look messages up on any backend", core.ErrLookupUnsupported, i.name, what)
-}
-
 // Get returns what is known of the message with id.
 func (i *Inspector) Get(ctx context.Context, id string) (MessageInfo, error) {
-	if i.store != nil {
-		return i.store.GetMessage(ctx, id)
-	}
-	var (
-		found MessageInfo
-		ok    bool
-	)
-	err := i.scan(ctx, nil, func(m MessageInfo, _ core.StoredBatch, _ int) bool {
-		if m.ID != id {
-			return true
-		}
-		found, ok = m, true
-		return false
-	})
-	if err != nil {
-		return found, err
-	}
-	if !ok {
-		return found, fmt.Errorf("%w: message %q: backend %s holds no batch with it (without a ledger, completed and dead-lettered messages are not known)", core.ErrMessageNotFound, id, i.name)
-	}
-	return found, nil
+	return i.in().Get(ctx, id)
 }
 
 // List returns the messages f selects, newest published first, at most f.Limit
 // (core.DefaultMessageLimit when 0).
 func (i *Inspector) List(ctx context.Context, f MessageFilter) ([]MessageInfo, error) {
-	if f.State != "" && !slices.Contains(core.MessageStates, f.State) {
-		return nil, fmt.Errorf("%w: message state %q; use one of %s", core.ErrInvalidConfig, f.State, statesList())
-	}
-	if f.Limit < 0 {
-		return nil, fmt.Errorf("%w: limit %d; use a number > 0 (0: %d)", core.ErrInvalidConfig, f.Limit, core.DefaultMessageLimit)
-	}
-	if i.store != nil {
-		return i.store.ListMessages(ctx, f)
-	}
-	var queues []string
-	if f.Queue != "" {
-		queues = []string{f.Queue}
-	}
-	var out []MessageInfo
-	err := i.scan(ctx, queues, func(m MessageInfo, _ core.StoredBatch, _ int) bool {
-		if (f.State == "" || m.State == f.State) && (f.Since.IsZero() || !m.PublishedAt.Before(f.Since)) && (f.Until.IsZero() || m.PublishedAt.Before(f.Until)) {
-			out = append(out, m)
-		}
-		return true
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(out, func(a, b MessageInfo) int {
-		if c := b.PublishedAt.Compare(a.PublishedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
-	limit := f.Limit
-	if limit == 0 {
-		limit = core.DefaultMessageLimit
-	}
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return i.in().List(ctx, f)
 }
 
 // Cancel cancels the message with id unless it completed, and returns what is known of it
@@ -161,101 +103,63 @@ func (i *Inspector) List(ctx context.Context, f MessageFilter) ([]MessageInfo, e
 // adapter implementing core.BatchEditor (memory): the message is taken out of its stored
 // batch, which must not be running. A running batch is never interrupted.
 func (i *Inspector) Cancel(ctx context.Context, id string) (MessageInfo, error) {
-	if i.store != nil {
-		return i.store.CancelMessage(ctx, id)
-	}
-	editor, ok := i.backend.(core.BatchEditor)
-	if !ok {
-		if _, ok := i.backend.(core.BatchInspector); ok {
-			return MessageInfo{}, fmt.Errorf("%w: backend %s cannot take a message back; configure the ledger (Config.Ledger) to cancel on any backend", core.ErrLookupUnsupported, i.name)
-		}
-		return MessageInfo{}, i.unsupported("cancel")
-	}
-	var (
-		found MessageInfo
-		batch core.StoredBatch
-		index = -1
-	)
-	err := i.scan(ctx, nil, func(m MessageInfo, b core.StoredBatch, idx int) bool {
-		if m.ID != id {
-			return true
-		}
-		found, batch, index = m, b, idx
-		batch.Body = slices.Clone(b.Body)
-		return false
-	})
-	if err != nil {
-		return found, err
-	}
-	if index < 0 {
-		return found, fmt.Errorf("%w: message %q: backend %s holds no batch with it (completed, dead-lettered or never published)", core.ErrMessageNotFound, id, i.name)
-	}
-	if batch.State == core.BatchInFlight {
-		return found, fmt.Errorf("%w: message %q (queue %q) runs in batch %s; a running batch is not interrupted", core.ErrNotCancellable, id, found.Queue, batch.ID)
-	}
-	env, err := envelope.Decode(batch.Body)
-	if err != nil {
-		return found, err
-	}
-	var body []byte
-	if len(env.Messages) > 1 {
-		env.KeepMessages(func(i int) bool { return i != index })
-		body = envelope.Encode(env)
-	}
-	if err := editor.ReplaceBatch(ctx, batch.Queue, batch.ID, body); err != nil {
-		return found, fmt.Errorf("txmq: cancelling message %q (queue %q, batch %s): %w", id, found.Queue, batch.ID, err)
-	}
-	found.State, found.UpdatedAt, found.Due = core.StateCancelled, time.Now(), time.Time{}
-	return found, nil
+	return i.in().Cancel(ctx, id)
 }
 
-// scan walks the backend's batches (native lookup) and calls fn per message with its batch
-// and its index there, until fn returns false.
-func (i *Inspector) scan(ctx context.Context, queues []string, fn func(MessageInfo, core.StoredBatch, int) bool) error {
-	bi, ok := i.backend.(core.BatchInspector)
-	if !ok {
-		return i.unsupported("it implements no core.BatchInspector")
-	}
-	if queues == nil && i.queues != nil {
-		queues = i.queues()
-	}
-	err := bi.InspectBatches(ctx, queues, func(b core.StoredBatch) bool {
-		env, err := envelope.Decode(b.Body)
-		if err != nil {
-			return true // an undecodable batch holds no readable ids
-		}
-		for k, id := range env.MessageIDs {
-			m := MessageInfo{ID: id, Queue: b.Queue, BatchID: env.ID, PublishedAt: env.Created, UpdatedAt: env.Created, Runs: env.Attempt}
-			switch b.State {
-			case core.BatchReady:
-				m.State = core.StateQueued
-			case core.BatchDelayed:
-				m.State, m.Due = core.StateDelayed, b.Due
-				if env.Attempt > 0 {
-					m.State = core.StateRetry
-				}
-			case core.BatchInFlight:
-				m.State, m.Runs = core.StateRunning, env.Attempt+b.Deliveries
-				if !b.Since.IsZero() {
-					m.UpdatedAt = b.Since
-				}
-			}
-			if !fn(m, b, k) {
-				return false
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return fmt.Errorf("txmq: looking messages up in backend %s: %w", i.name, err)
-	}
-	return nil
+// CanCancel returns nil when the Inspector can cancel messages (a ledger, or a backend
+// implementing core.BatchEditor: memory, SQL jobs), else an error wrapping
+// ErrLookupUnsupported saying why, for a page or command to show instead of the action.
+func (i *Inspector) CanCancel() error { return i.in().CanCancel() }
+
+// CancelWhere cancels every message of f.Queue (required) in f.State (one of BulkStates,
+// required) published in f's time range, as Cancel does one; f.Limit is ignored. A message
+// claimed, completed or gone meanwhile is skipped, never an error. With a ledger the
+// messages are cancelled one by one; else (core.BatchEditor) each batch is edited once,
+// taking its selected messages out or removing it when none is left.
+func (i *Inspector) CancelWhere(ctx context.Context, f MessageFilter) (BulkResult, error) {
+	return i.in().CancelWhere(ctx, f)
 }
 
-func statesList() string {
-	s := make([]string, len(core.MessageStates))
-	for i, st := range core.MessageStates {
-		s[i] = string(st)
-	}
-	return strings.Join(s, ", ")
+// Payload returns the payload of the message with id in queue ("" for any queue), one JSON
+// value as published. Payloads come from the backend's native lookup (core.BatchInspector:
+// memory, SQL jobs, Redis) whether or not a ledger is configured, since the ledger keeps
+// states, not payloads: a message the backend no longer holds (completed, dead-lettered) has
+// none here (a dead letter's payload is in its dead-letter row). The error wraps
+// ErrLookupUnsupported when the backend cannot look up, ErrMessageNotFound when it does not
+// hold the message.
+func (i *Inspector) Payload(ctx context.Context, queue, id string) ([]byte, error) {
+	return i.in().Payload(ctx, queue, id)
 }
+
+// Payloads returns the payloads of the messages of ids that the backend still holds, by id,
+// in one pass over queue's batches ("" for every queue), as Payload does for one. An id the
+// backend does not hold is absent from the map.
+func (i *Inspector) Payloads(ctx context.Context, queue string, ids []string) (map[string][]byte, error) {
+	return i.in().Payloads(ctx, queue, ids)
+}
+
+// CanRunNow returns nil when the Inspector can make waiting messages due now: the backend
+// looks batches up (core.BatchInspector) and expedites them (core.BatchExpediter: memory, SQL
+// jobs on PostgreSQL), ledger or not; else an error wrapping ErrLookupUnsupported saying why.
+func (i *Inspector) CanRunNow() error { return i.in().CanRunNow() }
+
+// RunNow makes every batch of f.Queue (required) holding messages in f.State (one of
+// RunNowStates, required) and published in f's time range due now, so that a node claims it
+// at once; f.Limit is ignored. The batch runs whole, with its attempt count unchanged (a
+// retry keeps its budget). A batch held behind its ordering key still waits for the key. A
+// batch claimed or gone meanwhile is skipped, never an error. The result counts messages.
+func (i *Inspector) RunNow(ctx context.Context, f MessageFilter) (BulkResult, error) {
+	return i.in().RunNow(ctx, f)
+}
+
+// BulkStates are the states a bulk cancel (Inspector.CancelWhere) selects from: messages
+// waiting to run. A running batch is never interrupted, so StateRunning is not one.
+var BulkStates = inspect.BulkStates
+
+// RunNowStates are the states Inspector.RunNow selects from: messages waiting for a due or a
+// retry time.
+var RunNowStates = inspect.RunNowStates
+
+// BulkResult says what a bulk action did: Done messages changed, Skipped ones found but
+// left (claimed by a node, completed or gone in between).
+type BulkResult = core.BulkResult

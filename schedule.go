@@ -101,7 +101,7 @@ func (q *Queue[T]) Schedule(name string, cfg ScheduleConfig[T]) error {
 	if cfg.Cron == "" {
 		return fmt.Errorf("%w: schedule %q of queue %q: Cron is required (e.g. \"*/5 * * * *\" or \"@every 10s\")", core.ErrInvalidConfig, name, q.spec.Name)
 	}
-	sched, err := parseSchedule(cfg.Cron, loc)
+	sched, err := feature.ParseSchedule(cfg.Cron, loc)
 	if err != nil {
 		return fmt.Errorf("%w: schedule %q of queue %q: Cron %q: %w", core.ErrInvalidConfig, name, q.spec.Name, cfg.Cron, err)
 	}

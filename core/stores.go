@@ -200,6 +200,13 @@ type MessageStore interface {
 }
 
 // MessageInfo is what is known of one message: what the ledger holds of it, or what an
+// BulkResult says what an operator's bulk action (txmq.Inspector's CancelWhere or RunNow) did:
+// Done messages changed, Skipped ones found but left (claimed by a node, completed or gone in
+// between).
+type BulkResult struct {
+	Done, Skipped int
+}
+
 // adapter's native lookup found.
 type MessageInfo struct {
 	// ID is the message id (generated, or given with txmq.ID/IDs).

@@ -28,6 +28,10 @@ type (
 	Ticks    = schedule.Ticks
 )
 
+// ParseSchedule parses a schedule's spec (cron, a descriptor or "@every D") read in loc into
+// the ticks the schedules feature claims: schedule.Parse, named here for the app API.
+var ParseSchedule = schedule.Parse
+
 // Config is what the features need from the app's options (txmq.NodeOptions).
 type Config struct {
 	// Pauses and PauseCheck: the pause feature (nil Pauses: no queue is ever paused).

@@ -1,4 +1,4 @@
-package txmq
+package inspect
 
 import (
 	"context"
@@ -12,16 +12,13 @@ import (
 
 // BulkStates are the states a bulk cancel (Inspector.CancelWhere) selects from: messages
 // waiting to run. A running batch is never interrupted, so StateRunning is not one.
-var BulkStates = []MessageState{core.StateQueued, core.StateDelayed, core.StateRetry}
+var BulkStates = []core.MessageState{core.StateQueued, core.StateDelayed, core.StateRetry}
 
 // bulkPage is how many messages a bulk cancel lists from the ledger at a time.
 const bulkPage = 500
 
-// BulkResult says what a bulk action did: Done messages changed, Skipped ones found but
-// left (claimed by a node, completed or gone in between).
-type BulkResult struct {
-	Done, Skipped int
-}
+// BulkResult is core.BulkResult, what a bulk action did.
+type BulkResult = core.BulkResult
 
 // CanCancel returns nil when the Inspector can cancel messages (a ledger, or a backend
 // implementing core.BatchEditor: memory, SQL jobs), else an error wrapping
@@ -41,7 +38,7 @@ func (i *Inspector) CanCancel() error {
 // claimed, completed or gone meanwhile is skipped, never an error. With a ledger the
 // messages are cancelled one by one; else (core.BatchEditor) each batch is edited once,
 // taking its selected messages out or removing it when none is left.
-func (i *Inspector) CancelWhere(ctx context.Context, f MessageFilter) (BulkResult, error) {
+func (i *Inspector) CancelWhere(ctx context.Context, f core.MessageFilter) (BulkResult, error) {
 	var res BulkResult
 	if f.Queue == "" {
 		return res, fmt.Errorf("%w: a bulk cancel needs a queue", core.ErrInvalidConfig)
@@ -60,7 +57,7 @@ func (i *Inspector) CancelWhere(ctx context.Context, f MessageFilter) (BulkResul
 
 // cancelListed cancels through the ledger, a page of the listing at a time, until a page
 // holds no message not seen before.
-func (i *Inspector) cancelListed(ctx context.Context, f MessageFilter) (BulkResult, error) {
+func (i *Inspector) cancelListed(ctx context.Context, f core.MessageFilter) (BulkResult, error) {
 	var res BulkResult
 	seen := map[string]bool{}
 	f.Limit = bulkPage
@@ -99,13 +96,13 @@ type edit struct {
 }
 
 // cancelNative edits each batch holding selected messages once (core.BatchEditor).
-func (i *Inspector) cancelNative(ctx context.Context, f MessageFilter) (BulkResult, error) {
+func (i *Inspector) cancelNative(ctx context.Context, f core.MessageFilter) (BulkResult, error) {
 	var (
 		res   BulkResult
 		edits []*edit
 		byID  = map[string]*edit{}
 	)
-	err := i.scan(ctx, []string{f.Queue}, func(m MessageInfo, b core.StoredBatch, idx int) bool {
+	err := i.scan(ctx, []string{f.Queue}, func(m core.MessageInfo, b core.StoredBatch, idx int) bool {
 		if m.State != f.State || (!f.Since.IsZero() && m.PublishedAt.Before(f.Since)) || (!f.Until.IsZero() && !m.PublishedAt.Before(f.Until)) {
 			return true
 		}

@@ -1,4 +1,4 @@
-package txmq
+package inspect
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package txmq
+package schedule
 
 import (
 	"errors"
@@ -6,18 +6,17 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	"github.com/txmq/txmq/internal/feature"
 )
 
 // This file says when a schedule ticks: at instants that do not depend on the node, its start
-// or its restarts, so that every node claims the same ticks (see Queue.Schedule).
+// or its restarts, so that every node claims the same ticks (see txmq.Queue.Schedule).
 
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// parseSchedule parses a ScheduleConfig.Cron read in loc: a cron expression or descriptor
+// Parse parses a ScheduleConfig.Cron read in loc: a cron expression or descriptor
 // gives robfig/cron's schedule in loc (its instants are absolute), "@every D" an
 // everySchedule anchored at the Unix epoch.
-func parseSchedule(spec string, loc *time.Location) (feature.Ticks, error) {
+func Parse(spec string, loc *time.Location) (Ticks, error) {
 	spec = strings.TrimSpace(spec)
 	if strings.HasPrefix(spec, "TZ=") || strings.HasPrefix(spec, "CRON_TZ=") {
 		return nil, errors.New("a TZ= prefix is not accepted: set ScheduleConfig.Location")
@@ -36,7 +35,7 @@ func parseSchedule(spec string, loc *time.Location) (feature.Ticks, error) {
 	return ticks{sched}, nil
 }
 
-// ticks is a parsed schedule as the schedules feature reads it (feature.Ticks).
+// ticks is a parsed schedule as the schedules feature reads it (Ticks).
 type ticks struct{ cron.Schedule }
 
 // Latest returns the latest tick strictly after after and at most upTo (latestTick).

@@ -1,4 +1,4 @@
-package txmq
+package inspect
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // RunNowStates are the states Inspector.RunNow selects from: messages waiting for a due or a
 // retry time.
-var RunNowStates = []MessageState{core.StateDelayed, core.StateRetry}
+var RunNowStates = []core.MessageState{core.StateDelayed, core.StateRetry}
 
 // CanRunNow returns nil when the Inspector can make waiting messages due now: the backend
 // looks batches up (core.BatchInspector) and expedites them (core.BatchExpediter: memory, SQL
@@ -32,7 +32,7 @@ func (i *Inspector) CanRunNow() error {
 // at once; f.Limit is ignored. The batch runs whole, with its attempt count unchanged (a
 // retry keeps its budget). A batch held behind its ordering key still waits for the key. A
 // batch claimed or gone meanwhile is skipped, never an error. The result counts messages.
-func (i *Inspector) RunNow(ctx context.Context, f MessageFilter) (BulkResult, error) {
+func (i *Inspector) RunNow(ctx context.Context, f core.MessageFilter) (BulkResult, error) {
 	var res BulkResult
 	if f.Queue == "" {
 		return res, fmt.Errorf("%w: run now needs a queue", core.ErrInvalidConfig)
@@ -48,7 +48,7 @@ func (i *Inspector) RunNow(ctx context.Context, f MessageFilter) (BulkResult, er
 		count  = map[string]int{}
 		bodies = map[string][]byte{}
 	)
-	err := i.scan(ctx, []string{f.Queue}, func(m MessageInfo, b core.StoredBatch, _ int) bool {
+	err := i.scan(ctx, []string{f.Queue}, func(m core.MessageInfo, b core.StoredBatch, _ int) bool {
 		if m.State != f.State || (!f.Since.IsZero() && m.PublishedAt.Before(f.Since)) || (!f.Until.IsZero() && !m.PublishedAt.Before(f.Until)) {
 			return true
 		}
