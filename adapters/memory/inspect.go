@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/txmq/txmq/core"
 )
@@ -75,26 +76,12 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 // flight is not changed (core.ErrNotCancellable), nor one that is gone
 // (core.ErrMessageNotFound).
 func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []byte) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("memory: replace batch %s of queue %q: %w", id, queue, err)
-	}
 	be.mu.Lock()
 	defer be.mu.Unlock()
-	if err := be.usableLocked("replace batch", queue); err != nil {
-		return err
-	}
-	q, ok := be.queues[queue]
-	if !ok {
-		return fmt.Errorf("%w: memory: queue %q holds no batch %s", core.ErrMessageNotFound, queue, id)
-	}
-	now := be.clock()
-	q.advance(now)
-	r := q.find(id)
+	q, r, now, err := be.unclaimedLocked(ctx, "replace batch", queue, id, "; a running batch is not interrupted")
 	switch {
-	case r == nil:
-		return fmt.Errorf("%w: memory: queue %q holds no batch %s (completed or dropped)", core.ErrMessageNotFound, queue, id)
-	case r.state == stateInFlight:
-		return fmt.Errorf("%w: memory: batch %s of queue %q is running; a running batch is not interrupted", core.ErrNotCancellable, id, queue)
+	case err != nil:
+		return err
 	case body != nil:
 		r.body = clone(body)
 		return nil
@@ -114,6 +101,32 @@ func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []by
 	}
 	r.state, r.body = stateGone, nil
 	return nil
+}
+
+// unclaimedLocked finds the batch id of queue for an operator's edit (op names it in errors;
+// why ends the error of a batch in flight), with be.mu held and the queue advanced to now: a
+// batch that is gone is core.ErrMessageNotFound, one in flight core.ErrNotCancellable.
+func (be *Backend) unclaimedLocked(ctx context.Context, op, queue, id, why string) (*queue, *record, time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, time.Time{}, fmt.Errorf("memory: %s %s of queue %q: %w", op, id, queue, err)
+	}
+	if err := be.usableLocked(op, queue); err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	q, ok := be.queues[queue]
+	if !ok {
+		return nil, nil, time.Time{}, fmt.Errorf("%w: memory: queue %q holds no batch %s", core.ErrMessageNotFound, queue, id)
+	}
+	now := be.clock()
+	q.advance(now)
+	r := q.find(id)
+	switch {
+	case r == nil:
+		return nil, nil, now, fmt.Errorf("%w: memory: queue %q holds no batch %s (completed or dropped)", core.ErrMessageNotFound, queue, id)
+	case r.state == stateInFlight:
+		return nil, nil, now, fmt.Errorf("%w: memory: batch %s of queue %q is running%s", core.ErrNotCancellable, id, queue, why)
+	}
+	return q, r, now, nil
 }
 
 // find returns the stored record id of the queue (ready, delayed, in flight or held), or nil.
