@@ -89,24 +89,7 @@ func TestExitCodesUnknownAndDestructive(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			out, errOut, code := runBinaryOut(t, tt.env, tt.args...)
-			fail := func(why string) {
-				t.Helper()
-				t.Fatalf("%s\ntxmq %s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", why, strings.Join(tt.args, " "), code, tt.wantCode, out, errOut)
-			}
-			if code != tt.wantCode {
-				fail("exit code")
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(errOut, w) {
-					fail("stderr lacks " + w)
-				}
-			}
-			for _, w := range tt.wantOut {
-				if !strings.Contains(out, w) {
-					fail("stdout lacks " + w)
-				}
-			}
+			runExpect(t, tt.env, tt.args, tt.wantCode, tt.wantOut, tt.wantErr)
 		})
 	}
 	// Once every row ran (the rows are parallel: cleanups run after them): nothing of kept was

@@ -16,6 +16,32 @@ import (
 	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
+// runExpect runs the built binary with env and args and fails the test unless it exits with
+// wantCode and its stdout and stderr hold every string of wantOut and wantErr. It returns the
+// outputs and a fail func for the caller's further checks, which reports the run whole.
+func runExpect(t *testing.T, env, args []string, wantCode int, wantOut, wantErr []string) (out, errOut string, fail func(why string)) {
+	t.Helper()
+	out, errOut, code := runBinaryOut(t, env, args...)
+	fail = func(why string) {
+		t.Helper()
+		t.Fatalf("%s\ntxmq %s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", why, strings.Join(args, " "), code, wantCode, out, errOut)
+	}
+	if code != wantCode {
+		fail("exit code")
+	}
+	for _, w := range wantOut {
+		if !strings.Contains(out, w) {
+			fail("stdout lacks " + w)
+		}
+	}
+	for _, w := range wantErr {
+		if !strings.Contains(errOut, w) {
+			fail("stderr lacks " + w)
+		}
+	}
+	return out, errOut, fail
+}
+
 // runBinaryOut runs the built command with env added and returns its stdout, stderr and exit code.
 func runBinaryOut(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
@@ -112,24 +138,7 @@ func TestOperatorMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			out, errOut, code := runBinaryOut(t, tt.env, tt.args...)
-			fail := func(why string) {
-				t.Helper()
-				t.Fatalf("%s\ntxmq %s: exit %d (want %d)\nstdout:\n%s\nstderr:\n%s", why, strings.Join(tt.args, " "), code, tt.wantCode, out, errOut)
-			}
-			if code != tt.wantCode {
-				fail("exit code")
-			}
-			for _, w := range tt.wantOut {
-				if !strings.Contains(out, w) {
-					fail("stdout lacks " + w)
-				}
-			}
-			for _, w := range tt.wantErr {
-				if !strings.Contains(errOut, w) {
-					fail("stderr lacks " + w)
-				}
-			}
+			out, errOut, fail := runExpect(t, tt.env, tt.args, tt.wantCode, tt.wantOut, tt.wantErr)
 			for _, w := range tt.notErr {
 				if strings.Contains(errOut, w) {
 					fail("stderr has " + w)
