@@ -119,9 +119,13 @@ func TestDashboardInBrowser(t *testing.T) {
 			_ = os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
 		}
 	}
+	// A read is bounded on its own: one that targets a page going away would otherwise hang
+	// until the test's deadline and leave no page to show.
 	text := func(sel string) string {
 		t.Helper()
-		s, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS(sel)))
+		rctx, cancel := context.WithTimeout(bctx, 20*time.Second)
+		defer cancel()
+		s, err := chromedp.Run(rctx, chromedp.Text(chromedp.CSS(sel)))
 		if err != nil {
 			html, _ := chromedp.Run(bctx, chromedp.OuterHTML(chromedp.CSS("html")))
 			t.Fatalf("reading %s: %v\npage:\n%s", sel, err, html)
@@ -250,10 +254,13 @@ func TestDashboardInBrowser(t *testing.T) {
 
 	// Live messages with their payloads: the delayed signups listed with a preview of each
 	// payload, one opened with its payload in full (from the backend's native lookup).
+	// The unfiltered list already shows later-a, so the wait is for the filtered page: its
+	// queue box carries the value as an attribute, which typing into the old page does not set.
 	step("08c-messages", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)),
 		chromedp.Click(chromedp.CSS(`header nav a[href$="messages"]`)), chromedp.WaitVisible(chromedp.CSS(`#list`)),
 		chromedp.SendKeys(chromedp.CSS(`#list input[name="queue"]`), "signups"),
-		chromedp.Click(chromedp.CSS(`#list button`)), chromedp.WaitVisible(chromedp.CSS(`#messages tr[data-id="later-a"]`)))
+		chromedp.Click(chromedp.CSS(`#list button`)), chromedp.WaitVisible(chromedp.CSS(`#list input[name="queue"][value="signups"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#messages tr[data-id="later-a"]`)))
 	if got := text(`#messages tr[data-id="later-a"] td.payload`); got != `signups: "later"` {
 		t.Fatalf("the Messages list shows the payload of later-a as %q, want it through the formatter", got)
 	}
