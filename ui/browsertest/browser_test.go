@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/txmq/txmq"
@@ -321,6 +322,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("run now says %q", got)
 	}
 	txmqtest.Eventually(t, 10*time.Second, func() bool { return signedUp.Load() == before+2 }, "the two signups made due run at once")
+
+	// 8. Dark mode: the pages follow the browser's colour scheme (prefers-color-scheme).
+	dark := emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}
+	if _, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, dark); err != nil {
+		t.Fatalf("emulating a dark colour scheme: %v", err)
+	}
+	step("15-dark", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
+	bg, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+	if err != nil || bg != "rgb(22, 24, 29)" {
+		t.Fatalf("the queues page in a dark colour scheme has the background %q (%v), want the dark one", bg, err)
+	}
 
 	// The picture of the dashboard in docs/operations.md is this test's queues page with
 	// signups paused: TXMQ_UI_DOCS=1 writes it to docs/dashboard.png, so that it is remade
