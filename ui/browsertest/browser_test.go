@@ -334,16 +334,32 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("the queues page in a dark colour scheme has the background %q (%v), want the dark one", bg, err)
 	}
 
-	// The picture of the dashboard in docs/operations.md is this test's queues page with
-	// signups paused: TXMQ_UI_DOCS=1 writes it to docs/dashboard.png, so that it is remade
-	// from the dashboard as it is rather than drawn by hand.
+	// The pictures of the dashboard in docs/ are this test's screenshots: TXMQ_UI_DOCS=1
+	// (scripts/screenshots) copies them there, so that they are remade from the dashboard as it
+	// is rather than drawn by hand. docs/dashboard.png is the queues page with signups paused.
 	if os.Getenv("TXMQ_UI_DOCS") != "" {
-		png, err := os.ReadFile(filepath.Join(shots, "07-pause.png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), png, 0o644); err != nil {
-			t.Fatal(err)
+		docs := filepath.Join("..", "..", "docs")
+		for from, to := range docShots {
+			png, err := os.ReadFile(filepath.Join(shots, from+".png"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(docs, to), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+}
+
+// docShots maps the steps whose screenshots docs/ shows to their names there.
+var docShots = map[string]string{
+	"07-pause":                    "dashboard.png",
+	"04b-queue-page":              "screenshots/queue.png",
+	"03-dead-letters":             "screenshots/dead-letter.png",
+	"08c-messages":                "screenshots/messages.png",
+	"08d-message-payload":         "screenshots/message.png",
+	"08b-schedules":               "screenshots/schedules.png",
+	"08b2-nodes":                  "screenshots/nodes.png",
+	"11-cancel-where-unconfirmed": "screenshots/bulk-cancel.png",
+	"15-dark":                     "screenshots/dark.png",
 }
