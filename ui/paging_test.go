@@ -210,6 +210,11 @@ func TestQueueChartAcrossNodes(t *testing.T) {
 			t.Fatalf("GET /queues/emails: %d, lacks %q:\n%s", code, want, page)
 		}
 	}
+	// The queues page: each queue's runs over the last hour, the same sums.
+	if _, page := get(t, http.DefaultClient, srv.URL+"/"); !strings.Contains(page, `<td class="n runs">10 <span class="failed">(3 failed)</span></td>`) ||
+		!strings.Contains(page, `<td class="n runs">7 <span class="failed">(7 failed)</span></td>`) {
+		t.Fatalf("the queues page lacks the runs of the last hour (emails 10, 3 failed; reports 7, 7 failed):\n%s", page)
+	}
 	if _, page := get(t, http.DefaultClient, srv.URL+"/queues/idle"); strings.Contains(page, `id="chart"`) {
 		t.Errorf("a queue no node ran has a chart:\n%s", page)
 	}
