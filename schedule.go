@@ -11,7 +11,9 @@ import (
 	"github.com/txmq/txmq/internal/feature"
 )
 
-// Missed says what a schedule does with ticks that passed while no node of the app ran it.
+// Missed says what a schedule does with ticks that passed while no node of the app ran it,
+// and with the ticks a running node got to more than a minute late (it was stalled, or its
+// clock jumped): see Queue.Schedule.
 type Missed int
 
 const (
