@@ -12,9 +12,10 @@ var _ core.QueueLister = (*Backend)(nil)
 // sqlListQueues lists the queues the jobs tables know: those with stored rows (sqlInspectQueues,
 // a loose index scan of the claim index that TestStatementPlans checks) and those some node
 // fetched (the heartbeat table, read whole: it holds one row per queue, so reading it is the
-// listing itself).
+// listing itself). UNION ALL: Queues sorts and compacts the names, so SQLite builds no
+// temporary B-tree.
 const sqlListQueues = sqlInspectQueues + `
-UNION SELECT queue FROM txmq_jobs_queues`
+UNION ALL SELECT queue FROM txmq_jobs_queues`
 
 // Queues lists the queues the jobs tables know (core.QueueLister), sorted: every queue with
 // stored batches and every queue a node fetched. It is an operator's tool (txmq status, txmq

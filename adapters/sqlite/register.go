@@ -88,6 +88,12 @@ func OpenDB(path string, opts *Options) (*sql.DB, error) {
 
 // openDB opens the handle with the default pragmas, driverParams overriding them by name.
 func openDB(path string, opts *Options, driverParams url.Values) (*sql.DB, error) {
+	return sql.Open("sqlite", dsn(path, opts, driverParams))
+}
+
+// dsn is the driver's data source name for path: the default pragmas (busy_timeout,
+// journal_mode=WAL, synchronous=FULL), each unless driverParams set it, then driverParams.
+func dsn(path string, opts *Options, driverParams url.Values) string {
 	q := url.Values{}
 	set := map[string]bool{}
 	for _, p := range driverParams["_pragma"] {
@@ -113,11 +119,7 @@ func openDB(path string, opts *Options, driverParams url.Values) (*sql.DB, error
 			q.Add(k, v)
 		}
 	}
-	db, err := sql.Open("sqlite", path+"?"+q.Encode())
-	if err != nil {
-		return nil, err
-	}
-	return db, nil
+	return path + "?" + q.Encode()
 }
 
 // checkPath refuses a path that does not name a file SQLite shares between processes.
