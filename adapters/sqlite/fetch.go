@@ -46,6 +46,14 @@ const sqlNextDueQueue = `SELECT * FROM (SELECT run_at FROM txmq_jobs INDEXED BY 
 WHERE queue = :q{{i}} AND run_at > :now AND run_at < 9223372036854775807
 ORDER BY run_at LIMIT 1)`
 
+// sqlPeekQueue is one queue's part of the claim's peek: the smallest run_at of its rows that
+// are not held behind an ordering key, one probe of the claim index. The peek runs as a plain
+// read (WAL readers take no lock), so a fetch that finds nothing due never takes the file's
+// write lock.
+const sqlPeekQueue = `SELECT * FROM (SELECT run_at FROM txmq_jobs INDEXED BY txmq_jobs_claim_idx
+WHERE queue = :q{{i}} AND run_at < 9223372036854775807
+ORDER BY run_at LIMIT 1)`
+
 // sqlHeartbeat records that the queues were fetched now.
 const sqlHeartbeat = `
 INSERT INTO txmq_jobs_queues (queue, last_fetch_at) VALUES {{in}}
@@ -138,6 +146,9 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	}
 	if err := be.ensureExclusive(ctx, p); err != nil {
 		return nil, -1, err
+	}
+	if wait, err := be.peek(ctx, p.queues); err != nil || wait != 0 {
+		return claims, wait, err // nothing due: no write transaction
 	}
 	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
 		claims = claims[:0]
@@ -243,6 +254,25 @@ func (r picked) claim(be *Backend, until int64, excl bool) *core.Claim {
 		LeaseUntil: time.UnixMicro(until),
 		Handle:     &handle{be: be, id: r.id, excl: excl, queue: r.queue, key: r.key.String},
 	}
+}
+
+// peek returns 0 when a row of queues may be claimable now (the claim transaction decides),
+// else how long until the next one becomes due, -1 for none; it reads without a lock.
+func (be *Backend) peek(ctx context.Context, queues []string) (time.Duration, error) {
+	stmt := "SELECT MIN(t.run_at) - :now FROM (" + parts(sqlPeekQueue, len(queues)) + ") t"
+	var us sql.NullInt64
+	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
+		return be.db.QueryRowContext(ctx, stmt, append(listArgs("q", queues), nowArg())...).Scan(&us)
+	})
+	switch {
+	case err != nil:
+		return -1, err
+	case !us.Valid:
+		return -1, nil
+	case us.Int64 <= 0:
+		return 0, nil
+	}
+	return max(time.Duration(us.Int64)*time.Microsecond, minTimer), nil
 }
 
 // nextDue returns how long until the next row of queues becomes claimable, -1 for none.

@@ -37,6 +37,7 @@ func TestStatementPlans(t *testing.T) {
 	stmts := []stmt{
 		{"pick", two(sqlPickQueue), qArgs},
 		{"lease", withList(sqlLease, "id", 3), append(named("token", 7, "node", "n", "until", 1), ids...)},
+		{"peek", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlPeekQueue) + ") t", qArgs},
 		{"next due", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlNextDueQueue) + ") t", qArgs},
 		{"exclusive take", sqlExclusiveTake, named("job", 1, "until", 2, "queue", "q")},
 		{"exclusive release", sqlExclusiveRelease, named("queue", "q", "job", 1)},
