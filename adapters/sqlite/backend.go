@@ -32,6 +32,7 @@ type Backend struct {
 	wg        sync.WaitGroup // the reaper
 
 	writes chan struct{} // this Backend's write turn (lockWrites)
+	flock  *fileLock     // the lock file beside the database; nil for none
 
 	wake    *waker
 	deletes *groupcommit.Group[*groupReq] // Acks and Drops
@@ -46,6 +47,11 @@ type Backend struct {
 }
 
 var _ core.Backend = (*Backend)(nil)
+
+// LockSuffix is appended to the database file's name for the lock file every Backend on the
+// file takes around its writes (see the package doc's "Delivery semantics"): app.db has
+// app.db-txmqlock beside it, as SQLite keeps app.db-wal and app.db-shm.
+const LockSuffix = "-txmqlock"
 
 // MaxBatchBytes is the largest batch body the Backend stores: SQLite's default
 // SQLITE_MAX_LENGTH (1,000,000,000 bytes) less room for the rest of the row. A larger one is
@@ -86,7 +92,20 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	if busy == 0 {
 		o.Logger.Warn("sqlite: the database handle has no busy timeout: a statement fails at once (ErrBackendUnavailable) while another process writes; open it with _pragma=busy_timeout(5000)")
 	}
+	var file string
+	var seq int
+	var name string
+	if err := db.QueryRowContext(cctx, "PRAGMA database_list").Scan(&seq, &name, &file); err != nil {
+		return nil, classify("reading the database file's name", err)
+	}
+	var flock *fileLock
+	if file != "" {
+		if flock, err = openFileLock(file + LockSuffix); err != nil {
+			return nil, fmt.Errorf("sqlite: opening the writers' lock file beside %s: %w; make its directory writable", file, err)
+		}
+	}
 	be := &Backend{
+		flock:     flock,
 		db:        db,
 		o:         o,
 		done:      make(chan struct{}),
@@ -220,6 +239,15 @@ func (be *Backend) Close() error {
 		be.closed.Store(true)
 		close(be.done)
 		be.wg.Wait()
+		if be.flock != nil {
+			// A write whose caller gave up may still hold or await the lock: close after it
+			// (or after QueryTimeout, when another process holds the lock that long).
+			select {
+			case be.writes <- struct{}{}:
+			case <-time.After(be.o.QueryTimeout):
+			}
+			be.flock.close()
+		}
 		if be.ownDB {
 			_ = be.db.Close()
 		}

@@ -75,14 +75,37 @@ func affected(ctx context.Context, q execer, stmt string, args ...any) (int64, e
 }
 
 // lockWrites takes this Backend's write turn: SQLite has one writer per file, so the
-// Backend's own writers queue here (a Go channel, woken at once) instead of in SQLite's busy
-// handler (which sleeps and polls). Other processes' writers still meet at the file's lock,
-// waiting up to busy_timeout. The returned func gives the turn back.
+// Backend's own writers queue here (a Go channel, woken at once) and then, with the other
+// processes' Backends, at the lock file beside the database (fileLock, woken at once too),
+// instead of in SQLite's busy handler (which sleeps and polls). The returned func gives the
+// turn back. When ctx ends while the lock file is awaited, the turn is given back only once
+// that wait ended (and the lock was let go), so no two writers of this Backend ever share
+// the lock file's lock.
 func (be *Backend) lockWrites(ctx context.Context) (func(), error) {
 	select {
 	case be.writes <- struct{}{}:
-		return func() { <-be.writes }, nil
 	case <-ctx.Done():
+		return func() {}, ctx.Err()
+	}
+	if be.flock == nil {
+		return func() { <-be.writes }, nil
+	}
+	locked := make(chan error, 1)
+	go func() { locked <- be.flock.lock() }()
+	select {
+	case err := <-locked:
+		if err != nil {
+			<-be.writes
+			return func() {}, fmt.Errorf("locking the writers' lock file beside the database: %w", err)
+		}
+		return func() { be.flock.unlock(); <-be.writes }, nil
+	case <-ctx.Done():
+		go func() {
+			if <-locked == nil {
+				be.flock.unlock()
+			}
+			<-be.writes
+		}()
 		return func() {}, ctx.Err()
 	}
 }
