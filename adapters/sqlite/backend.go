@@ -23,7 +23,6 @@ type Backend struct {
 	db    *sql.DB
 	ownDB bool // opened from a URL: Close closes it
 	o     Options
-	path  string // the file, when Open made the handle (for errors and tools)
 
 	closed    atomic.Bool
 	call      *sqlcall.Runner // every call's timeout, retry and classification
