@@ -95,8 +95,12 @@ func main() {
 	}
 	for _, name := range names[1:] {
 		o := got[name]
-		fmt.Printf("%s/postgres: backlog 100 msgs/batch %.2fx, 1 msg/batch %.2fx, pickup p50 %.2fx, p99 %.2fx, from another process p50 %.2fx, p99 %.2fx\n",
-			name, o.b100/pg.b100, o.b1/pg.b1, o.p50/pg.p50, o.p99/pg.p99, o.xp50/pg.xp50, o.xp99/pg.xp99)
+		cross := "from another process n/a"
+		if o.xp50 > 0 {
+			cross = fmt.Sprintf("from another process p50 %.2fx, p99 %.2fx", o.xp50/pg.xp50, o.xp99/pg.xp99)
+		}
+		fmt.Printf("%s/postgres: backlog 100 msgs/batch %.2fx, 1 msg/batch %.2fx, pickup p50 %.2fx, p99 %.2fx, %s\n",
+			name, o.b100/pg.b100, o.b1/pg.b1, o.p50/pg.p50, o.p99/pg.p99, cross)
 	}
 }
 
