@@ -27,6 +27,9 @@ func (e *settingError) Unwrap() error { return e.err }
 // have no scheme and pass.
 func checkDatabaseScheme(raw string) error {
 	scheme, _, ok := strings.Cut(raw, "://")
+	if lower := strings.ToLower(raw); !ok && (strings.HasPrefix(lower, "sqlite:") || strings.HasPrefix(lower, "sqlite3:")) {
+		scheme, _, ok = strings.Cut(raw, ":") // sqlite:app.db
+	}
 	if !ok {
 		return nil
 	}
@@ -34,8 +37,20 @@ func checkDatabaseScheme(raw string) error {
 	case "postgres", "postgresql":
 		return nil
 	}
-	return fmt.Errorf("%w: %s %s: unknown scheme %q; expected postgres://user:password@host:5432/db (the app database is PostgreSQL)",
-		core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(raw), core.RedactText(scheme, raw))
+	return fmt.Errorf("%w: %s %s: unknown scheme %q; expected postgres://user:password@host:5432/db (the app database is PostgreSQL)%s",
+		core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(raw), core.RedactText(scheme, raw), databaseSchemeHint(scheme))
+}
+
+// databaseSchemeHint is what an error about a TXMQ_DATABASE_URL of scheme adds for a database
+// txmq runs SQL jobs on but keeps no outbox or dead letters in yet (MySQL/MariaDB, SQLite):
+// "" for any other scheme.
+func databaseSchemeHint(scheme string) string {
+	switch strings.ToLower(scheme) {
+	case "sqlite", "sqlite3", "mysql", "mariadb":
+		return fmt.Sprintf("; the outbox and dead letters do not run on %s yet, only SQL jobs do: set %s=%s://... for the jobs and leave %s unset (or point it at PostgreSQL)",
+			strings.ToLower(scheme), EnvBackend, strings.ToLower(scheme), EnvDatabaseURL)
+	}
+	return ""
 }
 
 // connectCause returns the reason a connection failed, once: pgx lists one line per address

@@ -22,6 +22,10 @@ func TestOpenErrorsForOperators(t *testing.T) {
 	}{
 		{"database URL of another scheme", Config{Backend: "memory://", DatabaseURL: "mysql://u:p@db.example/app"}, core.ErrInvalidConfig,
 			[]string{"TXMQ_DATABASE_URL mysql://u:xxxxx@db.example/app", `unknown scheme "mysql"`, "expected postgres://"}, []string{"keyword/value", "xxxxxarse"}},
+		{"database URL of sqlite", Config{Backend: "memory://", DatabaseURL: "sqlite://app.db"}, core.ErrInvalidConfig,
+			[]string{"TXMQ_DATABASE_URL sqlite://app.db", `unknown scheme "sqlite"`, "outbox and dead letters do not run on sqlite yet", "TXMQ_BACKEND=sqlite://"}, []string{"keyword/value"}},
+		{"database URL of sqlite without slashes", Config{Backend: "memory://", DatabaseURL: "sqlite:app.db"}, core.ErrInvalidConfig,
+			[]string{`unknown scheme "sqlite"`, "outbox and dead letters do not run on sqlite yet"}, []string{"keyword/value"}},
 		{"database on a wrong port", Config{Backend: "memory://", DatabaseURL: "postgres://postgres@127.0.0.1:1/test?connect_timeout=5"}, nil,
 			[]string{"TXMQ_DATABASE_URL", "connection refused"}, nil},
 		{"backend option the adapter rejects", Config{Backend: "redis://127.0.0.1:6379/0?bogus=1"}, core.ErrInvalidConfig,

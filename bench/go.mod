@@ -13,7 +13,15 @@ require (
 
 require (
 	filippo.io/edwards25519 v1.2.0 // indirect
+	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/go-sql-driver/mysql v1.10.2 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	modernc.org/libc v1.80.1 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
+	modernc.org/sqlite v1.62.0 // indirect
 )
 
 require (
@@ -35,6 +43,7 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000
 	github.com/txmq/txmq/adapters/redis v0.0.0-00010101000000-000000000000
+	github.com/txmq/txmq/adapters/sqlite v0.0.0-00010101000000-000000000000
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
@@ -46,3 +55,5 @@ require (
 replace github.com/txmq/txmq/adapters/redis => ../adapters/redis
 
 replace github.com/txmq/txmq/adapters/mysql => ../adapters/mysql
+
+replace github.com/txmq/txmq/adapters/sqlite => ../adapters/sqlite

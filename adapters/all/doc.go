@@ -4,7 +4,8 @@
 //
 // and core.OpenBackend, txmq.OpenBackend and txmq.Open accept memory://, postgres:// and
 // postgresql:// (SQL jobs in the app database), mysql:// and
-// mariadb:// (SQL jobs on MySQL or MariaDB), redis:// and rediss://, sqs:// and awssqs://,
+// mariadb:// (SQL jobs on MySQL or MariaDB), sqlite:// and sqlite3:// (SQL jobs in a SQLite
+// file, with no server), redis:// and rediss://, sqs:// and awssqs://,
 // and nats://. An app that wants a smaller binary and module graph imports only the adapters
 // it uses instead.
 //

@@ -13,7 +13,7 @@ import (
 func TestAdapterDocSections(t *testing.T) {
 	want := []string{"URL and parameters", "Delivery semantics", "Ordering", "Limits", "Errors", "Cost"}
 	heading := regexp.MustCompile(`(?m)^// # (.+)$`)
-	for _, adapter := range []string{"memory", "sqljobs", "mysql", "redis", "sqs", "nats"} {
+	for _, adapter := range []string{"memory", "sqljobs", "mysql", "sqlite", "redis", "sqs", "nats"} {
 		src, err := os.ReadFile(filepath.Join("..", adapter, "doc.go"))
 		if err != nil {
 			t.Fatal(err)

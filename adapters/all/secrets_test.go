@@ -57,6 +57,11 @@ var secretForms = []string{
 	"mysql://u:hunter2@127.0.0.1:1/",
 	"mysql://u:hunter2%zz@127.0.0.1:1/db",
 	"mysql://u@127.0.0.1:1/db?timeout=1s&password=hunter2",
+	// sqlite and sqlite3: a file has no user-info (refused, never shown), no secret parameters.
+	"sqlite://u:hunter2@secret-test.db",
+	"sqlite3://hunter2@secret-test.db",
+	"sqlite://secret-test.db?txmq_bogus=1&password=hunter2",
+	"sqlite://secret-test.db?password=hunter2",
 	// sqs and awssqs: KEY:SECRET as user-info.
 	"sqs://AKID:hunter2@us-east-1?txmq_endpoint=http://127.0.0.1:1&txmq_request_timeout=1s",
 	"awssqs://AKID:hunter2@us-east-1?txmq_bogus=1",

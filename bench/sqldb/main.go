@@ -1,15 +1,17 @@
-// Command sqldb compares txmq's SQL jobs on MySQL/MariaDB (adapters/mysql) with SQL jobs on
-// PostgreSQL (adapters/sqljobs), side by side in one run, on the same machine and workload:
+// Command sqldb compares txmq's SQL jobs on MySQL/MariaDB (adapters/mysql) and on a SQLite
+// file (adapters/sqlite) with SQL jobs on PostgreSQL (adapters/sqljobs) and with the memory
+// backend, side by side in one run, on the same machine and workload:
 //
 //	go run ./sqldb -pg postgres://postgres@127.0.0.1:5432/test?sslmode=disable -mysql mysql://root@127.0.0.1:3306/test
+//	go run ./sqldb -backends postgres,sqlite,memory
 //
 // Scenarios: burning down a stored backlog with 100 messages per batch (-n messages) and with
 // one message per batch (-n/5), messages/s; the pickup latency of single messages published
 // one at a time to an idle node (-samples), p50/p99, by the listening node's own Backend
 // ("same process") and by another Backend on the same database ("another process": MySQL
-// has no NOTIFY, so that one waits for its poll). Each backend gets a fresh
-// schema (a database on MySQL), dropped at the end. Ratios are MySQL's figure over
-// PostgreSQL's.
+// and SQLite have no NOTIFY, so that one waits for its poll; memory has no other process).
+// Each backend gets a fresh schema (a database on MySQL, a file in a temporary directory on
+// SQLite), dropped at the end. Ratios are each backend's figure over PostgreSQL's.
 package main
 
 import (
@@ -20,13 +22,18 @@ import (
 	"log"
 	"log/slog"
 	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/adapters/memory"
 	txmqmysql "github.com/txmq/txmq/adapters/mysql"
+	txmqsqlite "github.com/txmq/txmq/adapters/sqlite"
 	"github.com/txmq/txmq/adapters/sqljobs"
 	"github.com/txmq/txmq/bench/internal/txmqbench"
 	"github.com/txmq/txmq/core"
@@ -39,6 +46,7 @@ var (
 	workers  = flag.Int("workers", 50, "MaxConcurrentBatches of the consuming node")
 	conns    = flag.Int("conns", 20, "connections of each backend's pool")
 	samples  = flag.Int("samples", 100, "pickup latency samples")
+	which    = flag.String("backends", "postgres,mysql,sqlite,memory", "backends to run, comma-separated (postgres first: the ratios' baseline)")
 	quiet    = slog.New(slog.NewTextHandler(io.Discard, nil))
 	schemaNo = time.Now().UnixNano() % 1e9
 )
@@ -52,13 +60,20 @@ type opener func(ctx context.Context) (core.Backend, func())
 func main() {
 	flag.Parse()
 	ctx := context.Background()
-	backends := []struct {
-		name string
-		open opener
-	}{{"postgres", openPostgres}, {"mysql", openMySQL}}
+	openers := map[string]opener{"postgres": openPostgres, "mysql": openMySQL, "sqlite": openSQLite, "memory": openMemory}
 	type figures struct{ b100, b1, p50, p99, xp50, xp99 float64 }
 	got := map[string]figures{}
-	for _, b := range backends {
+	var names []string
+	for _, name := range strings.Split(*which, ",") {
+		open, ok := openers[name]
+		if !ok {
+			log.Fatalf("-backends: unknown backend %q; use postgres, mysql, sqlite or memory", name)
+		}
+		names = append(names, name)
+		b := struct {
+			name string
+			open opener
+		}{name, open}
 		var f figures
 		f.b100 = backlog(ctx, b.open, *msgs, 100)
 		f.b1 = backlog(ctx, b.open, *msgs/5, 1)
@@ -66,15 +81,27 @@ func main() {
 		p50, p99 := txmqbench.Latency(ctx, be, *samples, quiet)
 		done()
 		f.p50, f.p99 = float64(p50), float64(p99)
-		p50, p99 = crossLatency(ctx, b.open, *samples)
-		f.xp50, f.xp99 = float64(p50), float64(p99)
+		if b.name != "memory" { // a memory backend lives in one process
+			p50, p99 = crossLatency(ctx, b.open, *samples)
+			f.xp50, f.xp99 = float64(p50), float64(p99)
+		}
 		got[b.name] = f
 		fmt.Printf("%-8s backlog 100 msgs/batch %8.0f msgs/s, 1 msg/batch %7.0f msgs/s, pickup p50 %v p99 %v, from another process p50 %v p99 %v\n",
 			b.name, f.b100, f.b1, time.Duration(f.p50), time.Duration(f.p99), time.Duration(f.xp50), time.Duration(f.xp99))
 	}
-	pg, my := got["postgres"], got["mysql"]
-	fmt.Printf("mysql/postgres: backlog 100 msgs/batch %.2fx, 1 msg/batch %.2fx, pickup p50 %.2fx, p99 %.2fx, from another process p50 %.2fx, p99 %.2fx\n",
-		my.b100/pg.b100, my.b1/pg.b1, my.p50/pg.p50, my.p99/pg.p99, my.xp50/pg.xp50, my.xp99/pg.xp99)
+	pg, ok := got["postgres"]
+	if !ok {
+		return
+	}
+	for _, name := range names[1:] {
+		o := got[name]
+		cross := "from another process n/a"
+		if o.xp50 > 0 {
+			cross = fmt.Sprintf("from another process p50 %.2fx, p99 %.2fx", o.xp50/pg.xp50, o.xp99/pg.xp99)
+		}
+		fmt.Printf("%s/postgres: backlog 100 msgs/batch %.2fx, 1 msg/batch %.2fx, pickup p50 %.2fx, p99 %.2fx, %s\n",
+			name, o.b100/pg.b100, o.b1/pg.b1, o.p50/pg.p50, o.p99/pg.p99, cross)
+	}
 }
 
 // backlog stores n messages in batches of perBatch on a fresh backend, then times a node
@@ -144,6 +171,29 @@ func openMySQL(ctx context.Context) (core.Backend, func()) {
 	}
 }
 
+// openSQLite makes a fresh file in a temporary directory, migrated, and a sqlite backend on
+// it (the durable defaults: WAL, synchronous=FULL).
+func openSQLite(ctx context.Context) (core.Backend, func()) {
+	dir, err := os.MkdirTemp("", "bench-sqldb-sqlite")
+	if err != nil {
+		log.Fatal(err)
+	}
+	be, err := core.OpenBackend(ctx, "sqlite://"+filepath.Join(dir, "jobs.db")+"?txmq_reap_interval=-1s")
+	if err != nil {
+		log.Fatal(err)
+	}
+	return be, func() {
+		_ = be.Close()
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// openMemory makes a memory backend.
+func openMemory(context.Context) (core.Backend, func()) {
+	be := memory.New(nil)
+	return be, func() { _ = be.Close() }
+}
+
 // crossLatency publishes n single messages, one at a time, through one backend and listens
 // on another one of the same schema (as two processes would), and returns the p50 and p99 of
 // the time from Publish to the listener.
@@ -200,6 +250,16 @@ func sibling(ctx context.Context, be core.Backend) (core.Backend, func()) {
 			log.Fatal(err)
 		}
 		return o, func() { _ = o.Close() }
+	case *txmqsqlite.Backend:
+		db, err := txmqsqlite.OpenDB(sqliteFile(ctx, b), nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		o, err := txmqsqlite.New(ctx, db, &txmqsqlite.Options{ReapInterval: -1, Logger: quiet})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return o, func() { _ = o.Close(); _ = db.Close() }
 	case *txmqmysql.Backend:
 		o, err := txmqmysql.New(ctx, b.DB(), &txmqmysql.Options{Schema: b.Schema(), ReapInterval: -1, Logger: quiet})
 		if err != nil {
@@ -209,4 +269,14 @@ func sibling(ctx context.Context, be core.Backend) (core.Backend, func()) {
 	}
 	log.Fatalf("no sibling for %T", be)
 	return nil, nil
+}
+
+// sqliteFile returns the file a sqlite backend runs on (PRAGMA database_list).
+func sqliteFile(ctx context.Context, be *txmqsqlite.Backend) string {
+	var seq int
+	var name, file string
+	if err := be.DB().QueryRowContext(ctx, "PRAGMA database_list").Scan(&seq, &name, &file); err != nil {
+		log.Fatal(err)
+	}
+	return file
 }

@@ -21,7 +21,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "demo", summary: "walk through txmq on the embedded memory backend (no server needed)", run: runDemo})
+	register(&command{name: "demo", summary: "walk through txmq on the embedded memory backend or a SQLite file (no server needed)", run: runDemo})
 }
 
 // Signup, Order and Report are the demo's message types.
@@ -40,9 +40,10 @@ type Report struct {
 	Name string `json:"name"`
 }
 
-const demoSynopsis = `demo [-n messages] [-v] [--database-url URL] [--schema S]
+const demoSynopsis = `demo [-n messages] [-v] [--backend URL] [--database-url URL] [--schema S]
 
-Runs a small app on the in-process memory backend and shows, in a few seconds: batching,
+Runs a small app on the in-process memory backend (or --backend, e.g. sqlite://demo.db: SQL
+jobs in a SQLite file, durable, still no server) and shows, in a few seconds: batching,
 routing (Require/Try/Never inside a transaction that commits and one that rolls back; this
 needs a PostgreSQL app database: --database-url or TXMQ_DATABASE_URL, else it is skipped),
 retries ending in a dead letter that is then replayed, an Exclusive queue, a delayed message,
@@ -70,6 +71,7 @@ type demo struct {
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("demo", demoSynopsis, stderr)
 	count := fs.Int("n", 2000, "signups to publish in the burst")
+	backendURL := fs.String("backend", "memory://", "backend the demo runs on (memory:// in the process; sqlite://demo.db keeps its batches in a file)")
 	verbose := fs.Bool("v", false, "print the engine's logs")
 	dbURL := fs.String("database-url", os.Getenv("TXMQ_DATABASE_URL"), "app database for the routing step (default $TXMQ_DATABASE_URL; empty: routing is skipped)")
 	schema := fs.String("schema", "txmq_demo", "schema of the demo's outbox and dead-letter tables (created if missing)")
@@ -114,8 +116,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		d.delivered[q] = &atomic.Int64{}
 	}
 
-	// A node on the embedded backend; with a database, the outbox store too.
-	d.backend = memory.New(nil)
+	// A node on the embedded backend (or --backend); with a database, the outbox store too.
+	if err := checkBackendURL(backendSetting, *backendURL, true); err != nil {
+		return err
+	}
+	scheme, _, _ := strings.Cut(strings.ToLower(*backendURL), ":")
+	if scheme == "memory" {
+		d.backend = memory.New(nil)
+	} else {
+		be, err := core.OpenBackend(ctx, *backendURL)
+		if err != nil {
+			return fmt.Errorf("%s: %w", backendSetting, err)
+		}
+		d.backend = be
+	}
 	defer d.backend.Close()
 	d.sink = &countingSink{}
 	if *dbURL != "" {
@@ -184,7 +198,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if d.db != nil {
 		where = fmt.Sprintf("app database %s, schema %s", core.Redact(*dbURL), *schema)
 	}
-	d.printf("txmq demo: memory backend, %s\n\n", where)
+	d.printf("txmq demo: %s backend, %s\n\n", scheme, where)
 
 	// 1. Batching: a burst of small publishes becomes a few batches.
 	before := node.Stats().Succeeded

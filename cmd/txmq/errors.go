@@ -44,15 +44,24 @@ var (
 // ("host=... dbname=...") have no scheme and pass.
 func checkDatabaseURL(raw string) error {
 	i := strings.Index(raw, "://")
+	if lower := strings.ToLower(raw); i < 0 && (strings.HasPrefix(lower, "sqlite:") || strings.HasPrefix(lower, "sqlite3:")) {
+		i = strings.Index(raw, ":") // sqlite:app.db
+	}
 	if i < 0 {
 		return nil
 	}
-	switch strings.ToLower(raw[:i]) {
+	scheme := strings.ToLower(raw[:i])
+	switch scheme {
 	case "postgres", "postgresql":
 		return nil
 	}
-	return &usageError{msg: fmt.Sprintf("%s %s: unknown scheme %q; expected postgres://user:password@host:5432/dbname (the app database is PostgreSQL)",
-		databaseSetting, core.Redact(raw), core.RedactText(raw[:i], raw))}
+	hint := ""
+	switch scheme {
+	case "sqlite", "sqlite3", "mysql", "mariadb":
+		hint = fmt.Sprintf("; the outbox and dead letters do not run on %s yet, only SQL jobs do: use --backend %s://... for the jobs and leave %s unset (or point it at PostgreSQL)", scheme, scheme, databaseSetting)
+	}
+	return &usageError{msg: fmt.Sprintf("%s %s: unknown scheme %q; expected postgres://user:password@host:5432/dbname (the app database is PostgreSQL)%s",
+		databaseSetting, core.Redact(raw), core.RedactText(raw[:i], raw), hint)}
 }
 
 // checkBackendURL rejects a backend URL whose scheme no adapter registered, and, unless the

@@ -32,7 +32,9 @@ Creates or upgrades txmq's tables in the app database and says, per component, w
 migrations it applied ("up to date" when none). The outbox (with dead letters, pause marks,
 schedules and rate limits) and the ledger are always migrated; the jobs tables (component
 sqljobs) only when the backend (--backend or TXMQ_BACKEND) is postgres://, the one backend
-that keeps its jobs in the app database: a Redis, SQS or NATS backend needs none.`
+that keeps its jobs in the app database: a Redis, SQS or NATS backend needs none. With a
+sqlite:// backend the jobs tables are created in the file it names (component sqlite_jobs),
+and no app database is needed for that.`
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("migrate", migrateSynopsis, stderr)
@@ -43,13 +45,21 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if fs.NArg() > 0 {
 		return &usageError{msg: fmt.Sprintf("unexpected argument %q", fs.Arg(0))}
 	}
-	if *f.url == "" {
-		return &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL"}
-	}
 	if *f.backend != "" {
 		if err := checkBackendURL(backendSetting, *f.backend, true); err != nil {
 			return err
 		}
+	}
+	if isSQLiteBackend(*f.backend) { // its jobs tables live in its own file
+		if err := migrateSQLiteJobs(ctx, *f.backend, stdout); err != nil {
+			return err
+		}
+		if *f.url == "" {
+			return nil
+		}
+	}
+	if *f.url == "" {
+		return &usageError{msg: "no app database: set --database-url or TXMQ_DATABASE_URL (or --backend sqlite://FILE to create a SQLite file's jobs tables)"}
 	}
 	if err := f.resolveSchema(nil); err != nil { // the backend's txmq_schema counts too
 		return err

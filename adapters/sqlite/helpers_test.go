@@ -1,0 +1,106 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
+)
+
+// world is one test's database: a file of its own in t.TempDir(), migrated.
+type world struct {
+	t    testing.TB
+	path string
+}
+
+func newWorld(t testing.TB) *world {
+	t.Helper()
+	w := &world{t: t, path: filepath.Join(t.TempDir(), "jobs.db")}
+	db := w.db(nil)
+	if err := Migrate(context.Background(), db, nil); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	return w
+}
+
+// db opens a new *sql.DB on the world's file (OpenDB), closed in cleanup.
+func (w *world) db(opts *Options) *sql.DB {
+	w.t.Helper()
+	db, err := OpenDB(w.path, opts)
+	if err != nil {
+		w.t.Fatalf("OpenDB: %v", err)
+	}
+	w.t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+// backend returns a Backend on a new *sql.DB of the world's file (the reaper off unless opts
+// say otherwise), closed in cleanup: as another process would open one.
+func (w *world) backend(opts *Options) *Backend {
+	w.t.Helper()
+	return w.backendOn(w.db(opts), opts)
+}
+
+func (w *world) backendOn(db *sql.DB, opts *Options) *Backend {
+	w.t.Helper()
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ReapInterval == 0 {
+		o.ReapInterval = -1
+	}
+	if o.Logger == nil {
+		o.Logger = txmqtest.DiscardLogger()
+	}
+	be, err := New(context.Background(), db, &o)
+	if err != nil {
+		w.t.Fatalf("New: %v", err)
+	}
+	w.t.Cleanup(func() { _ = be.Close() })
+	return be
+}
+
+func publish(t testing.TB, be *Backend, queue, id string, delay time.Duration) {
+	t.Helper()
+	err := be.Publish(context.Background(), core.OutgoingBatch{ID: id, Queue: queue, Body: []byte("body-" + id), Delay: delay, Messages: 1})
+	if err != nil {
+		t.Fatalf("publish %s: %v", id, err)
+	}
+}
+
+func publishN(t testing.TB, be *Backend, queue string, n int) {
+	t.Helper()
+	for i := range n {
+		publish(t, be, queue, fmt.Sprintf("%s-%d", queue, i), 0)
+	}
+}
+
+// fetch claims with Wait 0 and the given lease (10 s when 0).
+func fetch(t testing.TB, be *Backend, lease time.Duration, slots ...core.QueueSlots) []*core.Claim {
+	t.Helper()
+	if lease == 0 {
+		lease = 10 * time.Second
+	}
+	cs, err := be.Fetch(context.Background(), core.FetchRequest{Node: "n1", Queues: slots, Lease: lease})
+	if err != nil {
+		t.Fatalf("fetch: %v", err)
+	}
+	return cs
+}
+
+func all(queue string) core.QueueSlots { return core.QueueSlots{Queue: queue, Free: core.Unlimited} }
+
+func depth(t testing.TB, be *Backend, queue string) core.Depth {
+	t.Helper()
+	d, err := be.Depths(context.Background(), []string{queue})
+	if err != nil {
+		t.Fatalf("depths: %v", err)
+	}
+	return d[queue].Counts()
+}

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq/core"
+)
+
+// TestSQLiteBackendCommands: the operator commands work against a sqlite:// backend with no
+// server: migrate creates the jobs tables in the file (and says so once), status shows the
+// stored batches, msg lists, shows and cancels them, demo runs on the file, and
+// TXMQ_DATABASE_URL=sqlite:// is refused with what to do instead.
+func TestSQLiteBackendCommands(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "ops.db")
+	backend := "sqlite://" + path
+	if out, _ := cli(t, exitOK, "migrate", "--backend", backend, "--database-url", ""); !strings.Contains(out, "sqlite_jobs: applied 1 migration(s) in file "+path+": 0001_init.sql") {
+		t.Fatalf("migrate: %s", out)
+	}
+	if out, _ := cli(t, exitOK, "migrate", "--backend", backend, "--database-url", ""); !strings.Contains(out, "is up to date") {
+		t.Fatalf("migrate again: %s", out)
+	}
+
+	ctx := context.Background()
+	be, err := core.OpenBackend(ctx, backend+"?txmq_reap_interval=-1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	for _, b := range []core.OutgoingBatch{testBatch("mails", "a", "b"), testBatch("mails", "c")} {
+		if err := be.Publish(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := testBatch("mails", "later")
+	later.Delay = time.Hour
+	if err := be.Publish(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+
+	out := cliText(t, exitOK, "status", "--backend", backend, "--database-url", "")
+	if !strings.Contains(out, "mails") {
+		t.Fatalf("status lacks the queue:\n%s", out)
+	}
+	out = cliText(t, exitOK, "msg", "ls", "--backend", backend, "--database-url", "", "--queue", "mails", "--json")
+	if strings.Count(out, `"id"`) != 4 {
+		t.Fatalf("msg ls lists %d messages, want 4:\n%s", strings.Count(out, `"id"`), out)
+	}
+	cliText(t, exitOK, "msg", "cancel", "--backend", backend, "--database-url", "", "--queue", "mails", "--state", "delayed", "--yes")
+	if d, err := be.Depths(ctx, []string{"mails"}); err != nil || d["mails"].Counts() != (core.Depth{Ready: 2}) {
+		t.Fatalf("after cancelling the delayed message: %+v, %v; want 2 ready", d, err)
+	}
+
+	out = cliText(t, exitOK, "demo", "-n", "200", "--backend", "sqlite://"+filepath.Join(t.TempDir(), "demo.db"), "--database-url", "")
+	if !strings.Contains(out, "txmq demo: sqlite backend") || !strings.Contains(out, "max in flight observed 1") {
+		t.Fatalf("demo on sqlite:\n%s", out)
+	}
+
+	if _, errOut := cli(t, exitUsage, "status", "--backend", backend, "--database-url", "sqlite://"+path); !strings.Contains(errOut, "do not run on sqlite yet") {
+		t.Fatalf("a sqlite app database: %s", errOut)
+	}
+}
