@@ -23,10 +23,10 @@ import (
 // secret store and names it in a header (a key id) so that it can rotate keys.
 var exampleKey = []byte("0123456789abcdef0123456789abcdef")
 
-// encrypt is a publish middleware that seals each payload with AES-GCM and stores it as a
-// JSON string (a payload must stay JSON): nonce then ciphertext, base64. The header
-// "enc" says how the payload was sealed, for decrypt.
-func encrypt(aead cipher.AEAD) txmq.PublishMiddleware {
+// encryptPayloads is a publish middleware that seals each payload with AES-GCM and stores it
+// as a JSON string (a payload must stay JSON): nonce then ciphertext, base64. The header
+// "enc" says how the payload was sealed, for decryptPayloads.
+func encryptPayloads(aead cipher.AEAD) txmq.PublishMiddleware {
 	return func(next txmq.PublishHandler) txmq.PublishHandler {
 		return func(ctx context.Context, p *txmq.PublishRequest) error {
 			for i, plain := range p.Payloads {
@@ -48,10 +48,10 @@ func encrypt(aead cipher.AEAD) txmq.PublishMiddleware {
 	}
 }
 
-// decrypt is the run middleware that opens what encrypt sealed, before the payloads are
+// decryptPayloads is the run middleware that opens what encryptPayloads sealed, before the payloads are
 // decoded into the queue's type. A payload that does not open is a permanent failure: no
 // retry can fix it, so the batch goes to the dead letters at once.
-func decrypt(aead cipher.AEAD) txmq.RunMiddleware {
+func decryptPayloads(aead cipher.AEAD) txmq.RunMiddleware {
 	return func(next txmq.RunHandler) txmq.RunHandler {
 		return func(ctx context.Context, r *txmq.RunRequest) error {
 			for i, payload := range r.Payloads {
@@ -106,8 +106,8 @@ func ExamplePublishMiddleware() {
 	reg := txmq.NewRegistry()
 	cards := txmq.MustDeclareIn(reg, "example-cards", txmq.QueueConfig[Card]{
 		Transactional:     txmq.Never,
-		PublishMiddleware: []txmq.PublishMiddleware{encrypt(aead)},
-		RunMiddleware:     []txmq.RunMiddleware{decrypt(aead)},
+		PublishMiddleware: []txmq.PublishMiddleware{encryptPayloads(aead)},
+		RunMiddleware:     []txmq.RunMiddleware{decryptPayloads(aead)},
 	})
 	backend := &seen{Backend: memory.New(nil)}
 	defer backend.Close()
