@@ -35,8 +35,9 @@ type RunRequest struct {
 	// change them.
 	Headers []map[string]string
 	// Payloads holds each message's JSON as it was stored (as the publish middleware left
-	// it), in order. A middleware may replace them; each must then decode into the queue's
-	// type, or the run fails with a Permanent error.
+	// it), in order. A middleware may replace them, keeping one per message (and one Headers
+	// entry per message); each must then decode into the queue's type, or the run fails with
+	// a Permanent error wrapping ErrUndecodable.
 	Payloads []json.RawMessage
 
 	decode func(ctx context.Context, r *RunRequest) error // the innermost handler's work
@@ -281,6 +282,10 @@ func (b *mwBatch[T]) Run(ctx context.Context) (err error) {
 // decode is the innermost step of the chain: decode r's payloads into T and run the listener
 // with r's headers in ctx.
 func (b *mwBatch[T]) decode(ctx context.Context, r *RunRequest) error {
+	if n := len(b.env.Messages); len(r.Payloads) != n || len(r.Headers) != n {
+		return Permanent(fmt.Errorf("%w: queue %q, batch %s: run middleware left %d payloads and %d header entries for %d messages; keep one of each per message",
+			core.ErrUndecodable, r.Queue, r.BatchID, len(r.Payloads), len(r.Headers), n))
+	}
 	msgs := make([]T, len(r.Payloads))
 	for i, p := range r.Payloads {
 		if err := json.Unmarshal(p, &msgs[i]); err != nil {

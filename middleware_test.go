@@ -144,6 +144,52 @@ func TestRunMiddlewarePayloadThatDoesNotDecode(t *testing.T) {
 	txmqtest.Eventually(t, 10*time.Second, func() bool { return n.Stats().Dropped[txmq.ReasonPermanent] == 1 }, "dropped as permanent")
 }
 
+// TestRunMiddlewareMessageCountKept: a run middleware that drops a payload or a header entry
+// fails the run permanently, naming the queue; the listener never sees a slice that does not
+// match the batch's ids.
+func TestRunMiddlewareMessageCountKept(t *testing.T) {
+	t.Parallel()
+	for name, change := range map[string]func(r *txmq.RunRequest){
+		"payload": func(r *txmq.RunRequest) { r.Payloads = r.Payloads[:1] },
+		"header":  func(r *txmq.RunRequest) { r.Headers = append(r.Headers, nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			reg := txmq.NewRegistry()
+			qname := testenv.UniqueName("count")
+			dropped := make(chan error, 1)
+			q := txmq.MustDeclareIn(reg, qname, txmq.QueueConfig[int]{Transactional: txmq.Never,
+				RunMiddleware: []txmq.RunMiddleware{func(next txmq.RunHandler) txmq.RunHandler {
+					return func(ctx context.Context, r *txmq.RunRequest) error {
+						change(r)
+						return next(ctx, r)
+					}
+				}},
+				OnError: func(_ []int, err error, _ int) error { dropped <- err; return nil }})
+			be := memory.New(nil)
+			defer be.Close()
+			n := txmqtest.StartNode(t, be, &txmq.NodeOptions{Registry: reg, Logger: txmqtest.DiscardLogger()})
+			if err := q.Listen(n, func(context.Context, []int) error {
+				t.Error("the listener ran")
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := q.PublishMany(context.Background(), n, []int{1, 2}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-dropped:
+				if !core.IsPermanent(err) || !strings.Contains(err.Error(), qname) || !strings.Contains(err.Error(), "for 2 messages") {
+					t.Fatalf("OnError got %v; want a permanent error naming the queue and the count", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("OnError not called")
+			}
+		})
+	}
+}
+
 // TestMessageHeadersOutsideListener: MessageHeaders is nil outside a listener and for a
 // batch without headers.
 func TestMessageHeadersOutsideListener(t *testing.T) {
