@@ -24,6 +24,7 @@ func init() {
 		property{name: "headers_through_outbox_each_routing", run: mwOutbox},
 		property{name: "encrypted_dead_letter_replay_with_ledger", run: mwReplay},
 		property{name: "encrypted_ledger_mode_republish", run: mwLedgerMode},
+		property{name: "headers_stay_with_their_message_after_ledger_cancel", run: mwLedgerCancel},
 		property{name: "encryption_backend_never_sees_plaintext", dup: true, run: mwEncryption},
 	)
 }
@@ -171,6 +172,55 @@ func mwLedgerMode(x *X) {
 	hl.check(x, "l2", h, 1)
 	if v, _ := rec.Value("l1"); v.P != "secret" {
 		x.T.Fatalf("the listener got %+v; want the decrypted message", v)
+	}
+}
+
+// mwLedgerCancel: with a ledger, a message cancelled before its batch runs is left out of
+// the batch, and each message left keeps its own headers (the run middleware gives each its
+// index: they must not shift onto a neighbour) and its sealed payload opens.
+func mwLedgerCancel(x *X) {
+	aead := parityAEAD(x)
+	lg := x.ledger()
+	number := func(next txmq.PublishHandler) txmq.PublishHandler {
+		return func(ctx context.Context, p *txmq.PublishRequest) error {
+			for i := range p.Headers {
+				p.Headers[i] = map[string]string{"index": fmt.Sprint(i)}
+			}
+			return next(ctx, p)
+		}
+	}
+	q := declare(x, txmq.QueueConfig[Msg]{PublishMiddleware: []txmq.PublishMiddleware{number, sealPayloads(aead)},
+		RunMiddleware: []txmq.RunMiddleware{openPayloads(aead)}})
+	n := x.node(txmq.NodeOptions{Ledger: lg})
+	in := n.Inspector()
+	rec := newRecorder()
+	hl := newHeaderLog()
+	listen(x, rec, q, n, hl.listener(nil))
+	pre := "mwcancel/" + q.Name() + "/"
+	keys := []string{"m0", "m1", "m2", "m3"}
+	ids := make([]string, len(keys))
+	msgs := make([]Msg, len(keys))
+	for i, k := range keys {
+		ids[i], msgs[i] = pre+k, Msg{K: k}
+	}
+	if err := q.PublishMany(context.Background(), n, msgs, txmq.IDs(ids...), txmq.After(2*time.Second)); err != nil {
+		x.T.Fatalf("PublishMany: %v", err)
+	}
+	for _, id := range []string{ids[0], ids[2]} {
+		waitState(x, in, id, core.StateDelayed)
+		if m, err := in.Cancel(context.Background(), id); err != nil || m.State != core.StateCancelled {
+			x.T.Fatalf("Cancel(%s) = %+v, %v; want it cancelled", id, m, err)
+		}
+	}
+	waitDelivered(x, rec, []string{"m1", "m3"})
+	waitState(x, in, ids[3], core.StateCompleted)
+	x.idle(n)
+	hl.check(x, "m1", map[string]string{"index": "1"}, 1)
+	hl.check(x, "m3", map[string]string{"index": "3"}, 1)
+	for _, k := range []string{"m0", "m2"} {
+		if rec.Has(k) {
+			x.T.Fatalf("the listener received %s, cancelled before its batch ran", k)
+		}
 	}
 }
 
