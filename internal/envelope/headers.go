@@ -67,11 +67,19 @@ func headersAt(hs []map[string]string, i int) map[string]string {
 }
 
 // HeadersSize is an upper bound of the bytes headers h add to an encoded batch, for the
-// batch size limits.
+// batch size limits. It is small enough to inline: a message without headers costs a length
+// check.
 func HeadersSize(h map[string]string) int {
 	if len(h) == 0 {
 		return 0
 	}
+	return headersSize(h)
+}
+
+// headersSize is HeadersSize of non-empty headers; not inlined, so that HeadersSize is.
+//
+//go:noinline
+func headersSize(h map[string]string) int {
 	n := 3
 	for k, v := range h {
 		n += len(k) + len(v) + 6
