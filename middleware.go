@@ -106,9 +106,9 @@ func Headers(h map[string]string) PublishOption {
 }
 
 // MessageHeaders returns the headers of the messages a listener received with ctx, one map
-// per message in the order of its slice (nil for a message without), as the run middleware
-// left them; nil when no message of the batch has headers or ctx is not a listener's. The
-// maps must not be changed.
+// per message in the order of its slice (empty, nil or not, for a message without), as the
+// run middleware left them; nil when no message of the batch has headers or ctx is not a
+// listener's. The maps must not be changed.
 func MessageHeaders(ctx context.Context) []map[string]string {
 	hs, _ := ctx.Value(headersKey{}).([]map[string]string)
 	return hs
