@@ -293,6 +293,57 @@
 // holds no id. A dead letter's replay is never deduplicated. Without a window, publishing an
 // id twice delivers the message twice.
 //
+// # Middleware and headers
+//
+// Headers are string keys and values per message: Headers(map) gives them to every message
+// of a publish call, a publish middleware may give each message its own, and the listener
+// reads them with MessageHeaders(ctx), one map per message in the order of its slice. They
+// are per message, not per batch, because a batch coalesces the messages of many calls. They
+// ride in the batch's envelope, so they travel wherever the batch does: the buffer, the
+// outbox (RunInTx, WithTx, the relay, a handoff, the sweep), retries, a dead letter and its
+// replay, ledger mode's republish, a drain to another backend. A message's headers hold at
+// most MaxHeaderBytes and count toward its size limit; a batch without headers is encoded
+// exactly as before they existed.
+//
+// Middleware wraps, net/http style. A RunMiddleware wraps each run of a queue's listener and
+// sees a RunRequest: the queue, the batch id, the message ids, the run number (Attempt), the
+// ordering key, the headers and the stored payloads before they are decoded, so it can
+// decrypt them; it may change ctx (a tenant, a logger), the payloads and headers, and the
+// error, and not calling next ends the run with its own result. A PublishMiddleware wraps
+// each Publish/PublishMany call after the messages are encoded and before they are routed,
+// and sees a PublishRequest: the queue, the key, the ids, the headers and the encoded
+// payloads, which it may change (encrypt: a payload must stay JSON, a base64 string for
+// bytes), or refuse the call with an error. Node middleware (NodeOptions.RunMiddleware,
+// PublishMiddleware) wraps the queue's (QueueConfig), and the first of each slice is the
+// outermost. A node or queue without middleware runs the plain path, which pays nothing for
+// it. See ExamplePublishMiddleware (payload encryption) and ExampleRunMiddleware (logging and
+// tenancy).
+//
+// Where middleware meets the rest:
+//   - Publish middleware runs once per call, on the caller's goroutine, before routing, for
+//     every routing mode: Require and Try inside a transaction (the outbox row holds what it
+//     left), Never (held until the commit), and outside a transaction. The ctx it passes on
+//     carries the transaction, so it must pass ctx (or a child). A schedule's ticks are
+//     publish calls too, and run through it.
+//   - Batches already encoded are never re-run through publish middleware: the outbox's relay
+//     and sweep, a handoff, a dead letter's replay, ledger mode's republish and a drain move
+//     the stored payloads and headers as they are (already encrypted, for example).
+//   - Run middleware runs inside the run: after the batch is decoded, its due time and
+//     cancelled messages checked, and the budget counted, inside the run's timeout, its lease
+//     and its slot (an Exclusive queue's one batch, an ordered key's head). Its error or panic
+//     is the run's: retried by the budget, Permanent dead-letters at once. Payloads it leaves
+//     that do not decode into the queue's type fail the run with a Permanent error wrapping
+//     ErrUndecodable. OnError gets the messages as the last run on the node decoded them, nil
+//     if none did.
+//   - Each run of each stored copy (retries, duplicate delivery, a replay) runs the run
+//     middleware again on the stored form: like listeners, middleware must be idempotent.
+//   - Dead letters, the outbox, the ledger's kept batches and the backend hold the payloads as
+//     the publish middleware left them, so with encryption none of them ever holds plaintext;
+//     the Inspector's payload view and the dashboard show that form.
+//   - Dedup (QueueConfig.Dedup) sees the payloads as the publish middleware left them: a
+//     queue whose publish middleware changes the encoding cannot decode them in Dedup. Kept
+//     messages keep their headers; ordering keys and ids are never changed by middleware.
+//
 // # Lookup, listing and cancel
 //
 // App.Inspector (Node.Inspector) looks a message up by id (Inspector.Get), lists messages by

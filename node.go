@@ -109,6 +109,14 @@ type NodeOptions struct {
 	// DefaultMaxBatchBytes (8 MiB), and never below MaxMessageBytes; NoSizeLimit: no library
 	// limit. The backend's own limit always applies.
 	MaxBatchBytes int
+	// RunMiddleware wraps every run of every listener of this node, outside the queue's own
+	// (QueueConfig.RunMiddleware), the first of the slice outermost (see RunMiddleware).
+	// Default none.
+	RunMiddleware []RunMiddleware
+	// PublishMiddleware wraps every publish call made on this node, outside the queue's own
+	// (QueueConfig.PublishMiddleware), the first of the slice outermost (see
+	// PublishMiddleware). Default none.
+	PublishMiddleware []PublishMiddleware
 }
 
 // Node is one running core: it publishes through a coalescing buffer and, once started, fetches

@@ -33,6 +33,7 @@ type publishOptions struct {
 	key       string
 	keySet    bool
 	tick      bool // a schedule's tick (see scheduleTick)
+	headers   map[string]string
 }
 
 // MaxIDBytes is the longest message id a publish accepts.
@@ -112,8 +113,21 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 			return err
 		}
 	}
-	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key},
-		engine.PublishFlags{CallerIDs: o.ids != nil, Tick: o.tick})
+	if o.headers != nil {
+		if err := checkHeaders(q.spec.Name, 0, o.headers); err != nil {
+			return err
+		}
+		for i := range encoded {
+			encoded[i].Headers = o.headers
+		}
+	}
+	flags := engine.PublishFlags{CallerIDs: o.ids != nil, Tick: o.tick}
+	if len(n.opts.PublishMiddleware) > 0 || len(q.spec.publishMW) > 0 {
+		return publishThrough(ctx, n, q.spec, o.key, encoded, func(ctx context.Context, msgs []core.Message) error {
+			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: o.key}, flags)
+		})
+	}
+	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key}, flags)
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.
@@ -150,8 +164,8 @@ func encodeMessages[T any](spec *queueSpec, msgs []T) ([]core.Message, error) {
 	return out, nil
 }
 
-// typedDedup adapts a typed Dedup func to encoded messages. Output messages keep the id of the
-// first input message with the same JSON; new values get new ids.
+// typedDedup adapts a typed Dedup func to encoded messages. Output messages keep the id and
+// headers of the first input message with the same JSON; new values get new ids and no headers.
 func typedDedup[T any](name string, fn func([]T) []T) func([]core.Message) ([]core.Message, error) {
 	return func(in []core.Message) (out []core.Message, err error) {
 		defer func() {
@@ -160,7 +174,7 @@ func typedDedup[T any](name string, fn func([]T) []T) func([]core.Message) ([]co
 			}
 		}()
 		vals := make([]T, 0, len(in))
-		ids := make(map[string]string, len(in))
+		ids := make(map[string]core.Message, len(in))
 		for _, m := range in {
 			var v T
 			if err := json.Unmarshal(m.Body, &v); err != nil {
@@ -168,7 +182,7 @@ func typedDedup[T any](name string, fn func([]T) []T) func([]core.Message) ([]co
 			}
 			vals = append(vals, v)
 			if _, seen := ids[string(m.Body)]; !seen {
-				ids[string(m.Body)] = m.ID
+				ids[string(m.Body)] = m
 			}
 		}
 		kept := fn(vals)
@@ -181,13 +195,13 @@ func typedDedup[T any](name string, fn func([]T) []T) func([]core.Message) ([]co
 			if err != nil {
 				return nil, fmt.Errorf("queue %q: encoding Dedup output: %w", name, err)
 			}
-			id, ok := ids[string(b)]
+			first, ok := ids[string(b)]
 			if ok {
 				delete(ids, string(b))
 			} else {
-				id = core.NewID()
+				first = core.Message{ID: core.NewID()}
 			}
-			out = append(out, core.Message{ID: id, Body: b})
+			out = append(out, core.Message{ID: first.ID, Body: b, Headers: first.Headers})
 		}
 		return out, nil
 	}
@@ -203,6 +217,9 @@ func typedDedup[T any](name string, fn func([]T) []T) func([]core.Message) ([]co
 func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error) error {
 	if n == nil || fn == nil {
 		return fmt.Errorf("%w: queue %q: Listen needs a node and a non-nil listener func", core.ErrInvalidConfig, q.spec.Name)
+	}
+	if len(n.opts.RunMiddleware) > 0 || len(q.spec.runMW) > 0 {
+		return n.eng.Listen(q.listenWithMiddleware(n, fn))
 	}
 	l := &engine.Listener{Spec: &q.spec.Spec, Decode: func(body []byte) (*engine.Batch, error) {
 		// One allocation per claim holds the envelope, the decoded view and the typed calls.
@@ -237,6 +254,9 @@ func (b *typedBatch[T]) Run(ctx context.Context) (err error) {
 			err = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
+	if len(b.env.Headers) > 0 {
+		ctx = withHeaders(ctx, b.env.Headers)
+	}
 	return b.fn(ctx, b.env.Messages)
 }
 

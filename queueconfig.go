@@ -151,6 +151,14 @@ type QueueConfig[T any] struct {
 	// error made with RetryAfter overrides both for its run. It must be safe for concurrent
 	// use; a panic is logged and DefaultBackoff used. Default nil: NodeOptions.Backoff.
 	Backoff func(run int) time.Duration
+	// RunMiddleware wraps every run of the queue's listener, inside the node's
+	// (NodeOptions.RunMiddleware), the first of the slice outermost (see RunMiddleware).
+	// Default none: the listener runs as is.
+	RunMiddleware []RunMiddleware
+	// PublishMiddleware wraps every publish call of the queue, inside the node's
+	// (NodeOptions.PublishMiddleware), the first of the slice outermost (see
+	// PublishMiddleware). Default none.
+	PublishMiddleware []PublishMiddleware
 }
 
 // DefaultRunTimeout is a queue's RunTimeout when it sets none: long enough for a batch of

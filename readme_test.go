@@ -65,11 +65,12 @@ func goBlocks(text string) []string {
 // compiledDocSources are the files that hold, as compiled code, every Go block of README.md
 // and docs/*.md; each has a test that compares its blocks with the docs and runs them:
 // examples/quickstart (TestReadmeQuickStart), readme_snippets_test.go (TestReadmeBackendIsASetting,
-// TestReadmeOrdering), txmqtest/readme_test.go (TestReadmeTestingYourApp) and
+// TestReadmeOrdering), readme_middleware_test.go (TestGuideMiddleware), txmqtest/readme_test.go (TestReadmeTestingYourApp) and
 // parity/testdata/wrapped (TestReadmeAdapterSection, TestOutOfModuleAdapter).
 var compiledDocSources = []string{
 	"examples/quickstart/main.go",
 	"readme_snippets_test.go",
+	"readme_middleware_test.go",
 	"txmqtest/readme_test.go",
 	"parity/testdata/wrapped/wrapped.go",
 	"parity/testdata/wrapped/wrapped_test.go",

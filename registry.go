@@ -61,6 +61,7 @@ type declKey struct {
 	idWindow       time.Duration
 	runTimeout     time.Duration
 	runGrace       time.Duration
+	runMW, pubMW   int // how many middleware (funcs cannot be compared)
 }
 
 // queueSpec is a declared queue: the engine's untyped view (engine.Spec) and what only the
@@ -74,6 +75,9 @@ type queueSpec struct {
 	conc Concurrency
 	// typed is the *Queue[T] handed out for this declaration.
 	typed any
+	// runMW and publishMW are the queue's middleware (QueueConfig).
+	runMW     []RunMiddleware
+	publishMW []PublishMiddleware
 }
 
 // Declare declares a typed queue in DefaultRegistry and returns its handle; the queue's type
@@ -147,6 +151,8 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		idWindow:      cfg.IDDedupWindow,
 		runTimeout:    cfg.RunTimeout,
 		runGrace:      cfg.RunTimeoutGrace,
+		runMW:         len(cfg.RunMiddleware),
+		pubMW:         len(cfg.PublishMiddleware),
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -162,6 +168,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		return nil, fmt.Errorf("%w: queue %q is declared again at %s with different settings (%+v before, %+v now); a queue has one declaration", core.ErrInvalidConfig, name, site, prev.key, key)
 	}
 	spec := &queueSpec{site: site, key: key, reg: reg, tx: cfg.Transactional, conc: cfg.MaxConcurrentBatches,
+		runMW: slices.Clone(cfg.RunMiddleware), publishMW: slices.Clone(cfg.PublishMiddleware),
 		Spec: engine.Spec{
 			Name:            name,
 			Declared:        registrySpecs{reg},

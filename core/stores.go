@@ -67,6 +67,9 @@ type Message struct {
 	ID string
 	// Body is the message's JSON.
 	Body json.RawMessage
+	// Headers are the message's headers (txmq.Headers and publish middleware), nil for none;
+	// they travel with it in its batch's envelope.
+	Headers map[string]string
 }
 
 // Batcher cuts the Pendings of one queue into encoded batches. The engine implements it; a Tx

@@ -288,7 +288,7 @@ func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, du
 			}
 			size := envelopeOverhead(spec.Name, first) + len(key) + 8
 			for i := range n {
-				size += len(msgs[i].Body) + len(msgs[i].ID) + perMessageOverhead
+				size += len(msgs[i].Body) + len(msgs[i].ID) + perMessageOverhead + envelope.HeadersSize(msgs[i].Headers)
 				if tr.of != nil { // its index, and its context the first time
 					size += 8
 					if x := tr.of[i]; !seen[x] {
@@ -313,6 +313,12 @@ func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, du
 		for i, m := range chunk {
 			env.MessageIDs[i] = m.ID
 			env.Messages = append(env.Messages, m.Body)
+			if m.Headers != nil && env.Headers == nil {
+				env.Headers = make([]map[string]string, n)
+			}
+			if env.Headers != nil {
+				env.Headers[i] = m.Headers
+			}
 		}
 		b := core.OutgoingBatch{ID: env.ID, Queue: spec.Name, Delay: delay, NotBefore: due, Exclusive: spec.Exclusive, Messages: n, Key: key, MessageIDs: env.MessageIDs}
 		if window > 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/envelope"
 )
 
 // The size settings' special values (txmq.NoSizeLimit, txmq.DefaultMaxMessageBytes,
@@ -78,13 +79,15 @@ func (n *Engine) limits(spec *Spec, trace map[string]string) sizeLimits {
 	return l
 }
 
-// checkSizes refuses p when one of its messages is over the message limit.
+// checkSizes refuses p when one of its messages (its JSON and its headers) is over the message
+// limit.
 func (l sizeLimits) checkSizes(p *core.Pending) error {
 	if l.message <= 0 {
 		return nil
 	}
 	for i, m := range p.Messages {
-		if len(m.Body) <= l.message {
+		size := len(m.Body) + envelope.HeadersSize(m.Headers) // headers count with their message
+		if size <= l.message {
 			continue
 		}
 		how := "raise " + l.messageFrom + " (NoSizeLimit turns the library limit off)"
@@ -92,7 +95,7 @@ func (l sizeLimits) checkSizes(p *core.Pending) error {
 			how = fmt.Sprintf("the limit is the backend's own (%T stores batches of at most %d bytes); raise the server's limit", l.backend, l.native)
 		}
 		return fmt.Errorf("%w (%w): queue %q, message %d: %d bytes of JSON over the %d-byte limit; nothing of this call was published: %s, or store the payload elsewhere and publish its key",
-			core.ErrRejected, core.ErrInvalidPayload, p.Queue, i, len(m.Body), l.message, how)
+			core.ErrRejected, core.ErrInvalidPayload, p.Queue, i, size, l.message, how)
 	}
 	return nil
 }

@@ -51,6 +51,10 @@ type Envelope struct {
 	Traces []map[string]string `json:"tcs,omitempty"`
 	// TraceOf holds, with Traces, one index into Traces per message, in order.
 	TraceOf []int `json:"ti,omitempty"`
+	// Headers holds each message's headers (txmq.Headers), one entry per message in order,
+	// empty for a message without; nil when no message has any, and in envelopes written
+	// before headers existed (see headers.go).
+	Headers []map[string]string `json:"h,omitempty"`
 	// MessageIDs holds one id per message, in order.
 	MessageIDs []string `json:"ids"`
 	// Messages holds the JSON messages, in order.
@@ -80,6 +84,7 @@ type Header struct {
 	Trace       map[string]string   `json:"tc,omitempty"`
 	Traces      []map[string]string `json:"tcs,omitempty"`
 	TraceOf     []int               `json:"ti,omitempty"`
+	Headers     []map[string]string `json:"h,omitempty"`
 	MessageIDs  IDList              `json:"ids"`
 }
 
@@ -217,6 +222,7 @@ func Encode(e *Envelope) []byte {
 		}
 		buf.WriteByte(']')
 	}
+	writeHeaders(buf, e.Headers)
 	buf.WriteString(`,"ids":[`)
 	for i, id := range e.MessageIDs {
 		if i > 0 {
@@ -268,6 +274,9 @@ func (e *Envelope) check(n int) error {
 		return err
 	}
 	if err := checkTraces(len(e.Traces), e.TraceOf, n); err != nil {
+		return err
+	}
+	if err := checkHeaders(len(e.Headers), n); err != nil {
 		return err
 	}
 	return checkTimes(e.Created, e.Due)
@@ -341,6 +350,9 @@ func checkTyped[T any](e *Typed[T]) error {
 		return err
 	}
 	if err := checkTraces(len(e.Traces), e.TraceOf, len(e.Messages)); err != nil {
+		return err
+	}
+	if err := checkHeaders(len(e.Headers), len(e.Messages)); err != nil {
 		return err
 	}
 	return checkTimes(e.Created, e.Due)

@@ -259,6 +259,12 @@ func decodeTypedFastInto[T any](body []byte, e *Typed[T], queue string, one *[1]
 		r.i += len(`,"ti":`)
 		e.TraceOf = r.intArray()
 	}
+	if r.peek(`,"h":`) {
+		r.i += len(`,"h":`)
+		if hs := r.objectArray(); r.ok && json.Unmarshal(hs, &e.Headers) != nil {
+			return false
+		}
+	}
 	r.lit(`,"ids":`)
 	start := r.i
 	n := r.idCount()

@@ -86,12 +86,13 @@ func (e *Envelope) MessageTrace(i int) map[string]string {
 	return nil
 }
 
-// KeepMessages keeps the messages i (with their ids and trace contexts) for which keep(i) is
+// KeepMessages keeps the messages i (with their ids, trace contexts and headers) for which keep(i) is
 // true, in order.
 func (e *Envelope) KeepMessages(keep func(i int) bool) {
 	ids := e.MessageIDs[:0:0]
 	msgs := e.Messages[:0:0]
 	var of []int
+	var hs []map[string]string
 	for i := range e.Messages {
 		if !keep(i) {
 			continue
@@ -103,7 +104,11 @@ func (e *Envelope) KeepMessages(keep func(i int) bool) {
 		if len(e.Traces) > 0 {
 			of = append(of, e.TraceOf[i])
 		}
+		if len(e.Headers) > 0 {
+			hs = append(hs, e.Headers[i])
+		}
 	}
+	e.Headers = trimHeaders(hs)
 	e.MessageIDs, e.Messages = ids, msgs
 	if len(e.Traces) > 0 {
 		e.SetTraces(e.Traces, of)
