@@ -32,6 +32,8 @@ type publishOptions struct {
 	ids       []string
 	key       string
 	keySet    bool
+	priority  int
+	prioSet   bool
 	tick      bool // a schedule's tick (see scheduleTick)
 }
 
@@ -99,6 +101,10 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	if err := checkKey(q.spec, o); err != nil {
 		return err
 	}
+	prio, err := publishPriority(q.spec, o)
+	if err != nil {
+		return err
+	}
 	due := o.notBefore
 	if o.delay > 0 {
 		due = n.eng.Clock().Now().Add(o.delay)
@@ -112,7 +118,7 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 			return err
 		}
 	}
-	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key},
+	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio},
 		engine.PublishFlags{CallerIDs: o.ids != nil, Tick: o.tick})
 }
 

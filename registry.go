@@ -61,6 +61,9 @@ type declKey struct {
 	idWindow       time.Duration
 	runTimeout     time.Duration
 	runGrace       time.Duration
+	prioritized    bool
+	prioAging      time.Duration
+	prioDefault    int
 }
 
 // queueSpec is a declared queue: the engine's untyped view (engine.Spec) and what only the
@@ -147,6 +150,9 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		idWindow:      cfg.IDDedupWindow,
 		runTimeout:    cfg.RunTimeout,
 		runGrace:      cfg.RunTimeoutGrace,
+		prioritized:   cfg.Prioritized,
+		prioAging:     cfg.PriorityAging,
+		prioDefault:   cfg.DefaultPriority,
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -168,6 +174,9 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			Routing:         engine.Routing(cfg.Transactional),
 			Exclusive:       cfg.Exclusive,
 			Ordered:         cfg.Ordered,
+			Prioritized:     cfg.Prioritized,
+			PriorityAging:   priorityAging(cfg.Prioritized, cfg.PriorityAging),
+			DefaultPriority: cfg.DefaultPriority,
 			MaxBatch:        cfg.MaxBatchMessages,
 			MaxAttempts:     cfg.MaxAttempts,
 			MaxMessageBytes: cfg.MaxMessageBytes,

@@ -140,6 +140,16 @@ type OutgoingBatch struct {
 	// DedupIDs are the ids of all the batch's messages (caller-supplied, distinct) when
 	// DedupWindow is positive; nil otherwise.
 	DedupIDs []string
+	// Priority is the batch's priority on a prioritized queue (MinPriority to MaxPriority,
+	// higher first), MinPriority otherwise; it is also inside Body (the envelope), so a
+	// retry, a replay or a drain keeps it. Adapters may store it for their listings.
+	Priority int
+	// Lead is how much earlier than its due time the batch sorts among the queue's ready
+	// batches: Priority times the queue's aging step (see Prioritizer). An adapter that
+	// implements Prioritizer claims by due time minus Lead and keeps the lead through
+	// Retry; others ignore it (a node refuses a prioritized queue on them). 0 on every
+	// batch of a queue that is not prioritized.
+	Lead time.Duration
 }
 
 // DelayFrom returns how long the batch must wait before it may be claimed: Delay when it is

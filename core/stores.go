@@ -54,6 +54,9 @@ type Pending struct {
 	// Key is the ordering key of an ordered queue's publish (empty otherwise): batches hold
 	// the messages of one key only, in the order the key's publishes were made or staged.
 	Key string
+	// Priority is the publish's priority on a prioritized queue (MinPriority to MaxPriority),
+	// MinPriority otherwise: publishes of different priorities never share a batch.
+	Priority int
 
 	// Batcher is what cuts this publish into batches: the queue's settings, the publishing
 	// node's clock (on which NotBefore was computed) and the size limits in force when the call
