@@ -178,6 +178,9 @@ type QueueSlots struct {
 	// Ordered reports the queue's Ordered setting (its batches carry keys), for adapters
 	// that store keyed batches apart and must know where to look (SQS's FIFO queue).
 	Ordered bool
+	// Prioritized reports the queue's Prioritized setting (its batches may carry a Lead),
+	// for adapters that claim such a queue another way (see Prioritizer).
+	Prioritized bool
 }
 
 // FetchRequest asks an adapter for work.
