@@ -114,3 +114,30 @@ func TestPrioritizedRefused(t *testing.T) {
 		t.Fatalf("NewNode: %v; want ErrInvalidConfig naming the queue and core.Prioritizer", err)
 	}
 }
+
+// TestPriorityInspector: the Inspector shows a stored message's priority (the backend's
+// native lookup reads it from the batch).
+func TestPriorityInspector(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reg := NewRegistry()
+	q := MustDeclareIn(reg, "prio-inspect", QueueConfig[int]{Transactional: Try, Prioritized: true})
+	app, err := Open(ctx, &Config{Backend: "memory://", Node: NodeOptions{Registry: reg, Logger: quietLogger()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx)
+	if err := q.Publish(ctx, app.Node, 1, ID("m-1"), Priority(6)); err != nil {
+		t.Fatal(err)
+	}
+	var m MessageInfo
+	for {
+		if m, err = app.Inspector().Get(ctx, "m-1"); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond) // until the buffer flushed it
+	}
+	if m.Priority != 6 {
+		t.Fatalf("Inspector.Get: priority %d; want 6", m.Priority)
+	}
+}

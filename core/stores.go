@@ -236,6 +236,9 @@ type MessageInfo struct {
 	Error string `json:"error,omitempty"`
 	// Reason is the drop reason of a dead letter (one of the Reason constants).
 	Reason string `json:"reason,omitempty"`
+	// Priority is the batch's priority on a prioritized queue (0 otherwise), when the source
+	// reads the batch (a backend's native lookup); the ledger does not keep it.
+	Priority int `json:"priority,omitempty"`
 }
 
 // MessageState is where a message is in its life.
