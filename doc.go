@@ -209,7 +209,7 @@
 // share a batch; the priority rides in the batch (through the outbox, retries, replays, the
 // ledger's republisher and a drain). A key's publish order comes first on an Ordered queue.
 // A node refuses a Prioritized queue on a backend that does not honour priorities
-// (core.Prioritizer: memory, sqljobs and redis do; mysql, sqs and nats do not). See
+// (core.Prioritizer: memory, sqljobs, mysql and redis do; sqs and nats do not). See
 // "Priorities" in docs/guide.md for where priorities meet the other features.
 //
 // # Delays and clocks

@@ -122,7 +122,7 @@ type QueueConfig[T any] struct {
 	// the ready batches of lower priority q that became due less than (p-q)*PriorityAging
 	// before it; so a batch waits at most 9*PriorityAging behind higher-priority batches that
 	// became due after it, however many keep coming. The backend must honour it
-	// (core.Prioritizer: memory, sqljobs, redis): a node on one that does not (mysql, sqs,
+	// (core.Prioritizer: memory, sqljobs, mysql, redis): a node on one that does not (sqs,
 	// nats) refuses the queue. Default false: Priority on the queue is an error.
 	Prioritized bool
 	// PriorityAging is a prioritized queue's aging step W: one priority level is worth W of
