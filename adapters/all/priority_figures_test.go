@@ -19,7 +19,7 @@ import (
 //	TXMQ_PRIO_FIGURE=redis://127.0.0.1:6379/0 TXMQ_PRIO=on go test -run TestPriorityFigure ./adapters/all
 //
 // It publishes TXMQ_PRIO_N messages (default 5000), one per batch, to a fresh queue, priorities
-// 0..9 in turn when TXMQ_PRIO=on (a Prioritized queue) and none otherwise, then runs them with
+// 0..9 in turn (0..TXMQ_PRIO_LEVELS-1) when TXMQ_PRIO=on (a Prioritized queue) and none otherwise, then runs them with
 // a listener that does nothing, 50 batches at a time; the process's wall time is the figure.
 // Skipped unless TXMQ_PRIO_FIGURE names a backend URL.
 func TestPriorityFigure(t *testing.T) {
@@ -32,6 +32,10 @@ func TestPriorityFigure(t *testing.T) {
 		n, _ = strconv.Atoi(s)
 	}
 	on := os.Getenv("TXMQ_PRIO") == "on"
+	mod := 10
+	if s := os.Getenv("TXMQ_PRIO_LEVELS"); s != "" {
+		mod, _ = strconv.Atoi(s)
+	}
 	ctx := context.Background()
 	reg := txmq.NewRegistry()
 	q := txmq.MustDeclareIn(reg, fmt.Sprintf("prio-fig-%d", time.Now().UnixNano()), txmq.QueueConfig[int]{
@@ -58,15 +62,18 @@ func TestPriorityFigure(t *testing.T) {
 	if err := app.Node.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	for i := range n {
 		var opts []txmq.PublishOption
 		if on {
-			opts = append(opts, txmq.Priority(i%10))
+			opts = append(opts, txmq.Priority(i%mod))
 		}
 		if err := q.Publish(ctx, app.Node, i, opts...); err != nil {
 			t.Fatal(err)
 		}
 	}
+	published := time.Since(start)
+	defer func() { t.Logf("published in %v, all ran in %v", published, time.Since(start)) }()
 	select {
 	case <-all:
 	case <-time.After(5 * time.Minute):

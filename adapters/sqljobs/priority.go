@@ -14,13 +14,16 @@ import (
 //
 // A claim that asks for a prioritized queue (core.QueueSlots.Prioritized) runs sqlClaimPrio:
 // for such a queue it reads the first ready rows of each priority 0..9 through the
-// (queue, priority, run_at) index (ten short range scans, each locking at most the queue's scan
-// limit with SKIP LOCKED) and takes them in order of run_at minus lead. Within one priority
+// (queue, priority, run_at) index (ten short range scans of at most the queue's scan limit
+// each, without locking) and takes them in order of run_at minus lead. Within one priority
 // that is run_at order, so the first rows of the queue by "due - lead" are among them: the
 // claim is exact, never early (run_at <= now() as for every row), and costs ten index probes
-// instead of one. The rows it read beyond those it takes are locked only until the statement's
-// transaction ends. Other queues in the same request read priority 0 only, which is every
-// row of theirs; requests without a prioritized queue run sqlClaim, unchanged.
+// instead of one. Only the rows it takes are then locked, by primary key with SKIP LOCKED
+// and run_at rechecked, so a row another claimer took in between is left out (this claim
+// returns fewer) rather than waited for; locking every level's rows made the claim of a
+// queue with ten busy levels lock ten times the rows it hands out (measured 1.7x slower).
+// Other queues in the same request read priority 0 only, which is every row of theirs;
+// requests without a prioritized queue run sqlClaim, unchanged.
 //
 // Cost on publish: one more index entry per row (the index covers every row, so that a
 // queue's levels are each one range scan).
@@ -49,19 +52,34 @@ pick AS MATERIALIZED (
 	SELECT c.id, r.q, r.excl, r.lim,
 		row_number() OVER (PARTITION BY r.q ORDER BY c.run_at - c.lead_us * interval '1 microsecond', c.id) AS rn
 	FROM req r
-	CROSS JOIN LATERAL generate_series(0, r.top) AS l(lvl)
+	CROSS JOIN LATERAL (SELECT v FROM unnest(ARRAY[` + levels() + `]::int[]) AS u(v) WHERE v <= r.top) AS l(lvl)
 	CROSS JOIN LATERAL (
 		SELECT j.id, j.run_at, j.lead_us FROM {{s}}.txmq_jobs j
 		WHERE j.queue = r.q AND j.priority = l.lvl AND j.run_at <= now()
 		ORDER BY j.run_at
 		LIMIT r.lim
-		FOR UPDATE SKIP LOCKED
 	) c
 ),
 cand AS MATERIALIZED (
-	SELECT id, q, excl FROM pick WHERE rn <= lim ORDER BY rn, id LIMIT $4::int
+	SELECT j.id, k.q, k.excl FROM {{s}}.txmq_jobs j JOIN pick k ON k.id = j.id
+	WHERE j.id = ANY(ARRAY(SELECT id FROM pick WHERE rn <= lim ORDER BY rn, id LIMIT $4::int)) AND j.run_at <= now()
+	FOR UPDATE OF j SKIP LOCKED
 ),
 ` + sqlClaim[claimTail():]
+
+// levels is the priority levels, lowest first, as an SQL array's elements: a constant
+// array, because generate_series(0, r.top) under a generic plan made the claim about a
+// hundred times slower (measured: 500 ms against 5 ms with 5,000 ready rows).
+func levels() string {
+	var b strings.Builder
+	for p := core.MinPriority; p <= core.MaxPriority; p++ {
+		if p > core.MinPriority {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(p))
+	}
+	return b.String()
+}
 
 // claimTail is where sqlClaim's CTEs after cand begin.
 func claimTail() int {
