@@ -11,7 +11,9 @@ import (
 	"github.com/txmq/txmq/internal/feature"
 )
 
-// Missed says what a schedule does with ticks that passed while no node of the app ran it.
+// Missed says what a schedule does with ticks that passed while no node of the app ran it,
+// and with the ticks a running node got to more than a minute late (it was stalled, or its
+// clock jumped): see Queue.Schedule.
 type Missed int
 
 const (
@@ -79,6 +81,14 @@ type scheduleSpec struct {
 // it restarts: a cron expression names them in cfg.Location, and "@every D" is anchored at the
 // Unix epoch (its ticks are epoch + k·D, so "@every 7s" ticks at the Unix seconds divisible by
 // 7 and "@every 1h" on the hour in UTC). Nodes read the time from NodeOptions.Clock.
+//
+// Each node claims every instant from its Start on, in order. A node stalled past instants
+// (an overloaded machine, a long GC pause, a slow database) claims them late when it runs
+// again, oldest first, however many periods it lost; instants it gets to more than a minute
+// late (a longer stall, or a clock that jumped) are missed as ticks while every node was down
+// are: skipped with SkipMissed, the latest of them claimed with RunMissedOnce, and logged.
+// Another node that ran on time has claimed them anyway: an instant is lost only if every
+// node that started before it stopped before getting to it, or got to it over a minute late.
 //
 // A tick's claim and its messages commit in one transaction of the app database (the
 // claimer's, see TickClaimer), whatever the queue's Transactional setting: on a Require or Try

@@ -37,6 +37,22 @@ type NodeQueue struct {
 	// Cap is the node's slot cap for it: its concurrency (1 for an Exclusive queue), or
 	// Unlimited.
 	Cap int `json:"cap"`
+	// Minutes is what the node ran of the queue in each of the last 60 minutes that saw a
+	// run, oldest first (the current minute so far last): the dashboard adds up every node's
+	// for its cluster-wide chart. Empty when the node ran nothing of it in the last hour.
+	Minutes []NodeMinute `json:"minutes,omitempty"`
+}
+
+// NodeMinute is what a node ran of one queue in one minute, as a heartbeat carries it (short
+// JSON names: a beat carries up to 60 per queue).
+type NodeMinute struct {
+	// Minute is the start of the minute, in Unix seconds.
+	Minute int64 `json:"m"`
+	// Batches and Messages count the runs that ended in that minute and what they held.
+	Batches  int64 `json:"b"`
+	Messages int64 `json:"n"`
+	// Failed counts the runs that failed (an error, a panic, a timeout or a lost lease).
+	Failed int64 `json:"f"`
 }
 
 // HeartbeatStore keeps the nodes' heartbeats, one row per node (package outbox's Nodes). The

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 	"github.com/txmq/txmq/txmqtest"
@@ -77,7 +78,9 @@ func TestNodeHeartbeat(t *testing.T) {
 	reg := txmq.NewRegistry()
 	q := must(txmq.DeclareIn(reg, "beats", txmq.QueueConfig[msg]{Transactional: txmq.Never, MaxConcurrentBatches: txmq.Cap(3)}))
 	ex := must(txmq.DeclareIn(reg, "solo", txmq.QueueConfig[msg]{Transactional: txmq.Never, Exclusive: true}))
-	node := must(txmq.NewNode(e.be, &txmq.NodeOptions{Registry: reg, Logger: quiet, Heartbeats: e.store.Nodes()}))
+	be := memory.New(nil) // delivers, unlike e.be: the beats carry what the node ran
+	t.Cleanup(func() { _ = be.Close() })
+	node := must(txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: quiet, Heartbeats: e.store.Nodes()}))
 	noop := func(context.Context, []msg) error { return nil }
 	if err := q.Listen(node, noop); err != nil {
 		t.Fatal(err)
@@ -106,12 +109,32 @@ func TestNodeHeartbeat(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// What the node ran travels in its beats, per minute, for the dashboard's cluster chart.
+	if err := q.PublishMany(ctx, node, []msg{{}, {}}); err != nil {
+		t.Fatal(err)
+	}
+	txmqtest.Eventually(t, 10*time.Second, func() bool {
+		h := node.RunHistory("beats")
+		return len(h) > 0 && h[len(h)-1].Messages+h[max(len(h)-2, 0)].Messages == 2
+	}, "the two messages run")
 	if err := node.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
 	list, _, err := e.store.Nodes().List(ctx) // Close waits for the last beat
 	if err != nil || len(list) != 1 || !list[0].Stopped {
 		t.Fatalf("after Close rows = %+v, %v; want the node's row marked stopped", list, err)
+	}
+	var ran int64
+	for _, nq := range list[0].Queues {
+		for _, m := range nq.Minutes {
+			if nq.Queue != "beats" || m.Batches == 0 {
+				t.Errorf("the last beat carries minute %+v of queue %s; want runs of beats only", m, nq.Queue)
+			}
+			ran += m.Messages
+		}
+	}
+	if ran != 2 {
+		t.Fatalf("the last beat says %d messages of beats ran; want 2 (%+v)", ran, list[0].Queues)
 	}
 }
 

@@ -72,8 +72,9 @@ func nextEvery(d time.Duration) func(time.Time) time.Time {
 // to just before each next instant. The processes start hours apart on that clock; one is
 // replaced after a while; then every process dies, the clock jumps days ahead, and three new
 // ones start. Every tick is an instant of its spec and is published once; every instant while
-// a process ran is published; of the instants of the outage, SkipMissed publishes none and
-// RunMissedOnce the latest alone.
+// a process ran is published, and each process claims every instant from its start on, in
+// order; of the instants of the outage, SkipMissed publishes none and RunMissedOnce the
+// latest alone.
 func scheduleTicksClock(x *X) {
 	w := newTickWorld(x)
 	clk := &jumpClock{}
@@ -104,9 +105,16 @@ func scheduleTicksClock(x *X) {
 		}
 		return out
 	}
+	checked := make([]instantsOf, len(scheds))
+	for i, s := range scheds {
+		checked[i] = instantsOf{name: s.name, next: s.next}
+	}
+	var procs []*tickProc // the running processes
 	// rounds moves the clock to just before the next instant of any schedule, waits until
-	// every instant in (from, that instant] is published, and goes on until the clock reads
-	// until. No instant is ever jumped over while processes run.
+	// every instant in (from, that instant] is published and every running process got to
+	// it, and goes on until the clock reads until. No instant is ever jumped over while
+	// processes run (a node whose clock jumps more than a minute past an instant it did not
+	// get to skips it, as a node stalled that long does).
 	rounds := func(from, until time.Time) time.Time {
 		x.T.Helper()
 		var last time.Time
@@ -124,6 +132,7 @@ func scheduleTicksClock(x *X) {
 			x.eventually(func() bool { return len(missing(from, target)) == 0 }, func() string {
 				return fmt.Sprintf("every tick up to %s published by processes on the test clock; missing %v", target.UTC().Format(time.RFC3339), missing(from, target))
 			})
+			w.waitCaughtUp(procs, checked, target, "on the test clock")
 			last = target
 		}
 		return last
@@ -134,7 +143,7 @@ func scheduleTicksClock(x *X) {
 	day0 := time.Date(y, m, d+2, 0, 0, 0, 0, time.UTC)
 	start := day0.Add(1500 * time.Millisecond)
 	clk.set(start)
-	procs := []*tickProc{w.start()}
+	procs = []*tickProc{w.start()}
 	clk.set(start.Add(4*time.Hour + 17*time.Minute))
 	procs = append(procs, w.start())
 	clk.set(start.Add(9*time.Hour + 41*time.Minute))
@@ -157,6 +166,8 @@ func scheduleTicksClock(x *X) {
 	end := rounds(restart, restart.Add(24*time.Hour))
 	haltAll(x, procs)
 	w.drain()
+	w.checkClaimOrder(checked)
+	w.checkClaimedPublished(checked)
 
 	for _, s := range scheds {
 		got := w.checkOnce(s.name, s.isInstant)

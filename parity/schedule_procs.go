@@ -118,6 +118,17 @@ type tickWorld struct {
 	sweeper *outbox.Store
 	pool    *pgxpool.Pool
 	clock   txmq.Clock // nil: the system clock
+
+	mu    sync.Mutex
+	procs []*tickProc // every process started, in order
+}
+
+// now reads the processes' clock.
+func (w *tickWorld) now() time.Time {
+	if w.clock != nil {
+		return w.clock.Now()
+	}
+	return time.Now()
 }
 
 // newTickWorld opens the outbox schema with its sweeper process, started (relay and a quick
@@ -145,13 +156,54 @@ type tickProc struct {
 	armed   atomic.Int32 // the tickWindow of the next claim in which the process dies
 	once    sync.Once
 	crashed chan struct{} // closed once the node has halted
+	slow    atomic.Int64  // how long each claim waits before it reaches the store (a loaded machine)
+
+	// begin and up are the clock before the node was made and after its Start returned: its
+	// schedules' instants run from between them.
+	begin, up time.Time
+	callsMu   sync.Mutex
+	calls     map[string][]*tickCall // each schedule's ClaimTick calls, in order
+}
+
+// tickCall is one ClaimTick call of a process.
+type tickCall struct {
+	tick int64 // Unix seconds
+	done bool  // it returned
+	err  error // what it returned
+}
+
+// called records the start of a ClaimTick call and returns it, for its end.
+func (p *tickProc) called(schedule string, tick time.Time) *tickCall {
+	c := &tickCall{tick: tick.Unix()}
+	p.callsMu.Lock()
+	defer p.callsMu.Unlock()
+	p.calls[schedule] = append(p.calls[schedule], c)
+	return c
+}
+
+// returned records the end of call c.
+func (p *tickProc) returned(c *tickCall, err error) {
+	p.callsMu.Lock()
+	defer p.callsMu.Unlock()
+	c.done, c.err = true, err
+}
+
+// callsOf returns a copy of the ClaimTick calls of schedule.
+func (p *tickProc) callsOf(schedule string) []tickCall {
+	p.callsMu.Lock()
+	defer p.callsMu.Unlock()
+	out := make([]tickCall, len(p.calls[schedule]))
+	for i, c := range p.calls[schedule] {
+		out[i] = *c
+	}
+	return out
 }
 
 // start starts a new process.
 func (w *tickWorld) start() *tickProc {
 	x := w.x
 	x.T.Helper()
-	p := &tickProc{log: w.log, crashed: make(chan struct{})}
+	p := &tickProc{log: w.log, crashed: make(chan struct{}), calls: map[string][]*tickCall{}}
 	client := &tickClient{Backend: w.raw, log: w.log, dead: &p.dead}
 	o := outbox.Options{Schema: w.sweeper.Schema(), Backend: client, RecoveryAge: 2 * time.Second, Logger: x.logger}
 	s, err := outbox.New(w.pool, &o)
@@ -164,7 +216,12 @@ func (w *tickWorld) start() *tickProc {
 		_ = s.Close(ctx)
 	})
 	p.store = s
+	p.begin = w.now()
 	p.node = x.nodeOn(client, txmq.NodeOptions{Ticks: crashClaimer{p}, Handoff: procHandoff{p}, Clock: w.clock})
+	p.up = w.now()
+	w.mu.Lock()
+	w.procs = append(w.procs, p)
+	w.mu.Unlock()
 	return p
 }
 
@@ -218,7 +275,23 @@ func (c crashClaimer) LastTick(ctx context.Context, schedule string) (time.Time,
 	return c.p.store.Ticks().LastTick(ctx, schedule)
 }
 
-func (c crashClaimer) ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error) {
+func (c crashClaimer) ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (ok bool, err error) {
+	call := c.p.called(schedule, tick)
+	defer func() { c.p.returned(call, err) }()
+	if d := time.Duration(c.p.slow.Load()); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return c.claim(ctx, schedule, queue, tick, next, publish)
+}
+
+// claim is ClaimTick once the call is recorded.
+func (c crashClaimer) claim(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error) {
 	p := c.p
 	w := tickWindow(p.armed.Swap(int32(noCrash)))
 	switch w {

@@ -181,3 +181,41 @@ func TestNodesPage(t *testing.T) {
 		t.Errorf("a dashboard not mounted in an app marks a node as its own:\n%s", page)
 	}
 }
+
+// TestQueueChartAcrossNodes: the queue page's chart adds up what every node's heartbeat says it
+// ran, stopped nodes' last rows included, so that the standalone dashboard (no node of its
+// own) charts the whole cluster; a node that ran nothing of the queue is not counted.
+func TestQueueChartAcrossNodes(t *testing.T) {
+	t.Parallel()
+	srv, store := dashboard(t, ui.Options{})
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Minute)
+	m := func(ago time.Duration, b, n, f int64) core.NodeMinute {
+		return core.NodeMinute{Minute: now.Add(-ago).Unix(), Batches: b, Messages: n, Failed: f}
+	}
+	beats := []core.NodeBeat{
+		{Node: "web-1", Queues: []core.NodeQueue{{Queue: "emails", Cap: 8, Minutes: []core.NodeMinute{m(2*time.Minute, 3, 30, 1), m(0, 2, 20, 0)}}}, Every: time.Hour},
+		{Node: "web-2", Queues: []core.NodeQueue{{Queue: "emails", Cap: 8, Minutes: []core.NodeMinute{m(0, 5, 5, 2), m(2*time.Hour, 100, 100, 100)}}}, Every: time.Hour, Stopped: true},
+		{Node: "web-3", Queues: []core.NodeQueue{{Queue: "emails", Cap: 8}, {Queue: "reports", Cap: 1, Minutes: []core.NodeMinute{m(0, 7, 7, 7)}}}, Every: time.Hour},
+	}
+	for _, b := range beats {
+		b.StartedAt = now.Add(-time.Hour)
+		if err := store.Nodes().Beat(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, page := get(t, http.DefaultClient, srv.URL+"/queues/emails")
+	for _, want := range []string{`id="chart"`, "10 batches (55 messages) run, 3 failed, by 2 node(s)"} {
+		if code != http.StatusOK || !strings.Contains(page, want) {
+			t.Fatalf("GET /queues/emails: %d, lacks %q:\n%s", code, want, page)
+		}
+	}
+	// The queues page: each queue's runs over the last hour, the same sums.
+	if _, page := get(t, http.DefaultClient, srv.URL+"/"); !strings.Contains(page, `<td class="n runs">10 <span class="failed">(3 failed)</span></td>`) ||
+		!strings.Contains(page, `<td class="n runs">7 <span class="failed">(7 failed)</span></td>`) {
+		t.Fatalf("the queues page lacks the runs of the last hour (emails 10, 3 failed; reports 7, 7 failed):\n%s", page)
+	}
+	if _, page := get(t, http.DefaultClient, srv.URL+"/queues/idle"); strings.Contains(page, `id="chart"`) {
+		t.Errorf("a queue no node ran has a chart:\n%s", page)
+	}
+}

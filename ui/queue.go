@@ -56,14 +56,15 @@ func (s *server) queue(w http.ResponseWriter, r *http.Request) {
 		if info, ok := s.o.Node.Registry().Info(q); ok {
 			data["Info"] = info
 		}
-		if h := s.o.Node.RunHistory(q); h != nil {
-			data["Chart"] = chart(h)
-			var runs, failed, msgs int64
-			for _, m := range h {
-				runs, failed, msgs = runs+m.Batches, failed+m.Failed, msgs+m.Messages
-			}
-			data["Runs"], data["Failed"], data["RunMessages"] = runs, failed, msgs
-		}
+	}
+	runs, err := s.loadRuns(ctx)
+	if err != nil {
+		errs = append(errs, "heartbeats: "+err.Error())
+	}
+	if h, nodes := runs.history(q); h != nil {
+		data["Chart"] = chart(h)
+		batches, msgs, failed := totals(h)
+		data["Runs"], data["Failed"], data["RunMessages"], data["ChartNodes"] = batches, failed, msgs, nodes
 	}
 	if s.o.Backend != nil {
 		d, err := s.o.Backend.Depths(ctx, []string{q})

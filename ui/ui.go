@@ -305,6 +305,12 @@ type queueRow struct {
 	OutboxAge    string
 	Paused       bool
 	PausedBy     string
+	// OldestReady is how long the oldest ready batch has waited ("" when none is ready).
+	OldestReady string
+	// Runs and Failed count the batches run and failed over the last hour across the nodes
+	// (their heartbeats); HasRuns is false when no node ran the queue in that hour.
+	Runs, Failed int64
+	HasRuns      bool
 }
 
 func (s *server) queues(w http.ResponseWriter, r *http.Request) {
@@ -338,6 +344,16 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 	for q := range paused {
 		names[q] = true
 	}
+	// The queues the nodes listen to, from their heartbeats of the last hour.
+	runs, err := s.loadRuns(ctx)
+	if err != nil {
+		errs = append(errs, "heartbeats: "+err.Error())
+	}
+	for _, b := range runs.beats {
+		for _, q := range b.Queues {
+			names[q.Queue] = true
+		}
+	}
 	// The backend's own listing adds the queues no table names, shown when busy (ready, in
 	// flight or delayed batches): core.QueueLister, where the adapter has it.
 	listed, note := s.backendQueues(ctx, names)
@@ -365,6 +381,13 @@ func (s *server) queues(w http.ResponseWriter, r *http.Request) {
 		}
 		if d, ok := depths[q]; ok {
 			row.Depth = &d
+			if d.Ready > 0 && !d.OldestReady.IsZero() {
+				row.OldestReady = time.Since(d.OldestReady).Round(time.Second).String()
+			}
+		}
+		if h, _ := runs.history(q); h != nil {
+			row.Runs, _, row.Failed = totals(h)
+			row.HasRuns = true
 		}
 		if p, ok := paused[q]; ok {
 			row.Paused, row.PausedBy = true, p.PausedBy

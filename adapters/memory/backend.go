@@ -198,3 +198,10 @@ func clone(b []byte) []byte {
 	copy(out, b)
 	return out
 }
+
+// FetchesInProcess reports true: Fetch claims inside this process (core.InProcessFetcher), so
+// a node's fetch loop lets its ready workers run before each Fetch and claims for every slot
+// they freed at once.
+func (be *Backend) FetchesInProcess() bool { return true }
+
+var _ core.InProcessFetcher = (*Backend)(nil)

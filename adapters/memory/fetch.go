@@ -100,16 +100,25 @@ func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Cl
 func (be *Backend) handOut(r *record, node string, leaseEnd time.Time) *core.Claim {
 	r.deliveries++
 	r.q.pushInFlight(r, leaseEnd)
-	l := &lease{owner: be, rec: r, node: node}
-	r.lease = l
-	return &core.Claim{
+	// The claim and its lease live and die together: one allocation for both (at one message
+	// per batch there is a claim per message).
+	cl := &claimLease{lease: lease{owner: be, rec: r, node: node}}
+	r.lease = &cl.lease
+	cl.claim = core.Claim{
 		Queue:      r.q.name,
 		ID:         r.id,
 		Body:       r.body, // read-only (core.Claim): no copy of a large body per delivery
 		Deliveries: r.deliveries,
 		LeaseUntil: leaseEnd,
-		Handle:     l,
+		Handle:     &cl.lease,
 	}
+	return &cl.claim
+}
+
+// claimLease is a claim with its lease, allocated together by handOut.
+type claimLease struct {
+	claim core.Claim
+	lease lease
 }
 
 // unregister removes a waiting fetch from its queues.

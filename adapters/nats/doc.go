@@ -128,8 +128,10 @@
 // quarter of the lease). The server answers as soon as messages arrive, so a waiting Fetch
 // wakes at once; it returns when it can hand out at least one claim. A pull that outlives its
 // Fetch keeps filling a per-queue stash that the next Fetch empties first, so a claim is never
-// stranded by an early return or a cancelled ctx; at most one pull per queue is outstanding per
-// Backend.
+// stranded by an early return or a cancelled ctx. While pulls are outstanding, a Fetch whose
+// free slots exceed what they still wait for sends one more pull for the difference, up to four
+// per queue per Backend (one per key partition): the slots freed while a pull travels are
+// asked for at once, never more than the free slots in all.
 //
 // Delays, retries, never early: a batch due later is published as a JetStream message schedule
 // ("Nats-Schedule: @at <time>", nats-server 2.12+) on its own subject, targeting the queue's

@@ -17,6 +17,12 @@ import (
 // available now (no_wait).
 const minLongPoll = 10 * time.Millisecond
 
+// maxPulls is how many pull requests a main lane may have outstanding. Each asks for free
+// slots the others do not cover (never more in all), so at one message per batch the slots
+// freed while a pull travels are asked for at once, rather than after it ends: one pull at a
+// time left the server idle between pulls. A key partition has one pull at a time.
+const maxPulls = 4
+
 // stashed is a message the server delivered to this Backend (its lease is running) that no
 // Fetch has handed out yet.
 type stashed struct {
@@ -130,16 +136,23 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 				continue
 			}
 			if s.l.polling {
-				// Join the outstanding pull while this Fetch may wait; with no time left,
-				// what it delivers goes to the next Fetch.
+				// Join the outstanding pulls while this Fetch may wait; with no time left,
+				// what they deliver goes to the next Fetch.
 				waiting = waiting || remaining > 0
 				s.polled = true
-				continue
-			}
-			if s.polled && remaining < minLongPoll {
+				// On a main lane, the free slots the outstanding pulls do not cover get a
+				// pull of their own, up to maxPulls: the server delivers while the slots
+				// freed since the last pull are asked for (see maxPulls).
+				if s.l.part >= 0 || s.l.pulls >= maxPulls || want <= s.l.asked {
+					continue
+				}
+				want -= s.l.asked
+			} else if s.polled && remaining < minLongPoll {
 				continue // this Fetch already asked once and its time is up
 			}
 			s.l.polling, s.polled, waiting = true, true, true
+			s.l.pulls++
+			s.l.asked += want
 			expires := min(remaining, s.ackWait/4)
 			if s.l.idle && remaining >= minLongPoll {
 				// An idle queue's pull outlives this Fetch; the next Fetch calls join it.
@@ -256,8 +269,10 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 		mb, err = cons.Fetch(batch, jetstream.FetchMaxWait(expires))
 	}
 	delivered := false
+	got := 0 // messages delivered, counted off l.asked as they come (the rest at the end)
 	if err == nil {
 		for m := range mb.Messages() {
+			got++
 			if !delivered {
 				delivered = true
 				be.mu.Lock()
@@ -280,11 +295,15 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 			}
 			st := be.prepare(l, m, start, ackWait)
 			if st == nil {
+				be.mu.Lock()
+				l.asked--
+				be.mu.Unlock()
 				continue
 			}
 			st.conn = conn
 			// Stashed even after Close: Close waits for this pull and gives back the stash.
 			be.mu.Lock()
+			l.asked--
 			l.stash = append(l.stash, st)
 			if len(l.stash) == 1 {
 				// Only a stash that was empty can have a Fetch waiting for it: a Fetch waits
@@ -305,7 +324,9 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 		l.forget(cons)
 	}
 	be.mu.Lock()
-	l.polling = false
+	l.pulls--
+	l.asked -= max(batch-got, 0) // asked for, never delivered
+	l.polling = l.pulls > 0
 	l.idle = false
 	if err != nil && !be.closed && !errors.Is(err, jetstream.ErrNoMessages) &&
 		!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {

@@ -65,7 +65,9 @@ type lane struct {
 	ackWait   time.Duration // cons's AckWait
 
 	// Guarded by Backend.mu.
-	polling bool       // a pull request is outstanding
+	polling bool       // a pull request is outstanding (pulls > 0)
+	pulls   int        // pull requests outstanding (more than one on a main lane: see maxPulls)
+	asked   int        // messages the outstanding pulls asked for and have not delivered yet
 	idle    bool       // the last pull ended having delivered nothing (see Options.IdlePull)
 	stash   []*stashed // claims pulled but not yet handed out
 	pollErr error      // the last poll's error, for the next Fetch

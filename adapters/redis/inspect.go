@@ -26,8 +26,8 @@ const inspectPage = 200
 // the server's TIME. A batch held behind the head of its ordering key (in no set, see
 // ordering.go) is reported delayed, as Depths counts it, with its own due time when that is
 // still ahead. It reads a moving queue: a batch settled meanwhile may be missed or reported in
-// its old state. It is an operator's tool, not for the hot path. The Backend does not
-// implement core.BatchEditor: without a ledger, Redis cannot cancel.
+// its old state. It is an operator's tool, not for the hot path. Cancel and run now without a
+// ledger are ReplaceBatch and ExpediteBatch (edit.go).
 func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(core.StoredBatch) bool) error {
 	if err := be.usable("inspect batches", ""); err != nil {
 		return err

@@ -29,11 +29,11 @@ const msgUsage = `Usage: txmq msg show|ls|cancel|run-now [flags]
              be typed back on a terminal, needs --yes in a script
   run-now --queue Q --state delayed|retry [--since T] [--until T] [--yes]
              make every batch of Q holding messages in that state due now (whole batches,
-             attempt counts kept; memory and SQL jobs on PostgreSQL), confirmed as cancel is
+             attempt counts kept; memory, SQL jobs, redis), confirmed as cancel is
 
 Source: the ledger in the app database (--database-url, TXMQ_DATABASE_URL; the app runs with
 Config.Ledger) when it has one; else the backend's own lookup (--backend, TXMQ_BACKEND) where the
-adapter can answer (memory, SQL jobs, redis; cancel: memory, SQL jobs); else an "unknown" error
+adapter can answer (memory, SQL jobs, redis; cancel: the same); else an "unknown" error
 naming the backend.`
 
 func runMsg(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -43,7 +43,22 @@ func TestMsgCancelWhereExitCodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := []string{"TXMQ_BACKEND=" + jobsURL}
-	redis := []string{"TXMQ_BACKEND=" + testenv.RedisURL(t)}
+	// SQS can neither take a message back nor make a waiting batch due (memory, SQL jobs and
+	// Redis can): the queues exist there, so that the unknown-queue check passes first.
+	sqsURL := "sqs://test:test@us-east-1?txmq_endpoint=" + testenv.SQSEndpoint(t) + "&txmq_prefix=" + testenv.UniqueName("cli") + "-"
+	sqsBE, err := core.OpenBackend(ctx, sqsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sqsBE.Close() })
+	for _, q := range []string{queue, hurry} {
+		b := parity.EncodeBatch(q, nil, json.RawMessage(`"x"`))
+		b.Delay = time.Hour
+		if err := sqsBE.Publish(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cannot := []string{"TXMQ_BACKEND=" + sqsURL}
 	cancel := []string{"msg", "cancel", "--queue", queue, "--state", "delayed"}
 	runNow := []string{"msg", "run-now", "--queue", hurry, "--state", "delayed"}
 	for _, tt := range []struct {
@@ -56,12 +71,12 @@ func TestMsgCancelWhereExitCodes(t *testing.T) {
 		{"unknown queue", jobs, []string{"msg", "cancel", "--queue", "nosuch", "--state", "delayed", "--yes"}, exitError, `unknown queue: --queue "nosuch"`},
 		{"without --yes", jobs, cancel, exitUsage, "add --yes"},
 		{"running state", jobs, []string{"msg", "cancel", "--queue", queue, "--state", "running", "--yes"}, exitUsage, "a running batch is not interrupted"},
-		{"backend that cannot cancel", redis, append(cancel, "--yes"), exitError, "cannot take a message back"},
+		{"backend that cannot cancel", cannot, append(cancel, "--yes"), exitError, "cannot take a message back"},
 		{"--yes", jobs, append(cancel, "--yes"), exitOK, "cancelled 4 delayed message(s) of " + queue},
 		{"run-now unknown queue", jobs, []string{"msg", "run-now", "--queue", "nosuch", "--state", "delayed", "--yes"}, exitError, `unknown queue: --queue "nosuch"`},
 		{"run-now without --yes", jobs, runNow, exitUsage, "add --yes"},
 		{"run-now of queued messages", jobs, []string{"msg", "run-now", "--queue", hurry, "--state", "queued", "--yes"}, exitUsage, "use one of delayed, retry"},
-		{"run-now on a backend that cannot", redis, append(runNow, "--yes"), exitError, "cannot make a waiting batch due now"},
+		{"run-now on a backend that cannot", cannot, append(runNow, "--yes"), exitError, "cannot make a waiting batch due now"},
 		{"run-now --yes", jobs, append(runNow, "--yes"), exitOK, "made 2 delayed message(s) of " + hurry + " due now"},
 	} {
 		before, err := be.Depths(ctx, []string{queue, hurry})

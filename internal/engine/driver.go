@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -120,10 +121,20 @@ func (dr *driver) driveLoop() {
 	n := dr.e
 	defer n.loops.Done()
 	failures, fastEmpty := 0, 0
+	yield := core.FetchesInProcess(n.backend)
 	for n.stopCtx.Err() == nil {
 		if n.frozen.Load() {
 			dr.pause(n.opts.PollWait) // Thaw wakes it
 			continue
+		}
+		if yield {
+			// The backend claims in this process (core.InProcessFetcher): let the goroutines
+			// ready to run go first (the workers of the batches just dispatched, the ones
+			// finishing theirs). At one message per batch the driver was woken by each freed
+			// slot and fetched one batch per turn, a Fetch and a wake-up per message; yielding
+			// once, the turn asks for every slot freed meanwhile. It costs nothing when no
+			// other goroutine waits for a processor, and the wake-up is still at once.
+			runtime.Gosched()
 		}
 		// One clock read per turn (at one message per batch the driver turns about once per
 		// batch): the turn's start, the fetch's start and the base of its deadline.

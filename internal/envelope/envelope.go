@@ -193,11 +193,11 @@ func Encode(e *Envelope) []byte {
 	buf.WriteString(`,"a":`)
 	buf.WriteString(strconv.Itoa(e.Attempt))
 	buf.WriteString(`,"t":"`)
-	buf.Write(e.Created.UTC().AppendFormat(nil, time.RFC3339Nano))
+	buf.Write(e.Created.UTC().AppendFormat(buf.AvailableBuffer(), time.RFC3339Nano)) // in place: no allocation
 	buf.WriteByte('"')
 	if !e.Due.IsZero() {
 		buf.WriteString(`,"nb":"`)
-		buf.Write(e.Due.UTC().AppendFormat(nil, time.RFC3339Nano))
+		buf.Write(e.Due.UTC().AppendFormat(buf.AvailableBuffer(), time.RFC3339Nano))
 		buf.WriteByte('"')
 	}
 	if e.DedupMillis > 0 {

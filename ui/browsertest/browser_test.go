@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/txmq/txmq"
@@ -322,16 +323,43 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	txmqtest.Eventually(t, 10*time.Second, func() bool { return signedUp.Load() == before+2 }, "the two signups made due run at once")
 
-	// The picture of the dashboard in docs/operations.md is this test's queues page with
-	// signups paused: TXMQ_UI_DOCS=1 writes it to docs/dashboard.png, so that it is remade
-	// from the dashboard as it is rather than drawn by hand.
+	// 8. Dark mode: the pages follow the browser's colour scheme (prefers-color-scheme).
+	dark := emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}
+	if _, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, dark); err != nil {
+		t.Fatalf("emulating a dark colour scheme: %v", err)
+	}
+	step("15-dark", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`#queues`)))
+	bg, err := chromedp.Run(bctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+	if err != nil || bg != "rgb(22, 24, 29)" {
+		t.Fatalf("the queues page in a dark colour scheme has the background %q (%v), want the dark one", bg, err)
+	}
+
+	// The pictures of the dashboard in docs/ are this test's screenshots: TXMQ_UI_DOCS=1
+	// (scripts/screenshots) copies them there, so that they are remade from the dashboard as it
+	// is rather than drawn by hand. docs/dashboard.png is the queues page with signups paused.
 	if os.Getenv("TXMQ_UI_DOCS") != "" {
-		png, err := os.ReadFile(filepath.Join(shots, "07-pause.png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), png, 0o644); err != nil {
-			t.Fatal(err)
+		docs := filepath.Join("..", "..", "docs")
+		for from, to := range docShots {
+			png, err := os.ReadFile(filepath.Join(shots, from+".png"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(docs, to), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
+}
+
+// docShots maps the steps whose screenshots docs/ shows to their names there.
+var docShots = map[string]string{
+	"07-pause":                    "dashboard.png",
+	"04b-queue-page":              "screenshots/queue.png",
+	"03-dead-letters":             "screenshots/dead-letter.png",
+	"08c-messages":                "screenshots/messages.png",
+	"08d-message-payload":         "screenshots/message.png",
+	"08b-schedules":               "screenshots/schedules.png",
+	"08b2-nodes":                  "screenshots/nodes.png",
+	"11-cancel-where-unconfirmed": "screenshots/bulk-cancel.png",
+	"15-dark":                     "screenshots/dark.png",
 }

@@ -72,6 +72,9 @@ func (b *Beat) write(ctx context.Context, started time.Time, stopped bool) {
 	defer cancel()
 	nb := core.NodeBeat{Node: b.e.ID(), Queues: b.e.Slots(), Version: Version(), StartedAt: started,
 		Every: b.every, Stopped: stopped}
+	for i := range nb.Queues {
+		nb.Queues[i].Minutes = minutes(b.e.RunHistory(nb.Queues[i].Queue))
+	}
 	if err := b.store.Beat(wctx, nb); err != nil && (stopped || ctx.Err() == nil) {
 		b.e.Logger().Warn("txmq: writing the node's heartbeat failed", "node", nb.Node, "stopped", stopped, "error", err)
 	}
@@ -97,3 +100,14 @@ var Version = sync.OnceValue(func() string {
 	}
 	return ""
 })
+
+// minutes turns a queue's run history into the heartbeat's form: the minutes that saw a run.
+func minutes(h []engine.MinuteRuns) []core.NodeMinute {
+	var out []core.NodeMinute
+	for _, m := range h {
+		if m.Batches > 0 {
+			out = append(out, core.NodeMinute{Minute: m.Minute.Unix(), Batches: m.Batches, Messages: m.Messages, Failed: m.Failed})
+		}
+	}
+	return out
+}

@@ -1,6 +1,14 @@
 // Package schedule is the schedules feature (Queue.Schedule): an engine.Looper that, at each
 // tick of each declared schedule, claims the tick cluster-wide through a Claimer (the
 // outbox's Ticks table) and publishes the tick's messages in the claim's transaction.
+//
+// Each node claims every instant of each schedule from its start (read in Start) on, in
+// order; the Claimer makes the first claim of an instant the only one. A node that was
+// stalled past instants (an overloaded machine, a long GC pause, a slow database, claims of
+// other schedules that took longer than a period) claims them late when it runs again, so an
+// instant is lost only if every node that started before it stopped before getting to it, or
+// if the nodes got to it more than CatchUp late (then the schedule's Missed policy applies,
+// as for ticks while every node was down).
 package schedule
 
 import (
@@ -39,11 +47,20 @@ type Claimer interface {
 	LastTick(ctx context.Context, schedule string) (time.Time, error)
 }
 
+// CatchUp is how late a running node still claims an instant of a schedule: a node stalled
+// past instants (an overloaded machine, a long GC pause, a slow database) claims them late,
+// oldest first, when it runs again; instants more than CatchUp behind its clock when it gets
+// to them are missed, as ticks while every node was down are: SkipMissed skips them,
+// RunMissedOnce claims the latest of them; either is logged. It is well under the claimer's
+// retention of claimed ticks (a day for outbox.Ticks), so a late claim is still once.
+const CatchUp = time.Minute
+
 // Runner runs the schedules list returns, claiming their ticks through ticks.
 type Runner struct {
 	ticks Claimer
 	list  func() []Schedule
 	e     *engine.Engine
+	start time.Time // the engine's Start (Prepare): the schedules' instants run from there
 }
 
 // New returns the runner of the schedules list returns (read again at every turn, so that
@@ -53,10 +70,16 @@ func New(ticks Claimer, list func() []Schedule) *Runner { return &Runner{ticks: 
 // Attach implements engine.Attacher.
 func (r *Runner) Attach(e *engine.Engine) { r.e = e }
 
-// Loop runs the schedules until ctx ends (engine.Looper): at each tick it claims the tick
-// through the Claimer and publishes the tick's messages if the claim is its own. It reads
-// the time from the engine's Clock and looks at it at least once a second. Without a
-// Claimer it only warns, once, when schedules are declared.
+// Prepare implements engine.Preparer: it reads the node's start, in Start itself, so that an
+// instant after Start returned is this node's to claim however late its loop begins.
+func (r *Runner) Prepare(context.Context) { r.start = r.e.Clock().Now() }
+
+// Loop runs the schedules until ctx ends (engine.Looper): it claims every instant of each
+// schedule from the node's start on (a schedule declared later: from the loop's turn before
+// it was seen) through the Claimer, in order, and publishes the tick's messages if the claim
+// is its own. An instant the node got to late (it was stalled) is claimed late, within
+// CatchUp (see there). It reads the time from the engine's Clock and looks at it at least
+// once a second. Without a Claimer it only warns, once, when schedules are declared.
 func (r *Runner) Loop(ctx context.Context) {
 	if r.ticks == nil {
 		if len(r.list()) > 0 {
@@ -66,32 +89,30 @@ func (r *Runner) Loop(ctx context.Context) {
 	}
 	clock := r.e.Clock()
 	next := map[string]time.Time{}
-	start := clock.Now()
+	start := r.start
+	if start.IsZero() { // Start did not run Prepare (a runner driven by hand)
+		start = clock.Now()
+	}
+	since := start // a schedule first seen at a turn runs from the turn before
 	for ctx.Err() == nil {
 		now := clock.Now()
 		var wake time.Time
 		for _, s := range r.list() {
 			s := &s
 			t, ok := next[s.Name]
-			if !ok { // new: the first tick after the start (and a missed one, by policy)
+			if !ok { // new: the first instant after its start (and a missed one, by policy)
 				if s.RunMissed {
-					r.runMissed(ctx, s, start)
+					r.runMissed(ctx, s, since)
 				}
-				t = s.Ticks.Next(start)
-				next[s.Name] = t
+				t = s.Ticks.Next(since)
 			}
-			if !t.After(now) {
-				r.claimTick(ctx, s, t)
-				t = s.Ticks.Next(t)
-				for !t.After(now) { // ticks missed while this node was stalled: skipped
-					t = s.Ticks.Next(t)
-				}
-				next[s.Name] = t
-			}
-			if wake.IsZero() || t.Before(wake) {
+			t = r.claimDue(ctx, s, t, now)
+			next[s.Name] = t
+			if !t.IsZero() && (wake.IsZero() || t.Before(wake)) {
 				wake = t
 			}
 		}
+		since = now
 		d := time.Second
 		if !wake.IsZero() {
 			d = max(wake.Sub(clock.Now()), 0)
@@ -104,6 +125,33 @@ func (r *Runner) Loop(ctx context.Context) {
 		case <-timer.C:
 		}
 	}
+}
+
+// claimDue claims the instants of s from t up to now, oldest first, and returns the first
+// one after now (after the last one it got to, if ctx ended). Instants more than CatchUp
+// before now are missed: skipped, or the latest of them claimed with RunMissed.
+func (r *Runner) claimDue(ctx context.Context, s *Schedule, t, now time.Time) time.Time {
+	if t.IsZero() || t.After(now) { // zero: the spec has no instant left
+		return t
+	}
+	if cutoff := now.Add(-CatchUp); !t.After(cutoff) {
+		latest := s.Ticks.Latest(t, cutoff)
+		if latest.IsZero() {
+			latest = t
+		}
+		if s.RunMissed {
+			r.e.Logger().Warn("txmq: this node was stalled (or its clock jumped) more than CatchUp past ticks of a schedule: publishing the latest of them (RunMissedOnce)", "schedule", s.Name, "queue", s.Queue, "from", t, "to", latest, "catch_up", CatchUp)
+			r.claimTick(ctx, s, latest)
+		} else {
+			r.e.Logger().Warn("txmq: this node was stalled (or its clock jumped) more than CatchUp past ticks of a schedule: skipped (SkipMissed); another node may have published them", "schedule", s.Name, "queue", s.Queue, "from", t, "to", latest, "catch_up", CatchUp)
+		}
+		t = s.Ticks.Next(latest)
+	}
+	for !t.IsZero() && !t.After(now) && ctx.Err() == nil {
+		r.claimTick(ctx, s, t)
+		t = s.Ticks.Next(t)
+	}
+	return t
 }
 
 // claimTick publishes tick of s if no node did.
