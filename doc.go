@@ -198,6 +198,20 @@
 // A key is 1 to 128 bytes of printable ASCII without spaces (SQS's MessageGroupId set), the
 // same on every backend; hash longer keys.
 //
+// # Priorities
+//
+// A queue declared with QueueConfig.Prioritized gives each publish a priority from MinPriority
+// (0, the default: QueueConfig.DefaultPriority) to MaxPriority (9), with the Priority publish
+// option; higher runs first among the queue's ready batches, with aging: a batch of priority p
+// sorts as if due p*PriorityAging (W, default 1 s) earlier than it is, and is never handed out
+// before it is truly due. A batch therefore waits at most 9*W behind higher-priority batches
+// that became due after it, however many keep coming. Publishes of different priorities never
+// share a batch; the priority rides in the batch (through the outbox, retries, replays, the
+// ledger's republisher and a drain). A key's publish order comes first on an Ordered queue.
+// A node refuses a Prioritized queue on a backend that does not honour priorities
+// (core.Prioritizer: memory, sqljobs, mysql and redis do; sqs and nats do not). See
+// "Priorities" in docs/guide.md for where priorities meet the other features.
+//
 // # Delays and clocks
 //
 // After(d) and At(t) are never delivered early, and a delay is judged on one clock at a time.

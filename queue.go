@@ -32,6 +32,8 @@ type publishOptions struct {
 	ids       []string
 	key       string
 	keySet    bool
+	priority  int
+	prioSet   bool
 	tick      bool // a schedule's tick (see scheduleTick)
 	headers   map[string]string
 }
@@ -100,6 +102,10 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	if err := checkKey(q.spec, o); err != nil {
 		return err
 	}
+	prio, err := publishPriority(q.spec, o)
+	if err != nil {
+		return err
+	}
 	due := o.notBefore
 	if o.delay > 0 {
 		due = n.eng.Clock().Now().Add(o.delay)
@@ -124,10 +130,10 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	flags := engine.PublishFlags{CallerIDs: o.ids != nil, Tick: o.tick}
 	if len(n.opts.PublishMiddleware) > 0 || len(q.spec.publishMW) > 0 {
 		return publishThrough(ctx, n, q.spec, o.key, encoded, func(ctx context.Context, msgs []core.Message) error {
-			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: o.key}, flags)
+			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: o.key, Priority: prio}, flags)
 		})
 	}
-	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key}, flags)
+	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio}, flags)
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.

@@ -116,6 +116,21 @@ type QueueConfig[T any] struct {
 	// Permanent error) with the decoded messages, the last error and the number of runs. It is at-least-once; its
 	// panics and errors are logged and swallowed.
 	OnError func(msgs []T, err error, attempts int) error
+	// Prioritized gives the queue's publishes a priority, MinPriority (0) to MaxPriority (9),
+	// higher first, with aging (see "Priorities" in the package doc): the Priority publish
+	// option sets it, DefaultPriority otherwise. A ready batch of priority p is claimed before
+	// the ready batches of lower priority q that became due less than (p-q)*PriorityAging
+	// before it; so a batch waits at most 9*PriorityAging behind higher-priority batches that
+	// became due after it, however many keep coming. The backend must honour it
+	// (core.Prioritizer: memory, sqljobs, mysql, redis): a node on one that does not (sqs,
+	// nats) refuses the queue. Default false: Priority on the queue is an error.
+	Prioritized bool
+	// PriorityAging is a prioritized queue's aging step W: one priority level is worth W of
+	// waiting. Default 0: core.DefaultPriorityAging (1s), so the starvation bound is 9s.
+	PriorityAging time.Duration
+	// DefaultPriority is the priority of a prioritized queue's publishes without the Priority
+	// option. Default 0 (MinPriority): the others are promoted above it.
+	DefaultPriority int
 	// Ordered makes the queue keep per-key order: every publish carries a key (the Key
 	// publish option; publishing without one is an error naming the queue), a batch holds the
 	// messages of one key, and the messages of a key are delivered in the order they were
@@ -228,6 +243,9 @@ func (c *QueueConfig[T]) validate(name string) error {
 	}
 	if c.MaxMessageBytes > 0 && c.MaxBatchBytes > 0 && c.MaxBatchBytes < c.MaxMessageBytes {
 		return fmt.Errorf("%w: queue %q: MaxBatchBytes %d is below MaxMessageBytes %d; a batch must hold one message of the largest size", core.ErrInvalidConfig, name, c.MaxBatchBytes, c.MaxMessageBytes)
+	}
+	if err := checkPriorityConfig(name, c.Prioritized, c.PriorityAging, c.DefaultPriority); err != nil {
+		return err
 	}
 	if c.IDDedupWindow < 0 {
 		return fmt.Errorf("%w: queue %q: IDDedupWindow is %v; use a window > 0 to deduplicate caller ids, or 0 for none", core.ErrInvalidConfig, name, c.IDDedupWindow)

@@ -90,6 +90,25 @@ func record(ctx context.Context, node *txmq.Node, entry Entry) error {
 
 // README:end ordering
 
+// README:begin priorities
+// Email is one email to send.
+type Email struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+}
+
+var Emails = txmq.MustDeclare("emails", txmq.QueueConfig[Email]{
+	Transactional: txmq.Try,
+	Prioritized:   true,
+	PriorityAging: 10 * time.Second, // W: one level is worth 10 s of waiting (default 1 s)
+})
+
+func sendReset(ctx context.Context, node *txmq.Node, to string) error {
+	return Emails.Publish(ctx, node, Email{To: to, Subject: "password reset"}, txmq.Priority(9))
+}
+
+// README:end priorities
+
 // fragment returns the code between the markers "// README:begin NAME" and "// README:end
 // NAME" in file, with one tab of indentation removed when the fragment is a function body
 // (indented).

@@ -62,6 +62,9 @@ type declKey struct {
 	runTimeout     time.Duration
 	runGrace       time.Duration
 	runMW, pubMW   int // how many middleware (funcs cannot be compared)
+	prioritized    bool
+	prioAging      time.Duration
+	prioDefault    int
 }
 
 // queueSpec is a declared queue: the engine's untyped view (engine.Spec) and what only the
@@ -153,6 +156,9 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		runGrace:      cfg.RunTimeoutGrace,
 		runMW:         len(cfg.RunMiddleware),
 		pubMW:         len(cfg.PublishMiddleware),
+		prioritized:   cfg.Prioritized,
+		prioAging:     cfg.PriorityAging,
+		prioDefault:   cfg.DefaultPriority,
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -175,6 +181,9 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			Routing:         engine.Routing(cfg.Transactional),
 			Exclusive:       cfg.Exclusive,
 			Ordered:         cfg.Ordered,
+			Prioritized:     cfg.Prioritized,
+			PriorityAging:   priorityAging(cfg.Prioritized, cfg.PriorityAging),
+			DefaultPriority: cfg.DefaultPriority,
 			MaxBatch:        cfg.MaxBatchMessages,
 			MaxAttempts:     cfg.MaxAttempts,
 			MaxMessageBytes: cfg.MaxMessageBytes,

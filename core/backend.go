@@ -140,6 +140,16 @@ type OutgoingBatch struct {
 	// DedupIDs are the ids of all the batch's messages (caller-supplied, distinct) when
 	// DedupWindow is positive; nil otherwise.
 	DedupIDs []string
+	// Priority is the batch's priority on a prioritized queue (MinPriority to MaxPriority,
+	// higher first), MinPriority otherwise; it is also inside Body (the envelope), so a
+	// retry, a replay or a drain keeps it. Adapters may store it for their listings.
+	Priority int
+	// Lead is how much earlier than its due time the batch sorts among the queue's ready
+	// batches: Priority times the queue's aging step (see Prioritizer). An adapter that
+	// implements Prioritizer claims by due time minus Lead and keeps the lead through
+	// Retry; others ignore it (a node refuses a prioritized queue on them). 0 on every
+	// batch of a queue that is not prioritized.
+	Lead time.Duration
 }
 
 // DelayFrom returns how long the batch must wait before it may be claimed: Delay when it is
@@ -168,6 +178,9 @@ type QueueSlots struct {
 	// Ordered reports the queue's Ordered setting (its batches carry keys), for adapters
 	// that store keyed batches apart and must know where to look (SQS's FIFO queue).
 	Ordered bool
+	// Prioritized reports the queue's Prioritized setting (its batches may carry a Lead),
+	// for adapters that claim such a queue another way (see Prioritizer).
+	Prioritized bool
 }
 
 // FetchRequest asks an adapter for work.

@@ -54,6 +54,9 @@ type Pending struct {
 	// Key is the ordering key of an ordered queue's publish (empty otherwise): batches hold
 	// the messages of one key only, in the order the key's publishes were made or staged.
 	Key string
+	// Priority is the publish's priority on a prioritized queue (MinPriority to MaxPriority),
+	// MinPriority otherwise: publishes of different priorities never share a batch.
+	Priority int
 
 	// Batcher is what cuts this publish into batches: the queue's settings, the publishing
 	// node's clock (on which NotBefore was computed) and the size limits in force when the call
@@ -236,6 +239,9 @@ type MessageInfo struct {
 	Error string `json:"error,omitempty"`
 	// Reason is the drop reason of a dead letter (one of the Reason constants).
 	Reason string `json:"reason,omitempty"`
+	// Priority is the batch's priority on a prioritized queue (0 otherwise), when the source
+	// reads the batch (a backend's native lookup); the ledger does not keep it.
+	Priority int `json:"priority,omitempty"`
 }
 
 // MessageState is where a message is in its life.

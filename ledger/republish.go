@@ -160,6 +160,7 @@ FROM `+l.kept+` WHERE deadline <= now() ORDER BY deadline LIMIT $1 FOR UPDATE SK
 		k.b.Messages, k.b.Delay = int(msgs), time.Duration(delay*float64(time.Second))
 		if env, err := envelope.Decode(k.b.Body); err == nil {
 			k.ids, k.created = env.MessageIDs, env.Created
+			k.b.Priority, k.b.Lead = env.Priority, time.Duration(env.LeadMicros)*time.Microsecond
 		}
 		page = append(page, k)
 	}

@@ -233,6 +233,8 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 			// A batch whose caller ids deduplicate says so in its envelope (the after-commit
 			// path has it from the engine already).
 			r.batch.DedupWindow, r.batch.DedupIDs = envelope.DedupOf(r.batch.Body)
+			// So does a prioritized queue's batch its priority.
+			r.batch.Priority, r.batch.Lead = envelope.PriorityOf(r.batch.Body)
 			page = append(page, r)
 		}
 		if err := rs.Err(); err != nil {

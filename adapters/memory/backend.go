@@ -82,7 +82,10 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		}
 		q.marks.hold(b.DedupIDs, now.Add(b.DedupWindow))
 	}
-	rec := &record{id: b.ID, q: q, body: clone(b.Body)}
+	rec := &record{id: b.ID, q: q, body: clone(b.Body), lead: max(b.Lead, 0)}
+	if rec.lead > 0 && !q.ranked {
+		q.rankReady()
+	}
 	if b.Key != "" {
 		var due time.Time
 		if d := b.DelayFrom(now); d > 0 {
@@ -121,7 +124,7 @@ func (be *Backend) Depths(ctx context.Context, queues []string) (map[string]core
 		}
 		q.advance(now)
 		out[name] = core.Depth{
-			Ready:       int64(len(q.ready)),
+			Ready:       int64(q.readyLen()),
 			InFlight:    int64(q.inflight.Len()),
 			Delayed:     int64(q.delayed.Len() + q.held),
 			OldestReady: q.oldestReady(),

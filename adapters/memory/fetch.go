@@ -84,7 +84,7 @@ func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Cl
 		if qs.Exclusive && q.inflight.Len() > 0 {
 			want = 0
 		}
-		for ; want > 0 && len(q.ready) > 0; want-- {
+		for ; want > 0 && q.readyLen() > 0; want-- {
 			r := q.takeRandom(be.rng)
 			claims = append(claims, be.handOut(r, req.Node, leaseEnd))
 			budget--

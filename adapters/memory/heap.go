@@ -3,7 +3,12 @@ package memory
 // timeHeap is a min-heap of records ordered by record.at, keeping record.idx current so a
 // record can be removed or re-keyed in O(log n). It backs both the delayed set (keyed by due
 // time) and the in-flight set (keyed by lease end); a record is in at most one heap at a time.
-type timeHeap struct{ items []*record }
+type timeHeap struct {
+	items []*record
+	// byLead keys the heap by record.at minus record.lead (the ready records of a
+	// prioritized queue: see queue.rank).
+	byLead bool
+}
 
 func (h *timeHeap) Len() int { return len(h.items) }
 
@@ -42,7 +47,12 @@ func (h *timeHeap) fix(i int) {
 	}
 }
 
-func (h *timeHeap) less(i, j int) bool { return h.items[i].at.Before(h.items[j].at) }
+func (h *timeHeap) less(i, j int) bool {
+	if h.byLead {
+		return h.items[i].at.Add(-h.items[i].lead).Before(h.items[j].at.Add(-h.items[j].lead))
+	}
+	return h.items[i].at.Before(h.items[j].at)
+}
 
 func (h *timeHeap) swap(i, j int) {
 	h.items[i], h.items[j] = h.items[j], h.items[i]

@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"time"
 
@@ -42,7 +41,7 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 			continue
 		}
 		q.advance(now)
-		for _, r := range q.ready {
+		for _, r := range q.readyRecords() {
 			if !fn(core.StoredBatch{Queue: name, ID: r.id, Body: r.body, State: core.BatchReady, Deliveries: r.deliveries}) {
 				return nil
 			}
@@ -88,11 +87,7 @@ func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []by
 	}
 	switch r.state {
 	case stateReady:
-		i := slices.Index(q.ready, r)
-		last := len(q.ready) - 1
-		q.ready[i] = q.ready[last]
-		q.ready[last] = nil
-		q.ready = q.ready[:last]
+		q.removeReady(r)
 	case stateDelayed:
 		q.delayed.remove(r.idx)
 	}
@@ -131,7 +126,7 @@ func (be *Backend) unclaimedLocked(ctx context.Context, op, queue, id, why strin
 
 // find returns the stored record id of the queue (ready, delayed, in flight or held), or nil.
 func (q *queue) find(id string) *record {
-	for _, r := range q.ready {
+	for _, r := range q.readyRecords() {
 		if r.id == id {
 			return r
 		}

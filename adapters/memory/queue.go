@@ -24,10 +24,11 @@ type record struct {
 	deliveries int // handouts since stored or last rewritten by Retry
 
 	state state
-	at    time.Time // due time while delayed, lease end while in flight, claimable since while ready
-	idx   int       // position in the heap of its state (unused while ready)
-	lease *lease    // the current claim while in flight, nil otherwise
-	lane  *lane     // the record's ordering lane (a keyed batch), nil otherwise
+	at    time.Time     // due time while delayed, lease end while in flight, claimable since while ready
+	idx   int           // position in the heap of its state (unused while ready)
+	lease *lease        // the current claim while in flight, nil otherwise
+	lane  *lane         // the record's ordering lane (a keyed batch), nil otherwise
+	lead  time.Duration // core.OutgoingBatch.Lead: sorts as if due this much earlier
 }
 
 // queue is the state of one queue name. Every field is guarded by Backend.mu.
@@ -35,8 +36,13 @@ type queue struct {
 	name string
 
 	// ready holds due, unclaimed records in no particular order; a claim swap-removes a
-	// random index, so picks are O(1) and never FIFO.
+	// random index, so picks are O(1) and never FIFO. Unused once the queue is ranked.
 	ready []*record
+	// ranked: a batch with a lead (a priority) was published to the queue; from then on its
+	// ready records are in rank, a min-heap by claimable-since minus lead, and a claim takes
+	// the first (see priority.go).
+	ranked bool
+	rank   timeHeap
 	// delayed is a min-heap of records by due time.
 	delayed timeHeap
 	// inflight is a min-heap of claimed records by lease end; its length is the number of
@@ -61,6 +67,10 @@ type waiter struct{ ch chan struct{} }
 // pushReady makes r ready; since is when it became claimable (Depths reports the oldest).
 func (q *queue) pushReady(r *record, since time.Time) {
 	r.state, r.at, r.idx = stateReady, since, -1
+	if q.ranked {
+		q.rank.push(r)
+		return
+	}
 	q.ready = append(q.ready, r)
 }
 
@@ -77,7 +87,7 @@ func (q *queue) pushInFlight(r *record, leaseEnd time.Time) {
 // oldestReady is the earliest time a ready record became claimable, zero when none is ready.
 func (q *queue) oldestReady() time.Time {
 	var oldest time.Time
-	for _, r := range q.ready {
+	for _, r := range q.readyRecords() {
 		if oldest.IsZero() || r.at.Before(oldest) {
 			oldest = r.at
 		}
@@ -85,8 +95,12 @@ func (q *queue) oldestReady() time.Time {
 	return oldest
 }
 
-// takeRandom removes and returns a random ready record; q.ready must not be empty.
+// takeRandom removes and returns a random ready record (the first by rank on a ranked
+// queue); the queue must have one (readyLen).
 func (q *queue) takeRandom(rng *rand.Rand) *record {
+	if q.ranked {
+		return q.rank.pop()
+	}
 	n := len(q.ready)
 	i := rng.IntN(n)
 	r := q.ready[i]

@@ -19,7 +19,7 @@ const minTimer = 5 * time.Millisecond
 // sqlPickQueue is one queue's part of the claim's pick: an index range scan of (queue, run_at)
 // over run_at <= now, locked with FOR UPDATE SKIP LOCKED so concurrent claimers never wait on
 // each other's rows. The parts of a request's queues are joined with UNION ALL.
-const sqlPickQueue = `(SELECT id, queue, batch_id, body, deliveries, order_key, run_at, {{now}}
+const sqlPickQueue = `(SELECT id, queue, batch_id, body, deliveries, order_key, run_at, {{now}}, 0
 FROM {{s}}txmq_jobs FORCE INDEX (txmq_jobs_claim_idx)
 WHERE queue = ? AND run_at <= {{now}}
 ORDER BY run_at LIMIT ?
@@ -92,7 +92,8 @@ type claimParams struct {
 	excl   []bool
 	budget int
 	node   string
-	lease  int64 // µs
+	lease  int64  // µs
+	prio   []bool // the prioritized queues; nil when none is (see priority.go)
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -110,6 +111,12 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 	}
 	for i, s := range qs {
 		p.queues[i], p.excl[i] = s.Queue, s.Exclusive
+		if s.Prioritized {
+			if p.prio == nil {
+				p.prio = make([]bool, len(qs))
+			}
+			p.prio[i] = true
+		}
 	}
 	return p
 }
@@ -129,7 +136,8 @@ type picked struct {
 	deliveries int
 	key        sql.NullString
 	runAt, now int64
-	rank       int // its place in its queue's pick, from 0
+	lead       int64 // µs: sorts as if due this much earlier (a prioritized queue's rows)
+	rank       int   // its place in its queue's pick, from 0
 }
 
 // claim runs the claim transaction once and returns the claims and, when there are none, how
@@ -191,16 +199,20 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 // budget takes, round-robin across the queues (every queue's first row, then every second,
 // ...), in queue order within a round.
 func (be *Backend) pick(ctx context.Context, tx *sql.Tx, p claimParams) ([]picked, error) {
-	parts := make([]string, len(p.queues))
+	parts := make([]string, 0, len(p.queues))
 	args := make([]any, 0, 2*len(p.queues))
 	for i, q := range p.queues {
-		parts[i] = be.sql.pickQueue
+		if p.prio != nil && p.prio[i] {
+			parts, args = be.levelParts(parts, args, q, p.limits[i])
+			continue
+		}
+		parts = append(parts, be.sql.pickQueue)
 		args = append(args, q, p.limits[i])
 	}
 	var all []picked
 	var r picked
 	rows, err := tx.QueryContext(ctx, strings.Join(parts, "\nUNION ALL\n"), args...)
-	err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt, &r.now}, func() error {
+	err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt, &r.now, &r.lead}, func() error {
 		c := r
 		c.body = append([]byte(nil), r.body...)
 		all = append(all, c)
@@ -214,8 +226,8 @@ func (be *Backend) pick(ctx context.Context, tx *sql.Tx, p claimParams) ([]picke
 		if a.queue != b.queue {
 			return a.queue < b.queue
 		}
-		if a.runAt != b.runAt {
-			return a.runAt < b.runAt
+		if a.runAt-a.lead != b.runAt-b.lead {
+			return a.runAt-a.lead < b.runAt-b.lead
 		}
 		return a.id < b.id
 	})
@@ -223,6 +235,9 @@ func (be *Backend) pick(ctx context.Context, tx *sql.Tx, p claimParams) ([]picke
 		if i > 0 && all[i-1].queue == all[i].queue {
 			all[i].rank = all[i-1].rank + 1
 		}
+	}
+	if p.prio != nil { // a prioritized queue's levels read up to its limit each
+		all = slices.DeleteFunc(all, func(c picked) bool { return c.rank >= p.limit(c.queue) })
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank })
 	return all[:min(len(all), p.budget)], nil

@@ -44,8 +44,10 @@ func TestStatementPlans(t *testing.T) {
 	}
 	pick, pickArgs := twoQueues(s.pickQueue, "q", 10)
 	next, nextArgs := twoQueues(s.nextDueQueue, "q")
+	level, levelArgs := twoQueues(s.pickLevel, "q", 9, 10)
 	stmts := []stmt{
 		{"pick", pick, pickArgs},
+		{"pick level", level, levelArgs},
 		{"lease", withMarks(s.lease, 3), append([]any{int64(7), "n", int64(1)}, ids...)},
 		{"next due", "SELECT MIN(t.run_at) FROM (" + next + ") t", nextArgs},
 		{"exclusive take", s.exclusiveTake, []any{int64(1), int64(2), "q"}},

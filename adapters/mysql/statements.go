@@ -5,6 +5,7 @@ package mysql
 type statements struct {
 	publish, publishKeyed, depths, heartbeat                       string
 	pickQueue, lease, nextDueQueue                                 string
+	pickLevel                                                      string
 	exclusiveRow, exclusiveTake, exclusiveRelease, exclusiveExtend string
 	ackOne, lockRows, deleteRows, retry                            string
 	lockKeys, keyHead, nextOfKey, makeDue, holdsKey                string
@@ -18,7 +19,7 @@ func renderAll(schema string) statements {
 	r := func(s string) string { return render(schema, s) }
 	return statements{
 		publish: r(sqlPublish), publishKeyed: r(sqlPublishKeyed), depths: r(sqlDepths), heartbeat: r(sqlHeartbeat),
-		pickQueue: r(sqlPickQueue), lease: r(sqlLease), nextDueQueue: r(sqlNextDueQueue),
+		pickQueue: r(sqlPickQueue), lease: r(sqlLease), nextDueQueue: r(sqlNextDueQueue), pickLevel: r(sqlPickLevel),
 		exclusiveRow: r(sqlExclusiveRow), exclusiveTake: r(sqlExclusiveTake),
 		exclusiveRelease: r(sqlExclusiveRelease), exclusiveExtend: r(sqlExclusiveExtend),
 		ackOne: r(sqlAckOne), lockRows: r(sqlLockRows), deleteRows: r(sqlDeleteRows), retry: r(sqlRetry),

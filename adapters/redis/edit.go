@@ -39,8 +39,10 @@ const (
 // key's head (the next batch of the key becomes due); one further back in its key is unlinked
 // (its predecessor, found in knext, points past it, and the key's tail moves back when it was
 // the tail). An expedited batch that is delayed becomes due now; one held behind its key's
-// head gets its own due time (hdue) set to now and still waits for its key.
-var editScript = goredis.NewScript(nowLua + `
+// head gets its own due time (hdue) set to now and still waits for its key. A prioritized
+// batch keeps its lead (see priority.go): every score it gets here is its due time minus it,
+// and a removed one forgets it.
+var editScript = goredis.NewScript(nowLua + leadLua + `
 local id, op = ARGV[1], ARGV[2]
 if redis.call('HEXISTS', KEYS[2], id) == 0 then return 0 end
 local leaseEnd = redis.call('ZSCORE', KEYS[3], id)
@@ -49,7 +51,7 @@ if leaseEnd then
   redis.call('ZREM', KEYS[3], id)
   local v = redis.call('HGET', KEYS[4], id) or '0'
   redis.call('HSET', KEYS[4], id, string.match(v, '^%d+') or '0')
-  redis.call('ZADD', KEYS[1], leaseEnd, id)
+  redis.call('ZADD', KEYS[1], tonumber(leaseEnd) - leadOf(id), id)
 end
 local due = redis.call('ZSCORE', KEYS[1], id)
 if op == 'replace' then
@@ -58,9 +60,9 @@ if op == 'replace' then
 end
 if op == 'expedite' then
   if due then
-    if tonumber(due) <= now then return 2 end
+    if tonumber(due) + leadOf(id) <= now then return 2 end
     redis.call('HSET', KEYS[2], id, ARGV[3])
-    redis.call('ZADD', KEYS[1], now, id)
+    redis.call('ZADD', KEYS[1], now - leadOf(id), id)
     redis.call('PUBLISH', ARGV[4], '1')
     return 1
   end
@@ -74,6 +76,7 @@ end
 -- remove
 redis.call('HDEL', KEYS[2], id)
 redis.call('HDEL', KEYS[4], id)
+if hasLead then redis.call('HDEL', KEYS[9], id) end
 local key = redis.call('HGET', KEYS[7], id)
 if due then
   redis.call('ZREM', KEYS[1], id)
@@ -87,7 +90,7 @@ if redis.call('HEXISTS', KEYS[8], id) == 0 then
   if nxt then
     local d = tonumber(redis.call('HGET', KEYS[8], nxt)) or now
     redis.call('HDEL', KEYS[8], nxt)
-    redis.call('ZADD', KEYS[1], d, nxt)
+    redis.call('ZADD', KEYS[1], d - leadOf(nxt), nxt)
     redis.call('PUBLISH', ARGV[4], '1')
   elseif redis.call('HGET', KEYS[5], key) == id then
     redis.call('HDEL', KEYS[5], key)

@@ -61,10 +61,17 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 				lease := pipe.ZMScore(ctx, k[2], ids...)
 				dlv := pipe.HMGet(ctx, k[3], ids...)
 				hdue := pipe.HMGet(ctx, k[7], ids...) // held behind their ordering key's head
+				lead := pipe.HMGet(ctx, k[8], ids...) // a prioritized batch's score is due - lead
 				if _, err := pipe.Exec(ctx); err != nil && err != goredis.Nil {
 					return be.wrap(fmt.Sprintf("inspect batches of queue %q", q), err)
 				}
 				dues, leases, dlvs, helds := due.Val(), lease.Val(), dlv.Val(), hdue.Val()
+				for i, v := range lead.Val() {
+					if s, ok := v.(string); ok && i < len(dues) && dues[i] > 0 {
+						ms, _ := strconv.ParseFloat(s, 64)
+						dues[i] += ms
+					}
+				}
 				for i, id := range ids {
 					b := core.StoredBatch{Queue: q, ID: id, Body: []byte(kv[2*i+1]), State: core.BatchReady}
 					if i < len(dlvs) {

@@ -71,7 +71,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 //
 // ARGV[5], when present and not empty, is the batch's ordering key (see ordering.go): the
 // batch becomes the key's tail; behind an earlier batch of its key it is held (in no set, its
-// due time kept in hdue) instead of entering the due set.
+// due time kept in hdue) instead of entering the due set. ARGV[6], when present and above 0,
+// is the batch's lead in ms (see priority.go): kept in KEYS[9], and taken off its score.
 var publishScript = goredis.NewScript(nowLua + publishLua)
 
 // publishLua is publishScript's body after nowLua (publishDedupScript runs it too).
@@ -79,6 +80,8 @@ const publishLua = `
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
+local lead = tonumber(ARGV[6]) or 0
+if lead > 0 then redis.call('HSET', KEYS[9], ARGV[1], lead) end
 local key = ARGV[5]
 if key and key ~= '' then
   redis.call('HSET', KEYS[7], ARGV[1], key)
@@ -91,32 +94,32 @@ if key and key ~= '' then
   end
 end
 local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1]
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]) - lead, ARGV[1])
 if not ready then redis.call('PUBLISH', ARGV[4], '1') end
 return 1
 `
 
 // publishDedupScript is publishScript for a batch whose caller ids deduplicate
-// (core.IDDeduper). KEYS[9] is the queue's id set: a sorted set of id -> expiry (ms, server
-// time). ARGV[6] is the window in ms and ARGV[7..] the batch's ids. It forgets expired ids;
+// (core.IDDeduper). KEYS[10] is the queue's id set: a sorted set of id -> expiry (ms, server
+// time). ARGV[7] is the window in ms and ARGV[8..] the batch's ids. It forgets expired ids;
 // when any of the batch's ids is still held it stores nothing and returns those ids (a
 // table); else it records every id until now + window, keeps the set's own TTL at least the
 // window (so an idle queue's set goes away), and stores the batch as publishScript does.
 var publishDedupScript = goredis.NewScript(nowLua + bulkLua + `
-local w = tonumber(ARGV[6])
-redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', now)
+local w = tonumber(ARGV[7])
+redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now)
 local taken = {}
-for i = 7, #ARGV do
-  if redis.call('ZSCORE', KEYS[9], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
+for i = 8, #ARGV do
+  if redis.call('ZSCORE', KEYS[10], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
 end
 if #taken > 0 then return taken end
 local add = {}
-for i = 7, #ARGV do
+for i = 8, #ARGV do
   add[#add + 1] = now + w
   add[#add + 1] = ARGV[i]
 end
-bulk('ZADD', KEYS[9], add)
-if redis.call('PTTL', KEYS[9]) < w then redis.call('PEXPIRE', KEYS[9], w) end
+bulk('ZADD', KEYS[10], add)
+if redis.call('PTTL', KEYS[10]) < w then redis.call('PEXPIRE', KEYS[10], w) end
 ` + publishLua)
 
 // claimScript reclaims expired leases and claims due batches. ARGV: max claims, lease ms,
@@ -136,7 +139,7 @@ var claimScript = goredis.NewScript(claimLua)
 // claimLua is claimScript's source. Each Redis command acts on every batch the call moves at
 // once (variadic ZREM, ZADD, HMGET, HSET, HDEL), so a claim of n batches costs a fixed number
 // of commands on the server, not about five per batch.
-const claimLua = nowLua + bulkLua + dlvLua + `
+const claimLua = nowLua + bulkLua + dlvLua + leadLua + `
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[5]))
 if #expired > 0 then
   local ids, due = {}, {}
@@ -144,6 +147,10 @@ if #expired > 0 then
     ids[#ids + 1] = expired[i]
     due[#due + 1] = expired[i + 1]
     due[#due + 1] = expired[i]
+  end
+  if hasLead then
+    local ls = bulk('HMGET', KEYS[9], ids)
+    for i = 1, #ids do due[2 * i - 1] = due[2 * i - 1] - (tonumber(ls[i]) or 0) end
   end
   bulk('ZREM', KEYS[3], ids)
   local vs = bulk('HMGET', KEYS[4], ids)
@@ -164,7 +171,8 @@ end
 local out = {now, 0}
 local orphan = false
 if max > 0 then
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max)
+  local ids
+  if hasLead then ids = dueByLead(max) else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max) end
   if #ids > 0 then
     bulk('ZREM', KEYS[1], ids)
     local bodies = bulk('HMGET', KEYS[2], ids)
@@ -218,6 +226,7 @@ local function consider(score)
 end
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
 if due[2] then consider(due[2]) end
+if early then consider(early) end
 local lease = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
 if lease[2] then consider(lease[2]) end
 out[2] = nxt
@@ -268,7 +277,7 @@ var settleScript = goredis.NewScript(settleLua)
 // When one call holds two settles of the same batch id (two claims of it, one stale), they
 // run one after the other instead, so each sees the other's effects exactly as in separate
 // calls.
-const settleLua = nowLua + bulkLua + `
+const settleLua = nowLua + bulkLua + leadLua + `
 local ids, pos, seen, dup = {}, {}, {}, false
 local n, i = 0, 2
 while i <= #ARGV do
@@ -305,6 +314,7 @@ local function flush()
   bulk('ZREM', KEYS[3], zl)
   bulk('HDEL', KEYS[2], hb)
   bulk('HDEL', KEYS[4], hd)
+  if hasLead then bulk('HDEL', KEYS[9], hb) end
   if sb then bulk('HSET', KEYS[2], sb) end
   if sd then bulk('HSET', KEYS[4], sd) end
   if zd then bulk('ZADD', KEYS[1], zd) end
@@ -324,7 +334,7 @@ local function nextOfKey(id)
     redis.call('HDEL', KEYS[6], id)
     local due = tonumber(redis.call('HGET', KEYS[8], nxt)) or now
     redis.call('HDEL', KEYS[8], nxt)
-    redis.call('ZADD', KEYS[1], due, nxt)
+    redis.call('ZADD', KEYS[1], due - leadOf(nxt), nxt)
     wake = true
   elseif redis.call('HGET', KEYS[5], key) == id then
     redis.call('HDEL', KEYS[5], key)
@@ -339,7 +349,7 @@ local function one(k, tok, leaseEnd)
     redis.call('ZREM', KEYS[3], id)
     redis.call('HSET', KEYS[4], id, string.match(tok, '^%d+') or '0')
     if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then
-      redis.call('ZADD', KEYS[1], leaseEnd, id)
+      redis.call('ZADD', KEYS[1], tonumber(leaseEnd) - leadOf(id), id)
       wake = true
     end
     return -1
@@ -375,7 +385,7 @@ local function one(k, tok, leaseEnd)
       sd[#sd + 1] = string.match(tok, '^%d+') or '0'
     end
     zd = zd or {}
-    zd[#zd + 1] = now + tonumber(ARGV[p + 3])
+    zd[#zd + 1] = now + tonumber(ARGV[p + 3]) - leadOf(id)
     zd[#zd + 1] = id
   end
   return 1
@@ -416,3 +426,38 @@ for _, k in ipairs({KEYS[1], KEYS[3]}) do
 end
 return {ready, inflight, delayed, oldest}
 `)
+
+// leadLua defines, for the claim and settle scripts, hasLead (the queue has batches with a
+// lead: KEYS[9] exists), leadOf(id) (a batch's lead in ms, 0 for none) and dueByLead(max),
+// the claim of a prioritized queue (see priority.go): up to max ids of the due set whose
+// score plus lead is not after now, in score order, scanning at most leadScan entries of
+// scores up to now; early is set to the earliest due time among the entries it skipped.
+const leadLua = `
+local hasLead = redis.call('EXISTS', KEYS[9]) == 1
+local function leadOf(id)
+  if not hasLead then return 0 end
+  return tonumber(redis.call('HGET', KEYS[9], id)) or 0
+end
+local early
+local function dueByLead(max)
+  local ids, off, page = {}, 0, max + 16
+  while #ids < max and off < 1024 do -- leadScan
+    local r = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', off, page)
+    if #r == 0 then break end
+    local cand = {}
+    for i = 1, #r, 2 do cand[#cand + 1] = r[i] end
+    local ls = redis.call('HMGET', KEYS[9], unpack(cand))
+    for i, id in ipairs(cand) do
+      local due = tonumber(r[2 * i]) + (tonumber(ls[i]) or 0)
+      if due <= now then
+        if #ids < max then ids[#ids + 1] = id end
+      elseif not early or due < early then
+        early = due
+      end
+    end
+    if #r < 2 * page then break end
+    off = off + page
+  end
+  return ids
+end
+`

@@ -71,7 +71,8 @@ type claimParams struct {
 	excl   []bool
 	budget int32
 	node   string
-	lease  int64 // µs
+	lease  int64  // µs
+	prio   []bool // the prioritized queues; nil when none is (see priority.go)
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -89,6 +90,12 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 	}
 	for i, s := range qs {
 		p.queues[i], p.excl[i], p.limits[i] = s.Queue, s.Exclusive, int32(min(limits[i], math.MaxInt32))
+		if s.Prioritized {
+			if p.prio == nil {
+				p.prio = make([]bool, len(qs))
+			}
+			p.prio[i] = true
+		}
 	}
 	return p
 }
@@ -103,7 +110,12 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	}
 	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
 		claims, next = claims[:0], -1
-		rows, err := query(ctx, be.on(be.pool), be.sql.claim, p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(slices.Contains(p.excl, true)))
+		args := []any{p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(slices.Contains(p.excl, true))}
+		stmt := be.sql.claim
+		if p.prio != nil {
+			stmt, args = be.sql.claimPrio, append(args, p.prio)
+		}
+		rows, err := query(ctx, be.on(be.pool), stmt, args...)
 		if err != nil {
 			return err
 		}

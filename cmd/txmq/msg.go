@@ -151,6 +151,9 @@ func msgOne(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 		row("next run", stamp(m.Due))
 	}
 	row("node", m.Node)
+	if m.Priority > 0 {
+		row("priority", fmt.Sprint(m.Priority))
+	}
 	if m.Runs > 0 {
 		row("runs", fmt.Sprint(m.Runs))
 	}

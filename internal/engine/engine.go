@@ -68,6 +68,9 @@ type Engine struct {
 	// orderErr is why the backend does not enforce per-key order (core.OrdersKeys), nil when
 	// it does: an Ordered queue is refused on this node with it.
 	orderErr error
+	// prioErr is why the backend does not honour priorities (core.Prioritizes), nil when it
+	// does: a prioritized queue is refused on this node with it (priority.go).
+	prioErr error
 	// onePerBatch: the backend deduplicates whole batches (core.DedupSupport), so each
 	// message whose caller id deduplicates gets a batch of its own.
 	onePerBatch bool
@@ -161,6 +164,7 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 		log:       o.Logger.With("txmq_node", o.ID),
 		closeDone: make(chan struct{}),
 		orderErr:  core.OrdersKeys(backend),
+		prioErr:   core.Prioritizes(backend),
 	}
 	if d, err := core.DedupsIDs(backend); err == nil {
 		n.onePerBatch = d.OnePerBatch
@@ -232,6 +236,9 @@ func (n *Engine) checkOrdered(spec *Spec) error {
 		if err := c.CheckSpec(spec); err != nil {
 			return err
 		}
+	}
+	if err := n.checkPrioritized(spec); err != nil {
+		return err
 	}
 	if spec == nil || !spec.Ordered || n.orderErr == nil {
 		return nil

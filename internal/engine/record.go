@@ -19,6 +19,9 @@ func (n *Engine) PublishStored(ctx context.Context, b core.OutgoingBatch) error 
 	if b.DedupWindow <= 0 { // caller ids that deduplicate still do when republished
 		b.DedupWindow, b.DedupIDs = envelope.DedupOf(b.Body)
 	}
+	if b.Priority == 0 && b.Lead == 0 { // and a prioritized queue's batch its priority
+		b.Priority, b.Lead = envelope.PriorityOf(b.Body)
+	}
 	return safeCall("backend Publish", func() error {
 		_, err := n.publishFn(ctx, b)
 		return err

@@ -37,6 +37,14 @@ type Spec struct {
 	Exclusive bool
 	// Ordered: publishes carry a key, and a batch holds one key in publish order.
 	Ordered bool
+	// Prioritized: publishes carry a priority (core.Pending.Priority), and each batch a lead
+	// of its priority times PriorityAging (core.OutgoingBatch.Lead) that the backend
+	// (core.Prioritizer) sorts it by.
+	Prioritized bool
+	// PriorityAging is a prioritized queue's aging step W (defaulted; 0 when not prioritized).
+	PriorityAging time.Duration
+	// DefaultPriority is the priority of a publish that sets none (the app API applies it).
+	DefaultPriority int
 	// Cap returns the per-node cap on running batches, core.Unlimited for none; nil means
 	// none. It is re-read at every check and must not panic (the app's func is guarded by
 	// the caller).

@@ -40,6 +40,13 @@ type Envelope struct {
 	// Key is the ordering key of a batch of an ordered queue (every message has it), empty
 	// otherwise; see core.OutgoingBatch.Key.
 	Key string `json:"k,omitempty"`
+	// Priority is the batch's priority on a prioritized queue, 0 otherwise, and LeadMicros
+	// its lead in microseconds (see core.OutgoingBatch.Priority and Lead): they ride in the
+	// envelope so that the outbox's relay and sweep, a dead letter's replay, the ledger's
+	// republisher and a drain publish the batch with the priority it was published with.
+	Priority int `json:"pr,omitempty"`
+	// LeadMicros is the batch's lead in microseconds; see Priority.
+	LeadMicros int64 `json:"pl,omitempty"`
 	// Trace carries the publisher's trace context (W3C traceparent/tracestate), if any: that
 	// of the first message when the batch has Traces.
 	Trace map[string]string `json:"tc,omitempty"`
@@ -81,6 +88,8 @@ type Header struct {
 	Due         time.Time           `json:"nb,omitzero"`
 	DedupMillis int64               `json:"dw,omitempty"`
 	Key         string              `json:"k,omitempty"`
+	Priority    int                 `json:"pr,omitempty"`
+	LeadMicros  int64               `json:"pl,omitempty"`
 	Trace       map[string]string   `json:"tc,omitempty"`
 	Traces      []map[string]string `json:"tcs,omitempty"`
 	TraceOf     []int               `json:"ti,omitempty"`
@@ -203,6 +212,14 @@ func Encode(e *Envelope) []byte {
 	if e.Key != "" {
 		buf.WriteString(`,"k":`)
 		writeJSONString(buf, e.Key)
+	}
+	if e.Priority != 0 {
+		buf.WriteString(`,"pr":`)
+		buf.WriteString(strconv.Itoa(e.Priority))
+	}
+	if e.LeadMicros != 0 {
+		buf.WriteString(`,"pl":`)
+		buf.WriteString(strconv.FormatInt(e.LeadMicros, 10))
 	}
 	if len(e.Trace) > 0 {
 		tc, _ := json.Marshal(e.Trace) // map[string]string cannot fail
@@ -398,6 +415,54 @@ func DedupOf(body []byte) (time.Duration, []string) {
 		return 0, nil
 	}
 	return time.Duration(e.DedupMillis) * time.Millisecond, e.MessageIDs
+}
+
+// PriorityOf returns the priority and lead of an encoded batch (Envelope.Priority and
+// LeadMicros), zero for a batch without them or a body that is not an envelope. It reads the
+// header as Encode writes it without decoding the messages, and decodes the whole body only
+// when the header is written some other way.
+func PriorityOf(body []byte) (int, time.Duration) {
+	r := fastReader{b: body, ok: true}
+	r.lit(`{"v":`)
+	r.integer()
+	r.lit(`,"id":`)
+	r.quoted()
+	r.lit(`,"q":`)
+	r.quoted()
+	r.lit(`,"a":`)
+	r.integer()
+	r.lit(`,"t":`)
+	r.quoted()
+	for _, f := range []string{`,"nb":`, `,"dw":`, `,"k":`} {
+		if r.peek(f) {
+			r.i += len(f)
+			if f == `,"dw":` {
+				r.integer()
+			} else {
+				r.quoted()
+			}
+		}
+	}
+	if r.ok {
+		var p int
+		var lead int64
+		if r.peek(`,"pr":`) {
+			r.i += len(`,"pr":`)
+			p = r.integer()
+		}
+		if r.peek(`,"pl":`) {
+			r.i += len(`,"pl":`)
+			lead = int64(r.integer())
+		}
+		if r.ok {
+			return p, time.Duration(lead) * time.Microsecond
+		}
+	}
+	e, err := Decode(body)
+	if err != nil {
+		return 0, 0
+	}
+	return e.Priority, time.Duration(e.LeadMicros) * time.Microsecond
 }
 
 // Truncate returns b as a string of at most n bytes, with "..." when it was cut: for errors

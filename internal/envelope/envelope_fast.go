@@ -17,7 +17,8 @@ import (
 // body, so every error (and every odd but valid body: other key orders, escapes, whitespace,
 // duplicate or unknown keys) is encoding/json's own. It only accepts:
 //
-//	{"v":INT,"id":STR,"q":STR,"a":INT,"t":TIME[,"nb":TIME][,"k":STR][,"tc":{...}][,"tcs":[{...},...]]
+//	{"v":INT,"id":STR,"q":STR,"a":INT,"t":TIME[,"nb":TIME][,"dw":INT][,"k":STR][,"pr":INT][,"pl":INT]
+//	 [,"tc":{...}][,"tcs":[{...},...]]
 //	 [,"ti":[INT,...]],"ids":[STR,...],"m":[...]}
 //
 // with no whitespace, where STR holds printable ASCII without '"' or '\', INT is an int without
@@ -242,6 +243,14 @@ func decodeTypedFastInto[T any](body []byte, e *Typed[T], queue string, one *[1]
 	if r.peek(`,"k":`) {
 		r.i += len(`,"k":`)
 		e.Key = r.str()
+	}
+	if r.peek(`,"pr":`) {
+		r.i += len(`,"pr":`)
+		e.Priority = r.integer()
+	}
+	if r.peek(`,"pl":`) {
+		r.i += len(`,"pl":`)
+		e.LeadMicros = int64(r.integer())
 	}
 	if r.peek(`,"tc":`) {
 		r.i += len(`,"tc":`)

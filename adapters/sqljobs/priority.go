@@ -1,0 +1,91 @@
+package sqljobs
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/txmq/txmq/core"
+)
+
+// Priorities (core.Prioritizer). A batch's priority and lead (core.OutgoingBatch.Priority and
+// Lead, its priority times its queue's aging step) are stored with its row (columns priority
+// and lead_us, migration 0005), and keep through every later change of the row: run_at moves
+// (a retry, a lease, an expired lease, the head of an ordering key), the columns do not.
+//
+// A claim that asks for a prioritized queue (core.QueueSlots.Prioritized) runs sqlClaimPrio:
+// for such a queue it reads the first ready rows of each priority 0..9 through the
+// (queue, priority, run_at) index (ten short range scans of at most the queue's scan limit
+// each, without locking) and takes them in order of run_at minus lead. Within one priority
+// that is run_at order, so the first rows of the queue by "due - lead" are among them: the
+// claim is exact, never early (run_at <= now() as for every row), and costs ten index probes
+// instead of one. Only the rows it takes are then locked, by primary key with SKIP LOCKED
+// and run_at rechecked, so a row another claimer took in between is left out (this claim
+// returns fewer) rather than waited for; locking every level's rows made the claim of a
+// queue with ten busy levels lock ten times the rows it hands out (measured 1.7x slower).
+// Other queues in the same request read priority 0 only, which is every row of theirs;
+// requests without a prioritized queue run sqlClaim, unchanged.
+//
+// Cost on publish: one more index entry per row (the index covers every row, so that a
+// queue's levels are each one range scan).
+
+// Prioritizes implements core.Prioritizer: the jobs table honours priorities.
+func (be *Backend) Prioritizes() error { return nil }
+
+// prio is the priority column of b's row.
+func prio(b core.OutgoingBatch) int16 {
+	if !core.ValidPriority(b.Priority) {
+		return 0
+	}
+	return int16(b.Priority)
+}
+
+// sqlClaimPrio is sqlClaim for a request with a prioritized queue: $8 says which queues are
+// (bool[], aligned with $1); the rest of the statement (lk, claimed and the next due time) is
+// sqlClaim's own.
+var sqlClaimPrio = `
+WITH req AS (
+	SELECT r.q, r.lim, r.excl, CASE WHEN r.prio THEN ` + strconv.Itoa(core.MaxPriority) + ` ELSE 0 END AS top
+	FROM unnest($1::text[], $2::int[], $3::bool[], $8::bool[]) AS r(q, lim, excl, prio)
+	WHERE set_config('synchronous_commit', COALESCE($7::text, current_setting('synchronous_commit')), true) IS NOT NULL
+),
+pick AS MATERIALIZED (
+	SELECT c.id, r.q, r.excl, r.lim,
+		row_number() OVER (PARTITION BY r.q ORDER BY c.run_at - c.lead_us * interval '1 microsecond', c.id) AS rn
+	FROM req r
+	CROSS JOIN LATERAL (SELECT v FROM unnest(ARRAY[` + levels() + `]::int[]) AS u(v) WHERE v <= r.top) AS l(lvl)
+	CROSS JOIN LATERAL (
+		SELECT j.id, j.run_at, j.lead_us FROM {{s}}.txmq_jobs j
+		WHERE j.queue = r.q AND j.priority = l.lvl AND j.run_at <= now()
+		ORDER BY j.run_at
+		LIMIT r.lim
+	) c
+),
+cand AS MATERIALIZED (
+	SELECT j.id, k.q, k.excl FROM {{s}}.txmq_jobs j JOIN pick k ON k.id = j.id
+	WHERE j.id = ANY(ARRAY(SELECT id FROM pick WHERE rn <= lim ORDER BY rn, id LIMIT $4::int)) AND j.run_at <= now()
+	FOR UPDATE OF j SKIP LOCKED
+),
+` + sqlClaim[claimTail():]
+
+// levels is the priority levels, lowest first, as an SQL array's elements: a constant
+// array, because generate_series(0, r.top) under a generic plan made the claim about a
+// hundred times slower (measured: 500 ms against 5 ms with 5,000 ready rows).
+func levels() string {
+	var b strings.Builder
+	for p := core.MinPriority; p <= core.MaxPriority; p++ {
+		if p > core.MinPriority {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(p))
+	}
+	return b.String()
+}
+
+// claimTail is where sqlClaim's CTEs after cand begin.
+func claimTail() int {
+	i := strings.Index(sqlClaim, "\nlk AS (")
+	if i < 0 {
+		panic("sqljobs: sqlClaim has no lk CTE; update sqlClaimPrio")
+	}
+	return i + 1
+}
