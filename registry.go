@@ -61,6 +61,7 @@ type declKey struct {
 	idWindow       time.Duration
 	runTimeout     time.Duration
 	runGrace       time.Duration
+	maxSnoozes     int
 }
 
 // queueSpec is a declared queue: the engine's untyped view (engine.Spec) and what only the
@@ -128,6 +129,9 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
+	if cfg.MaxSnoozes == 0 {
+		cfg.MaxSnoozes = DefaultMaxSnoozes
+	}
 	cfg.RunTimeout, cfg.RunTimeoutGrace = runTimeoutDefaults(cfg.RunTimeout, cfg.RunTimeoutGrace)
 	key := declKey{
 		typ:           reflect.TypeFor[T]().String(),
@@ -147,6 +151,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		idWindow:      cfg.IDDedupWindow,
 		runTimeout:    cfg.RunTimeout,
 		runGrace:      cfg.RunTimeoutGrace,
+		maxSnoozes:    cfg.MaxSnoozes,
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -177,6 +182,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			RunTimeout:      max(cfg.RunTimeout, 0),
 			RunGrace:        cfg.RunTimeoutGrace,
 			Backoff:         cfg.Backoff,
+			MaxSnoozes:      cfg.MaxSnoozes,
 		}}
 	if cfg.MaxConcurrentBatches.isSet() {
 		spec.Cap = cfg.MaxConcurrentBatches.limit

@@ -51,6 +51,9 @@ type Envelope struct {
 	Traces []map[string]string `json:"tcs,omitempty"`
 	// TraceOf holds, with Traces, one index into Traces per message, in order.
 	TraceOf []int `json:"ti,omitempty"`
+	// Snoozes counts the times the batch's messages were snoozed (txmq.Snooze, Results.Snooze),
+	// bounded by the queue's MaxSnoozes; 0 and absent for a batch never snoozed.
+	Snoozes int `json:"sz,omitempty"`
 	// MessageIDs holds one id per message, in order.
 	MessageIDs []string `json:"ids"`
 	// Messages holds the JSON messages, in order.
@@ -80,6 +83,7 @@ type Header struct {
 	Trace       map[string]string   `json:"tc,omitempty"`
 	Traces      []map[string]string `json:"tcs,omitempty"`
 	TraceOf     []int               `json:"ti,omitempty"`
+	Snoozes     int                 `json:"sz,omitempty"`
 	MessageIDs  IDList              `json:"ids"`
 }
 
@@ -216,6 +220,10 @@ func Encode(e *Envelope) []byte {
 			buf.WriteString(strconv.Itoa(x))
 		}
 		buf.WriteByte(']')
+	}
+	if e.Snoozes > 0 { // after the header the fast decoder reads: a snoozed batch decodes by encoding/json
+		buf.WriteString(`,"sz":`)
+		buf.WriteString(strconv.Itoa(e.Snoozes))
 	}
 	buf.WriteString(`,"ids":[`)
 	for i, id := range e.MessageIDs {
