@@ -241,13 +241,15 @@ type Part = OutgoingBatch
 
 // Splitter is implemented by adapters that settle a split batch in one step: the parts stored
 // and the claim removed atomically (one transaction, one script, one lock), so that a crash
-// leaves either the claim (it runs again whole) or the parts, never both. A part of an ordered
-// queue (Key set) takes the claim's place at the head of its key, ahead of later batches of the
-// key. Without it the engine publishes each part and then acks the claim; a crash between the
+// leaves either the claim (it runs again whole) or the parts, never both. Parts are unkeyed
+// batches of the claim's queue (an ordered batch keeps its key's head through Retry instead:
+// the engine never splits it into parts); an adapter refuses a keyed part with an error
+// wrapping ErrInvalidConfig. Without it the engine publishes each part and then acks the claim; a crash between the
 // two runs the whole batch again, which at-least-once allows, and the parts' derived batch ids
 // let the dead-letter store recognise the second copy. Split on a claim whose lease was lost
-// returns an error wrapping ErrLeaseLost and stores nothing. The parity group "outcomes"
-// checks it.
+// returns an error wrapping ErrLeaseLost and stores nothing. A wrapper that forwards Split to
+// a backend without it returns an error wrapping errors.ErrUnsupported (and stores nothing):
+// the engine then publishes the parts and acks. The parity group "outcomes" checks it.
 type Splitter interface {
 	// Split stores parts and removes the claim c in one atomic step.
 	Split(ctx context.Context, c *Claim, parts []Part) error

@@ -291,7 +291,10 @@ func (rn *runner) settleSplit(r *running, l *Listener, d *Batch, run int, ids []
 	default:
 		if sp, ok := n.backend.(core.Splitter); ok {
 			settleErr = rn.settle(r, "Split", func(ctx context.Context) error { return sp.Split(ctx, c, parts) })
-			break
+			if !errors.Is(settleErr, errors.ErrUnsupported) { // a wrapper whose backend cannot split
+				break
+			}
+			settleErr = nil
 		}
 		for _, p := range parts {
 			if settleErr = rn.publishPart(r, p); settleErr != nil {
