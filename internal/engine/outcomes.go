@@ -149,11 +149,11 @@ func (rn *runner) settleWhole(r *running, l *Listener, d *Batch, run int, ids []
 	switch g.kind {
 	case core.OutcomeDone:
 		n.stats.succeeded.Add(1)
-		rn.ack(r, d, ids, run, release)
+		rn.ack(r, d, ids, run, release, "")
 	case core.OutcomeDiscard:
 		n.stats.succeeded.Add(1)
-		rn.discarded(c.Queue, d.ID, ids, g, run)
-		rn.ack(r, d, ids, run, release)
+		rn.discarded(c.Queue, d.ID, nil, g, run)
+		rn.ack(r, d, ids, run, release, discardReason(g))
 	case core.OutcomeRetry:
 		n.stats.failed.Add(1)
 		at := time.Now()
@@ -169,20 +169,26 @@ func (rn *runner) settleWhole(r *running, l *Listener, d *Batch, run int, ids []
 	return true
 }
 
-// ack acks the claim of a run that needs no other settle, and records its messages completed.
-func (rn *runner) ack(r *running, d *Batch, ids []string, run int, release func()) {
+// ack acks the claim of a run that needs no other settle, and records its messages completed
+// (with reason, for a discard).
+func (rn *runner) ack(r *running, d *Batch, ids []string, run int, release func(), reason string) {
 	n := rn.e
 	c := r.claim
 	release()
 	err := rn.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
 	if err == nil {
-		n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
+		n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run, Reason: reason})
 	}
 	rn.settleErr(c, "ack", err)
 }
 
-// discarded counts, logs and records the discard group g (by messages: the metric
-// batches_dropped{reason="discarded"} counts them).
+// discardReason is the ledger's reason of the discard group g.
+func discardReason(g *outcomeGroup) string { return core.ReasonDiscarded + ": " + g.reason }
+
+// discarded counts and logs the discard group g (by messages: the metric
+// batches_dropped{reason="discarded"} counts them), and records it in the ledger under batch
+// (a derived id of its own in a split, so that the batch's other messages keep their state)
+// when ids are given.
 func (rn *runner) discarded(queue, batch string, ids []string, g *outcomeGroup, run int) {
 	n := rn.e
 	msgs := len(g.idx)
@@ -194,7 +200,7 @@ func (rn *runner) discarded(queue, batch string, ids []string, g *outcomeGroup, 
 		}
 	})
 	if n.recorder != nil && len(ids) > 0 {
-		n.record(queue, batch, pick(ids, g.idx), core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run, Reason: core.ReasonDiscarded + ": " + g.reason})
+		n.record(queue, batch, pick(ids, g.idx), core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run, Reason: discardReason(g)})
 	}
 }
 
@@ -256,7 +262,7 @@ func (rn *runner) settleSplit(r *running, l *Listener, d *Batch, run int, ids []
 			failed = true
 			rn.deadLetterGroup(r, spec, d, env, g, run)
 		case core.OutcomeDiscard:
-			rn.discarded(c.Queue, d.ID, ids, g, run)
+			rn.discarded(c.Queue, derivedID(d.ID, d.Attempt, g, env.MessageIDs), ids, g, run)
 		case core.OutcomeDone:
 			// recorded once the claim is settled
 		default:
