@@ -121,8 +121,8 @@ func (rn *runner) planOutcomes(spec *Spec, d *Batch, run int, res *core.Results)
 // of another length, which is logged).
 func (rn *runner) outcomes(r *running, l *Listener, d *Batch, run int, ids []string, runErr error, release func()) bool {
 	res := core.ResultsOf(runErr, d.Count)
-	if res == nil {
-		return false
+	if res == nil || errors.Is(runErr, core.ErrRunTimeout) {
+		return false // a timed-out run is the plain failure, whatever it returned late
 	}
 	n := rn.e
 	c := r.claim
