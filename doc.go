@@ -166,7 +166,7 @@
 // (OnError with them alone), the retried and snoozed ones stored as batches of their own
 // (parts, with the same message ids, bodies and trace contexts, attempt = this run for a retry
 // and one less for a snooze), then the claim removed: in one step on a backend with
-// core.Splitter (memory, SQL jobs), else each part published and then the claim acked (a crash
+// core.Splitter (memory, SQL jobs, MySQL), else each part published and then the claim acked (a crash
 // in between runs the whole batch again, as at-least-once allows). Each group gets a derived
 // batch id, <batch>/<attempt>/<outcome>-<hash of its message ids, delay and reason>, so that a
 // second copy of the same run (duplicate delivery, a redelivery after a crash) gets the same
