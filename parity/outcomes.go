@@ -45,6 +45,12 @@ func (o *onErrorLog) list() []string {
 	return out
 }
 
+// steadyLease is the node options of the outcomes properties: a lease ten times the suite's,
+// so that a loaded machine does not fence a run (which runs its batch again, as at-least-once
+// allows) and blur their exact run and dead-letter counts. A lost lease is its own group's
+// concern (leases, faults).
+func (x *X) steadyLease() txmq.NodeOptions { return txmq.NodeOptions{Lease: 10 * x.Caps.Lease} }
+
 // keysOf returns the message keys of an encoded batch, in order.
 func keysOf(body []byte) []string {
 	env, err := envelope.Decode(body)
@@ -95,7 +101,7 @@ func mixedOutcomes(x *X) {
 		}
 		return res.Err()
 	}
-	a, b := x.node(txmq.NodeOptions{}), x.node(txmq.NodeOptions{})
+	a, b := x.node(x.steadyLease()), x.node(x.steadyLease())
 	listen(x, rec, q, a, fn)
 	listen(x, rec, q, b, fn)
 	p := q.Name()
@@ -166,7 +172,7 @@ func wholeBatchMarks(x *X) {
 	sq := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1})
 	dq := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1})
 	rec, runs := newRecorder(), &runStarts{}
-	n := x.node(txmq.NodeOptions{})
+	n := x.node(x.steadyLease())
 	listen(x, rec, sq, n, runs.listener(2, func(int) error { return txmq.Snooze(d) }))
 	listen(x, rec, dq, n, func(context.Context, []Msg) error { return txmq.Discard("stale") })
 	publishKeys(x, sq, n, sq.Name(), 1, 1)
@@ -206,7 +212,7 @@ func snoozeBounded(x *X) {
 	var onErr onErrorLog
 	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1, MaxSnoozes: maxSnoozes, OnError: onErr.fn})
 	rec := newRecorder()
-	n := x.node(txmq.NodeOptions{})
+	n := x.node(x.steadyLease())
 	listen(x, rec, q, n, func(context.Context, []Msg) error { return txmq.Snooze(10 * time.Millisecond) })
 	publishKeys(x, q, n, q.Name(), 1, 1)
 	x.eventually(func() bool { return x.DeadLetters.Count(q.Name()) >= 1 }, func() string {
@@ -238,7 +244,7 @@ func snoozeBounded(x *X) {
 func orderedRetryHoldsKey(x *X) {
 	x.needOrdering()
 	q := ordered(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 5, Backoff: func(int) time.Duration { return 50 * time.Millisecond }})
-	n := x.node(txmq.NodeOptions{})
+	n := x.node(x.steadyLease())
 	var mu sync.Mutex
 	var order []string // the keys of each run, in run order
 	later := make(chan struct{})
