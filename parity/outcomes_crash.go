@@ -78,7 +78,9 @@ func crashBetweenPartsAndAck(x *X) {
 	}
 	be, _ := x.client()
 	crash := &crashAfterParts{Backend: be}
-	n := x.nodeOn(crash, txmq.NodeOptions{})
+	// A lease long enough that load does not fence a run (an extra run would blur the counts),
+	// short enough that the crashed claim comes back well within the suite's timeout.
+	n := x.nodeOn(crash, txmq.NodeOptions{Lease: 4 * x.Caps.Lease})
 	listen(x, rec, q, n, fn)
 	p := q.Name()
 	keys := []string{p + "-done", p + "-drop", p + "-retry"}
