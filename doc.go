@@ -157,8 +157,10 @@
 // Permanent(err) or RetryAfter(d, err). A retried message past the budget is dead-lettered
 // (delivery_exhausted); a message snoozed more than QueueConfig.MaxSnoozes times (default
 // 100) is dead-lettered with reason snooze_exhausted, so nothing snoozes for ever. A discard
-// is counted in Stats.Dropped and Hooks.Dropped (by messages: batches_dropped{reason=
-// "discarded"}) and logged with its reason; snoozes in Stats.Snoozed.
+// is logged with its reason and counted with reason discarded: Stats.Dropped and the metric
+// batches_dropped{reason="discarded"} count discard groups, Hooks.Dropped gets each group's
+// message count. Snoozes are counted in Stats.Snoozed (no metric of their own yet); retried
+// parts in Stats.Retried and Hooks.Retried as any retry.
 //
 // When every message takes one path the run settles as the plain error would (Ack, Retry,
 // the terminal path); the plain paths (nil, a plain error) cost one type assertion more. A
