@@ -132,6 +132,65 @@
 // recorded as usual (its due time is the RetryAfter delay) and the dead batch's event
 // carries the reason permanent and the listener's error.
 //
+// # Outcomes
+//
+// A listener can report an outcome per message of its batch instead of one error for all:
+// NewResults(msgs) starts with every message done, marks go by index in msgs (ResultIndex
+// finds an index by message id), and res.Err() is returned:
+//
+//	res := txmq.NewResults(msgs)
+//	for i, m := range msgs {
+//		switch err := charge(ctx, m); {
+//		case errors.Is(err, errCardExpired):
+//			res.Drop(i, err)            // dead letter now (reason permanent), OnError with it
+//		case errors.Is(err, errDuplicate):
+//			res.Discard(i, "duplicate") // done, no dead letter, counted (reason discarded)
+//		case errors.Is(err, errRateLimited):
+//			res.Snooze(i, time.Minute)  // again in 1 min, the run not spent
+//		case err != nil:
+//			res.Retry(i, err)           // the backoff (RetryAfter: its own delay), run spent
+//		}
+//	}
+//	return res.Err() // nil when every message is done
+//
+// A one-message listener has the whole-batch one-liners: return Snooze(d), Discard(reason),
+// Permanent(err) or RetryAfter(d, err). A retried message past the budget is dead-lettered
+// (delivery_exhausted); a message snoozed more than QueueConfig.MaxSnoozes times (default
+// 100) is dead-lettered with reason snooze_exhausted, so nothing snoozes for ever. A discard
+// is logged with its reason and counted with reason discarded: Stats.Dropped and the metric
+// batches_dropped{reason="discarded"} count discard groups, Hooks.Dropped gets each group's
+// message count. Snoozes are counted in Stats.Snoozed (no metric of their own yet); retried
+// parts in Stats.Retried and Hooks.Retried as any retry.
+//
+// When every message takes one path the run settles as the plain error would (Ack, Retry,
+// the terminal path); the plain paths (nil, a plain error) cost one type assertion more. A
+// batch whose messages take several paths is split: the dropped messages are dead-lettered
+// (OnError with them alone), the retried and snoozed ones stored as batches of their own
+// (parts, with the same message ids, bodies and trace contexts, attempt = this run for a retry
+// and one less for a snooze), then the claim removed: in one step on a backend with
+// core.Splitter (memory, SQL jobs, MySQL), else each part published and then the claim acked (a crash
+// in between runs the whole batch again, as at-least-once allows). Each group gets a derived
+// batch id, <batch>/<attempt>/<outcome>-<hash of its message ids, delay and reason>, so that a
+// second copy of the same run (duplicate delivery, a redelivery after a crash) gets the same
+// ids: a drop group takes the terminal path once per derived id. A discard of a second copy
+// is counted again, as its run is.
+//
+// Where it meets the rest: every routing mode (Require, Try, Never) and every publish path
+// (direct, RunInTx, WithTx, handoff, sweep, replay, schedule, drain) deliver batches the same
+// way, so outcomes apply to all of them; parts are stored directly in the backend, never
+// through the outbox, and carry no id dedup window (their ids were deduplicated at publish).
+// On an Ordered queue the first retried or snoozed message holds the key: it and every message
+// after it (whatever their marks: they ran out of order, which is logged) go back as the
+// claim's rewritten body, at the head of the key, through Retry; a snoozed head holds the key
+// for the snooze as a retried head does for its backoff; dropped and discarded messages before
+// it leave. (NATS retries a keyed batch in place, keeping its old body: there the whole batch
+// runs again, and a snooze of a keyed batch spends its run.) On an Exclusive queue the split
+// settles the claim as an Ack does and the parts are ordinary batches of the queue, one in
+// flight at a time. A run that timed out (RunTimeout) or lost its lease has no outcomes: it is
+// the plain failure it was. With a ledger, each group has its event: completed (a discard with
+// reason "discarded: <reason>"), retry and its due time, delayed with reason snoozed and its
+// due time, dead with its reason; `txmq msg` and the dashboard show a message's last one.
+//
 // # Ordering
 //
 // A queue declared with QueueConfig.Ordered keeps per-key order: every publish names a key

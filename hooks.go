@@ -54,4 +54,8 @@ type Stats struct {
 	// the clock-skew allowance), which the node gave back without a run; nonzero means an adapter
 	// bug.
 	EarlyArrivals int64
+	// Snoozed counts batches (whole or parts of a split) this node snoozed for a listener
+	// (Snooze, Results.Snooze). Discarded messages are counted in Dropped under
+	// ReasonDiscarded.
+	Snoozed int64
 }

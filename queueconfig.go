@@ -174,6 +174,10 @@ type QueueConfig[T any] struct {
 	// (NodeOptions.PublishMiddleware), the first of the slice outermost (see
 	// PublishMiddleware). Default none.
 	PublishMiddleware []PublishMiddleware
+	// MaxSnoozes bounds how many times a message may be snoozed (Snooze, Results.Snooze): the
+	// snooze after the last one dead-letters it with reason ReasonSnoozeExhausted, so that an
+	// endless snooze cannot loop silently. Default 0: DefaultMaxSnoozes (100).
+	MaxSnoozes int
 }
 
 // DefaultRunTimeout is a queue's RunTimeout when it sets none: long enough for a batch of
@@ -252,6 +256,9 @@ func (c *QueueConfig[T]) validate(name string) error {
 	}
 	if c.IDDedupWindow > 0 && c.IDDedupWindow < time.Millisecond {
 		return fmt.Errorf("%w: queue %q: IDDedupWindow is %v; use at least 1ms", core.ErrInvalidConfig, name, c.IDDedupWindow)
+	}
+	if c.MaxSnoozes < 0 {
+		return fmt.Errorf("%w: queue %q: MaxSnoozes is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, name, c.MaxSnoozes, DefaultMaxSnoozes)
 	}
 	if c.MaxAttempts < 0 {
 		return fmt.Errorf("%w: queue %q: MaxAttempts is %d; it must be > 0 (0 means the default %d)", core.ErrInvalidConfig, name, c.MaxAttempts, DefaultMaxAttempts)

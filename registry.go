@@ -65,6 +65,7 @@ type declKey struct {
 	prioritized    bool
 	prioAging      time.Duration
 	prioDefault    int
+	maxSnoozes     int
 }
 
 // queueSpec is a declared queue: the engine's untyped view (engine.Spec) and what only the
@@ -135,6 +136,9 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 	if cfg.MaxAttempts == 0 {
 		cfg.MaxAttempts = DefaultMaxAttempts
 	}
+	if cfg.MaxSnoozes == 0 {
+		cfg.MaxSnoozes = DefaultMaxSnoozes
+	}
 	cfg.RunTimeout, cfg.RunTimeoutGrace = runTimeoutDefaults(cfg.RunTimeout, cfg.RunTimeoutGrace)
 	key := declKey{
 		typ:           reflect.TypeFor[T]().String(),
@@ -159,6 +163,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		prioritized:   cfg.Prioritized,
 		prioAging:     cfg.PriorityAging,
 		prioDefault:   cfg.DefaultPriority,
+		maxSnoozes:    cfg.MaxSnoozes,
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -193,6 +198,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			RunTimeout:      max(cfg.RunTimeout, 0),
 			RunGrace:        cfg.RunTimeoutGrace,
 			Backoff:         cfg.Backoff,
+			MaxSnoozes:      cfg.MaxSnoozes,
 		}}
 	if cfg.MaxConcurrentBatches.isSet() {
 		spec.Cap = cfg.MaxConcurrentBatches.limit

@@ -209,8 +209,12 @@ func (l *Ledger) queueAttach(b *pgx.Batch, rows []*batchRow) []*batchRow {
 	}
 	// The messages joined with their batch's values: ids and their batch's ordinal, and one
 	// entry per batch (fewer parameters to encode than one of each per message).
-	const rowsOf = `(SELECT t.q AS queue, m.id, m.a AS id_at, t.b AS batch_id, t.s AS state, t.p AS published_at, t.u AS updated_at, t.d AS due
-	FROM unnest($1::text[], $2::int[], $9::timestamptz[]) AS m(id, i, a) JOIN unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, i) USING (i)) AS x`
+	// A message in two batches of one write (a batch split by per-message outcomes: the batch
+	// and its part) attaches to the newest one only: a statement may insert or change a row
+	// once.
+	const rowsOf = `(SELECT DISTINCT ON (t.q, m.id) t.q AS queue, m.id, m.a AS id_at, t.b AS batch_id, t.s AS state, t.p AS published_at, t.u AS updated_at, t.d AS due
+	FROM unnest($1::text[], $2::int[], $9::timestamptz[]) AS m(id, i, a) JOIN unnest($3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[], $8::timestamptz[]) WITH ORDINALITY AS t(q, b, s, p, u, d, i) USING (i)
+	ORDER BY t.q, m.id, t.u DESC, t.b DESC) AS x`
 	// A row moves to the batch unless it was cancelled; a row with a cancel moves only to a
 	// later publish of its id (laterPublish), and a cancelled one then follows it: it takes
 	// the batch's state and publish time, and keeps the cancel.

@@ -2,6 +2,7 @@ package parity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -173,6 +174,16 @@ type checked struct {
 
 // Unwrap returns the wrapped client, so capabilities (core.OrdersKeys) are seen through it.
 func (c *checked) Unwrap() core.Backend { return c.Backend }
+
+// Split forwards to the wrapped backend's core.Splitter; without one it stores nothing and
+// returns an error wrapping errors.ErrUnsupported, so that the engine publishes the parts and
+// acks, as it does on such a backend unwrapped.
+func (c *checked) Split(ctx context.Context, cl *core.Claim, parts []core.Part) error {
+	if s, ok := c.Backend.(core.Splitter); ok {
+		return s.Split(ctx, cl, parts)
+	}
+	return fmt.Errorf("parity: %w: backend %T does not implement core.Splitter", errors.ErrUnsupported, c.Backend)
+}
 
 func (c *checked) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 	claims, err := c.Backend.Fetch(ctx, req)

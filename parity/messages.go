@@ -31,10 +31,14 @@ func init() {
 }
 
 // ledger opens a Ledger in a fresh schema of the suite's database, closed in cleanup.
-func (x *X) ledger() *ledger.Ledger {
+func (x *X) ledger() *ledger.Ledger { x.T.Helper(); return x.ledgerFlushing(20 * time.Millisecond) }
+
+// ledgerFlushing is ledger with the given FlushInterval (a long one gathers a run's events,
+// its publish's included, into one write).
+func (x *X) ledgerFlushing(every time.Duration) *ledger.Ledger {
 	x.T.Helper()
 	pool := x.postgresPool()
-	o := &ledger.Options{Schema: testenv.PostgresSchema(x.T, pool), FlushInterval: 20 * time.Millisecond, Logger: x.logger}
+	o := &ledger.Options{Schema: testenv.PostgresSchema(x.T, pool), FlushInterval: every, Logger: x.logger}
 	if err := ledger.Migrate(x.ctx(), pool, o); err != nil {
 		x.T.Fatalf("ledger.Migrate: %v", err)
 	}

@@ -286,6 +286,7 @@ func (n *Engine) Stats() Stats {
 		TimedOut:          n.stats.timedOut.Load(),
 		Stuck:             n.stats.stuck.Load(),
 		Deduplicated:      n.stats.deduplicated.Load(),
+		Snoozed:           n.stats.snoozed.Load(),
 		Dropped:           map[string]int64{},
 		Buffered:          int64(n.pub.buffered()),
 	}

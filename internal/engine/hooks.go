@@ -35,6 +35,7 @@ type Stats struct {
 	InFlight                            int64
 	Buffered                            int64
 	EarlyArrivals                       int64
+	Snoozed                             int64
 }
 
 // counters are the engine's counters as they run; Engine.Stats reads them.
@@ -45,6 +46,7 @@ type counters struct {
 	timedOut, stuck                     atomic.Int64
 	early                               atomic.Int64
 	deduplicated                        atomic.Int64
+	snoozed                             atomic.Int64
 	mu                                  sync.Mutex
 	dropped                             map[string]int64
 }

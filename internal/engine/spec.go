@@ -66,6 +66,8 @@ type Spec struct {
 	// Backoff is the queue's retry delay after a failed run (1-based); nil: the engine's
 	// Options.Backoff. It must not panic (a panic is logged and DefaultBackoff used).
 	Backoff func(run int) time.Duration
+	// MaxSnoozes bounds a message's snoozes (core.Results.Snooze); 0: core.DefaultMaxSnoozes.
+	MaxSnoozes int
 }
 
 // limit evaluates the cap now; core.Unlimited when there is none.

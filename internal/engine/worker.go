@@ -265,6 +265,8 @@ func (rn *runner) afterRun(r *running, l *Listener, d *Batch, run int, ids []str
 		if rn.retry(r, d, run-1, 0, runErr) {
 			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateQueued, UpdatedAt: at, Node: n.id, Runs: run - 1})
 		}
+	case rn.outcomes(r, l, d, run, ids, runErr, release):
+		// Per-message outcomes (Results, Snooze, Discard): settled group by group (outcomes.go).
 	case core.IsPermanent(runErr):
 		// The listener said no retry can fix it: dead letter now, whatever budget is left.
 		n.stats.failed.Add(1)
