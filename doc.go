@@ -123,6 +123,15 @@
 // chain holds both, Permanent wins. A run cancelled by Close is given back as before,
 // whatever its error says.
 //
+// A queue's QueueConfig.ClassifyError decides the same for errors the listener does not
+// mark itself (a driver's, an SDK's): it sees each failed run's error and run number before
+// the policy does and returns the error to act on, marked (Permanent, RetryAfter, Snooze,
+// Discard) or as it was. It is not asked for a lost lease, a run given back by Close, or
+// per-message Results. It applies the same on every routing mode, publish path and backend
+// (it acts where the node settles a run); on an Ordered queue its Permanent moves the key on
+// as above; each stored copy of a batch is classified on its own run. Parity
+// policy/classify_error_decides checks it on every adapter.
+//
 // On an Ordered queue a retried batch is still its key's head: RetryAfter blocks the key
 // for at least d, and a Permanent head is dead-lettered and the key moves on to its next
 // message. On an Exclusive queue a batch waiting for its retry is not in flight: other

@@ -66,3 +66,59 @@ func ExamplePermanent() {
 	// OnError order-1: payment provider: card declined (permanent true, runs 2)
 	// dropped as permanent: 1
 }
+
+// A queue's ClassifyError sorts the errors its listener passes on from code it does not own
+// (a payment SDK's here) in one place: a declined card can never succeed (Permanent: dead
+// letter now), a rate limit waits longer (RetryAfter), anything else keeps the queue's
+// Backoff and budget.
+func ExampleQueueConfig_classifyError() {
+	ctx := context.Background()
+	reg := txmq.NewRegistry()
+	failed := make(chan struct{})
+	charges := txmq.MustDeclareIn(reg, "example-classified-charges", txmq.QueueConfig[string]{
+		Transactional: txmq.Never,
+		ClassifyError: func(err error, run int) error {
+			switch {
+			case errors.Is(err, errCardDeclined):
+				return txmq.Permanent(err)
+			case errors.Is(err, errRateLimited):
+				return txmq.RetryAfter(20*time.Millisecond*time.Duration(run), err)
+			}
+			return err
+		},
+		OnError: func(msgs []string, err error, attempts int) error {
+			fmt.Printf("OnError %s after %d runs: %v\n", msgs[0], attempts, err)
+			close(failed)
+			return nil
+		},
+	})
+	backend := memory.New(nil)
+	defer backend.Close()
+	node, err := txmq.NewNode(backend, &txmq.NodeOptions{Registry: reg})
+	if err != nil {
+		log.Fatal(err)
+	}
+	runs := 0
+	err = charges.Listen(node, func(ctx context.Context, msgs []string) error {
+		runs++ // runs of one batch never overlap
+		if runs == 1 {
+			return fmt.Errorf("charge %s: %w", msgs[0], errRateLimited) // as the SDK returns it
+		}
+		return fmt.Errorf("charge %s: %w", msgs[0], errCardDeclined)
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := node.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	if err := charges.Publish(ctx, node, "order-2"); err != nil {
+		log.Fatal(err)
+	}
+	<-failed
+	_ = node.Close(ctx)
+	fmt.Println("dropped as permanent:", node.Stats().Dropped[txmq.ReasonPermanent])
+	// Output:
+	// OnError order-2 after 2 runs: charge order-2: payment provider: card declined
+	// dropped as permanent: 1
+}

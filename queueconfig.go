@@ -166,6 +166,18 @@ type QueueConfig[T any] struct {
 	// error made with RetryAfter overrides both for its run. It must be safe for concurrent
 	// use; a panic is logged and DefaultBackoff used. Default nil: NodeOptions.Backoff.
 	Backoff func(run int) time.Duration
+	// ClassifyError, if set, sees the error of each failed run of the queue's listener (and
+	// the run number, 1-based) before the retry policy does, and returns the error the policy
+	// acts on: the same error, or it marked with Permanent (dead letter now, reason
+	// permanent), RetryAfter (its own delay), Snooze or Discard (see "Outcomes" and "Retries"
+	// in the package doc). It is how an app sorts the errors it does not make itself (a
+	// driver's, an HTTP client's) into those no retry can fix, those worth a longer wait and
+	// the rest, in one place per queue, like River's ErrorHandler or Sidekiq's retry_in. It is
+	// not asked for a run that lost its lease, a run given back by Close, or a run that
+	// returned per-message Results (already decided message by message). Returning nil keeps
+	// the error as it was; a panic is logged and the error kept. It must be safe for
+	// concurrent use. Default nil: the listener's error as it is.
+	ClassifyError func(err error, run int) error
 	// RunMiddleware wraps every run of the queue's listener, inside the node's
 	// (NodeOptions.RunMiddleware), the first of the slice outermost (see RunMiddleware).
 	// Default none: the listener runs as is.

@@ -57,6 +57,7 @@ type declKey struct {
 	maxBatchBytes  int
 	dedup, onError bool
 	backoff        bool
+	classify       bool
 	rate           RateLimit
 	idWindow       time.Duration
 	runTimeout     time.Duration
@@ -154,6 +155,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		dedup:         cfg.Dedup != nil,
 		onError:       cfg.OnError != nil,
 		backoff:       cfg.Backoff != nil,
+		classify:      cfg.ClassifyError != nil,
 		rate:          cfg.RateLimit,
 		idWindow:      cfg.IDDedupWindow,
 		runTimeout:    cfg.RunTimeout,
@@ -198,6 +200,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			RunTimeout:      max(cfg.RunTimeout, 0),
 			RunGrace:        cfg.RunTimeoutGrace,
 			Backoff:         cfg.Backoff,
+			ClassifyError:   cfg.ClassifyError,
 			MaxSnoozes:      cfg.MaxSnoozes,
 		}}
 	if cfg.MaxConcurrentBatches.isSet() {

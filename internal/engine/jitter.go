@@ -4,6 +4,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/txmq/txmq/core"
 )
 
 // jitter spreads d by ±20%.
@@ -54,4 +56,23 @@ func (rn *runner) backoff(spec *Spec, run int) (d time.Duration) {
 		}
 	}()
 	return max(fn(run), 0)
+}
+
+// classify returns the error the policy acts on for a failed run: the queue's ClassifyError
+// of runErr, or runErr itself when the listener already decided the outcome (Results, Snooze,
+// Discard), when ClassifyError returns nil, or when it panics (logged).
+func (rn *runner) classify(spec *Spec, d *Batch, runErr error, run int) (out error) {
+	if core.ResultsOf(runErr, d.Count) != nil {
+		return runErr
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			rn.e.log.Error("txmq: QueueConfig.ClassifyError panicked; the listener's error is kept (fix the func)", "queue", spec.Name, "panic", r)
+			out = runErr
+		}
+	}()
+	if c := spec.ClassifyError(runErr, run); c != nil {
+		return c
+	}
+	return runErr
 }

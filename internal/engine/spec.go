@@ -66,6 +66,9 @@ type Spec struct {
 	// Backoff is the queue's retry delay after a failed run (1-based); nil: the engine's
 	// Options.Backoff. It must not panic (a panic is logged and DefaultBackoff used).
 	Backoff func(run int) time.Duration
+	// ClassifyError, if set, turns a failed run's error into the one the policy acts on
+	// (QueueConfig.ClassifyError); see runner.classify.
+	ClassifyError func(err error, run int) error
 	// MaxSnoozes bounds a message's snoozes (core.Results.Snooze); 0: core.DefaultMaxSnoozes.
 	MaxSnoozes int
 }

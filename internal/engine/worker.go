@@ -241,6 +241,9 @@ func (rn *runner) afterRun(r *running, l *Listener, d *Batch, run int, ids []str
 	}
 
 	l.history.add(end, d.Count, runErr != nil || r.lost.Load() || errors.Is(cause, core.ErrLeaseLost))
+	if runErr != nil && l.Spec.ClassifyError != nil && !r.lost.Load() && !errors.Is(cause, core.ErrLeaseLost) && (!n.closing.Load() || cause == nil) {
+		runErr = rn.classify(l.Spec, d, runErr, run)
+	}
 	switch {
 	case r.lost.Load() || errors.Is(cause, core.ErrLeaseLost):
 		// Fenced or lost: another node may hold the batch now; settling it here, even an Ack
