@@ -12,6 +12,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/groupcommit"
+	"github.com/txmq/txmq/core/pollwake"
 	"github.com/txmq/txmq/core/reaper"
 	"github.com/txmq/txmq/core/sqlcall"
 )
@@ -34,7 +35,7 @@ type Backend struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the reaper
 
-	wake    *waker
+	wake    *pollwake.Waker
 	deletes *groupcommit.Group[*groupReq] // Acks and Drops
 	extends *groupcommit.Group[*groupReq] // Extends
 
@@ -86,7 +87,7 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 		sql:       renderAll(o.Schema),
 		maxBatch:  int(max(packet-packetRoom, 1)),
 		done:      make(chan struct{}),
-		wake:      newWaker(),
+		wake:      pollwake.New(),
 		exclReady: map[string]bool{},
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
@@ -147,7 +148,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return dup
 	}
 	if err == nil {
-		be.wake.signal(b.Queue)
+		be.wake.Signal(b.Queue)
 	}
 	return err
 }

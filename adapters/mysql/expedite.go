@@ -57,6 +57,6 @@ func (be *Backend) ExpediteBatch(ctx context.Context, queue, id string, body []b
 	case running:
 		return fmt.Errorf("%w: mysql: batch %s of queue %q is running", core.ErrNotCancellable, id, queue)
 	}
-	be.wake.signal(queue)
+	be.wake.Signal(queue)
 	return nil
 }

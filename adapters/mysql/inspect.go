@@ -188,7 +188,7 @@ func (be *Backend) ReplaceBatch(ctx context.Context, queue, id string, body []by
 		return err
 	}
 	if promoted {
-		be.wake.signal(queue)
+		be.wake.Signal(queue)
 	}
 	return nil
 }

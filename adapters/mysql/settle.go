@@ -108,7 +108,7 @@ func (be *Backend) Retry(ctx context.Context, c *core.Claim, body []byte, delay 
 			})
 		})
 		if n > 0 {
-			be.wake.signal(h.queue)
+			be.wake.Signal(h.queue)
 		}
 		return n > 0, err
 	})
@@ -219,7 +219,7 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 		}
 	}
 	for _, q := range wake {
-		be.wake.signal(q)
+		be.wake.Signal(q)
 	}
 	return nil
 }

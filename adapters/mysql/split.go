@@ -75,7 +75,7 @@ func (be *Backend) Split(ctx context.Context, c *core.Claim, parts []core.Part) 
 			return err
 		})
 		if held {
-			be.wake.signal(h.queue)
+			be.wake.Signal(h.queue)
 		}
 		return held, err
 	})

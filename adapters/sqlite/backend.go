@@ -12,6 +12,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/groupcommit"
+	"github.com/txmq/txmq/core/pollwake"
 	"github.com/txmq/txmq/core/reaper"
 	"github.com/txmq/txmq/core/sqlcall"
 )
@@ -33,7 +34,7 @@ type Backend struct {
 	writes chan struct{} // this Backend's write turn (lockWrites)
 	flock  *fileLock     // the lock file beside the database; nil for none
 
-	wake    *waker
+	wake    *pollwake.Waker
 	deletes *groupcommit.Group[*groupReq] // Acks and Drops
 	extends *groupcommit.Group[*groupReq] // Extends
 
@@ -109,7 +110,7 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 		o:         o,
 		done:      make(chan struct{}),
 		writes:    make(chan struct{}, 1),
-		wake:      newWaker(),
+		wake:      pollwake.New(),
 		exclReady: map[string]bool{},
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
@@ -166,7 +167,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return dup
 	}
 	if err == nil {
-		be.wake.signal(b.Queue)
+		be.wake.Signal(b.Queue)
 	}
 	return err
 }

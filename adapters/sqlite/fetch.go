@@ -84,9 +84,9 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 	}
 	wo := core.WaitOptions{Wait: req.Wait, Done: be.done, MinTimer: minTimer}
 	if req.Wait > 0 {
-		w := be.wake.register(p.queues) // before the first claim: no signal falls in between
-		defer be.wake.unregister(w, p.queues)
-		wo.Wake = func() <-chan struct{} { return w.arm(be.o.PollInterval) }
+		w := be.wake.Register(p.queues) // before the first claim: no signal falls in between
+		defer be.wake.Unregister(w, p.queues)
+		wo.Wake = func() <-chan struct{} { return w.Arm(be.o.PollInterval) }
 	}
 	return core.ClaimWait(ctx, wo, func() ([]*core.Claim, time.Duration, error) { return be.claim(ctx, p) })
 }

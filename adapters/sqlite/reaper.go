@@ -157,7 +157,7 @@ func (s reapStore) Page(ctx context.Context, queue string, give func(*core.DeadL
 		})
 	})
 	if err == nil && wake {
-		be.wake.signal(queue)
+		be.wake.Signal(queue)
 	}
 	return picked, given, err
 }
