@@ -64,6 +64,7 @@ type scheduleSpec struct {
 	name    string
 	site    string // where it was declared: declaring again from there is not a second schedule
 	queue   string
+	cron    string // ScheduleConfig.Cron, as declared
 	ticks   feature.Ticks
 	missed  Missed
 	publish func(ctx context.Context, n *Node, tick time.Time) error
@@ -122,7 +123,7 @@ func (q *Queue[T]) Schedule(name string, cfg ScheduleConfig[T]) error {
 	if build == nil {
 		build = func(time.Time) []T { var zero T; return []T{zero} }
 	}
-	spec := &scheduleSpec{name: name, queue: q.spec.Name, ticks: sched, missed: cfg.Missed,
+	spec := &scheduleSpec{name: name, queue: q.spec.Name, cron: cfg.Cron, ticks: sched, missed: cfg.Missed,
 		publish: func(ctx context.Context, n *Node, tick time.Time) error {
 			msgs := build(tick)
 			if len(msgs) == 0 {

@@ -96,3 +96,24 @@ func TestRunMissedOnce(t *testing.T) {
 		t.Fatalf("%d batches published, want the missed tick's one", got)
 	}
 }
+
+// TestScheduleInfo: a registry describes its declared schedules (spec, missed policy, queue,
+// where declared) for operator tools, and knows no undeclared one.
+func TestScheduleInfo(t *testing.T) {
+	t.Parallel()
+	reg := NewRegistry()
+	q := MustDeclareIn(reg, "info-reports", QueueConfig[string]{Transactional: Try})
+	if err := q.Schedule("info-nightly", ScheduleConfig[string]{Cron: "0 3 * * *", Missed: RunMissedOnce}); err != nil {
+		t.Fatal(err)
+	}
+	info, ok := reg.ScheduleInfo("info-nightly")
+	if !ok || info.Name != "info-nightly" || info.Queue != "info-reports" || info.Cron != "0 3 * * *" || info.Missed != RunMissedOnce || !strings.Contains(info.DeclaredAt, "schedule_test.go") {
+		t.Fatalf("ScheduleInfo = %+v, %v", info, ok)
+	}
+	if info.Missed.String() != "RunMissedOnce" || SkipMissed.String() != "SkipMissed" {
+		t.Fatalf("Missed names: %q, %q", info.Missed, SkipMissed)
+	}
+	if _, ok := reg.ScheduleInfo("nosuch"); ok {
+		t.Fatal("ScheduleInfo of an undeclared schedule: ok")
+	}
+}

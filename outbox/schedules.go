@@ -112,6 +112,19 @@ type ScheduleRow struct {
 	LastTick, NextTick time.Time
 }
 
+// Recent returns the latest n ticks claimed of schedule, newest first (claims are kept a day),
+// for the dashboard's tick history.
+func (t *Ticks) Recent(ctx context.Context, schedule string, n int) ([]time.Time, error) {
+	if t == nil {
+		return nil, errNoStore("Ticks().Recent")
+	}
+	rows, err := t.s.pool.Query(ctx, `SELECT tick FROM `+t.ticks+` WHERE schedule = $1 ORDER BY tick DESC LIMIT $2`, schedule, n)
+	if err != nil {
+		return nil, fmt.Errorf("txmq outbox: recent ticks of schedule %q: %w", schedule, err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[time.Time])
+}
+
 // Schedules lists the schedules that published at least one tick, by name.
 func (t *Ticks) Schedules(ctx context.Context) ([]ScheduleRow, error) {
 	if t == nil {

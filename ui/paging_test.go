@@ -131,11 +131,16 @@ func TestSchedulesPage(t *testing.T) {
 		t.Fatalf("the empty Schedules page:\n%s", page)
 	}
 	tick := time.Now().UTC().Truncate(time.Second)
+	earlier := tick.Add(-time.Hour)
+	if ok, err := store.Ticks().ClaimTick(context.Background(), "nightly", "reports", earlier, tick, func(context.Context) error { return nil }); err != nil || !ok {
+		t.Fatalf("ClaimTick: %v %v", ok, err)
+	}
 	if ok, err := store.Ticks().ClaimTick(context.Background(), "nightly", "reports", tick, tick.Add(time.Hour), func(context.Context) error { return nil }); err != nil || !ok {
 		t.Fatalf("ClaimTick: %v %v", ok, err)
 	}
 	code, page := get(t, http.DefaultClient, srv.URL+"/schedules")
-	for _, want := range []string{`<tr data-schedule="nightly">`, `queues/reports`, tick.Format(time.RFC3339), tick.Add(time.Hour).Format(time.RFC3339)} {
+	recent := `<td class="recent">` + tick.Format(time.RFC3339) + `, ` + earlier.Format(time.RFC3339) + `</td>` // newest first
+	for _, want := range []string{`<tr data-schedule="nightly">`, `queues/reports`, tick.Format(time.RFC3339), tick.Add(time.Hour).Format(time.RFC3339), recent, `<td class="spec">-</td>`} {
 		if code != http.StatusOK || !strings.Contains(page, want) {
 			t.Fatalf("GET /schedules: %d, lacks %q:\n%s", code, want, page)
 		}
