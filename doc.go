@@ -129,8 +129,11 @@
 // Discard) or as it was. It is not asked for a lost lease, a run given back by Close, or
 // per-message Results. It applies the same on every routing mode, publish path and backend
 // (it acts where the node settles a run); on an Ordered queue its Permanent moves the key on
-// as above; each stored copy of a batch is classified on its own run. Parity
-// policy/classify_error_decides checks it on every adapter.
+// as above; on an Exclusive queue it decides only what happens to the batch after its run
+// (the next batch still waits for the settle); each stored copy of a batch is classified on
+// its own run; the ledger records the outcome the marked error leads to (retry, dead with
+// reason permanent, completed with reason discarded). Parity policy/classify_error_decides
+// checks it on every adapter.
 //
 // On an Ordered queue a retried batch is still its key's head: RetryAfter blocks the key
 // for at least d, and a Permanent head is dead-lettered and the key moves on to its next
