@@ -244,7 +244,10 @@ func (s *Store) closeAfterCommit(ctx context.Context) error {
 //     a sweep: SKIP LOCKED) a next-attempt time Options.RecoveryAge ahead, the wait a row
 //     without one gets, so that no relay or sweep, of this process or another, publishes them
 //     meanwhile, and a process that dies while publishing leaves them to the sweep no later
-//     than RecoveryAge after that;
+//     than RecoveryAge after that. Rows young enough that no sweep can take them before the
+//     page is over (mayPublishUnleased: the common case, a short transaction of an unordered
+//     queue without a delay) skip this step, and with it a round trip between the commit and
+//     the publish;
 //  2. publish them one by one within the page's budget, Options.PublishTimeout but at most
 //     half the lease (see commitContexts and publishOne);
 //  3. delete the published rows in one statement; a failed row counts an attempt and is
@@ -260,7 +263,7 @@ func (s *Store) closeAfterCommit(ctx context.Context) error {
 func (s *Store) publishCommitted(rows []row) {
 	db, pub, cancel := s.commitContexts()
 	defer cancel()
-	claimed, err := s.leaseCommitted(db, rows)
+	claimed, leased, err := s.claimCommitted(db, rows)
 	if err != nil {
 		s.log.Error("txmq outbox: claiming committed rows for publishing failed; they stay in the outbox for the recovery sweep",
 			"rows", len(rows), "error", err)
@@ -270,13 +273,13 @@ func (s *Store) publishCommitted(rows []row) {
 	if err != nil {
 		s.log.Error("txmq outbox: checking the order of committed rows failed; they stay in the outbox for the recovery sweep",
 			"rows", len(claimed), "error", err)
-		s.releaseCommitted(db, appendIDs(nil, claimed))
+		s.releaseCommitted(db, leasedIDs(nil, claimed, leased))
 		return
 	}
 	var published, released, waiting []int64
 	for i, r := range claimed {
 		if pub.Err() != nil || s.abandoned() { // the page's budget is spent, or Close gave up: leave the rest to the sweep
-			released = appendIDs(released, claimed[i:])
+			released = leasedIDs(released, claimed[i:], leased)
 			break
 		}
 		if !guard.may(r) { // an earlier row of its key is still in the table
@@ -306,7 +309,7 @@ func (s *Store) publishCommitted(rows []row) {
 		if unavailable {
 			s.log.Warn("txmq outbox: backend unavailable after commit; the recovery sweep will publish the rows",
 				"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "rows", len(claimed)-i, "error", perr)
-			released = appendIDs(released, claimed[i:])
+			released = leasedIDs(released, claimed[i:], leased)
 			break
 		}
 		guard.block(r)
@@ -346,11 +349,15 @@ func (s *Store) releaseCommitted(db context.Context, ids []int64) {
 	}
 }
 
-// commitContexts returns the contexts of one after-commit page, as pageContexts does, with a
-// publish budget of Options.PublishTimeout but at most half the lease (Options.RecoveryAge),
-// so that the page is published and recorded before its lease ends.
+// commitBudget is the publish budget of one after-commit page: Options.PublishTimeout but at
+// most half the lease (Options.RecoveryAge), so that the page is published and recorded
+// before its lease ends.
+func (s *Store) commitBudget() time.Duration { return min(s.o.PublishTimeout, s.o.RecoveryAge/2) }
+
+// commitContexts returns the contexts of one after-commit page, as pageContexts does, with
+// the publish budget of commitBudget.
 func (s *Store) commitContexts() (db, pub context.Context, cancel func()) {
-	budget := min(s.o.PublishTimeout, s.o.RecoveryAge/2)
+	budget := s.commitBudget()
 	db, cancelDB := context.WithTimeout(context.Background(), budget+dbGrace)
 	pub, cancelPub := context.WithTimeout(db, budget)
 	return db, pub, func() { cancelPub(); cancelDB() }
@@ -381,6 +388,72 @@ func (s *Store) recordCommitFailure(db context.Context, r row, perr error) {
 		s.log.Error("txmq outbox: recording a failed publish after commit failed; the row is retried once its lease ends",
 			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "error", err, "publish_error", perr)
 	}
+}
+
+// unleasedMargin is the time left, at the least, between the end of an unleased page's
+// database work and the moment the sweep may take its rows (see mayPublishUnleased).
+const unleasedMargin = time.Second
+
+// mayPublishUnleased reports whether the after-commit publisher may publish r without leasing
+// it first, saving a statement (a database round trip) between a commit and the publish: r is
+// a RunInTx row (began set) of a queue without ordering keys, without a delay, and young
+// enough that the sweep cannot take it before this page's work is over, whatever it does:
+// the sweep takes a row without a next-attempt time once its created_at (the database's
+// now() in its transaction, which began after began) is Options.RecoveryAge old, and the
+// page's database work ends, done or cancelled, within commitBudget + dbGrace of now. With
+// the defaults (60 s, 30 s and 15 s) that is a row whose transaction began at most 14 s ago.
+// No one else takes such a row: the relay and the sweep take only rows that are due or that
+// old, and another after-commit publisher only the rows its own transactions committed.
+func (s *Store) mayPublishUnleased(r row, now time.Time) bool {
+	if r.began.IsZero() || r.batch.Key != "" || r.batch.Delay > 0 || !r.batch.NotBefore.IsZero() {
+		return false
+	}
+	return now.Sub(r.began)+s.commitBudget()+dbGrace+unleasedMargin <= s.o.RecoveryAge
+}
+
+// claimCommitted returns the rows of rows this publisher may publish, in id order: those
+// mayPublishUnleased allows as they are, the others once leaseCommitted leased them (their ids
+// in leased; nil when none was).
+func (s *Store) claimCommitted(ctx context.Context, rows []row) ([]row, map[int64]bool, error) {
+	now := time.Now()
+	var free, rest []row
+	for _, r := range rows {
+		if s.mayPublishUnleased(r, now) {
+			free = append(free, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	var leased map[int64]bool
+	if len(rest) > 0 {
+		claimed, err := s.leaseCommitted(ctx, rest)
+		if err != nil {
+			return nil, nil, err
+		}
+		leased = idSet(claimed)
+		free = append(free, claimed...)
+	}
+	slices.SortFunc(free, func(a, b row) int { return cmp.Compare(a.id, b.id) })
+	return free, leased, nil
+}
+
+// idSet returns the ids of rows as a set.
+func idSet(rows []row) map[int64]bool {
+	set := make(map[int64]bool, len(rows))
+	for _, r := range rows {
+		set[r.id] = true
+	}
+	return set
+}
+
+// leasedIDs appends to ids the ids of the rows of rows that are in leased.
+func leasedIDs(ids []int64, rows []row, leased map[int64]bool) []int64 {
+	for _, r := range rows {
+		if leased[r.id] {
+			ids = append(ids, r.id)
+		}
+	}
+	return ids
 }
 
 // leaseCommitted claims the rows of rows that no one took yet (see publishCommitted) and

@@ -241,3 +241,45 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// A row young enough to be published without a lease (the default recovery age) is recorded
+// as a leased one is when its publish fails: a refusal counts an attempt and schedules the
+// row with backoff; an unavailable backend leaves it, no attempt counted, for the sweep.
+func TestUnleasedRowFailures(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		fail      error
+		attempts  int
+		scheduled bool
+	}{
+		{"refused", errPlain, 1, true},
+		{"unavailable", errUnavailable, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, nil)
+			e.be.setFail(tt.fail)
+			ctx := context.Background()
+			if err := e.store.RunInTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+				return e.orders.Publish(ctx, e.node, msg{1})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			e.settle(t)
+			if n := e.be.callCount(); n != 1 {
+				t.Fatalf("%d publish calls, want 1", n)
+			}
+			var attempts int
+			var scheduled bool
+			if err := e.pool.QueryRow(ctx, "SELECT attempts, next_attempt_at IS NOT NULL FROM "+
+				pgx.Identifier{e.schema, "txmq_outbox"}.Sanitize()).Scan(&attempts, &scheduled); err != nil {
+				t.Fatal(err)
+			}
+			if attempts != tt.attempts || scheduled != tt.scheduled {
+				t.Fatalf("row after a failed publish: attempts %d, scheduled %v; want %d, %v", attempts, scheduled, tt.attempts, tt.scheduled)
+			}
+		})
+	}
+}

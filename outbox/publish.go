@@ -20,6 +20,10 @@ type row struct {
 	id       int64
 	attempts int
 	batch    core.OutgoingBatch
+	// began is when the RunInTx transaction that inserted the row began (before BEGIN, on
+	// this process's monotonic clock), for an after-commit row that may be published without
+	// a lease (see mayPublishUnleased); zero for every other row.
+	began time.Time
 }
 
 // How a row was published, for hooks and logs.

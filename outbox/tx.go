@@ -55,6 +55,7 @@ func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx pgx
 	if parent, ok := ctx.Value(scopeKey{s}).(*scopedTx); ok {
 		return s.savepoint(ctx, parent, fn)
 	}
+	began := time.Now() // no later than the database's now() in the transaction: the rows' created_at
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: beginning a transaction: %w", err)
@@ -77,6 +78,9 @@ func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx pgx
 	if err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
 		return err
+	}
+	for i := range rows {
+		rows[i].began = began
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("txmq outbox: commit failed, nothing was published (%d outbox row(s) staged): %w", len(rows), err)
