@@ -100,15 +100,23 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return err
 	}
 	k := be.keys.keys(b.Queue)
-	var err error
+	var (
+		err  error
+		woke bool // the script published a wake-up
+	)
 	if b.DedupWindow > 0 {
-		err = be.publishDedup(ctx, k, b, delayMs)
+		woke, err = be.publishDedup(ctx, k, b, delayMs)
 	} else {
-		err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead)).Err()
+		var n int64
+		n, err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead)).Int64()
+		woke = n == 2
 	}
 	var dup *core.DuplicateError
 	if errors.As(err, &dup) {
 		return err
+	}
+	if err == nil && delayMs == 0 {
+		be.wake.wakeLocal(k.wake, woke)
 	}
 	if err != nil && !rejected(err) && unavailable(err) && len(b.Body) > minBulkLimit {
 		// Redis closes the connection of a command over proto-max-bulk-len, which can look
