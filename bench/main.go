@@ -23,6 +23,9 @@
 //     with a raw outbox row (the floor), inside Store.RunInTx and with Store.WithTx, each
 //     with one publish, interleaved (-rounds), as ratios to the business transaction; and
 //     the transactional pickup latency (RunInTx, publish to listener, p50/p99);
+//   - txpickup: the transactional pickup latency at a steady rate: a RunInTx with one
+//     publish -txrate times a second (200), -samples x 10 messages; p50/p99/max of the time
+//     from the publish to the listener;
 //   - idle: the cost of 1,000 declared queues (-queues) with nothing to do, over -idle:
 //     statements sent, Postgres backend CPU of the scenario's connections, and this
 //     process's CPU.
@@ -73,6 +76,7 @@ var (
 	cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the txmq 1 msg/batch backlog here")
 	verbose    = flag.Bool("v", false, "log txmq's and River's warnings to stderr")
 	analyze    = flag.Bool("analyze", false, "ANALYZE the jobs table (txmq) and river_job (River) once the backlog is stored, before consuming: the statistics autovacuum gathers on its own during a fill")
+	txRate     = flag.Int("txrate", 200, "txpickup scenario: RunInTx transactions per second (one message each), for -samples x 10 messages")
 	stmtStats  = flag.Bool("stats", false, "print the statements the txmq 1 msg/batch backlog ran, by kind, with their mean time")
 )
 
@@ -134,6 +138,15 @@ func main() {
 		}
 		p50, p99 := txmqTxLatency(ctx, pool, *samples)
 		fmt.Printf("  transactional pickup (RunInTx, publish to listener): p50 %v  p99 %v\n", p50, p99)
+	}
+
+	if run["txpickup"] {
+		schema, drop := freshSchema(ctx, pool, "bench_txmq")
+		be := txmqBackend(ctx, pool, schema)
+		p50, p99, top := txmqbench.TxPickup(ctx, pool, be, *samples*10, *txRate, quiet)
+		be.Close()
+		drop()
+		fmt.Printf("transactional pickup (sqljobs, RunInTx at %d/s, publish to listener, %d messages): p50 %v  p99 %v  max %v\n", *txRate, *samples*10, p50, p99, top)
 	}
 
 	if run["steady"] {

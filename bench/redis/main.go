@@ -13,7 +13,8 @@
 // transactional pickup latency). -only freeze runs apart: RunInTx calls with a 2 s deadline
 // while a Redis server of its own is frozen with SIGSTOP; -only cluster runs apart too: the
 // same backlog spread over queues burnt down on -addr and on the Redis Cluster at -cluster,
-// interleaved, as a ratio. Every scenario uses its own key prefix or queue name
+// interleaved, as a ratio; -only txpickup runs apart: the transactional pickup latency (RunInTx
+// with one publish, -txrate a second, publish to listener: p50/p99/max). Every scenario uses its own key prefix or queue name
 // and deletes its keys afterwards: the server may be shared, so it never flushes.
 package main
 
@@ -52,6 +53,7 @@ var (
 	rounds      = flag.Int("rounds", 2000, "outbox scenario: interleaved rounds (one call of each kind per round)")
 	redisServer = flag.String("redis-server", "redis-server", "freeze scenario: the redis-server binary it starts (on a free port) and freezes")
 	freezeFor   = flag.Duration("freeze", 10*time.Second, "freeze scenario: how long the server stays frozen (SIGSTOP)")
+	txRate      = flag.Int("txrate", 200, "txpickup scenario: RunInTx transactions per second (one message each), for -samples x 10 messages")
 	outboxPace  = flag.Duration("pace", 5*time.Millisecond, "outbox scenario: the pause before each call in its paced run (after a back-to-back run)")
 	cpuprof     = flag.String("cpuprofile", "", "write a CPU profile of the tx1 scenario's consuming phase to this file")
 	stats       = flag.Bool("stats", false, "print Redis commands per batch (INFO commandstats) for tx1 and raw1")
@@ -96,6 +98,10 @@ func main() {
 		if *only == "idle" {
 			return
 		}
+	}
+	if *only == "txpickup" { // only on request: RunInTx at a steady rate, publish to listener
+		txPickupScenario(ctx, rdb)
+		return
 	}
 	if want("outbox") {
 		outboxScenario(ctx, rdb)
@@ -317,4 +323,20 @@ func outboxScenario(ctx context.Context, rdb *goredis.Client) {
 	defer be2.Close()
 	p50, p99 := txmqbench.TxLatency(ctx, pool, be2, *samples, quiet)
 	fmt.Printf("  transactional pickup (RunInTx, publish to listener): p50 %v  p99 %v\n", p50, p99)
+}
+
+// txPickupScenario prints the transactional pickup latency at -txrate RunInTx calls a second
+// with the Redis backend, the app database being the Postgres at -url.
+func txPickupScenario(ctx context.Context, rdb *goredis.Client) {
+	pool, err := pgxpool.New(ctx, *dbURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	prefix := uniq("benchtxp")
+	defer deleteKeys(ctx, rdb, "{"+prefix+":*")
+	be := txmqBackend(rdb, prefix)
+	defer be.Close()
+	p50, p99, top := txmqbench.TxPickup(ctx, pool, be, *samples*10, *txRate, quiet)
+	fmt.Printf("transactional pickup (redis, RunInTx at %d/s, publish to listener, %d messages): p50 %v  p99 %v  max %v\n", *txRate, *samples*10, p50, p99, top)
 }

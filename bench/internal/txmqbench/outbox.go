@@ -184,3 +184,56 @@ func TxLatency(ctx context.Context, pool *pgxpool.Pool, be txmq.Backend, n int, 
 		})
 	})
 }
+
+// TxPickup publishes n single messages, one RunInTx transaction each, at rate transactions
+// per second (each started at its due time, or at once when the previous one ran late), to a
+// node listening on be, and returns the p50, p99 and max of the time from Publish (inside the
+// transaction, before its commit) to the listener.
+func TxPickup(ctx context.Context, pool *pgxpool.Pool, be txmq.Backend, n, rate int, logger *slog.Logger) (p50, p99, top time.Duration) {
+	s, _, cleanup := setupStore(ctx, pool, be, logger)
+	defer cleanup()
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "txpick", txmq.QueueConfig[int64]{Transactional: txmq.Require})
+	node, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: logger, Handoff: s})
+	if err != nil {
+		log.Fatal(err)
+	}
+	lat := make(chan time.Duration, n)
+	if err := q.Listen(node, func(_ context.Context, ms []int64) error {
+		for _, sent := range ms {
+			lat <- time.Since(time.Unix(0, sent))
+		}
+		return nil
+	}); err != nil {
+		log.Fatal(err)
+	}
+	if err := node.Start(ctx); err != nil {
+		log.Fatal(err)
+	}
+	defer node.Close(ctx)
+	time.Sleep(300 * time.Millisecond)
+	interval := time.Second / time.Duration(rate)
+	start := time.Now()
+	for i := range n {
+		if w := time.Until(start.Add(time.Duration(i) * interval)); w > 0 {
+			time.Sleep(w)
+		}
+		if err := s.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error {
+			return q.Publish(ctx, node, time.Now().UnixNano())
+		}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	out := make([]time.Duration, 0, n)
+	timeout := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case d := <-lat:
+			out = append(out, d)
+		case <-timeout:
+			log.Fatalf("transactional pickup: %d of %d messages delivered within 30 s", len(out), n)
+		}
+	}
+	p50, p99 = Percentiles(out)
+	return p50, p99, out[len(out)-1].Round(10 * time.Microsecond)
+}
