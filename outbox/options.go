@@ -42,7 +42,10 @@ type Options struct {
 	Backend core.Backend
 	// RecoveryAge is how long a row without a next-attempt time (RunInTx rows in flight, rows
 	// handed off by the publish buffer, rows left by a crash) waits before the sweep takes it
-	// over. Default 60 s.
+	// over. Default 60 s. Give every Store on one schema the same RecoveryAge: the after-commit
+	// publishers publish a young RunInTx row without leasing it when this Store's RecoveryAge
+	// leaves its sweeps no time to take it first (see RunInTx), so a Store of another process
+	// with a shorter one may sweep that row meanwhile and publish it twice (never lose it).
 	RecoveryAge time.Duration
 	// SweepInterval is the recovery sweep's period; the sweep also runs at once on Start.
 	// Default 10 s.

@@ -27,7 +27,10 @@ type scopeKey struct{ s *Store }
 // deletion of the published rows, so a slow or hung backend never holds the caller (its
 // deadline bounds only the database work). The publishers (at most four per store, started
 // on demand, with at most 10,000 rows waiting for them) publish the rows within milliseconds,
-// coalescing the rows of concurrent transactions into pages of up to 100, and delete them; a
+// coalescing the rows of concurrent transactions into pages of up to 100, and delete them
+// (before publishing, they lease the rows against the sweeps, except rows of unordered queues
+// without a delay whose transaction began less than RecoveryAge - min(PublishTimeout,
+// RecoveryAge/2) - 16 s ago, which no sweep can take before the page is over); a
 // row they could not publish (backend failing or hung, hand-off queue full, store
 // closed, process crashed) stays in the outbox and the relay or sweep publishes it later (see
 // Options.RecoveryAge). WaitIdle waits for that work; Close waits for it, bounded by its ctx.
