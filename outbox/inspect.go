@@ -61,6 +61,9 @@ func (s *Store) ListOutbox(ctx context.Context, f OutboxFilter) ([]OutboxRow, er
 	if s == nil {
 		return nil, errNoStore("ListOutbox")
 	}
+	if err := s.needsPG("ListOutbox", ""); err != nil {
+		return nil, err
+	}
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
@@ -100,6 +103,9 @@ func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
 	if s == nil {
 		return nil, errNoStore("Backlog")
 	}
+	if err := s.needsPG("Backlog", ""); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, `SELECT queue, count(*), count(*) FILTER (WHERE attempts > 0), min(created_at),
 		extract(epoch FROM now() - min(created_at))::float8 FROM `+s.outbox+` GROUP BY queue`)
 	if err != nil {
@@ -129,6 +135,9 @@ func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
 func (s *Store) DeadLetterCounts(ctx context.Context) (map[string]int64, error) {
 	if s == nil {
 		return nil, errNoStore("DeadLetterCounts")
+	}
+	if err := s.needsPG("DeadLetterCounts", ""); err != nil {
+		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT queue, count(*) FILTER (WHERE replayed_at IS NULL) FROM `+s.dead+` GROUP BY queue`)
 	if err != nil {

@@ -52,6 +52,9 @@ func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx pgx
 	if s == nil {
 		return errNoStore("RunInTx")
 	}
+	if err := s.needsPG("RunInTx", "use RunInSQLTx"); err != nil {
+		return err
+	}
 	if parent, ok := ctx.Value(scopeKey{s}).(*scopedTx); ok {
 		return s.savepoint(ctx, parent, fn)
 	}
@@ -100,6 +103,9 @@ var errRolledBackByFn = errors.New("txmq outbox: the RunInTx transaction was rol
 func (s *Store) Savepoint(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	if s == nil {
 		return errNoStore("Savepoint")
+	}
+	if err := s.needsPG("Savepoint", "use SQLSavepoint in RunInSQLTx"); err != nil {
+		return err
 	}
 	parent, ok := ctx.Value(scopeKey{s}).(*scopedTx)
 	if !ok {
