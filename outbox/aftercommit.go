@@ -202,15 +202,17 @@ func (s *Store) WaitIdle(ctx context.Context) error {
 	s.ac.mu.Lock()
 	idle := s.ac.idle
 	s.ac.mu.Unlock()
-	if idle == nil {
-		return nil
+	for _, ch := range []<-chan struct{}{idle, s.adhocIdle()} {
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("txmq outbox: WaitIdle: the after-commit publishers of schema %q are still busy: %w", s.o.Schema, ctx.Err())
+		}
 	}
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("txmq outbox: WaitIdle: the after-commit publishers of schema %q are still busy: %w", s.o.Schema, ctx.Err())
-	}
+	return nil
 }
 
 // closeAfterCommit refuses further hand-offs and waits, until ctx is done, for the

@@ -97,6 +97,13 @@ func (s *Store) Close(ctx context.Context) error {
 	if err := s.closeAfterCommit(ctx); err != nil {
 		return err
 	}
+	if idle := s.adhocIdle(); idle != nil { // RunInSQLTx's pass on a store not started
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("txmq outbox: Close: a relay pass of schema %q is still publishing; the rows not published yet stay in the outbox for the recovery sweep: %w", s.o.Schema, ctx.Err())
+		}
+	}
 	if cancel == nil {
 		return nil
 	}

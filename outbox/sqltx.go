@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/txmq/txmq/core"
@@ -82,11 +83,12 @@ func (sc *sqlScope) context(ctx context.Context) context.Context {
 // when it was made with SQLSavepoint or a nested RunInSQLTx (a SAVEPOINT statement run on tx
 // is not seen by this process's memory).
 //
-// After the commit RunInSQLTx wakes the relay of this store, which publishes the rows at once
+// After the commit RunInSQLTx wakes the relay of this store (or, on a store not started, runs
+// one relay pass in the background, one at a time), which publishes the due rows at once
 // (within milliseconds) and deletes them; it never waits for the backend. Other processes'
 // relays find rows within Options.PollInterval (default 250 ms); the recovery sweep catches up
-// on any row left (a crash, a failing backend). The relay runs between Start and Close:
-// a store that is not started leaves the rows to the relay of a started one.
+// on any row left (a crash, a failing backend). After Close the rows are left to the relay of
+// a started store. WaitIdle waits for the background passes.
 //
 // On a store on PostgreSQL (New) RunInSQLTx is refused: use RunInTx (pgx).
 func (s *Store) RunInSQLTx(ctx context.Context, fn func(ctx context.Context, tx *sql.Tx) error) error {
@@ -118,7 +120,7 @@ func (s *Store) RunInSQLTx(ctx context.Context, fn func(ctx context.Context, tx 
 		return fmt.Errorf("txmq outbox: commit failed, nothing was published: %w", err)
 	}
 	if root.staged.Load() {
-		s.wake()
+		s.relayNow()
 	}
 	for _, fn := range after {
 		s.runAfter(fn)
@@ -181,4 +183,62 @@ func callSQLFn(ctx context.Context, tx *sql.Tx, fn func(context.Context, *sql.Tx
 	err = fn(ctx, tx)
 	ok = err == nil
 	return err
+}
+
+// adhocRelay runs relay passes for RunInSQLTx on a store whose loops are not started: one at
+// a time, a request during a pass asking for one more.
+type adhocRelay struct {
+	mu      sync.Mutex
+	running bool
+	again   bool
+	idle    chan struct{} // closed when no pass runs; nil while none is running
+}
+
+// relayNow publishes the due rows soon: it wakes the started store's relay, or runs a pass
+// in the background when the store is not started (nothing after Close).
+func (s *Store) relayNow() {
+	s.mu.Lock()
+	started, closed := s.cancel != nil, s.closed
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return
+	case started:
+		s.wake()
+		return
+	}
+	a := &s.adhoc
+	a.mu.Lock()
+	if a.running {
+		a.again = true
+		a.mu.Unlock()
+		return
+	}
+	a.running, a.again, a.idle = true, false, make(chan struct{})
+	a.mu.Unlock()
+	go func() {
+		for {
+			s.runPass(context.Background(), viaCommit)
+			a.mu.Lock()
+			if !a.again {
+				a.running = false
+				close(a.idle)
+				a.idle = nil
+				a.mu.Unlock()
+				return
+			}
+			a.again = false
+			a.mu.Unlock()
+		}
+	}()
+}
+
+// adhocIdle returns a channel closed when no background relay pass runs (nil: none runs).
+func (s *Store) adhocIdle() <-chan struct{} {
+	s.adhoc.mu.Lock()
+	defer s.adhoc.mu.Unlock()
+	if s.adhoc.idle == nil {
+		return nil
+	}
+	return s.adhoc.idle
 }

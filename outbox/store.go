@@ -45,7 +45,8 @@ type Store struct {
 	loops   sync.WaitGroup
 	kick    chan struct{}
 
-	ac afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
+	ac    afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
+	adhoc adhocRelay  // RunInSQLTx's relay passes on a store not started (sqltx.go)
 
 	pauses *Pauses // the store's other jobs, on the same pool and schema
 	ticks  *Ticks

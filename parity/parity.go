@@ -150,6 +150,9 @@ type Options struct {
 	// answer those properties are skipped (counted as skipped, never as passed), or fail
 	// when CI=true or TXMQ_REQUIRE_SERVICES=1.
 	PostgresURL string
+	// AppDB, when set, runs the outbox in another app database than PostgreSQL (see AppDB).
+	// Default nil: PostgreSQL at PostgresURL.
+	AppDB AppDB
 }
 
 // Run runs every property against h, each as a subtest, and prints a summary line. It is
