@@ -100,3 +100,15 @@ type OrderKey struct {
 	// Key is the ordering key.
 	Key string
 }
+
+// InspectDialect is implemented by a Dialect that answers the Store's inspection methods
+// (ListOutbox, Backlog, DeadLetterCounts) on its database; without it they are refused with
+// ErrNeedsPostgres. f.Limit is already defaulted.
+type InspectDialect interface {
+	// ListOutbox returns the outbox rows f selects by ascending id.
+	ListOutbox(ctx context.Context, f OutboxFilter) ([]OutboxRow, error)
+	// Backlog returns, per queue with outbox rows, their count and the oldest row's age.
+	Backlog(ctx context.Context) (map[string]Backlog, error)
+	// DeadLetterCounts returns, per queue, how many dead letters are dead now.
+	DeadLetterCounts(ctx context.Context) (map[string]int64, error)
+}

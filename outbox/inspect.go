@@ -61,11 +61,18 @@ func (s *Store) ListOutbox(ctx context.Context, f OutboxFilter) ([]OutboxRow, er
 	if s == nil {
 		return nil, errNoStore("ListOutbox")
 	}
-	if err := s.needsPG("ListOutbox", ""); err != nil {
-		return nil, err
-	}
 	if f.Limit <= 0 {
 		f.Limit = 100
+	}
+	if in, ok := s.db.(InspectDialect); ok && s.pg == nil {
+		out, err := in.ListOutbox(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: listing outbox rows (queue %q) from %s: %w", f.Queue, s.outbox, err)
+		}
+		return out, nil
+	}
+	if err := s.needsPG("ListOutbox", ""); err != nil {
+		return nil, err
 	}
 	args := []any{f.AfterID}
 	where := "id > $1"
@@ -103,6 +110,13 @@ func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
 	if s == nil {
 		return nil, errNoStore("Backlog")
 	}
+	if in, ok := s.db.(InspectDialect); ok && s.pg == nil {
+		out, err := in.Backlog(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: reading the outbox backlog from %s: %w", s.outbox, err)
+		}
+		return out, nil
+	}
 	if err := s.needsPG("Backlog", ""); err != nil {
 		return nil, err
 	}
@@ -135,6 +149,13 @@ func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
 func (s *Store) DeadLetterCounts(ctx context.Context) (map[string]int64, error) {
 	if s == nil {
 		return nil, errNoStore("DeadLetterCounts")
+	}
+	if in, ok := s.db.(InspectDialect); ok && s.pg == nil {
+		out, err := in.DeadLetterCounts(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: counting dead letters in %s: %w", s.dead, err)
+		}
+		return out, nil
 	}
 	if err := s.needsPG("DeadLetterCounts", ""); err != nil {
 		return nil, err

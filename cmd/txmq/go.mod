@@ -42,7 +42,7 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
-	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000 // indirect
+	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000
 	github.com/txmq/txmq/adapters/nats v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/redis v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/sqlite v0.0.0-00010101000000-000000000000 // indirect

@@ -70,7 +70,7 @@ func TestOpen(t *testing.T) {
 		}
 		t.Fatalf("Open with a ledger on mysql = %v, want an error naming PostgreSQL", err)
 	}
-	if _, err := app.Store.Backlog(ctx); !errors.Is(err, outbox.ErrNeedsPostgres) {
-		t.Fatalf("Backlog = %v", err)
+	if err := app.Store.Savepoint(ctx, nil); !errors.Is(err, outbox.ErrNeedsPostgres) {
+		t.Fatalf("Savepoint = %v", err)
 	}
 }
