@@ -219,3 +219,8 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// migrateFor migrates the outbox tables into schema.
+func migrateFor(ctx context.Context, db *sql.DB, schema string) error {
+	return appdb.Migrate(ctx, db, schema)
+}
