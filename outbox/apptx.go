@@ -28,7 +28,9 @@ type appTx struct {
 // written in, however it was made (tx.Begin, pgx.BeginFunc, a SAVEPOINT statement): they are
 // ordinary rows of the transaction. Publish with a context from WithTx while the savepoint is
 // open; tx itself, not the savepoint's pgx.Tx, is enough, since both run on one connection.
-// Never queues are refused inside tx: it cannot report its commit.
+// Never queues are refused inside tx: it cannot report its commit. On a store of another
+// database (NewWithDialect) every publish made with the returned context fails with an error
+// wrapping ErrNeedsPostgres: use WithSQLTx.
 func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
 	if s == nil {
 		return ctx // no outbox: publishes on Require queues fail with core.ErrNoTransaction

@@ -35,6 +35,9 @@ type scopeKey struct{ s *Store }
 // Called with a context that already carries a RunInTx transaction of this store, RunInTx runs
 // fn in a savepoint of it instead (see Savepoint).
 //
+// RunInTx needs the store on PostgreSQL (New); on another database (NewWithDialect) it returns
+// an error wrapping ErrNeedsPostgres: use RunInSQLTx.
+//
 // Savepoints: the messages published (Require and Try queues) and the Never messages waiting
 // for the commit follow the business rows. A savepoint that is rolled back discards those
 // published inside it, and inside every savepoint nested in it, released or not; one that is
