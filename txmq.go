@@ -52,8 +52,11 @@ type App struct {
 // drain, wrapped with drain.New), then, with a database, connects, migrates the outbox tables
 // (unless SkipMigrate), creates the outbox Store on the backend and starts its relay and
 // recovery sweep, and finally creates the node with the Store as its Handoff and DeadLetters
-// (and its Pauses, Ticks, Limits and Nodes as the node's Pauses, Ticks, Limiter and
-// Heartbeats).
+// (and, on PostgreSQL, its Pauses, Ticks, Limits and Nodes as the node's Pauses, Ticks,
+// Limiter and Heartbeats). A TXMQ_DATABASE_URL of another database works when its module is
+// linked (mysql:// with github.com/txmq/txmq/adapters/mysql/appdb): the outbox and dead letters
+// live there, the ledger is refused, and the node gets no Pauses, Ticks, Limiter or Heartbeats
+// (no queue is paused, schedules do not run, a rate limit holds per node).
 // On error everything opened so far is closed again. URLs appear in logs and errors with
 // their passwords redacted.
 func Open(ctx context.Context, cfg *Config) (*App, error) {
