@@ -40,6 +40,7 @@ func (a *mysqlAppDB) Store(t *testing.T, o outbox.Options, same *outbox.Store) *
 	t.Helper()
 	u := mysqlURL(t)
 	db := dbAt(t, u, "")
+	db.SetMaxOpenConns(8) // a process's pool, not the server's whole connection limit
 	ctx := context.Background()
 	var schema string
 	if same != nil {
