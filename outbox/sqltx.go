@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -117,6 +118,9 @@ func (s *Store) RunInSQLTx(ctx context.Context, fn func(ctx context.Context, tx 
 	}
 	_, after, _ := st.end()
 	if err := tx.Commit(); err != nil {
+		if errors.Is(err, sql.ErrTxDone) {
+			return fmt.Errorf("txmq outbox: the RunInSQLTx transaction was committed or rolled back by fn itself, which then returned nil: the Never messages were dropped, and outbox rows are published only if fn committed; return nil from fn to commit, or an error to roll back: %w", err)
+		}
 		return fmt.Errorf("txmq outbox: commit failed, nothing was published: %w", err)
 	}
 	if root.staged.Load() {

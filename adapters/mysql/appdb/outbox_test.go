@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -293,5 +294,22 @@ func TestNeedsPostgres(t *testing.T) {
 	}
 	if e.store.Pauses() != nil || e.store.Dialect() != "mysql" {
 		t.Errorf("Pauses = %v, Dialect = %q", e.store.Pauses(), e.store.Dialect())
+	}
+}
+
+// TestRunInSQLTxCommittedByFn: fn committing the transaction itself is reported, not taken for
+// a failed commit that published nothing.
+func TestRunInSQLTxCommittedByFn(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	err := e.store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if err := e.orders.Publish(ctx, e.node, msg{1}); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if !errors.Is(err, sql.ErrTxDone) || !strings.Contains(err.Error(), "committed or rolled back by fn itself") {
+		t.Fatalf("RunInSQLTx = %v", err)
 	}
 }
