@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -150,6 +151,13 @@ type Options struct {
 	// answer those properties are skipped (counted as skipped, never as passed), or fail
 	// when CI=true or TXMQ_REQUIRE_SERVICES=1.
 	PostgresURL string
+	// AppDB, when set, runs the outbox in another app database than PostgreSQL (see AppDB).
+	// Default nil: PostgreSQL at PostgresURL.
+	AppDB AppDB
+	// Groups, when set, runs only the properties of these groups (a second run of the suite
+	// with an AppDB needs only the groups that publish through the outbox). Default: every
+	// group.
+	Groups []string
 }
 
 // Run runs every property against h, each as a subtest, and prints a summary line. It is
@@ -198,6 +206,9 @@ func RunWith(t *testing.T, h Harness, opts *Options) {
 	groups := map[string][]property{}
 	var order []string
 	for _, p := range ps {
+		if len(s.opts.Groups) > 0 && !slices.Contains(s.opts.Groups, p.group) {
+			continue
+		}
 		if _, ok := groups[p.group]; !ok {
 			order = append(order, p.group)
 		}
