@@ -101,20 +101,22 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	}
 	k := be.keys.keys(b.Queue)
 	var (
-		err error
-		did int64 // what the script did (publishStored, ...)
+		err  error
+		woke bool // the script published a wake-up
 	)
 	if b.DedupWindow > 0 {
-		did, err = be.publishDedup(ctx, k, b, delayMs)
+		woke, err = be.publishDedup(ctx, k, b, delayMs)
 	} else {
-		did, err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead)).Int64()
+		var n int64
+		n, err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead)).Int64()
+		woke = n == 2
 	}
 	var dup *core.DuplicateError
 	if errors.As(err, &dup) {
 		return err
 	}
-	if err == nil && delayMs == 0 && (did == publishStored || did == publishWoke) {
-		be.wake.wakeLocal(k.wake, did == publishWoke)
+	if err == nil && delayMs == 0 {
+		be.wake.wakeLocal(k.wake, woke)
 	}
 	if err != nil && !rejected(err) && unavailable(err) && len(b.Body) > minBulkLimit {
 		// Redis closes the connection of a command over proto-max-bulk-len, which can look

@@ -75,18 +75,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // is the batch's lead in ms (see priority.go): kept in KEYS[9], and taken off its score.
 var publishScript = goredis.NewScript(nowLua + publishLua)
 
-// What publishLua did, its return value.
-const (
-	publishKnown  = 0 // the batch was already stored
-	publishStored = 1 // stored as due (at its delay)
-	publishWoke   = 2 // stored as due, and a wake-up published: the queue had nothing ready
-	publishBehind = 3 // stored behind its ordering key's tail
-)
-
 // publishLua is publishScript's body after nowLua (publishDedupScript runs it too). It
-// returns what it did (publishStored...): 1 stored the batch as due, 2 the same and published
-// a wake-up on ARGV[4] (the queue had nothing ready), 3 stored it behind its key's tail (not
-// claimable before the batches ahead of it), 0 nothing (the batch was already stored).
+// returns 2 when it published a wake-up on ARGV[4] (the queue had nothing ready), else 1 (0:
+// the batch was already stored).
 const publishLua = `
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
@@ -101,7 +92,7 @@ if key and key ~= '' then
   if tail then
     redis.call('HSET', KEYS[6], tail, ARGV[1])
     redis.call('HSET', KEYS[8], ARGV[1], now + tonumber(ARGV[3]))
-    return 3
+    return 1
   end
 end
 local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1]
