@@ -100,23 +100,15 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return err
 	}
 	k := be.keys.keys(b.Queue)
-	var (
-		err  error
-		woke bool // the script published a wake-up
-	)
+	var err error
 	if b.DedupWindow > 0 {
-		woke, err = be.publishDedup(ctx, k, b, delayMs)
+		err = be.publishDedup(ctx, k, b, delayMs)
 	} else {
-		var n int64
-		n, err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead)).Int64()
-		woke = n == 2
+		err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead)).Err()
 	}
 	var dup *core.DuplicateError
 	if errors.As(err, &dup) {
 		return err
-	}
-	if err == nil && delayMs == 0 {
-		be.wake.wakeLocal(k.wake, woke)
 	}
 	if err != nil && !rejected(err) && unavailable(err) && len(b.Body) > minBulkLimit {
 		// Redis closes the connection of a command over proto-max-bulk-len, which can look

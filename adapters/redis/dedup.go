@@ -14,7 +14,7 @@ func (be *Backend) DedupIDs() (core.DedupSupport, error) { return core.DedupSupp
 
 // publishDedup runs publishDedupScript: the batch is stored with its ids recorded, or nothing
 // is stored and the ids already held come back as a *core.DuplicateError.
-func (be *Backend) publishDedup(ctx context.Context, k *queueKeys, b core.OutgoingBatch, delayMs int64) (woke bool, err error) {
+func (be *Backend) publishDedup(ctx context.Context, k *queueKeys, b core.OutgoingBatch, delayMs int64) error {
 	windowMs := max(int64((b.DedupWindow+time.Millisecond-1)/time.Millisecond), 1)
 	args := make([]any, 0, 7+len(b.DedupIDs))
 	args = append(args, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead), windowMs)
@@ -23,16 +23,15 @@ func (be *Backend) publishDedup(ctx context.Context, k *queueKeys, b core.Outgoi
 	}
 	res, err := publishDedupScript.Run(ctx, be.rdb, k.dedup, args...).Result()
 	if err != nil {
-		return false, err
+		return err
 	}
 	taken, ok := res.([]any)
 	if !ok {
-		n, _ := res.(int64)
-		return n == 2, nil
+		return nil
 	}
 	ids := make([]string, 0, len(taken))
 	for _, v := range taken {
 		ids = append(ids, fmt.Sprint(v))
 	}
-	return false, &core.DuplicateError{Queue: b.Queue, IDs: ids}
+	return &core.DuplicateError{Queue: b.Queue, IDs: ids}
 }

@@ -92,9 +92,7 @@
 // wake-up on every subscribed node) per batch. One Pub/Sub connection per Backend serves every
 // waiting Fetch, so an idle node costs one idle connection and picks up new work within
 // milliseconds; the wait also ends at the earliest due time or lease end the claim scripts
-// reported, at Wait, or when ctx is cancelled. A Backend's own publish of a batch due now
-// wakes its waiting fetches of that queue at once, without waiting for its wake-up to come
-// back through the subscription; that wake-up, when it comes back, wakes no one again.
+// reported, at Wait, or when ctx is cancelled.
 //
 // Claim.Deliveries counts handouts since the batch was stored or last rewritten; Retry rewrites
 // (the new body is stored and Deliveries restarts at 0). A settle or extension with a stale

@@ -75,9 +75,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // is the batch's lead in ms (see priority.go): kept in KEYS[9], and taken off its score.
 var publishScript = goredis.NewScript(nowLua + publishLua)
 
-// publishLua is publishScript's body after nowLua (publishDedupScript runs it too). It
-// returns 2 when it published a wake-up on ARGV[4] (the queue had nothing ready), else 1 (0:
-// the batch was already stored).
+// publishLua is publishScript's body after nowLua (publishDedupScript runs it too).
 const publishLua = `
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
@@ -97,10 +95,7 @@ if key and key ~= '' then
 end
 local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1]
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]) - lead, ARGV[1])
-if not ready then
-  redis.call('PUBLISH', ARGV[4], '1')
-  return 2
-end
+if not ready then redis.call('PUBLISH', ARGV[4], '1') end
 return 1
 `
 

@@ -30,10 +30,6 @@ type waker struct {
 	waiters map[string]map[*waiter]struct{} // channel -> fetches waiting on it
 	closed  bool
 
-	// echoes counts, per channel, the wake-ups of this Backend's own publishes that a local
-	// wake (wakeLocal) already served, so that they wake no fetch a second time; under mu.
-	echoes map[string]echo
-
 	// The idle state of each channel's queue (see plan and rest), under mu.
 	live  map[string]bool   // channel -> confirmed subscribed, with no receive error since
 	gens  map[string]uint64 // channel -> wake-ups seen (any message, confirmation or error)
@@ -42,19 +38,6 @@ type waker struct {
 	stop    context.CancelFunc
 	loopCtx context.Context
 }
-
-// echo is the wake-ups of one channel still expected back from this Backend's own publishes.
-type echo struct {
-	n  int
-	at time.Time // the latest local wake
-}
-
-// echoTTL is how long a local wake's message is expected back. One that takes longer wakes
-// the waiting fetches again, which costs a claim that finds nothing. One that never comes
-// (the channel was confirmed between the publish and its local wake) makes another wake-up
-// of the channel within echoTTL wake no one: that batch waits for the fetch's next look (its
-// Wait, or the queue's recheck), as after a wake-up lost in a reconnect.
-const echoTTL = 200 * time.Millisecond
 
 // waiter is one waiting Fetch; ch has room for one wake-up so a wake never blocks.
 type waiter struct{ ch chan struct{} }
@@ -73,7 +56,6 @@ func newWaker(rdb goredis.UniversalClient, log *slog.Logger) *waker {
 		live:    make(map[string]bool),
 		gens:    make(map[string]uint64),
 		quiet:   make(map[string]rest),
-		echoes:  make(map[string]echo),
 		stop:    cancel,
 		loopCtx: ctx,
 	}
@@ -209,9 +191,7 @@ func (w *waker) loop(ps *goredis.PubSub) {
 		failures, silent = 0, 0
 		switch m := msg.(type) {
 		case *goredis.Message:
-			if !w.echoed(m.Channel) {
-				w.wakeChannel(m.Channel)
-			}
+			w.wakeChannel(m.Channel)
 		case *goredis.Subscription:
 			if m.Kind == "subscribe" {
 				w.mu.Lock()
@@ -223,7 +203,6 @@ func (w *waker) loop(ps *goredis.PubSub) {
 					}
 					w.live[m.Channel] = true
 				}
-				delete(w.echoes, m.Channel)
 				w.mu.Unlock()
 				w.wakeChannel(m.Channel) // after a reconnect: look again
 			}
@@ -262,55 +241,6 @@ func (w *waker) wakeChannel(ch string) {
 	}
 }
 
-// wakeLocal wakes the fetches waiting on ch at once, after one of this Backend's own publishes
-// made a batch of its queue claimable, instead of waiting for the wake-up to come back from
-// the server. published says that the publish script also published a wake-up on ch; when
-// it did, the channel is confirmed subscribed and a fetch was woken here, that message is
-// expected back and wakes no one (see echoed).
-func (w *waker) wakeLocal(ch string, published bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.gens[ch]++
-	delete(w.quiet, ch)
-	set := w.waiters[ch]
-	for wt := range set {
-		select {
-		case wt.ch <- struct{}{}:
-		default:
-		}
-	}
-	if !published || len(set) == 0 || !w.live[ch] {
-		return
-	}
-	e := w.echoes[ch]
-	if time.Since(e.at) > echoTTL {
-		e.n = 0
-	}
-	e.n++
-	e.at = time.Now()
-	w.echoes[ch] = e
-}
-
-// echoed reports whether a message on ch is the echo of a local wake, and consumes it. Any
-// message of the channel may be taken for the echo, since each means "look again" and the
-// fetch woken locally looked after the publish: a message of another node's publish taken
-// for it is served by the fetch that the echo itself then wakes.
-func (w *waker) echoed(ch string) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	e, ok := w.echoes[ch]
-	if !ok {
-		return false
-	}
-	fresh := time.Since(e.at) <= echoTTL
-	if e.n--; e.n <= 0 || !fresh {
-		delete(w.echoes, ch)
-	} else {
-		w.echoes[ch] = e
-	}
-	return fresh
-}
-
 // wakeAll wakes every waiting fetch after a receive error: wake-ups may have been lost, so
 // every queue is claimed again, and no queue is skipped (see plan) until the server confirms
 // its channel again on the new connection.
@@ -322,7 +252,6 @@ func (w *waker) wakeAll() {
 	}
 	clear(w.quiet)
 	clear(w.live)
-	clear(w.echoes)
 	for _, m := range w.waiters {
 		for wt := range m {
 			select {

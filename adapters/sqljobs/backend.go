@@ -141,9 +141,6 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err == nil && dup != nil {
 		return dup
 	}
-	if err == nil && delayUs == 0 && !be.o.polls() {
-		be.lis.wakeLocal(b.Queue)
-	}
 	return err
 }
 

@@ -87,9 +87,7 @@
 // name as payload. Each Backend holds one LISTEN connection (opened by the first waiting Fetch,
 // outside the pool, reopened with backoff) and wakes the fetches waiting on that queue, so an
 // idle node picks up new work within milliseconds; a timer wakes it when a delayed batch or a
-// lease is due. A Backend's own Publish of a batch due now wakes its waiting fetches of that
-// queue at once, without waiting for the NOTIFY to come back; that NOTIFY, when it comes back,
-// wakes no one again.
+// lease is due.
 //
 // Abandoned queues: Fetch records per queue, at most once a minute, that it was fetched. A
 // reaper (Reap; run when the Backend is made and every ReapInterval) finds queues with batches

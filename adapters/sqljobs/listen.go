@@ -26,30 +26,13 @@ type listener struct {
 	cancel  context.CancelFunc
 
 	up atomic.Bool // LISTEN is in effect
-
-	// echoes counts, per queue, the NOTIFYs of this Backend's own publishes that a local wake
-	// (wakeLocal) already served, so that they wake no fetch a second time; under mu.
-	echoes map[string]echo
 }
-
-// echo is the NOTIFYs of one queue still expected back from this Backend's own publishes.
-type echo struct {
-	n  int
-	at time.Time // the latest local wake
-}
-
-// echoTTL is how long a local wake's NOTIFY is expected back. One that takes longer wakes the
-// waiting fetches again, which costs a claim that finds nothing. One that never comes (LISTEN
-// came into effect between the publish's commit and its local wake, as the listener starts)
-// makes another NOTIFY of the queue within echoTTL wake no one: that batch waits for the
-// fetch's next look (its Wait, or any later wake-up), as after a NOTIFY lost in a reconnect.
-const echoTTL = 200 * time.Millisecond
 
 // waiter is one waiting Fetch; ch has room for one wake-up.
 type waiter struct{ ch chan struct{} }
 
 func newListener(be *Backend) *listener {
-	return &listener{be: be, waiters: map[string]map[*waiter]struct{}{}, all: map[*waiter]struct{}{}, echoes: map[string]echo{}}
+	return &listener{be: be, waiters: map[string]map[*waiter]struct{}{}, all: map[*waiter]struct{}{}}
 }
 
 // register adds a waiting fetch on queues, starting the listener on first use.
@@ -104,58 +87,13 @@ func (l *listener) stop() {
 	}
 }
 
-// wake wakes the fetches waiting on queue, for a NOTIFY; a NOTIFY that echoes a local wake
-// (see wakeLocal) wakes none.
+// wake wakes the fetches waiting on queue.
 func (l *listener) wake(queue string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, ok := l.echoes[queue]; ok {
-		fresh := time.Since(e.at) <= echoTTL
-		if e.n--; e.n <= 0 || !fresh {
-			delete(l.echoes, queue)
-		} else {
-			l.echoes[queue] = e
-		}
-		if fresh {
-			return
-		}
-	}
 	for w := range l.waiters[queue] {
 		poke(w)
 	}
-}
-
-// wakeLocal wakes this Backend's fetches waiting on queue at once, after one of its own
-// publishes made a batch of queue claimable, instead of waiting for the NOTIFY to come back
-// from the server (a round trip through the LISTEN connection and its goroutine). When it
-// woke a fetch and LISTEN is in effect, the NOTIFY of that publish is expected back and wakes
-// no one: any NOTIFY of the queue may be the one consumed, since every NOTIFY means "look
-// again" and the fetch woken here looks after the publish committed, so a NOTIFY of another
-// node's publish taken for the echo is served by the fetch that the echo itself then wakes.
-func (l *listener) wakeLocal(queue string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	set := l.waiters[queue]
-	for w := range set {
-		poke(w)
-	}
-	if len(set) == 0 || !l.up.Load() {
-		return
-	}
-	e := l.echoes[queue]
-	if time.Since(e.at) > echoTTL {
-		e.n = 0
-	}
-	e.n++
-	e.at = time.Now()
-	l.echoes[queue] = e
-}
-
-// forgetEchoes drops the expected NOTIFYs, when LISTEN starts or stops.
-func (l *listener) forgetEchoes() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	clear(l.echoes)
 }
 
 // wakeAll wakes every waiting fetch.
@@ -228,12 +166,8 @@ func (l *listener) session(ctx context.Context, connected func()) error {
 	if err != nil {
 		return err
 	}
-	l.forgetEchoes()
 	l.up.Store(true)
-	defer func() {
-		l.up.Store(false)
-		l.forgetEchoes()
-	}()
+	defer l.up.Store(false)
 	connected()
 	l.wakeAll()
 	for {
