@@ -235,6 +235,8 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 			r.batch.DedupWindow, r.batch.DedupIDs = envelope.DedupOf(r.batch.Body)
 			// So does a prioritized queue's batch its priority.
 			r.batch.Priority, r.batch.Lead = envelope.PriorityOf(r.batch.Body)
+			// And a fair queue's batch its fairness key.
+			r.batch.FairKey = envelope.FairKeyOf(r.batch.Body)
 			page = append(page, r)
 		}
 		if err := rs.Err(); err != nil {

@@ -1,0 +1,12 @@
+package engine
+
+import "fmt"
+
+// checkFair refuses a fair queue when the node's backend does not share claims fairly by
+// key (core.FairSharer), as checkPrioritized refuses a prioritized one.
+func (n *Engine) checkFair(spec *Spec) error {
+	if spec == nil || !spec.Fair || n.fairErr == nil {
+		return nil
+	}
+	return fmt.Errorf("txmq: queue %q is Fair but this node's backend cannot share claims round-robin by fairness key; use an adapter that can (memory: see \"Fair share by key\" in docs/guide.md) or declare the queue without Fair: %w", spec.Name, n.fairErr)
+}
