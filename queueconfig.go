@@ -142,7 +142,7 @@ type QueueConfig[T any] struct {
 	// travels with the batch through every publish path (direct, RunInTx, WithTx, handoff,
 	// sweep, replay, the ledger's republisher, a drain), retries and splits; a schedule's
 	// ticks carry the empty key. Exclusive still allows one batch in flight (the turn picks
-	// which); a duplicate delivery reruns a batch without taking a turn. The backend must
+	// which); a duplicate copy or a redelivery takes its key's turn like any batch. The backend must
 	// honour it (core.FairSharer: memory): a node on one that does not refuses the queue.
 	// Default false: FairKey on the queue is an error. See "Fair share by key" in
 	// docs/guide.md.

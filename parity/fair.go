@@ -34,6 +34,7 @@ func init() {
 		property{name: "lone_key_within_bound", dup: true, run: fairLoneKey},
 		property{name: "lone_key_arrives_mid_backlog", dup: true, run: fairMidBacklog},
 		property{name: "through_outbox", dup: true, run: fairThroughOutbox},
+		property{name: "through_handoff_outage", run: fairThroughHandoff},
 		property{name: "with_priorities", dup: true, run: fairWithPriorities},
 		property{name: "with_ordering_keys", dup: true, run: fairWithOrdering},
 		property{name: "survives_node_restart", run: fairRestart},
@@ -357,5 +358,45 @@ func fairRestart(x *X) {
 	ran := l.snapshot()
 	if at := firstRun(ran, "lone"); at > fairBound {
 		x.T.Fatalf("after a restart the lone key's batch ran at run %d on the new node; want within %d: first runs %v", at, fairBound, ran[:min(len(ran), 10)])
+	}
+}
+
+// fairThroughHandoff: during an outage the node hands a backlog of key "big" and the lone
+// batch to the outbox; after Restore the outbox's sweep publishes them (reading each batch's
+// fairness key from its envelope), and the lone batch runs within fairBound runs.
+func fairThroughHandoff(x *X) {
+	x.needFair()
+	q := fairQueue(x, txmq.QueueConfig[Msg]{})
+	s := x.store(x.rawClient(), outbox.Options{RecoveryAge: 300 * time.Millisecond, SweepInterval: 200 * time.Millisecond, BackoffBase: 200 * time.Millisecond, BackoffMax: time.Second})
+	n := x.node(txmq.NodeOptions{Handoff: s})
+	const backlog = 300
+	x.Env.Break(x.T)
+	restored := false
+	defer func() {
+		if !restored {
+			x.Env.Restore(x.T)
+		}
+	}()
+	if err := publishBig(x, x.ctx(), q, n, backlog); err != nil {
+		x.T.Fatalf("PublishMany: %v", err)
+	}
+	if err := q.Publish(x.ctx(), n, Msg{K: "lone"}, txmq.FairKey("lone")); err != nil {
+		x.T.Fatalf("Publish: %v", err)
+	}
+	x.eventually(func() bool { st := n.Stats(); return st.Buffered == 0 && st.HandedOff > 0 }, func() string {
+		return fmt.Sprintf("buffered publishes handed to the outbox: %+v", n.Stats())
+	})
+	x.Env.Restore(x.T)
+	restored = true
+	if err := s.Start(x.ctx()); err != nil {
+		x.T.Fatalf("Store.Start: %v", err)
+	}
+	waitReady(x, q, backlog+1) // the sweep publishes through the store's own client: one copy each
+	var l prioLog
+	listenLog(x, q, x.node(txmq.NodeOptions{}), &l, nil)
+	x.eventually(func() bool { return firstRun(l.snapshot(), "lone") > 0 }, "the lone key's batch to run")
+	ran := l.snapshot()
+	if at := firstRun(ran, "lone"); at > fairBound {
+		x.T.Fatalf("the lone key's batch, handed to the outbox and swept, ran at run %d; want within %d (the fairness key kept): first runs %v", at, fairBound, ran[:min(len(ran), 10)])
 	}
 }
