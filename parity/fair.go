@@ -24,7 +24,9 @@ import (
 // round-robin's: with two keys holding ready batches, the lone key's batch is claimed at the
 // latest after one batch of the other key (and in the "arrives mid-backlog" form after the
 // batch that was running when it arrived). Without fairness a random pick would run it after
-// about half the backlog, FIFO after all of it. On an adapter without the capability only
+// about half the backlog, FIFO after all of it. The properties of the other publish paths
+// (outbox, handoff, replay) put the backlog in the empty key, so that a lone batch that lost
+// its key on the way would join the backlog's lane and fail the bound. On an adapter without the capability only
 // "declare" runs for real (it asserts the refusal); every other property is counted as "not
 // supported by the adapter", never as passed.
 
@@ -35,6 +37,7 @@ func init() {
 		property{name: "lone_key_arrives_mid_backlog", dup: true, run: fairMidBacklog},
 		property{name: "through_outbox", dup: true, run: fairThroughOutbox},
 		property{name: "through_handoff_outage", run: fairThroughHandoff},
+		property{name: "dead_letter_replay_keeps_key", run: fairReplay},
 		property{name: "with_priorities", dup: true, run: fairWithPriorities},
 		property{name: "with_ordering_keys", dup: true, run: fairWithOrdering},
 		property{name: "survives_node_restart", run: fairRestart},
@@ -69,13 +72,18 @@ func fairQueue(x *X, cfg txmq.QueueConfig[Msg]) *txmq.Queue[Msg] {
 	return declare(x, cfg)
 }
 
-// publishBig publishes n messages "big-i" of fairness key "big" in one call.
-func publishBig(x *X, ctx context.Context, q *txmq.Queue[Msg], n *txmq.Node, count int, opts ...txmq.PublishOption) error {
+// publishBig publishes count messages "big-i" of fairness key "big" in one call; with
+// emptyKey, of the empty key instead (no FairKey option), so that a lone batch that lost its
+// key on some path would share the backlog's lane and the property would see it.
+func publishBig(x *X, ctx context.Context, q *txmq.Queue[Msg], n *txmq.Node, count int, emptyKey bool) error {
 	msgs := make([]Msg, count)
 	for i := range msgs {
 		msgs[i] = Msg{K: fmt.Sprint("big-", i)}
 	}
-	return q.PublishMany(ctx, n, msgs, append([]txmq.PublishOption{txmq.FairKey("big")}, opts...)...)
+	if emptyKey {
+		return q.PublishMany(ctx, n, msgs)
+	}
+	return q.PublishMany(ctx, n, msgs, txmq.FairKey("big"))
 }
 
 // firstRun returns the position (from 1) of the first run of k in ran, 0 when it did not run.
@@ -134,7 +142,7 @@ func fairLoneKey(x *X) {
 	x.needFair()
 	q := fairQueue(x, txmq.QueueConfig[Msg]{})
 	pub := x.node(txmq.NodeOptions{})
-	if err := publishBig(x, x.ctx(), q, pub, fairBacklog); err != nil {
+	if err := publishBig(x, x.ctx(), q, pub, fairBacklog, false); err != nil {
 		x.T.Fatalf("PublishMany: %v", err)
 	}
 	waitReady(x, q, int64(fairBacklog*x.copies()))
@@ -159,7 +167,7 @@ func fairMidBacklog(x *X) {
 	q := fairQueue(x, txmq.QueueConfig[Msg]{})
 	pub := x.node(txmq.NodeOptions{})
 	const backlog = 2000
-	if err := publishBig(x, x.ctx(), q, pub, backlog); err != nil {
+	if err := publishBig(x, x.ctx(), q, pub, backlog, false); err != nil {
 		x.T.Fatalf("PublishMany: %v", err)
 	}
 	waitReady(x, q, int64(backlog*x.copies()))
@@ -210,7 +218,7 @@ func fairThroughOutbox(x *X) {
 	s := x.store(x.rawClient(), outbox.Options{})
 	const backlog = 500
 	if err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
-		return publishBig(x, ctx, q, pub, backlog)
+		return publishBig(x, ctx, q, pub, backlog, true)
 	}); err != nil {
 		x.T.Fatalf("RunInTx: %v", err)
 	}
@@ -326,7 +334,7 @@ func fairRestart(x *X) {
 	q := fairQueue(x, txmq.QueueConfig[Msg]{})
 	pub := x.node(txmq.NodeOptions{})
 	const backlog = 2000
-	if err := publishBig(x, x.ctx(), q, pub, backlog); err != nil {
+	if err := publishBig(x, x.ctx(), q, pub, backlog, false); err != nil {
 		x.T.Fatalf("PublishMany: %v", err)
 	}
 	waitReady(x, q, backlog)
@@ -377,7 +385,7 @@ func fairThroughHandoff(x *X) {
 			x.Env.Restore(x.T)
 		}
 	}()
-	if err := publishBig(x, x.ctx(), q, n, backlog); err != nil {
+	if err := publishBig(x, x.ctx(), q, n, backlog, true); err != nil {
 		x.T.Fatalf("PublishMany: %v", err)
 	}
 	if err := q.Publish(x.ctx(), n, Msg{K: "lone"}, txmq.FairKey("lone")); err != nil {
@@ -398,5 +406,48 @@ func fairThroughHandoff(x *X) {
 	ran := l.snapshot()
 	if at := firstRun(ran, "lone"); at > fairBound {
 		x.T.Fatalf("the lone key's batch, handed to the outbox and swept, ran at run %d; want within %d (the fairness key kept): first runs %v", at, fairBound, ran[:min(len(ran), 10)])
+	}
+}
+
+// fairReplay: the lone key's batch is dead-lettered (a budget of one run), a backlog of key
+// "big" is stored, and the dead letter is replayed: the replay keeps its fairness key, so it
+// runs within fairBound runs of the new listener.
+func fairReplay(x *X) {
+	x.needFair()
+	q := fairQueue(x, txmq.QueueConfig[Msg]{MaxAttempts: 1})
+	s := x.store(x.rawClient(), outbox.Options{})
+	a := x.node(txmq.NodeOptions{DeadLetters: s})
+	if err := q.Listen(a, func(context.Context, []Msg) error { return errors.New("fails: dead-letter it") }); err != nil {
+		x.T.Fatalf("Listen: %v", err)
+	}
+	if err := q.Publish(x.ctx(), a, Msg{K: "lone"}, txmq.FairKey("lone")); err != nil {
+		x.T.Fatalf("Publish: %v", err)
+	}
+	var dead []outbox.DeadLetterRow
+	x.eventually(func() bool {
+		var err error
+		dead, err = s.ListDeadLetters(x.ctx(), outbox.DLQFilter{Queue: q.Name(), State: outbox.DLQDead})
+		if err != nil {
+			x.T.Fatalf("ListDeadLetters: %v", err)
+		}
+		return len(dead) >= 1
+	}, "the lone batch dead-lettered after its one run")
+	txmqtest.Halt(a)
+	pub := x.node(txmq.NodeOptions{})
+	const backlog = 300
+	if err := publishBig(x, x.ctx(), q, pub, backlog, true); err != nil {
+		x.T.Fatalf("PublishMany: %v", err)
+	}
+	waitReady(x, q, int64(backlog*x.copies()))
+	if err := s.Replay(x.ctx(), dead[0].ID); err != nil {
+		x.T.Fatalf("Replay: %v", err)
+	}
+	waitReady(x, q, int64(backlog*x.copies()+1))
+	var l prioLog
+	listenLog(x, q, x.node(txmq.NodeOptions{}), &l, nil)
+	x.eventually(func() bool { return firstRun(l.snapshot(), "lone") > 0 }, "the replayed batch to run")
+	ran := l.snapshot()
+	if at := firstRun(ran, "lone"); at > fairBound {
+		x.T.Fatalf("the lone key's replayed dead letter ran at run %d; want within %d (the fairness key kept by the replay): first runs %v", at, fairBound, ran[:min(len(ran), 10)])
 	}
 }
