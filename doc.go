@@ -290,7 +290,7 @@
 // the next key in turn per claim, so a batch waits at most one batch per other key with ready
 // work, however large their backlogs. Per-key order comes first, then fairness, then priority
 // (within a key). A node refuses a Fair queue on a backend that does not share fairly
-// (core.FairSharer: memory so far). See "Fair share by key" in docs/guide.md.
+// (core.FairSharer: memory and sqljobs so far). See "Fair share by key" in docs/guide.md.
 //
 // # Delays and clocks
 //

@@ -46,3 +46,36 @@ func SharesFairly(b Backend) error {
 	}
 	return fmt.Errorf("%w: backend %T (adapter %T) does not implement fair share by key (core.FairSharer)", ErrInvalidConfig, outer, b)
 }
+
+// FairPrioritizer is implemented by FairSharer adapters that also rank a fair queue's
+// batches by priority within each key (a queue both Fair and Prioritized: due time minus
+// OutgoingBatch.Lead, as Prioritizer says, among the batches of the key whose turn it is).
+// Nodes refuse a queue that is both on a backend without it (see SharesFairlyByPriority).
+// Called through SharesFairlyByPriority by txmq.NewNode, once.
+type FairPrioritizer interface {
+	// SharesFairlyByPriority returns nil when the backend, as opened, ranks a fair queue's
+	// batches by priority within each key, or an error saying why not.
+	SharesFairlyByPriority() error
+}
+
+// SharesFairlyByPriority reports whether b ranks a fair, prioritized queue's batches by
+// priority within each key: nil when it (or the backend it wraps, through Unwrap() Backend)
+// implements FairPrioritizer and its SharesFairlyByPriority returns nil, else an error
+// wrapping ErrInvalidConfig that names the adapter's type.
+func SharesFairlyByPriority(b Backend) error {
+	outer := b
+	for range 16 {
+		if f, ok := b.(FairPrioritizer); ok {
+			if err := f.SharesFairlyByPriority(); err != nil {
+				return fmt.Errorf("%w: backend %T does not rank a fair queue's batches by priority: %w", ErrInvalidConfig, b, err)
+			}
+			return nil
+		}
+		u, ok := b.(interface{ Unwrap() Backend })
+		if !ok {
+			break
+		}
+		b = u.Unwrap()
+	}
+	return fmt.Errorf("%w: backend %T (adapter %T) does not rank a fair queue's batches by priority (core.FairPrioritizer)", ErrInvalidConfig, outer, b)
+}

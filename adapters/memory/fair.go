@@ -18,6 +18,10 @@ import (
 // SharesFairly implements core.FairSharer: the memory backend shares claims fairly by key.
 func (be *Backend) SharesFairly() error { return nil }
 
+// SharesFairlyByPriority implements core.FairPrioritizer: each key's lane is ranked on a
+// prioritized queue.
+func (be *Backend) SharesFairlyByPriority() error { return nil }
+
 // fairShare is a fair queue's ready records (see the comment at the top of this file).
 type fairShare struct {
 	lanes map[string]*fairLane // the keys with ready records
