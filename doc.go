@@ -283,6 +283,15 @@
 // (core.Prioritizer: memory, sqljobs, mysql and redis do; sqs and nats do not). See
 // "Priorities" in docs/guide.md for where priorities meet the other features.
 //
+// # Fair share by key
+//
+// A queue declared with QueueConfig.Fair shares its claims round-robin across fairness keys
+// (FairKey; an Ordered queue's ordering key when the publish sets none): one ready batch of
+// the next key in turn per claim, so a batch waits at most one batch per other key with ready
+// work, however large their backlogs. Per-key order comes first, then fairness, then priority
+// (within a key). A node refuses a Fair queue on a backend that does not share fairly
+// (core.FairSharer: memory and sqljobs so far). See "Fair share by key" in docs/guide.md.
+//
 // # Delays and clocks
 //
 // After(d) and At(t) are never delivered early, and a delay is judged on one clock at a time.

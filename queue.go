@@ -34,6 +34,8 @@ type publishOptions struct {
 	keySet    bool
 	priority  int
 	prioSet   bool
+	fairKey   string
+	fairSet   bool
 	tick      bool // a schedule's tick (see scheduleTick)
 	headers   map[string]string
 }
@@ -106,6 +108,10 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	if err != nil {
 		return err
 	}
+	fair, err := publishFairKey(q.spec, o)
+	if err != nil {
+		return err
+	}
 	due := o.notBefore
 	if o.delay > 0 {
 		due = n.eng.Clock().Now().Add(o.delay)
@@ -130,10 +136,10 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	flags := engine.PublishFlags{CallerIDs: o.ids != nil, Tick: o.tick}
 	if len(n.opts.PublishMiddleware) > 0 || len(q.spec.publishMW) > 0 {
 		return publishThrough(ctx, n, q.spec, o.key, encoded, func(ctx context.Context, msgs []core.Message) error {
-			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: o.key, Priority: prio}, flags)
+			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}, flags)
 		})
 	}
-	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio}, flags)
+	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}, flags)
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.

@@ -131,6 +131,23 @@ type QueueConfig[T any] struct {
 	// DefaultPriority is the priority of a prioritized queue's publishes without the Priority
 	// option. Default 0 (MinPriority): the others are promoted above it.
 	DefaultPriority int
+	// Fair shares the queue's claims round-robin across fairness keys (tenants): every
+	// publish carries a key (the FairKey publish option; on an Ordered queue without it, the
+	// ordering key; otherwise the empty key, a key like any other), and the backend hands out
+	// one ready batch of the next key in turn per claim, so a key with a backlog of any size
+	// delays another key's ready batch by at most one batch per key with ready work (K-1
+	// batches for K keys). Precedence: per-key order first (only a key's head is ready),
+	// then fairness (the turn across fairness keys), then priority with aging (within a
+	// fairness key). Publishes of different fairness keys never share a batch. The key
+	// travels with the batch through every publish path (direct, RunInTx, WithTx, handoff,
+	// sweep, replay, the ledger's republisher, a drain), retries and splits; a schedule's
+	// ticks carry the empty key. Exclusive still allows one batch in flight (the turn picks
+	// which); a duplicate copy or a redelivery takes its key's turn like any batch. The backend must
+	// honour it (core.FairSharer: memory, sqljobs; with Prioritized also core.FairPrioritizer:
+	// memory): a node on one that does not refuses the queue.
+	// Default false: FairKey on the queue is an error. See "Fair share by key" in
+	// docs/guide.md.
+	Fair bool
 	// Ordered makes the queue keep per-key order: every publish carries a key (the Key
 	// publish option; publishing without one is an error naming the queue), a batch holds the
 	// messages of one key, and the messages of a key are delivered in the order they were

@@ -66,6 +66,7 @@ type declKey struct {
 	prioritized    bool
 	prioAging      time.Duration
 	prioDefault    int
+	fair           bool
 	maxSnoozes     int
 }
 
@@ -165,6 +166,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		prioritized:   cfg.Prioritized,
 		prioAging:     cfg.PriorityAging,
 		prioDefault:   cfg.DefaultPriority,
+		fair:          cfg.Fair,
 		maxSnoozes:    cfg.MaxSnoozes,
 	}
 	reg.mu.Lock()
@@ -191,6 +193,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			Prioritized:     cfg.Prioritized,
 			PriorityAging:   priorityAging(cfg.Prioritized, cfg.PriorityAging),
 			DefaultPriority: cfg.DefaultPriority,
+			Fair:            cfg.Fair,
 			MaxBatch:        cfg.MaxBatchMessages,
 			MaxAttempts:     cfg.MaxAttempts,
 			MaxMessageBytes: cfg.MaxMessageBytes,

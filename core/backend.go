@@ -150,6 +150,12 @@ type OutgoingBatch struct {
 	// Retry; others ignore it (a node refuses a prioritized queue on them). 0 on every
 	// batch of a queue that is not prioritized.
 	Lead time.Duration
+	// FairKey is the batch's fairness key on a fair queue (every message of the batch has
+	// it; empty is a key like any other), empty on other queues. An adapter that implements
+	// FairSharer hands out the queue's ready batches round-robin across the keys and keeps
+	// the key through Retry; it is also inside Body (the envelope), so a replay or a drain
+	// keeps it.
+	FairKey string
 }
 
 // DelayFrom returns how long the batch must wait before it may be claimed: Delay when it is
@@ -181,6 +187,9 @@ type QueueSlots struct {
 	// Prioritized reports the queue's Prioritized setting (its batches may carry a Lead),
 	// for adapters that claim such a queue another way (see Prioritizer).
 	Prioritized bool
+	// Fair reports the queue's Fair setting (its batches carry a FairKey), for adapters
+	// that claim such a queue another way (see FairSharer).
+	Fair bool
 }
 
 // FetchRequest asks an adapter for work.

@@ -57,6 +57,9 @@ type Pending struct {
 	// Priority is the publish's priority on a prioritized queue (MinPriority to MaxPriority),
 	// MinPriority otherwise: publishes of different priorities never share a batch.
 	Priority int
+	// FairKey is the publish's fairness key on a fair queue (empty otherwise, and a key of
+	// its own on a fair queue): publishes of different fairness keys never share a batch.
+	FairKey string
 
 	// Batcher is what cuts this publish into batches: the queue's settings, the publishing
 	// node's clock (on which NotBefore was computed) and the size limits in force when the call
@@ -242,6 +245,9 @@ type MessageInfo struct {
 	// Priority is the batch's priority on a prioritized queue (0 otherwise), when the source
 	// reads the batch (a backend's native lookup); the ledger does not keep it.
 	Priority int `json:"priority,omitempty"`
+	// FairKey is the batch's fairness key on a fair queue (empty otherwise), when the source
+	// reads the batch (a backend's native lookup); the ledger does not keep it.
+	FairKey string `json:"fair_key,omitempty"`
 }
 
 // MessageState is where a message is in its life.

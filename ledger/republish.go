@@ -161,6 +161,7 @@ FROM `+l.kept+` WHERE deadline <= now() ORDER BY deadline LIMIT $1 FOR UPDATE SK
 		if env, err := envelope.Decode(k.b.Body); err == nil {
 			k.ids, k.created = env.MessageIDs, env.Created
 			k.b.Priority, k.b.Lead = env.Priority, time.Duration(env.LeadMicros)*time.Microsecond
+			k.b.FairKey = env.FairKey
 		}
 		page = append(page, k)
 	}

@@ -200,7 +200,7 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 		// identity of its own: a backend that drops repeated publishes of a batch id (SQS FIFO,
 		// for five minutes) must not take the replay for a repeat of the original publish.
 		b := core.OutgoingBatch{ID: env.ID, Queue: d.Queue, Body: body, Exclusive: d.Exclusive, Key: env.Key,
-			Priority: env.Priority, Lead: time.Duration(env.LeadMicros) * time.Microsecond,
+			Priority: env.Priority, Lead: time.Duration(env.LeadMicros) * time.Microsecond, FairKey: env.FairKey,
 			PublishID: fmt.Sprintf("%s-replay-%d", env.ID, d.ReplayCount+1)}
 		pctx, cancel := context.WithTimeout(ctx, s.o.PublishTimeout)
 		err = s.publishOne(pctx, b)

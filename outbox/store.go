@@ -301,9 +301,11 @@ func claimed(r Row) row {
 		b.Delay = 0
 	}
 	// A batch whose caller ids deduplicate says so in its envelope (the after-commit path
-	// has it from the engine already); so does a prioritized queue's batch its priority.
+	// has it from the engine already); so does a prioritized queue's batch its priority,
+	// and a fair queue's batch its fairness key.
 	b.DedupWindow, b.DedupIDs = envelope.DedupOf(b.Body)
 	b.Priority, b.Lead = envelope.PriorityOf(b.Body)
+	b.FairKey = envelope.FairKeyOf(b.Body)
 	return out
 }
 

@@ -82,9 +82,12 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		}
 		q.marks.hold(b.DedupIDs, now.Add(b.DedupWindow))
 	}
-	rec := &record{id: b.ID, q: q, body: clone(b.Body), lead: max(b.Lead, 0)}
+	rec := &record{id: b.ID, q: q, body: clone(b.Body), lead: max(b.Lead, 0), fair: b.FairKey}
 	if rec.lead > 0 && !q.ranked {
 		q.rankReady()
+	}
+	if rec.fair != "" && q.fair == nil {
+		q.makeFair()
 	}
 	if b.Key != "" {
 		var due time.Time

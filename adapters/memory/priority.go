@@ -18,6 +18,10 @@ func (be *Backend) Prioritizes() error { return nil }
 func (q *queue) rankReady() {
 	q.ranked = true
 	q.rank.byLead = true
+	if q.fair != nil {
+		q.fairRank()
+		return
+	}
 	for _, r := range q.ready {
 		q.rank.push(r)
 	}
@@ -26,10 +30,18 @@ func (q *queue) rankReady() {
 }
 
 // readyLen is the number of ready records.
-func (q *queue) readyLen() int { return len(q.ready) + q.rank.Len() }
+func (q *queue) readyLen() int {
+	if q.fair != nil {
+		return q.fair.n
+	}
+	return len(q.ready) + q.rank.Len()
+}
 
 // readyRecords returns the ready records (the queue's own slices: do not change them).
 func (q *queue) readyRecords() []*record {
+	if q.fair != nil {
+		return q.fairRecords()
+	}
 	if q.ranked {
 		return q.rank.items
 	}
@@ -38,6 +50,10 @@ func (q *queue) readyRecords() []*record {
 
 // removeReady takes a ready record out of the queue's ready set.
 func (q *queue) removeReady(r *record) {
+	if q.fair != nil {
+		q.fairRemove(r)
+		return
+	}
 	if q.ranked {
 		q.rank.remove(r.idx)
 		return

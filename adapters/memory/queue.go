@@ -29,6 +29,7 @@ type record struct {
 	lease *lease        // the current claim while in flight, nil otherwise
 	lane  *lane         // the record's ordering lane (a keyed batch), nil otherwise
 	lead  time.Duration // core.OutgoingBatch.Lead: sorts as if due this much earlier
+	fair  string        // core.OutgoingBatch.FairKey: the lane it is ready in on a fair queue
 }
 
 // queue is the state of one queue name. Every field is guarded by Backend.mu.
@@ -43,6 +44,10 @@ type queue struct {
 	// the first (see priority.go).
 	ranked bool
 	rank   timeHeap
+	// fair: a batch with a fairness key was published to the queue; from then on its ready
+	// records are kept per key and claimed round-robin across the keys (see fair.go), and
+	// ready and rank are unused.
+	fair *fairShare
 	// delayed is a min-heap of records by due time.
 	delayed timeHeap
 	// inflight is a min-heap of claimed records by lease end; its length is the number of
@@ -67,6 +72,10 @@ type waiter struct{ ch chan struct{} }
 // pushReady makes r ready; since is when it became claimable (Depths reports the oldest).
 func (q *queue) pushReady(r *record, since time.Time) {
 	r.state, r.at, r.idx = stateReady, since, -1
+	if q.fair != nil {
+		q.fairPush(r)
+		return
+	}
 	if q.ranked {
 		q.rank.push(r)
 		return
@@ -98,6 +107,9 @@ func (q *queue) oldestReady() time.Time {
 // takeRandom removes and returns a random ready record (the first by rank on a ranked
 // queue); the queue must have one (readyLen).
 func (q *queue) takeRandom(rng *rand.Rand) *record {
+	if q.fair != nil {
+		return q.fairTake(rng)
+	}
 	if q.ranked {
 		return q.rank.pop()
 	}

@@ -25,9 +25,12 @@ func (be *Backend) Split(ctx context.Context, c *core.Claim, parts []core.Part) 
 		r.state, r.body = stateGone, nil
 		q.finishKeyed(r, now)
 		for _, p := range parts {
-			rec := &record{id: p.ID, q: q, body: clone(p.Body), lead: max(p.Lead, 0)} // a part keeps its batch's priority
+			rec := &record{id: p.ID, q: q, body: clone(p.Body), lead: max(p.Lead, 0), fair: p.FairKey} // a part keeps its batch's priority and fairness key
 			if rec.lead > 0 && !q.ranked {
 				q.rankReady()
+			}
+			if rec.fair != "" && q.fair == nil {
+				q.makeFair()
 			}
 			if d := p.DelayFrom(now); d > 0 {
 				q.pushDelayed(rec, now.Add(d))

@@ -135,7 +135,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		if b.Key != "" {
 			return be.publishKeyed(ctx, b, body, delayUs)
 		}
-		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, prio(b), micros(b.Lead))
+		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, prio(b), micros(b.Lead), b.FairKey)
 		return err
 	})
 	if err == nil && dup != nil {

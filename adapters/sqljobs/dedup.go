@@ -52,14 +52,14 @@ func (be *Backend) publishDedup(ctx context.Context, b core.OutgoingBatch, body 
 			return errHeld
 		}
 		if b.Key != "" {
-			rows, err := queryKeyed(ctx, be.on(tx), b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key, prio(b), micros(b.Lead))
+			rows, err := queryKeyed(ctx, be.on(tx), b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key, prio(b), micros(b.Lead), b.FairKey)
 			if err != nil {
 				return err
 			}
 			rows.Close()
 			return rows.Err()
 		}
-		_, err = tx.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, prio(b), micros(b.Lead))
+		_, err = tx.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, prio(b), micros(b.Lead), b.FairKey)
 		return err
 	})
 	if err == errHeld {

@@ -73,6 +73,7 @@ type claimParams struct {
 	node   string
 	lease  int64  // µs
 	prio   []bool // the prioritized queues; nil when none is (see priority.go)
+	fair   []bool // the fair queues; nil when none is (see fair.go)
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -90,6 +91,12 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 	}
 	for i, s := range qs {
 		p.queues[i], p.excl[i], p.limits[i] = s.Queue, s.Exclusive, int32(min(limits[i], math.MaxInt32))
+		if s.Fair {
+			if p.fair == nil {
+				p.fair = make([]bool, len(qs))
+			}
+			p.fair[i] = true
+		}
 		if s.Prioritized {
 			if p.prio == nil {
 				p.prio = make([]bool, len(qs))
@@ -101,8 +108,67 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 }
 
 // claim runs the claim statement once and returns the claims and how long until the next
-// row of the queues becomes claimable (-1 when none is pending).
+// row of the queues becomes claimable (-1 when none is pending). A request with fair queues
+// runs sqlClaimFair for each of them first, then the claim of the others with what is left of
+// the budget (see fair.go).
 func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, time.Duration, error) {
+	if p.fair == nil {
+		return be.claimOnce(ctx, p, false)
+	}
+	var claims []*core.Claim
+	next := time.Duration(-1)
+	later := func(d time.Duration) {
+		if d >= 0 && (next < 0 || d < next) {
+			next = d
+		}
+	}
+	rest := claimParams{budget: p.budget, node: p.node, lease: p.lease}
+	for i, q := range p.queues {
+		if !p.fair[i] {
+			rest.queues, rest.limits, rest.excl = append(rest.queues, q), append(rest.limits, p.limits[i]), append(rest.excl, p.excl[i])
+			if p.prio != nil {
+				rest.prio = append(rest.prio, p.prio[i])
+			}
+			continue
+		}
+		if rest.budget <= 0 {
+			continue
+		}
+		one := claimParams{queues: []string{q}, limits: []int32{p.limits[i]}, excl: []bool{p.excl[i]}, budget: rest.budget, node: p.node, lease: p.lease}
+		cs, d, err := be.claimOnce(ctx, one, true)
+		if err != nil {
+			if len(claims) > 0 {
+				return claims, 0, nil // what was claimed is returned; the next Fetch tries again
+			}
+			return nil, -1, err
+		}
+		claims = append(claims, cs...)
+		rest.budget -= int32(len(cs))
+		later(d)
+	}
+	if len(rest.queues) > 0 && rest.budget > 0 {
+		if !slices.Contains(rest.prio, true) {
+			rest.prio = nil
+		}
+		cs, d, err := be.claimOnce(ctx, rest, false)
+		if err != nil {
+			if len(claims) > 0 {
+				return claims, 0, nil
+			}
+			return nil, -1, err
+		}
+		claims = append(claims, cs...)
+		later(d)
+	}
+	if claims == nil {
+		claims = []*core.Claim{}
+	}
+	return claims, next, nil
+}
+
+// claimOnce runs one claim statement (sqlClaimFair for one fair queue when fair is set) and
+// returns the claims and how long until the next row of the queues becomes claimable.
+func (be *Backend) claimOnce(ctx context.Context, p claimParams, fair bool) ([]*core.Claim, time.Duration, error) {
 	claims := []*core.Claim{}
 	next := time.Duration(-1)
 	if len(p.queues) == 0 {
@@ -112,7 +178,10 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 		claims, next = claims[:0], -1
 		args := []any{p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(slices.Contains(p.excl, true))}
 		stmt := be.sql.claim
-		if p.prio != nil {
+		switch {
+		case fair:
+			stmt = be.sql.claimFair
+		case p.prio != nil:
 			stmt, args = be.sql.claimPrio, append(args, p.prio)
 		}
 		rows, err := query(ctx, be.on(be.pool), stmt, args...)

@@ -63,7 +63,7 @@ func queryKeyed(ctx context.Context, q querier, queue, key, sql string, args ...
 
 // publishKeyed stores a batch of an ordered queue (see sqlPublishKeyed).
 func (be *Backend) publishKeyed(ctx context.Context, b core.OutgoingBatch, body []byte, delayUs int64) error {
-	rows, err := queryKeyed(ctx, be.on(be.pool), b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key, prio(b), micros(b.Lead))
+	rows, err := queryKeyed(ctx, be.on(be.pool), b.Queue, b.Key, be.sql.publishKeyed, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, b.Key, prio(b), micros(b.Lead), b.FairKey)
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,10 @@ var planCases = []planCase{
 		`'{q1,q2}'::text[], '{1,5}'::int[], '{f,f}'::bool[], 100, 'node', 30000000, 'off', '{t,f}'::bool[]`},
 	{"claim_prioritized_exclusive", func(s statements) string { return s.claimPrio },
 		`'{q1}'::text[], '{1}'::int[], '{t}'::bool[], 100, 'node', 30000000, NULL, '{t}'::bool[]`},
+	{"claim_fair", func(s statements) string { return s.claimFair },
+		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, 'off'`},
+	{"claim_fair_exclusive", func(s statements) string { return s.claimFair },
+		`'{q1}'::text[], '{1}'::int[], '{t}'::bool[], 100, 'node', 30000000, NULL`},
 	{"extend", func(s statements) string { return s.extend },
 		`'{1,2,3}'::bigint[], '{7,8,9}'::bigint[], '{30000000,30000000,30000000}'::bigint[], 'off'`},
 	{"ack", func(s statements) string { return s.ack },
@@ -44,9 +48,9 @@ var planCases = []planCase{
 	{"reap_delete", func(s statements) string { return s.reapDelete }, `'{1,2,3}'::bigint[]`},
 	{"reap_count", func(s statements) string { return s.reapCount }, `'q1', 3600000000`},
 	{"publish_keyed", func(s statements) string { return s.publishKeyed },
-		`'q1', 'b', '\x7b7d'::bytea, 0, 1, 'chan', 'k7', 0, 0`},
+		`'q1', 'b', '\x7b7d'::bytea, 0, 1, 'chan', 'k7', 0, 0, ''`},
 	{"publish_keyed_delayed", func(s statements) string { return s.publishKeyed },
-		`'q1', 'b', '\x7b7d'::bytea, 1000000, 1, 'chan', 'k7', 0, 0`},
+		`'q1', 'b', '\x7b7d'::bytea, 1000000, 1, 'chan', 'k7', 0, 0, ''`},
 	{"ack_keyed", func(s statements) string { return s.ackKeyed }, `'{1,2,3}'::bigint[], '{7,8,9}'::bigint[], 'chan'`},
 	{"inspect_queues", func(s statements) string { return s.inspectQueues }, ``},
 	{"inspect_page", func(s statements) string { return s.inspectPage }, `'q1', '-infinity'::timestamptz, 0, 200`},
@@ -61,14 +65,14 @@ var planCases = []planCase{
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
 // spread over 20 queues, q1 holding half of them (a skewed, realistic distribution); a third
-// of the rows have one of 997 ordering keys.
+// of the rows have one of 997 ordering keys, a fifth one of 50 fairness keys.
 func (w *world) fill(ctx context.Context, rows int) {
 	w.t.Helper()
 	if rows == 0 {
 		return
 	}
 	_, err := w.admin.Exec(ctx, fmt.Sprintf(`
-INSERT INTO %[1]s.txmq_jobs (queue, batch_id, body, messages, deliveries, run_at, lease_owner, lease_token, order_key)
+INSERT INTO %[1]s.txmq_jobs (queue, batch_id, body, messages, deliveries, run_at, lease_owner, lease_token, order_key, fair_key)
 SELECT CASE WHEN g %% 2 = 0 THEN 'q1' ELSE 'q' || (g %% 20) END,
 	'b' || g, '\x7b7d'::bytea, 1,
 	CASE WHEN g %% 10 >= 8 THEN 1 ELSE 0 END,
@@ -76,7 +80,8 @@ SELECT CASE WHEN g %% 2 = 0 THEN 'q1' ELSE 'q' || (g %% 20) END,
 		ELSE now() + interval '10 minutes' END,
 	CASE WHEN g %% 10 >= 8 THEN 'node' END,
 	CASE WHEN g %% 10 >= 8 THEN g END,
-	CASE WHEN g %% 3 = 0 THEN 'k' || (g %% 997) END
+	CASE WHEN g %% 3 = 0 THEN 'k' || (g %% 997) END,
+	CASE WHEN g %% 5 = 0 THEN 't' || (g %% 50) ELSE '' END
 FROM generate_series(1, %[2]d) AS g`, pgx.Identifier{w.schema}.Sanitize(), rows))
 	if err != nil {
 		w.t.Fatalf("filling %d rows: %v", rows, err)

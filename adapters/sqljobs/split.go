@@ -58,7 +58,7 @@ func (be *Backend) Split(ctx context.Context, c *core.Claim, parts []core.Part) 
 					if body == nil {
 						body = []byte{}
 					}
-					if _, err := tx.Exec(ctx, be.sql.publish, p.Queue, p.ID, body, delayUs, p.Messages, be.channel, prio(p), micros(p.Lead)); err != nil {
+					if _, err := tx.Exec(ctx, be.sql.publish, p.Queue, p.ID, body, delayUs, p.Messages, be.channel, prio(p), micros(p.Lead), p.FairKey); err != nil {
 						return err
 					}
 				}

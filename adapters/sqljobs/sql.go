@@ -9,7 +9,7 @@ import (
 // statements holds the SQL of one schema, rendered once by New.
 type statements struct {
 	publish, claim, extend, ack, retry, depths, heartbeat string
-	claimPrio                                             string
+	claimPrio, claimFair                                  string
 	reapQueues, reapPick, reapDelete, reapCount           string
 	publishKeyed, ackKeyed, holdsKey                      string
 	inspectQueues, inspectPage, inspectFind               string
@@ -27,6 +27,7 @@ func render(schema string) statements {
 		publish:    r.Replace(sqlPublish),
 		claim:      r.Replace(sqlClaim),
 		claimPrio:  r.Replace(sqlClaimPrio),
+		claimFair:  r.Replace(sqlClaimFair),
 		extend:     r.Replace(sqlExtend),
 		ack:        r.Replace(sqlAck),
 		retry:      r.Replace(sqlRetry),
@@ -58,13 +59,14 @@ func render(schema string) statements {
 // sqlPublish stores one batch and wakes listening nodes (NOTIFY is sent at commit). A delayed
 // batch notifies too, so a waiting Fetch re-arms its timer for the new due time.
 // $1 queue, $2 batch id, $3 body, $4 delay in microseconds (0 for now), $5 messages, $6 channel,
-// $7 priority, $8 lead in microseconds (see priority.go; 0 and 0 on other queues).
+// $7 priority, $8 lead in microseconds (see priority.go; 0 and 0 on other queues), $9 the
+// fairness key (see fair.go; ” on other queues).
 // The delay is added to the database's own clock (clock_timestamp(), which is never before the
 // now() that claims compare with), never to the publisher's: one clock for both sides.
 const sqlPublish = `
 WITH i AS (
-	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages, priority, lead_us)
-	VALUES ($1, $2, $3, CASE WHEN $4::bigint > 0 THEN clock_timestamp() + $4::bigint * interval '1 microsecond' ELSE now() END, $5, $7, $8)
+	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages, priority, lead_us, fair_key)
+	VALUES ($1, $2, $3, CASE WHEN $4::bigint > 0 THEN clock_timestamp() + $4::bigint * interval '1 microsecond' ELSE now() END, $5, $7, $8, $9)
 	RETURNING queue
 )
 SELECT pg_notify($6, queue) FROM i`
@@ -279,15 +281,15 @@ SELECT count(pg_advisory_xact_lock(s.h)) FROM (
 // sqlPublishKeyed stores one batch of an ordered queue, after sqlLockKey: the first row of its
 // key is scheduled as any row; a row behind others of its key is held (run_at 'infinity',
 // counted as delayed) with its own due time in due_at, until the rows before it are gone.
-// $1-$6 as sqlPublish, $7 the key, $8 priority, $9 lead in microseconds.
+// $1-$6 as sqlPublish, $7 the key, $8 priority, $9 lead in microseconds, $10 the fairness key.
 const sqlPublishKeyed = `
 WITH h AS (
 	SELECT EXISTS (SELECT 1 FROM {{s}}.txmq_jobs j WHERE j.queue = $1 AND j.order_key = $7) AS held,
 		CASE WHEN $4::bigint > 0 THEN clock_timestamp() + $4::bigint * interval '1 microsecond' END AS due
 ),
 i AS (
-	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages, order_key, due_at, priority, lead_us)
-	SELECT $1, $2, $3, CASE WHEN h.held THEN 'infinity'::timestamptz ELSE COALESCE(h.due, now()) END, $5, $7, h.due, $8, $9
+	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages, order_key, due_at, priority, lead_us, fair_key)
+	SELECT $1, $2, $3, CASE WHEN h.held THEN 'infinity'::timestamptz ELSE COALESCE(h.due, now()) END, $5, $7, h.due, $8, $9, $10
 	FROM h
 	RETURNING queue
 )

@@ -154,6 +154,9 @@ func msgOne(ctx context.Context, sub string, args []string, stdout, stderr io.Wr
 	if m.Priority > 0 {
 		row("priority", fmt.Sprint(m.Priority))
 	}
+	if m.FairKey != "" {
+		row("fair key", m.FairKey)
+	}
 	if m.Runs > 0 {
 		row("runs", fmt.Sprint(m.Runs))
 	}

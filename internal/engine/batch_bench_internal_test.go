@@ -17,7 +17,7 @@ func BenchmarkEncodeBatch(b *testing.B) {
 	now := time.Now()
 	b.ReportAllocs()
 	for b.Loop() {
-		appendBatches(nil, spec, msgs, time.Time{}, 0, batchTraces{}, "", 0, now, 0, 0, false)
+		appendBatches(nil, spec, msgs, time.Time{}, 0, batchTraces{}, "", 0, "", now, 0, 0, false)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*100), "ns/msg")
 }
@@ -30,7 +30,7 @@ func BenchmarkDecodeBatch(b *testing.B) {
 		src[i] = benchMsg{ID: i, Email: "someone@example.com"}
 	}
 	msgs, _ := encodeMessages(spec, src)
-	body := appendBatches(nil, spec, msgs, time.Time{}, 0, batchTraces{}, "", 0, time.Now(), 0, 0, false)[0].Body
+	body := appendBatches(nil, spec, msgs, time.Time{}, 0, batchTraces{}, "", 0, "", time.Now(), 0, 0, false)[0].Body
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := envelope.DecodeTyped[benchMsg](body); err != nil {

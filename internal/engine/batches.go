@@ -48,14 +48,15 @@ func meta(p *core.Pending) *pendingMeta {
 type dueKey struct {
 	sec   int64
 	nsec  int
-	dedup bool // the group's messages deduplicate by id (kept apart from the others)
-	prio  int  // the group's priority (a prioritized queue's publishes of each are apart)
+	dedup bool   // the group's messages deduplicate by id (kept apart from the others)
+	prio  int    // the group's priority (a prioritized queue's publishes of each are apart)
+	fair  string // the group's fairness key (a fair queue's publishes of each are apart)
 }
 
 // batches cuts ps, the Pendings of one queue (all made by a node: see meta), into encoded
 // batches, in three steps:
 //
-//  1. group (grouper): each publish joins a group by exact due time and priority; on an ordered queue by
+//  1. group (grouper): each publish joins a group by exact due time, priority and fairness key; on an ordered queue by
 //     key in publish order, a key's publishes starting a new group whenever its due time
 //     changes; apart when its messages deduplicate by caller id;
 //  2. fill: each group's messages (and, when its publishes carry different trace contexts,
@@ -123,6 +124,7 @@ type group struct {
 	maxBytes int    // the lowest batch size limit of its publishes; 0: none
 	key      string // the ordering key of an ordered queue's group
 	prio     int    // the priority of its publishes (core.Pending.Priority)
+	fair     string // the fairness key of its publishes (core.Pending.FairKey)
 	dedup    bool   // its messages have caller ids that deduplicate (IDDedupWindow)
 	single   bool   // one message per batch (a backend that deduplicates whole batches)
 }
@@ -145,7 +147,7 @@ type grouper struct {
 func (gr *grouper) find(p *core.Pending, m *pendingMeta) int {
 	dd := m.dedupIDs()
 	if gr.ordered {
-		if g, ok := gr.lastOf[p.Key]; ok && gr.groups[g].due.Equal(p.NotBefore) && gr.groups[g].dedup == dd && gr.groups[g].prio == p.Priority {
+		if g, ok := gr.lastOf[p.Key]; ok && gr.groups[g].due.Equal(p.NotBefore) && gr.groups[g].dedup == dd && gr.groups[g].prio == p.Priority && gr.groups[g].fair == p.FairKey {
 			return g
 		}
 		if gr.lastOf == nil {
@@ -159,14 +161,14 @@ func (gr *grouper) find(p *core.Pending, m *pendingMeta) int {
 	switch {
 	case last < 0:
 		return gr.add(p, m, dd, "")
-	case gr.groups[last].due.Equal(p.NotBefore) && gr.groups[last].dedup == dd && gr.groups[last].prio == p.Priority:
+	case gr.groups[last].due.Equal(p.NotBefore) && gr.groups[last].dedup == dd && gr.groups[last].prio == p.Priority && gr.groups[last].fair == p.FairKey:
 		return last
 	}
 	if gr.index == nil { // a second group key: until now there was one group
 		g0 := &gr.groups[0]
-		gr.index = map[dueKey]int{{g0.due.Unix(), g0.due.Nanosecond(), g0.dedup, g0.prio}: 0}
+		gr.index = map[dueKey]int{{g0.due.Unix(), g0.due.Nanosecond(), g0.dedup, g0.prio, g0.fair}: 0}
 	}
-	k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond(), dd, p.Priority}
+	k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond(), dd, p.Priority, p.FairKey}
 	if g, ok := gr.index[k]; ok {
 		return g
 	}
@@ -177,7 +179,7 @@ func (gr *grouper) find(p *core.Pending, m *pendingMeta) int {
 
 // add starts a group with p's due time, clock and trace context, and returns its index.
 func (gr *grouper) add(p *core.Pending, m *pendingMeta, dedup bool, key string) int {
-	gr.groups = append(gr.groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, key: key, prio: p.Priority, dedup: dedup, single: dedup && m.onePerBatch})
+	gr.groups = append(gr.groups, group{due: p.NotBefore, clock: m.clock, trace: p.Trace, key: key, prio: p.Priority, fair: p.FairKey, dedup: dedup, single: dedup && m.onePerBatch})
 	return len(gr.groups) - 1
 }
 
@@ -235,7 +237,7 @@ func (g *group) cut(out []core.OutgoingBatch, spec *Spec, now time.Time, dedup b
 	if g.dedup {
 		window = spec.IDWindow
 	}
-	return appendBatches(out, spec, msgs, g.due, g.delay(now), tr, g.key, g.prio, now, g.maxBytes, window, g.single), nil
+	return appendBatches(out, spec, msgs, g.due, g.delay(now), tr, g.key, g.prio, g.fair, now, g.maxBytes, window, g.single), nil
 }
 
 // delay is what is left of g's due time by the publishing node's clock (now when the group
@@ -270,10 +272,10 @@ func firstOfEachID(msgs []core.Message, seen map[string]struct{}) []core.Message
 // delay is not positive is due now (zero NotBefore and Delay, no due time in the envelope).
 // When maxBytes > 0, slices are also cut so that each encoded batch stays within maxBytes (at
 // least one message per batch). key is the ordering key of an ordered queue's batches, prio
-// their priority (its lead from the queue's PriorityAging); tr the
+// their priority (its lead from the queue's PriorityAging), fair their fairness key; tr the
 // trace contexts of msgs. window > 0 makes the batches deduplicate their (caller) ids for
 // that long, one message per batch when single is set.
-func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, due time.Time, delay time.Duration, tr batchTraces, key string, prio int, now time.Time, maxBytes int, window time.Duration, single bool) []core.OutgoingBatch {
+func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, due time.Time, delay time.Duration, tr batchTraces, key string, prio int, fair string, now time.Time, maxBytes int, window time.Duration, single bool) []core.OutgoingBatch {
 	if delay <= 0 {
 		due, delay = time.Time{}, 0
 	}
@@ -290,6 +292,9 @@ func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, du
 				seen = make([]bool, len(tr.list))
 			}
 			size := envelopeOverhead(spec.Name, first) + len(key) + 8
+			if fair != "" {
+				size += len(fair) + 8
+			}
 			for i := range n {
 				size += len(msgs[i].Body) + len(msgs[i].ID) + perMessageOverhead + envelope.HeadersSize(msgs[i].Headers)
 				if tr.of != nil { // its index, and its context the first time
@@ -307,7 +312,7 @@ func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, du
 		}
 		chunk := msgs[:n]
 		msgs = msgs[n:]
-		env := &envelope.Envelope{ID: core.NewID(), Queue: spec.Name, Created: now, Due: due, Trace: tr.first, Key: key,
+		env := &envelope.Envelope{ID: core.NewID(), Queue: spec.Name, Created: now, Due: due, Trace: tr.first, Key: key, FairKey: fair,
 			MessageIDs: make([]string, n), Messages: make([]json.RawMessage, 0, n)}
 		if tr.of != nil {
 			env.SetTraces(tr.list, tr.of[:n])
@@ -323,7 +328,7 @@ func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, du
 				env.Headers[i] = m.Headers
 			}
 		}
-		b := core.OutgoingBatch{ID: env.ID, Queue: spec.Name, Delay: delay, NotBefore: due, Exclusive: spec.Exclusive, Messages: n, Key: key, MessageIDs: env.MessageIDs}
+		b := core.OutgoingBatch{ID: env.ID, Queue: spec.Name, Delay: delay, NotBefore: due, Exclusive: spec.Exclusive, Messages: n, Key: key, FairKey: fair, MessageIDs: env.MessageIDs}
 		if lead := core.PriorityLead(prio, spec.PriorityAging); prio != 0 || lead > 0 {
 			env.Priority, env.LeadMicros = prio, lead.Microseconds()
 			b.Priority, b.Lead = prio, lead

@@ -280,7 +280,7 @@ func (dr *driver) fetchRequest(now time.Time) core.FetchRequest {
 		if free == core.Unlimited || free > req.Max {
 			free = req.Max
 		}
-		req.Queues = append(req.Queues, core.QueueSlots{Queue: s.Name, Free: free, Exclusive: s.Exclusive, Ordered: s.Ordered, Prioritized: s.Prioritized})
+		req.Queues = append(req.Queues, core.QueueSlots{Queue: s.Name, Free: free, Exclusive: s.Exclusive, Ordered: s.Ordered, Prioritized: s.Prioritized, Fair: s.Fair})
 		dr.fetching[s.Name] = true
 	}
 	return req

@@ -71,6 +71,12 @@ type Engine struct {
 	// prioErr is why the backend does not honour priorities (core.Prioritizes), nil when it
 	// does: a prioritized queue is refused on this node with it (priority.go).
 	prioErr error
+	// fairErr is why the backend does not share claims fairly by key (core.SharesFairly),
+	// nil when it does: a fair queue is refused on this node with it (fair.go).
+	fairErr error
+	// fairPrioErr is why the backend does not rank a fair queue by priority within a key
+	// (core.SharesFairlyByPriority): a queue both Fair and Prioritized is refused with it.
+	fairPrioErr error
 	// onePerBatch: the backend deduplicates whole batches (core.DedupSupport), so each
 	// message whose caller id deduplicates gets a batch of its own.
 	onePerBatch bool
@@ -161,10 +167,12 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 	}
 	n := &Engine{
 		id: o.ID, opts: o, backend: backend, specs: o.Specs, clock: o.Clock, hooks: o.Hooks,
-		log:       o.Logger.With("txmq_node", o.ID),
-		closeDone: make(chan struct{}),
-		orderErr:  core.OrdersKeys(backend),
-		prioErr:   core.Prioritizes(backend),
+		log:         o.Logger.With("txmq_node", o.ID),
+		closeDone:   make(chan struct{}),
+		orderErr:    core.OrdersKeys(backend),
+		prioErr:     core.Prioritizes(backend),
+		fairErr:     core.SharesFairly(backend),
+		fairPrioErr: core.SharesFairlyByPriority(backend),
 	}
 	if d, err := core.DedupsIDs(backend); err == nil {
 		n.onePerBatch = d.OnePerBatch
@@ -238,6 +246,9 @@ func (n *Engine) checkOrdered(spec *Spec) error {
 		}
 	}
 	if err := n.checkPrioritized(spec); err != nil {
+		return err
+	}
+	if err := n.checkFair(spec); err != nil {
 		return err
 	}
 	if spec == nil || !spec.Ordered || n.orderErr == nil {

@@ -392,7 +392,8 @@ func (rn *runner) part(spec *Spec, env *envelope.Envelope, d *Batch, g *outcomeG
 	p.KeepMessages(func(i int) bool { return in[i] })
 	return core.Part{ID: p.ID, Queue: env.Queue, Body: envelope.Encode(&p), Delay: g.delay, NotBefore: p.Due,
 		Exclusive: spec.Exclusive, Messages: len(p.Messages), Key: p.Key, MessageIDs: p.MessageIDs,
-		Priority: p.Priority, Lead: time.Duration(p.LeadMicros) * time.Microsecond} // a part keeps its batch's priority
+		Priority: p.Priority, Lead: time.Duration(p.LeadMicros) * time.Microsecond, // a part keeps its batch's priority
+		FairKey: p.FairKey} // and its fairness key
 }
 
 // publishPart publishes one part of a split batch on a backend without core.Splitter, on a

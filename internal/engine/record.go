@@ -22,6 +22,9 @@ func (n *Engine) PublishStored(ctx context.Context, b core.OutgoingBatch) error 
 	if b.Priority == 0 && b.Lead == 0 { // and a prioritized queue's batch its priority
 		b.Priority, b.Lead = envelope.PriorityOf(b.Body)
 	}
+	if b.FairKey == "" { // and a fair queue's batch its fairness key
+		b.FairKey = envelope.FairKeyOf(b.Body)
+	}
 	return safeCall("backend Publish", func() error {
 		_, err := n.publishFn(ctx, b)
 		return err

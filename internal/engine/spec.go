@@ -45,6 +45,9 @@ type Spec struct {
 	PriorityAging time.Duration
 	// DefaultPriority is the priority of a publish that sets none (the app API applies it).
 	DefaultPriority int
+	// Fair: publishes carry a fairness key (core.Pending.FairKey), and the backend
+	// (core.FairSharer) hands out the queue's ready batches round-robin across the keys.
+	Fair bool
 	// Cap returns the per-node cap on running batches, core.Unlimited for none; nil means
 	// none. It is re-read at every check and must not panic (the app's func is guarded by
 	// the caller).

@@ -47,6 +47,10 @@ type Envelope struct {
 	Priority int `json:"pr,omitempty"`
 	// LeadMicros is the batch's lead in microseconds; see Priority.
 	LeadMicros int64 `json:"pl,omitempty"`
+	// FairKey is the batch's fairness key on a fair queue (see core.OutgoingBatch.FairKey),
+	// empty otherwise: it rides in the envelope as the priority does, so that every path
+	// that republishes a stored batch (relay, sweep, replay, republisher, drain) keeps it.
+	FairKey string `json:"fk,omitempty"`
 	// Trace carries the publisher's trace context (W3C traceparent/tracestate), if any: that
 	// of the first message when the batch has Traces.
 	Trace map[string]string `json:"tc,omitempty"`
@@ -93,6 +97,7 @@ type Header struct {
 	Key         string              `json:"k,omitempty"`
 	Priority    int                 `json:"pr,omitempty"`
 	LeadMicros  int64               `json:"pl,omitempty"`
+	FairKey     string              `json:"fk,omitempty"`
 	Trace       map[string]string   `json:"tc,omitempty"`
 	Traces      []map[string]string `json:"tcs,omitempty"`
 	TraceOf     []int               `json:"ti,omitempty"`
@@ -224,6 +229,10 @@ func Encode(e *Envelope) []byte {
 	if e.LeadMicros != 0 {
 		buf.WriteString(`,"pl":`)
 		buf.WriteString(strconv.FormatInt(e.LeadMicros, 10))
+	}
+	if e.FairKey != "" {
+		buf.WriteString(`,"fk":`)
+		writeJSONString(buf, e.FairKey)
 	}
 	if len(e.Trace) > 0 {
 		tc, _ := json.Marshal(e.Trace) // map[string]string cannot fail
@@ -471,6 +480,49 @@ func PriorityOf(body []byte) (int, time.Duration) {
 		return 0, 0
 	}
 	return e.Priority, time.Duration(e.LeadMicros) * time.Microsecond
+}
+
+// FairKeyOf returns the fairness key of an encoded batch (Envelope.FairKey), empty for a
+// batch without one or a body that is not an envelope. It reads the header as Encode writes
+// it without decoding the messages, and decodes the whole body only when the header is
+// written some other way.
+func FairKeyOf(body []byte) string {
+	r := fastReader{b: body, ok: true}
+	r.lit(`{"v":`)
+	r.integer()
+	r.lit(`,"id":`)
+	r.quoted()
+	r.lit(`,"q":`)
+	r.quoted()
+	r.lit(`,"a":`)
+	r.integer()
+	r.lit(`,"t":`)
+	r.quoted()
+	for _, f := range []string{`,"nb":`, `,"dw":`, `,"k":`, `,"pr":`, `,"pl":`} {
+		if r.peek(f) {
+			r.i += len(f)
+			switch f {
+			case `,"nb":`, `,"k":`:
+				r.quoted()
+			default:
+				r.integer()
+			}
+		}
+	}
+	if r.ok {
+		if !r.peek(`,"fk":`) {
+			return ""
+		}
+		r.i += len(`,"fk":`)
+		if k := r.str(); r.ok {
+			return k
+		}
+	}
+	e, err := Decode(body)
+	if err != nil {
+		return ""
+	}
+	return e.FairKey
 }
 
 // Truncate returns b as a string of at most n bytes, with "..." when it was cut: for errors

@@ -17,7 +17,7 @@ import (
 // body, so every error (and every odd but valid body: other key orders, escapes, whitespace,
 // duplicate or unknown keys) is encoding/json's own. It only accepts:
 //
-//	{"v":INT,"id":STR,"q":STR,"a":INT,"t":TIME[,"nb":TIME][,"dw":INT][,"k":STR][,"pr":INT][,"pl":INT]
+//	{"v":INT,"id":STR,"q":STR,"a":INT,"t":TIME[,"nb":TIME][,"dw":INT][,"k":STR][,"pr":INT][,"pl":INT][,"fk":STR]
 //	 [,"tc":{...}][,"tcs":[{...},...]]
 //	 [,"ti":[INT,...]],"ids":[STR,...],"m":[...]}
 //
@@ -251,6 +251,10 @@ func decodeTypedFastInto[T any](body []byte, e *Typed[T], queue string, one *[1]
 	if r.peek(`,"pl":`) {
 		r.i += len(`,"pl":`)
 		e.LeadMicros = int64(r.integer())
+	}
+	if r.peek(`,"fk":`) {
+		r.i += len(`,"fk":`)
+		e.FairKey = r.str()
 	}
 	if r.peek(`,"tc":`) {
 		r.i += len(`,"tc":`)

@@ -170,7 +170,7 @@ func (i *Inspector) scan(ctx context.Context, queues []string, fn func(core.Mess
 			return true // an undecodable batch holds no readable ids
 		}
 		for k, id := range env.MessageIDs {
-			m := core.MessageInfo{ID: id, Queue: b.Queue, BatchID: env.ID, PublishedAt: env.Created, UpdatedAt: env.Created, Runs: env.Attempt, Priority: env.Priority}
+			m := core.MessageInfo{ID: id, Queue: b.Queue, BatchID: env.ID, PublishedAt: env.Created, UpdatedAt: env.Created, Runs: env.Attempt, Priority: env.Priority, FairKey: env.FairKey}
 			switch b.State {
 			case core.BatchReady:
 				m.State = core.StateQueued
