@@ -72,7 +72,9 @@ func (l *prioLog) snapshot() []string {
 	return append([]string(nil), l.ran...)
 }
 
-// listenLog listens to q on n, logging each message's K before fn (nil: succeed).
+// listenLog listens to q on n, logging each message's K before fn (nil: succeed). The
+// properties give n a long lease (steadyLease): a run whose lease a loaded machine lost would
+// run again and show twice in the run order.
 func listenLog(x *X, q *txmq.Queue[Msg], n *txmq.Node, l *prioLog, fn func(ctx context.Context, m Msg) error) {
 	x.T.Helper()
 	if err := q.Listen(n, func(ctx context.Context, msgs []Msg) error {
@@ -173,7 +175,7 @@ func priorityHigherFirst(x *X) {
 	}
 	waitReady(x, q, 3*per)
 	var l prioLog
-	listenLog(x, q, x.node(txmq.NodeOptions{}), &l, nil)
+	listenLog(x, q, x.node(x.steadyLease()), &l, nil)
 	x.eventually(func() bool { return len(l.snapshot()) >= 3*per }, "every batch to run")
 	ran := l.snapshot()
 	for i, k := range ran[:3*per] {
@@ -215,7 +217,7 @@ func priorityStarvation(x *X) {
 		n++
 		if n == 10 {
 			waitDepth(x, q, func(d core.Depth) bool { return d.Ready >= 11 })
-			listenLog(x, q, x.node(txmq.NodeOptions{}), &l, func(_ context.Context, m Msg) error {
+			listenLog(x, q, x.node(x.steadyLease()), &l, func(_ context.Context, m Msg) error {
 				if m.K == "low" {
 					lowRan.Store(true)
 				}
@@ -270,7 +272,7 @@ func priorityThroughOutbox(x *X) {
 	}
 	waitReady(x, q, 2*per)
 	var l prioLog
-	listenLog(x, q, x.node(txmq.NodeOptions{}), &l, nil)
+	listenLog(x, q, x.node(x.steadyLease()), &l, nil)
 	x.eventually(func() bool { return len(l.snapshot()) >= 2*per }, "every batch to run")
 	ran := l.snapshot()
 	for i, k := range ran[:2*per] {
@@ -300,7 +302,7 @@ func priorityRetry(x *X) {
 	waitReady(x, q, low+1)
 	var l prioLog
 	var failed atomic.Bool
-	listenLog(x, q, x.node(txmq.NodeOptions{}), &l, func(_ context.Context, m Msg) error {
+	listenLog(x, q, x.node(x.steadyLease()), &l, func(_ context.Context, m Msg) error {
 		if m.K == "high" && failed.CompareAndSwap(false, true) {
 			return errors.New("first run fails")
 		}
@@ -342,7 +344,7 @@ func priorityKeyOrder(x *X) {
 	// The heads a1 and b1 ready, a2 waiting behind a1.
 	waitDepth(x, q, func(d core.Depth) bool { return d.Ready >= 2 && d.Delayed >= 1 })
 	var l prioLog
-	listenLog(x, q, x.node(txmq.NodeOptions{}), &l, nil)
+	listenLog(x, q, x.node(x.steadyLease()), &l, nil)
 	x.eventually(func() bool { return len(l.snapshot()) >= 3 }, "every batch to run")
 	if ran := l.snapshot(); strings.Join(ran, ",") != "b1,a1,a2" {
 		x.T.Fatalf("run order %v; want b1,a1,a2 (heads by priority, a key in publish order)", ran)

@@ -187,9 +187,7 @@ func timeoutBudget(x *X) {
 	})
 	x.idle(a)
 	sleep(3 * x.Caps.PollWait) // a wrong redelivery would show now
-	if got := rec.Runs(); got != budget*copies {
-		x.T.Fatalf("the hung listener ran %d times; want exactly MaxAttempts=%d per stored copy (%d copies)", got, budget, copies)
-	}
+	checkRuns(x, rec.Runs(), budget*copies, fmt.Sprintf("exactly MaxAttempts=%d per stored copy (%d copies), hung each time", budget, copies), a)
 	if got := onErr.Load(); got != 1 {
 		x.T.Errorf("OnError fired %d times; want once", got)
 	}
