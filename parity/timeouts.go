@@ -51,6 +51,16 @@ func hung(x *X) <-chan struct{} {
 // overlapped a timed-out one would show.
 func quickBackoff(int) time.Duration { return 20 * time.Millisecond }
 
+// timeoutNode is a node of the timeouts properties: quickBackoff, and a long lease
+// (steadyLease), so that their counts of timed-out runs are not blurred by a run whose lease
+// a loaded machine lost (redelivered, or dead-lettered as worker_lost once its deliveries
+// pass the budget).
+func timeoutNode(x *X) *txmq.Node {
+	o := x.steadyLease()
+	o.Backoff = quickBackoff
+	return x.node(o)
+}
+
 // hungSlotBack: a listener that hangs, ignoring its ctx, on a queue capped at one batch per
 // node does not hold the slot for ever: the next batch starts within RunTimeout + grace of
 // the hung run's start (plus a fetch), the hung run is counted once as timed out and once as
@@ -68,7 +78,7 @@ func hungSlotBack(x *X) {
 		}
 		return nil
 	}
-	a := x.node(txmq.NodeOptions{Backoff: quickBackoff})
+	a := timeoutNode(x)
 	listen(x, rec, q, a, fn)
 	if err := q.Publish(context.Background(), a, Msg{K: "hung"}); err != nil {
 		x.T.Fatalf("Publish: %v", err)
@@ -135,7 +145,7 @@ func timeoutExclusiveNoOverlap(x *X) {
 		ok.Record(msgs...)
 		return nil
 	}
-	a, b := x.node(txmq.NodeOptions{Backoff: quickBackoff}), x.node(txmq.NodeOptions{Backoff: quickBackoff})
+	a, b := timeoutNode(x), timeoutNode(x)
 	listen(x, rec, q, a, fn)
 	listen(x, rec, q, b, fn)
 	keys := []string{"stuck", "slow", "n-0", "n-1", "n-2"}
@@ -178,7 +188,7 @@ func timeoutBudget(x *X) {
 	})
 	release := hung(x)
 	rec := newRecorder()
-	a := x.node(txmq.NodeOptions{Backoff: quickBackoff})
+	a := timeoutNode(x)
 	listen(x, rec, q, a, func(context.Context, []Msg) error { <-release; return nil })
 	publishKeys(x, q, a, "hangs", 1, 1)
 	copies := x.copies()
