@@ -64,7 +64,11 @@ func orderFailingBlocksKey(x *X) {
 	release := make(chan struct{})
 	var mu sync.Mutex
 	headRuns := 0
-	n := x.node(txmq.NodeOptions{Backoff: func(int) time.Duration { return 100 * time.Millisecond }})
+	// A long lease (steadyLease): a loaded machine losing the lease of a#0's gated last run
+	// would end a#0 (worker_lost past its budget) and let a#1 run while the test looks.
+	o2 := x.steadyLease()
+	o2.Backoff = func(int) time.Duration { return 100 * time.Millisecond }
+	n := x.node(o2)
 	listenOrdered(x, o, q, n, func(ctx context.Context, msgs []Msg) error {
 		if msgs[0].K != "a#0" {
 			return nil

@@ -31,8 +31,13 @@ const (
 // timeoutQueue declares a queue of one-message batches with the properties' run timeout,
 // budget MaxAttempts, Exclusive or with a cap of one batch per node.
 func timeoutQueue(x *X, budget int, exclusive bool, onError func([]Msg, error, int) error) *txmq.Queue[Msg] {
+	return timeoutQueueGrace(x, budget, exclusive, onError, parityRunGrace)
+}
+
+// timeoutQueueGrace is timeoutQueue with a grace of its own.
+func timeoutQueueGrace(x *X, budget int, exclusive bool, onError func([]Msg, error, int) error, grace time.Duration) *txmq.Queue[Msg] {
 	cfg := txmq.QueueConfig[Msg]{MaxBatchMessages: 1, MaxAttempts: budget, RunTimeout: parityRunTimeout,
-		RunTimeoutGrace: parityRunGrace, Exclusive: exclusive, OnError: onError}
+		RunTimeoutGrace: grace, Exclusive: exclusive, OnError: onError}
 	if !exclusive {
 		cfg.MaxConcurrentBatches = txmq.Cap(1)
 	}
@@ -105,12 +110,16 @@ func hungSlotBack(x *X) {
 }
 
 // timeoutExclusiveNoOverlap: on an Exclusive queue listened to by two nodes, a run that hangs
-// for ever and one that stops half a grace after its ctx is cancelled never overlap another
+// for ever and one that stops an eighth of a grace after its ctx is cancelled never overlap another
 // run: an external count of live runs (from the listener's start to its return, or to its
 // ctx's end for the one that never returns) never exceeds one. Each of them runs twice (the
 // timed-out run, then its retry), and every batch succeeds.
 func timeoutExclusiveNoOverlap(x *X) {
-	q := timeoutQueue(x, 3, true, nil)
+	// The slow run must return within its grace once its ctx ends: a loaded machine wakes it
+	// late, so the grace grows with the measured latency (window) and the run's own work
+	// after its ctx ends is an eighth of it.
+	grace := x.window(parityRunGrace)
+	q := timeoutQueueGrace(x, 3, true, nil, grace)
 	release := hung(x)
 	rec, ok := newRecorder(), newRecorder()
 	var live, peak atomic.Int64
@@ -136,7 +145,7 @@ func timeoutExclusiveNoOverlap(x *X) {
 			return nil
 		case k == "slow" && isFirst:
 			<-ctx.Done()
-			time.Sleep(parityRunGrace / 2)
+			time.Sleep(grace / 8)
 			live.Add(-1)
 			return ctx.Err()
 		}
