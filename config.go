@@ -189,8 +189,10 @@ func (c *Config) Validate() error {
 		if err := checkDatabaseScheme(c.DatabaseURL); err != nil {
 			return err
 		}
-		if _, _, err := databaseConfig(c.DatabaseURL); err != nil {
-			return err
+		if _, other := otherDatabase(c.DatabaseURL); !other {
+			if _, _, err := databaseConfig(c.DatabaseURL); err != nil {
+				return err
+			}
 		}
 	}
 	if c.Schema != "" && !schemaRe.MatchString(c.Schema) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/outbox"
 )
 
 // settingError is an error about one setting (TXMQ_BACKEND, ...). Its text has one "txmq: "
@@ -37,6 +38,9 @@ func checkDatabaseScheme(raw string) error {
 	case "postgres", "postgresql":
 		return nil
 	}
+	if _, ok := outbox.LookupDatabase(scheme); ok {
+		return nil
+	}
 	return fmt.Errorf("%w: %s %s: unknown scheme %q; expected postgres://user:password@host:5432/db (the app database is PostgreSQL)%s",
 		core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(raw), core.RedactText(scheme, raw), databaseSchemeHint(scheme))
 }
@@ -46,7 +50,10 @@ func checkDatabaseScheme(raw string) error {
 // "" for any other scheme.
 func databaseSchemeHint(scheme string) string {
 	switch strings.ToLower(scheme) {
-	case "sqlite", "sqlite3", "mysql", "mariadb":
+	case "mysql", "mariadb":
+		return fmt.Sprintf("; import _ \"github.com/txmq/txmq/adapters/mysql/appdb\" to use %s:// as the app database (the outbox and dead letters in MySQL/MariaDB)",
+			strings.ToLower(scheme))
+	case "sqlite", "sqlite3":
 		return fmt.Sprintf("; the outbox and dead letters do not run on %s yet, only SQL jobs do: set %s=%s://... for the jobs and leave %s unset (or point it at PostgreSQL)",
 			strings.ToLower(scheme), EnvBackend, strings.ToLower(scheme), EnvDatabaseURL)
 	}

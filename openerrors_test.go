@@ -21,7 +21,8 @@ func TestOpenErrorsForOperators(t *testing.T) {
 		notWant []string
 	}{
 		{"database URL of another scheme", Config{Backend: "memory://", DatabaseURL: "mysql://u:p@db.example/app"}, core.ErrInvalidConfig,
-			[]string{"TXMQ_DATABASE_URL mysql://u:xxxxx@db.example/app", `unknown scheme "mysql"`, "expected postgres://"}, []string{"keyword/value", "xxxxxarse"}},
+			[]string{"TXMQ_DATABASE_URL mysql://u:xxxxx@db.example/app", `unknown scheme "mysql"`, "expected postgres://",
+				`import _ "github.com/txmq/txmq/adapters/mysql/appdb" to use mysql:// as the app database`}, []string{"keyword/value", "xxxxxarse"}},
 		{"database URL of sqlite", Config{Backend: "memory://", DatabaseURL: "sqlite://app.db"}, core.ErrInvalidConfig,
 			[]string{"TXMQ_DATABASE_URL sqlite://app.db", `unknown scheme "sqlite"`, "outbox and dead letters do not run on sqlite yet", "TXMQ_BACKEND=sqlite://"}, []string{"keyword/value"}},
 		{"database URL of sqlite without slashes", Config{Backend: "memory://", DatabaseURL: "sqlite:app.db"}, core.ErrInvalidConfig,

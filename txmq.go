@@ -26,18 +26,23 @@ type App struct {
 	Node *Node
 	// Store is the outbox and dead-letter store; nil without a database, and then its methods
 	// return outbox.ErrNoDatabase (naming TXMQ_DATABASE_URL) instead of panicking. Use
-	// Store.RunInTx (or WithTx) to publish inside the app's transactions.
+	// Store.RunInTx (or WithTx) to publish inside the app's transactions; on MySQL/MariaDB
+	// (TXMQ_DATABASE_URL=mysql://..., with github.com/txmq/txmq/adapters/mysql/appdb
+	// imported) Store.RunInSQLTx (or WithSQLTx).
 	Store *outbox.Store
 	// Backend is the backend the node uses: the one Config.Backend names, wrapped by
 	// drain.New when Config.Drain lists old backends.
 	Backend core.Backend
-	// Pool is the app database pool; nil without a database. The app may use it.
+	// Pool is the app database pool; nil without a database, and with a database other than
+	// PostgreSQL (TXMQ_DATABASE_URL=mysql://...: Store.RunInSQLTx then begins transactions on
+	// that database). The app may use it.
 	Pool *pgxpool.Pool
 	// Ledger records the life of every message in the app database (Config.Ledger); nil
 	// when the ledger is off. App.Inspector reads it.
 	Ledger *ledger.Ledger
 
-	backendName string // the backend URL, redacted, for errors
+	backendName string       // the backend URL, redacted, for errors
+	closeDB     func() error // closes an app database other than PostgreSQL (openOtherStore)
 
 	closeOnce sync.Once
 	closeErr  error
@@ -47,8 +52,11 @@ type App struct {
 // drain, wrapped with drain.New), then, with a database, connects, migrates the outbox tables
 // (unless SkipMigrate), creates the outbox Store on the backend and starts its relay and
 // recovery sweep, and finally creates the node with the Store as its Handoff and DeadLetters
-// (and its Pauses, Ticks, Limits and Nodes as the node's Pauses, Ticks, Limiter and
-// Heartbeats).
+// (and, on PostgreSQL, its Pauses, Ticks, Limits and Nodes as the node's Pauses, Ticks,
+// Limiter and Heartbeats). A TXMQ_DATABASE_URL of another database works when its module is
+// linked (mysql:// with github.com/txmq/txmq/adapters/mysql/appdb): the outbox and dead letters
+// live there, the ledger is refused, and the node gets no Pauses, Ticks, Limiter or Heartbeats
+// (no queue is paused, schedules do not run, a rate limit holds per node).
 // On error everything opened so far is closed again. URLs appear in logs and errors with
 // their passwords redacted.
 func Open(ctx context.Context, cfg *Config) (*App, error) {
@@ -102,17 +110,19 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 		if nodeOpts.DeadLetters == nil {
 			nodeOpts.DeadLetters = app.Store
 		}
-		if nodeOpts.Pauses == nil {
-			nodeOpts.Pauses = app.Store.Pauses()
-		}
-		if nodeOpts.Ticks == nil {
-			nodeOpts.Ticks = app.Store.Ticks()
-		}
-		if nodeOpts.Heartbeats == nil {
-			nodeOpts.Heartbeats = app.Store.Nodes()
-		}
-		if nodeOpts.Limiter == nil {
-			nodeOpts.Limiter = app.Store.Limits()
+		if app.Pool != nil { // PostgreSQL: the schema's other tables (see outbox.NewWithDialect)
+			if nodeOpts.Pauses == nil {
+				nodeOpts.Pauses = app.Store.Pauses()
+			}
+			if nodeOpts.Ticks == nil {
+				nodeOpts.Ticks = app.Store.Ticks()
+			}
+			if nodeOpts.Heartbeats == nil {
+				nodeOpts.Heartbeats = app.Store.Nodes()
+			}
+			if nodeOpts.Limiter == nil {
+				nodeOpts.Limiter = app.Store.Limits()
+			}
 		}
 		if app.Ledger != nil && nodeOpts.Ledger == nil {
 			nodeOpts.Ledger = app.Ledger
@@ -160,6 +170,9 @@ func openBackend(ctx context.Context, c *Config) (core.Backend, error) {
 
 // openStore connects to the app database, migrates, and starts the outbox store.
 func (a *App) openStore(ctx context.Context, c *Config) error {
+	if db, other := otherDatabase(c.DatabaseURL); other {
+		return a.openOtherStore(ctx, c, db)
+	}
 	cfg, pooler, err := databaseConfig(c.DatabaseURL)
 	if err != nil {
 		return err
@@ -258,6 +271,9 @@ func (a *App) Close(ctx context.Context) error {
 		}
 		if a.Pool != nil {
 			a.Pool.Close()
+		}
+		if a.closeDB != nil {
+			errs = append(errs, a.closeDB())
 		}
 		a.closeErr = errors.Join(errs...)
 	})

@@ -202,15 +202,17 @@ func (s *Store) WaitIdle(ctx context.Context) error {
 	s.ac.mu.Lock()
 	idle := s.ac.idle
 	s.ac.mu.Unlock()
-	if idle == nil {
-		return nil
+	for _, ch := range []<-chan struct{}{idle, s.adhocIdle()} {
+		if ch == nil {
+			continue
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("txmq outbox: WaitIdle: the after-commit publishers of schema %q are still busy: %w", s.o.Schema, ctx.Err())
+		}
 	}
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("txmq outbox: WaitIdle: the after-commit publishers of schema %q are still busy: %w", s.o.Schema, ctx.Err())
-	}
+	return nil
 }
 
 // closeAfterCommit refuses further hand-offs and waits, until ctx is done, for the
@@ -266,7 +268,9 @@ func (s *Store) publishCommitted(rows []row) {
 			"rows", len(rows), "error", err)
 		return
 	}
-	guard, err := s.newOrderGuard(db, s.pool, claimed)
+	guard, err := s.newOrderGuard(db, func(ctx context.Context, upto map[OrderKey]int64) (map[OrderKey][]int64, error) {
+		return pgKeyIDs(ctx, s.pool, s.outbox, upto)
+	}, claimed)
 	if err != nil {
 		s.log.Error("txmq outbox: checking the order of committed rows failed; they stay in the outbox for the recovery sweep",
 			"rows", len(claimed), "error", err)
@@ -362,7 +366,7 @@ func (s *Store) commitContexts() (db, pub context.Context, cancel func()) {
 // an attempt and is scheduled again with backoff.
 func (s *Store) recordCommitFailure(db context.Context, r row, perr error) {
 	attempts := r.attempts + 1
-	err := pgx.BeginFunc(db, s.pool, func(tx pgx.Tx) error {
+	err := s.db.InTx(db, func(tx PageTx) error {
 		if reason := poisonReason(perr, attempts, s.o.MaxAttempts); reason != "" {
 			moved, err := s.deadLetterRow(db, tx, r, viaCommit, reason, attempts, perr)
 			if err != nil || moved {
@@ -372,10 +376,7 @@ func (s *Store) recordCommitFailure(db context.Context, r row, perr error) {
 		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
 		s.log.Warn("txmq outbox: publish failed, row scheduled again",
 			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", viaCommit, "attempts", attempts, "retry_in", delay, "error", perr)
-		_, err := tx.Exec(db, `UPDATE `+s.outbox+` SET attempts = attempts + 1, last_error = $2,
-			next_attempt_at = now() + $3 * interval '1 microsecond' WHERE id = $1`,
-			r.id, errorText(perr.Error(), maxErrorText), delay.Microseconds())
-		return err
+		return tx.Reschedule(db, r.id, errorText(perr.Error(), maxErrorText), delay)
 	})
 	if err != nil {
 		s.log.Error("txmq outbox: recording a failed publish after commit failed; the row is retried once its lease ends",

@@ -16,6 +16,7 @@ import (
 type appTx struct {
 	s    *Store
 	exec func(ctx context.Context, sql string, args ...any) error
+	err  error // set: every Stage fails with it (a pgx tx given to a store of another database)
 }
 
 // WithTx returns ctx carrying tx, a pgx transaction the app begins and commits itself.
@@ -27,19 +28,23 @@ type appTx struct {
 // written in, however it was made (tx.Begin, pgx.BeginFunc, a SAVEPOINT statement): they are
 // ordinary rows of the transaction. Publish with a context from WithTx while the savepoint is
 // open; tx itself, not the savepoint's pgx.Tx, is enough, since both run on one connection.
-// Never queues are refused inside tx: it cannot report its commit.
+// Never queues are refused inside tx: it cannot report its commit. On a store of another
+// database (NewWithDialect) every publish made with the returned context fails with an error
+// wrapping ErrNeedsPostgres: use WithSQLTx.
 func (s *Store) WithTx(ctx context.Context, tx pgx.Tx) context.Context {
 	if s == nil {
 		return ctx // no outbox: publishes on Require queues fail with core.ErrNoTransaction
 	}
-	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
+	return core.ContextWithTx(ctx, &appTx{s: s, err: s.needsPG("WithTx", "use WithSQLTx with the app's *sql.Tx"), exec: func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.Exec(ctx, sql, args...)
 		return err
 	}})
 }
 
-// WithSQLTx is WithTx for a database/sql transaction on PostgreSQL (for example through
-// github.com/jackc/pgx/v5/stdlib). Rows are written with tx.ExecContext and $n placeholders.
+// WithSQLTx is WithTx for a database/sql transaction: on PostgreSQL (for example through
+// github.com/jackc/pgx/v5/stdlib), rows are written with tx.ExecContext and $n placeholders;
+// on a store of another dialect (NewWithDialect) with that database's statement, and without
+// NOTIFY: the relays of started stores find them within Options.PollInterval of the commit.
 // database/sql has no nested transactions; savepoints are SQL statements run on tx
 // (tx.ExecContext(ctx, "SAVEPOINT a"), then "ROLLBACK TO SAVEPOINT a" or "RELEASE SAVEPOINT
 // a"). Because each publish writes its rows into tx at once, rolling back to a savepoint
@@ -58,6 +63,9 @@ func (s *Store) WithSQLTx(ctx context.Context, tx *sql.Tx) context.Context {
 // Stage writes p's batches as due rows in the app's transaction and notifies the relay. It
 // implements core.Tx.
 func (a *appTx) Stage(ctx context.Context, p *core.Pending) error {
+	if a.err != nil {
+		return fmt.Errorf("txmq outbox: queue %q: %w", p.Queue, a.err)
+	}
 	batches, err := core.Batches([]*core.Pending{p}, time.Now())
 	if err != nil {
 		return fmt.Errorf("txmq outbox: queue %q: preparing batches: %w", p.Queue, err)
@@ -65,10 +73,7 @@ func (a *appTx) Stage(ctx context.Context, p *core.Pending) error {
 	for len(batches) > 0 {
 		chunk := batches[:min(len(batches), insertChunk)]
 		batches = batches[len(chunk):]
-		args := append(insertArgs(chunk), a.s.channel)
-		// A data-modifying WITH always runs to completion: one round trip inserts and notifies.
-		q := `WITH ins AS (` + insertSQL(a.s.outbox, len(chunk), true) + `) SELECT pg_notify($` +
-			fmt.Sprint(len(args)) + `, '')`
+		q, args := a.s.db.StageSQL(chunk)
 		if err := a.exec(ctx, q, args...); err != nil {
 			return fmt.Errorf("txmq outbox: queue %q: writing %d outbox row(s) into the app's transaction (table %s): %w; the transaction is probably aborted now: roll it back, and check that outbox.Migrate ran",
 				p.Queue, len(chunk), a.s.outbox, err)

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/txmq/txmq/internal/envelope"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
 )
@@ -91,21 +88,14 @@ func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	exclusive := dl.Exclusive
-	tag, err := s.pool.Exec(ctx, `INSERT INTO `+s.dead+` AS d (queue, batch_id, body, exclusive, reason, last_error,
-			attempts, messages, first_failed_at, last_failed_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
-		ON CONFLICT (queue, batch_id) WHERE batch_id <> '' DO UPDATE SET
-			body = EXCLUDED.body, exclusive = EXCLUDED.exclusive, reason = EXCLUDED.reason,
-			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
-			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL
-		WHERE d.replayed_at IS NOT NULL`,
-		dl.Queue, dl.BatchID, dl.Body, exclusive, dl.Reason, errorText(dl.Error, maxDeadErrorText), dl.Attempts, dl.Messages, at)
+	stored, err := s.db.DeadLetter(ctx, &core.DeadLetter{Queue: dl.Queue, BatchID: dl.BatchID, Body: dl.Body,
+		Exclusive: dl.Exclusive, Reason: dl.Reason, Error: errorText(dl.Error, maxDeadErrorText), Attempts: dl.Attempts,
+		Messages: dl.Messages, At: at})
 	if err != nil {
 		return fmt.Errorf("txmq outbox: storing dead letter of queue %q (batch %s, reason %s) in %s: %w; check the app database and that outbox.Migrate ran",
 			dl.Queue, dl.BatchID, dl.Reason, s.dead, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !stored {
 		return fmt.Errorf("txmq outbox: queue %q batch %s is already a dead letter in %s (its first reason, error and attempts are kept): %w",
 			dl.Queue, dl.BatchID, s.dead, core.ErrAlreadyDeadLettered)
 	}
@@ -115,24 +105,15 @@ func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
 const deadCols = `id, queue, batch_id, body, exclusive, reason, last_error, attempts, messages,
 	first_failed_at, last_failed_at, replay_count, replayed_at`
 
-func scanDead(r pgx.CollectableRow) (DeadLetterRow, error) {
-	var d DeadLetterRow
-	var replayed *time.Time
-	err := r.Scan(&d.ID, &d.Queue, &d.BatchID, &d.Body, &d.Exclusive, &d.Reason, &d.LastError, &d.Attempts,
-		&d.Messages, &d.FirstFailedAt, &d.LastFailedAt, &d.ReplayCount, &replayed)
-	if replayed != nil {
-		d.ReplayedAt = *replayed
-	}
-	return d, err
-}
-
-// where builds the WHERE clause and arguments of f.
-func (f DLQFilter) where() (string, []any) {
-	conds := []string{"id > $1"}
+// where builds the WHERE clause of f and its arguments, with ph writing the placeholder of
+// the n-th argument (1-based). Dialects of this and other modules build on it through
+// DLQFilter.SQL.
+func (f DLQFilter) where(ph func(n int) string) (string, []any) {
+	conds := []string{"id > " + ph(1)}
 	args := []any{f.AfterID}
 	if f.Queue != "" {
 		args = append(args, f.Queue)
-		conds = append(conds, "queue = $"+strconv.Itoa(len(args)))
+		conds = append(conds, "queue = "+ph(len(args)))
 	}
 	switch f.State {
 	case DLQDead:
@@ -142,6 +123,10 @@ func (f DLQFilter) where() (string, []any) {
 	}
 	return strings.Join(conds, " AND "), args
 }
+
+// SQL returns the WHERE condition of f (without the word WHERE) and its arguments, with ph
+// writing the placeholder of the n-th argument (1-based): for a Dialect.
+func (f DLQFilter) SQL(ph func(n int) string) (string, []any) { return f.where(ph) }
 
 // ofQueue returns " of queue "q"" for messages, or "" when f selects every queue.
 func (f DLQFilter) ofQueue() string {
@@ -159,14 +144,7 @@ func (s *Store) ListDeadLetters(ctx context.Context, f DLQFilter) ([]DeadLetterR
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
-	where, args := f.where()
-	args = append(args, f.Limit)
-	rows, err := s.pool.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE `+where+
-		` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
-	if err != nil {
-		return nil, fmt.Errorf("txmq outbox: listing dead letters%s from %s: %w", f.ofQueue(), s.dead, err)
-	}
-	out, err := pgx.CollectRows(rows, scanDead)
+	out, err := s.db.ListDeadLetters(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: listing dead letters%s from %s: %w", f.ofQueue(), s.dead, err)
 	}
@@ -178,16 +156,12 @@ func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, er
 	if s == nil {
 		return nil, errNoStore("GetDeadLetter")
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE id = $1`, id)
+	d, err := s.db.GetDeadLetter(ctx, id)
 	if err == nil {
-		var d DeadLetterRow
-		d, err = pgx.CollectExactlyOneRow(rows, scanDead)
-		if err == nil {
-			return &d, nil
-		}
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, fmt.Errorf("txmq outbox: no dead letter %d in %s (txmq dlq ls lists them): %w", id, s.dead, ErrNotFound)
-		}
+		return d, nil
+	}
+	if errors.Is(err, ErrNotFound) {
+		return nil, fmt.Errorf("txmq outbox: no dead letter %d in %s (txmq dlq ls lists them): %w", id, s.dead, ErrNotFound)
 	}
 	return nil, fmt.Errorf("txmq outbox: reading dead letter %d from %s: %w", id, s.dead, err)
 }
@@ -202,18 +176,9 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 	if s == nil {
 		return errNoStore("Replay")
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT `+deadCols+` FROM `+s.dead+` WHERE id = $1 FOR UPDATE`, id)
-		if err != nil {
-			return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, err)
-		}
-		d, err := pgx.CollectExactlyOneRow(rows, scanDead)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, err)
-		}
+	var queue string
+	replay := func(d *DeadLetterRow) error {
+		queue = d.Queue
 		if !d.Dead() {
 			return fmt.Errorf("txmq outbox: dead letter %d (queue %q, batch %s) was replayed at %s and has not failed since: %w",
 				id, d.Queue, d.BatchID, d.ReplayedAt.Format(time.RFC3339), ErrAlreadyReplayed)
@@ -244,12 +209,26 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 			return fmt.Errorf("txmq outbox: replaying dead letter %d (queue %q, batch %s): the backend refused it, the row stays dead; retry later: %w",
 				id, d.Queue, env.ID, err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE `+s.dead+` SET replay_count = replay_count + 1, replayed_at = now() WHERE id = $1`, id); err != nil {
-			return fmt.Errorf("txmq outbox: dead letter %d (queue %q) was republished but marking it replayed failed (it may be replayed twice): %w", id, d.Queue, err)
-		}
 		return nil
-	})
+	}
+	var fnErr error
+	err := s.db.ReplayDeadLetter(ctx, id, func(d *DeadLetterRow) error { fnErr = replay(d); return fnErr })
+	switch {
+	case err == nil:
+		return nil
+	case fnErr != nil && errors.Is(err, fnErr):
+		return err
+	case errors.Is(err, ErrMarkReplayed):
+		return fmt.Errorf("txmq outbox: dead letter %d (queue %q) was republished but marking it replayed failed (it may be replayed twice): %w", id, queue, err)
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, ErrNotFound)
+	}
+	return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, err)
 }
+
+// ErrMarkReplayed is wrapped by a Dialect's ReplayDeadLetter in the error of the statement
+// that marks a replayed dead letter, after its fn succeeded.
+var ErrMarkReplayed = errors.New("marking the dead letter replayed")
 
 // ReplayQueue replays every dead (not yet replayed) letter of queue, oldest first, and returns
 // how many it replayed. A backend reported unavailable stops it at once; other per-row errors
@@ -296,16 +275,9 @@ func (s *Store) Purge(ctx context.Context, f DLQFilter) (int64, error) {
 	if s == nil {
 		return 0, errNoStore("Purge")
 	}
-	where, args := f.where()
-	q := `DELETE FROM ` + s.dead + ` WHERE ` + where
-	if f.Limit > 0 {
-		args = append(args, f.Limit)
-		q = `DELETE FROM ` + s.dead + ` WHERE id IN (SELECT id FROM ` + s.dead + ` WHERE ` + where +
-			` ORDER BY id LIMIT $` + strconv.Itoa(len(args)) + `)`
-	}
-	tag, err := s.pool.Exec(ctx, q, args...)
+	n, err := s.db.PurgeDeadLetters(ctx, f)
 	if err != nil {
 		return 0, fmt.Errorf("txmq outbox: purging dead letters (queue %q) from %s: %w", f.Queue, s.dead, err)
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
 }

@@ -64,6 +64,16 @@ func (s *Store) ListOutbox(ctx context.Context, f OutboxFilter) ([]OutboxRow, er
 	if f.Limit <= 0 {
 		f.Limit = 100
 	}
+	if in, ok := s.db.(InspectDialect); ok && s.pg == nil {
+		out, err := in.ListOutbox(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: listing outbox rows (queue %q) from %s: %w", f.Queue, s.outbox, err)
+		}
+		return out, nil
+	}
+	if err := s.needsPG("ListOutbox", ""); err != nil {
+		return nil, err
+	}
 	args := []any{f.AfterID}
 	where := "id > $1"
 	if f.Queue != "" {
@@ -100,6 +110,16 @@ func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
 	if s == nil {
 		return nil, errNoStore("Backlog")
 	}
+	if in, ok := s.db.(InspectDialect); ok && s.pg == nil {
+		out, err := in.Backlog(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: reading the outbox backlog from %s: %w", s.outbox, err)
+		}
+		return out, nil
+	}
+	if err := s.needsPG("Backlog", ""); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, `SELECT queue, count(*), count(*) FILTER (WHERE attempts > 0), min(created_at),
 		extract(epoch FROM now() - min(created_at))::float8 FROM `+s.outbox+` GROUP BY queue`)
 	if err != nil {
@@ -129,6 +149,16 @@ func (s *Store) Backlog(ctx context.Context) (map[string]Backlog, error) {
 func (s *Store) DeadLetterCounts(ctx context.Context) (map[string]int64, error) {
 	if s == nil {
 		return nil, errNoStore("DeadLetterCounts")
+	}
+	if in, ok := s.db.(InspectDialect); ok && s.pg == nil {
+		out, err := in.DeadLetterCounts(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: counting dead letters in %s: %w", s.dead, err)
+		}
+		return out, nil
+	}
+	if err := s.needsPG("DeadLetterCounts", ""); err != nil {
+		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `SELECT queue, count(*) FILTER (WHERE replayed_at IS NULL) FROM `+s.dead+` GROUP BY queue`)
 	if err != nil {

@@ -18,7 +18,10 @@ import (
 // stage the same key concurrently have no defined order between them.
 
 // orderKey names a key of a queue.
-type orderKey struct{ queue, key string }
+type orderKey = OrderKey
+
+// keyIDsFunc reads the ids of the rows of keys up to an id (PageTx.KeyIDs).
+type keyIDsFunc func(ctx context.Context, upto map[OrderKey]int64) (map[OrderKey][]int64, error)
 
 // orderGuard says which keyed rows of a pass may be published now (see above).
 type orderGuard struct {
@@ -29,7 +32,7 @@ type orderGuard struct {
 // newOrderGuard reads, for the keyed rows of rows, the ids of their keys in the table up to
 // the highest id of each key in rows (one statement, an index access per key). It returns nil
 // when rows holds no keyed row.
-func (s *Store) newOrderGuard(ctx context.Context, q querier, rows []row) (*orderGuard, error) {
+func (s *Store) newOrderGuard(ctx context.Context, keyIDs keyIDsFunc, rows []row) (*orderGuard, error) {
 	upto := map[orderKey]int64{}
 	for _, r := range rows {
 		if r.batch.Key != "" {
@@ -40,29 +43,11 @@ func (s *Store) newOrderGuard(ctx context.Context, q querier, rows []row) (*orde
 	if len(upto) == 0 {
 		return nil, nil
 	}
-	queues, keys, ids := make([]string, 0, len(upto)), make([]string, 0, len(upto)), make([]int64, 0, len(upto))
-	for k, id := range upto {
-		queues, keys, ids = append(queues, k.queue), append(keys, k.key), append(ids, id)
-	}
-	rs, err := q.Query(ctx, `SELECT o.queue, o.order_key, o.id FROM unnest($1::text[], $2::text[], $3::bigint[]) AS k(q, key, upto)
-		JOIN `+s.outbox+` o ON o.queue = k.q AND o.order_key = k.key AND o.id <= k.upto ORDER BY o.id`, queues, keys, ids)
+	ids, err := keyIDs(ctx, upto)
 	if err != nil {
 		return nil, fmt.Errorf("reading the earlier rows of %d ordering key(s): %w", len(upto), err)
 	}
-	defer rs.Close()
-	g := &orderGuard{ids: make(map[orderKey][]int64, len(upto)), blocked: map[orderKey]bool{}}
-	for rs.Next() {
-		var k orderKey
-		var id int64
-		if err := rs.Scan(&k.queue, &k.key, &id); err != nil {
-			return nil, err
-		}
-		g.ids[k] = append(g.ids[k], id)
-	}
-	if err := rs.Err(); err != nil {
-		return nil, fmt.Errorf("reading the earlier rows of %d ordering key(s): %w", len(upto), err)
-	}
-	return g, nil
+	return &orderGuard{ids: ids, blocked: map[orderKey]bool{}}, nil
 }
 
 // may reports whether r may be published now: it has no key, or it is the first row of its
@@ -116,8 +101,7 @@ func (s *Store) HoldsKey(ctx context.Context, queue, key string) (bool, error) {
 	if s == nil {
 		return false, errNoStore("HoldsKey")
 	}
-	var held bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+s.outbox+` WHERE queue = $1 AND order_key = $2)`, queue, key).Scan(&held)
+	held, err := s.db.HoldsKey(ctx, queue, key)
 	if err != nil {
 		return false, fmt.Errorf("txmq outbox: does the outbox table %s hold rows of queue %q, ordering key %q: %w", s.outbox, queue, key, err)
 	}
@@ -131,20 +115,8 @@ func (s *Store) HeldKeys(ctx context.Context, queues []string) (map[string][]str
 	if s == nil {
 		return nil, errNoStore("HeldKeys")
 	}
-	rs, err := s.pool.Query(ctx, `SELECT DISTINCT queue, order_key FROM `+s.outbox+` WHERE queue = ANY($1) AND order_key IS NOT NULL`, queues)
+	held, err := s.db.HeldKeys(ctx, queues)
 	if err != nil {
-		return nil, fmt.Errorf("txmq outbox: which ordering keys does the outbox table %s hold rows of, for queue(s) %v: %w", s.outbox, queues, err)
-	}
-	defer rs.Close()
-	held := map[string][]string{}
-	for rs.Next() {
-		var q, k string
-		if err := rs.Scan(&q, &k); err != nil {
-			return nil, fmt.Errorf("txmq outbox: reading the ordering keys held in %s: %w", s.outbox, err)
-		}
-		held[q] = append(held[q], k)
-	}
-	if err := rs.Err(); err != nil {
 		return nil, fmt.Errorf("txmq outbox: which ordering keys does the outbox table %s hold rows of, for queue(s) %v: %w", s.outbox, queues, err)
 	}
 	return held, nil

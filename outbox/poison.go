@@ -8,8 +8,6 @@ import (
 
 	"github.com/txmq/txmq/internal/envelope"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq/core"
 )
 
@@ -53,7 +51,7 @@ func deadLetterRowSQL(dead string) string {
 // the database refused the move (logged): the caller then records the failed attempt as
 // usual, and the row is tried again later. err is an error that ends the page (the savepoint
 // could not even be released or rolled back).
-func (s *Store) deadLetterRow(db context.Context, tx pgx.Tx, r row, via, reason string, attempts int, cause error) (moved bool, err error) {
+func (s *Store) deadLetterRow(db context.Context, tx PageTx, r row, via, reason string, attempts int, cause error) (moved bool, err error) {
 	msgs := 0
 	if env, derr := envelope.Decode(r.batch.Body); derr == nil {
 		msgs = len(env.Messages)
@@ -63,23 +61,12 @@ func (s *Store) deadLetterRow(db context.Context, tx pgx.Tx, r row, via, reason 
 		text = fmt.Sprintf("the outbox's publish failed %d times (Options.MaxAttempts); last error: %s", attempts, text)
 	}
 	dl := &core.DeadLetter{Queue: r.batch.Queue, BatchID: r.batch.ID, Body: r.batch.Body, Reason: reason,
-		Error: text, Messages: msgs, Exclusive: r.batch.Exclusive, At: time.Now()}
-	sp, err := tx.Begin(db)
+		Error: errorText(text, maxDeadErrorText), Messages: msgs, Exclusive: r.batch.Exclusive, At: time.Now()}
+	merr, err := tx.MoveToDeadLetters(db, r.id, dl)
 	if err != nil {
 		return false, fmt.Errorf("txmq outbox: dead-lettering row %d (queue %q): %w", r.id, r.batch.Queue, err)
 	}
-	_, merr := sp.Exec(db, deadLetterRowSQL(s.dead), dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason,
-		errorText(dl.Error, maxDeadErrorText), dl.Attempts, dl.Messages, dl.At)
-	if merr == nil {
-		_, merr = sp.Exec(db, `DELETE FROM `+s.outbox+` WHERE id = $1`, r.id)
-	}
-	if merr == nil {
-		merr = sp.Commit(db)
-	}
 	if merr != nil {
-		if rerr := sp.Rollback(db); rerr != nil && !errors.Is(rerr, pgx.ErrTxClosed) {
-			return false, fmt.Errorf("txmq outbox: dead-lettering row %d (queue %q) failed (%v) and so did rolling it back: %w", r.id, r.batch.Queue, merr, rerr)
-		}
 		s.log.Error("txmq outbox: could not move a poison row to the dead-letter table; it stays and is tried again",
 			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "reason", reason, "error", merr, "publish_error", cause)
 		return false, nil

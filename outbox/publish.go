@@ -8,10 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq/core"
-	"github.com/txmq/txmq/internal/envelope"
 	"github.com/txmq/txmq/internal/iddedup"
 )
 
@@ -109,9 +106,9 @@ func (s *Store) publishOne(ctx context.Context, b core.OutgoingBatch) error {
 // When pub ends, the row in flight counts a failed attempt and the rows after it are left
 // untried. tried is how many rows of rows were tried. err is a database error: the caller
 // rolls back (published rows are then published again later: at-least-once).
-func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, via string) (published, tried int, stop, err error) {
+func (s *Store) publishLocked(db, pub context.Context, tx PageTx, rows []row, via string) (published, tried int, stop, err error) {
 	ok := make([]int64, 0, len(rows))
-	guard, err := s.newOrderGuard(db, tx, rows)
+	guard, err := s.newOrderGuard(db, tx.KeyIDs, rows)
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("txmq outbox: %w", err)
 	}
@@ -161,14 +158,12 @@ func (s *Store) publishLocked(db, pub context.Context, tx pgx.Tx, rows []row, vi
 		delay := backoff(s.o.BackoffBase, s.o.BackoffMax, attempts)
 		s.log.Warn("txmq outbox: publish failed, row scheduled again",
 			"queue", r.batch.Queue, "row", r.id, "batch", r.batch.ID, "via", via, "attempts", attempts, "retry_in", delay, "error", perr)
-		if _, err := tx.Exec(db, `UPDATE `+s.outbox+` SET attempts = attempts + 1, last_error = $2,
-			next_attempt_at = now() + $3 * interval '1 microsecond' WHERE id = $1`,
-			r.id, errorText(perr.Error(), maxErrorText), delay.Microseconds()); err != nil {
+		if err := tx.Reschedule(db, r.id, errorText(perr.Error(), maxErrorText), delay); err != nil {
 			return 0, tried, stop, fmt.Errorf("txmq outbox: recording the failed publish of row %d (queue %q): %w", r.id, r.batch.Queue, err)
 		}
 	}
 	if len(ok) > 0 {
-		if _, err := tx.Exec(db, `DELETE FROM `+s.outbox+` WHERE id = ANY($1)`, ok); err != nil {
+		if err := tx.Delete(db, ok); err != nil {
 			return 0, tried, stop, fmt.Errorf("txmq outbox: deleting %d published row(s): %w; they will be published again (at-least-once)", len(ok), err)
 		}
 	}
@@ -212,41 +207,19 @@ func (s *Store) sweepPage(parent context.Context, after int64, via string) (publ
 	ctx, pub, cancel := s.pageContexts(parent)
 	defer cancel()
 	var stop error
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		rs, err := tx.Query(ctx, `SELECT id, queue, batch_id, body, `+remainingSQL+`, exclusive, attempts, coalesce(order_key, '') FROM `+s.outbox+`
-			WHERE id > $1 AND (next_attempt_at <= now()
-				OR (next_attempt_at IS NULL AND created_at <= now() - $2 * interval '1 microsecond'))
-			ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED`,
-			after, s.o.RecoveryAge.Microseconds(), s.o.SweepPageSize)
-		if err != nil {
-			return err
-		}
-		var page []row
-		for rs.Next() {
-			var r row
-			var left *int64
-			if err := rs.Scan(&r.id, &r.batch.Queue, &r.batch.ID, &r.batch.Body, &left, &r.batch.Exclusive, &r.attempts, &r.batch.Key); err != nil {
-				rs.Close()
-				return err
-			}
-			withRemaining(&r.batch, left)
-			// A batch whose caller ids deduplicate says so in its envelope (the after-commit
-			// path has it from the engine already).
-			r.batch.DedupWindow, r.batch.DedupIDs = envelope.DedupOf(r.batch.Body)
-			// So does a prioritized queue's batch its priority.
-			r.batch.Priority, r.batch.Lead = envelope.PriorityOf(r.batch.Body)
-			page = append(page, r)
-		}
-		if err := rs.Err(); err != nil {
-			return err
-		}
-		if len(page) == 0 {
+	err = s.db.ClaimPage(ctx, after, s.o.RecoveryAge, s.o.SweepPageSize, func(tx PageTx, claimedRows []Row) error {
+		if len(claimedRows) == 0 {
 			if after == 0 {
 				s.keyedWaiting.Store(false) // nothing is due: no keyed row waits
 			}
 			return nil
 		}
+		page := make([]row, len(claimedRows))
+		for i, r := range claimedRows {
+			page[i] = claimed(r)
+		}
 		var tried int
+		var err error
 		published, tried, stop, err = s.publishLocked(ctx, pub, tx, page, via)
 		switch {
 		case tried == 0:

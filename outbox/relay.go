@@ -41,7 +41,8 @@ func (s *Store) Start(ctx context.Context) error {
 	s.started = true
 	s.mu.Unlock()
 	var conn *pgx.Conn
-	if !s.o.polls() {
+	polls := s.o.polls() || s.pg == nil // no LISTEN outside PostgreSQL
+	if !polls {
 		var err error
 		if conn, err = s.listen(ctx); err != nil {
 			s.mu.Lock()
@@ -63,7 +64,7 @@ func (s *Store) Start(ctx context.Context) error {
 	s.cancel = cancel
 	s.loops.Add(2) // under s.mu, so never concurrent with Close's Wait
 	s.mu.Unlock()
-	if s.o.polls() {
+	if polls {
 		go s.pollLoop(runCtx)
 	} else {
 		go s.listenLoop(runCtx, conn)
@@ -95,6 +96,13 @@ func (s *Store) Close(ctx context.Context) error {
 	}
 	if err := s.closeAfterCommit(ctx); err != nil {
 		return err
+	}
+	if idle := s.adhocIdle(); idle != nil { // RunInSQLTx's pass on a store not started
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("txmq outbox: Close: a relay pass of schema %q is still publishing; the rows not published yet stay in the outbox for the recovery sweep: %w", s.o.Schema, ctx.Err())
+		}
 	}
 	if cancel == nil {
 		return nil

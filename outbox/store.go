@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/internal/envelope"
 )
 
 // ErrNotFound means a dead letter id does not exist (or no longer does).
@@ -26,7 +27,9 @@ var ErrNotFound = errors.New("txmq outbox: not found")
 // from the Store: Pauses (queue pause marks), Ticks (schedule ticks), Limits (the shared
 // rate limit) and Nodes (the nodes' heartbeats).
 type Store struct {
-	pool      *pgxpool.Pool
+	pool      *pgxpool.Pool // nil on a store of another dialect (NewWithDialect)
+	db        Dialect       // the database's statements (dialect.go)
+	pg        *pgDialect    // db when it is PostgreSQL's, else nil
 	o         Options
 	log       *slog.Logger
 	backend   core.Backend
@@ -42,7 +45,8 @@ type Store struct {
 	loops   sync.WaitGroup
 	kick    chan struct{}
 
-	ac afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
+	ac    afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
+	adhoc adhocRelay  // RunInSQLTx's relay passes on a store not started (sqltx.go)
 
 	pauses *Pauses // the store's other jobs, on the same pool and schema
 	ticks  *Ticks
@@ -87,12 +91,13 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 			return nil, fmt.Errorf("%w: outbox: Options.ListenURL %s: %v; give a postgres:// URL of the server itself (not the pooler)", core.ErrInvalidConfig, core.Redact(o.ListenURL), core.RedactError(err, o.ListenURL))
 		}
 	}
+	pg := newPGDialect(pool, o.Schema)
 	s := &Store{
-		pool: pool, o: o, backend: o.Backend, listenCfg: listenCfg,
+		pool: pool, db: pg, pg: pg, o: o, backend: o.Backend, listenCfg: listenCfg,
 		log:     o.Logger.With("txmq_component", "outbox", "txmq_schema", o.Schema),
-		outbox:  pgx.Identifier{o.Schema, "txmq_outbox"}.Sanitize(),
-		dead:    pgx.Identifier{o.Schema, "txmq_dead_letters"}.Sanitize(),
-		channel: channel(o.Schema),
+		outbox:  pg.outbox,
+		dead:    pg.dead,
+		channel: pg.channel,
 		kick:    make(chan struct{}, 1),
 		pauses:  newPauses(pool, o.Schema),
 		limits:  newLimits(pool, o.Schema),
@@ -100,6 +105,64 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 	}
 	s.ticks = newTicks(s, o.Schema)
 	return s, nil
+}
+
+// NewWithDialect returns a store on another database than PostgreSQL, through its Dialect
+// (for MySQL/MariaDB: github.com/txmq/txmq/adapters/mysql/appdb, which also migrates).
+// opts.Backend is required; opts.Schema is ignored (the dialect names its schema or
+// database). Such a store has no LISTEN/NOTIFY: its relay looks for due rows every
+// Options.PollInterval (default 250 ms), and is woken at once in this process when a
+// RunInSQLTx transaction commits. RunInTx, WithTx and Savepoint (pgx transactions), Pauses,
+// Ticks, Limits, Nodes and the inspection queries need PostgreSQL and return an error wrapping
+// ErrNeedsPostgres (Pauses, Ticks, Limits and Nodes return nil).
+func NewWithDialect(d Dialect, opts *Options) (*Store, error) {
+	if d == nil {
+		return nil, fmt.Errorf("%w: outbox.NewWithDialect needs a Dialect", core.ErrInvalidConfig)
+	}
+	var c Options
+	if opts != nil {
+		c = *opts
+	}
+	c.Schema, c.PgBouncer, c.ListenURL = "", false, ""
+	o, err := c.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	o.Schema = d.Schema()
+	if o.Backend == nil {
+		return nil, fmt.Errorf("%w: outbox: Options.Backend is required: the outbox publishes its rows there (use the node's backend)", core.ErrInvalidConfig)
+	}
+	outbox, dead := d.Tables()
+	return &Store{
+		db: d, o: o, backend: o.Backend,
+		log:    o.Logger.With("txmq_component", "outbox", "txmq_db", d.Name(), "txmq_schema", o.Schema),
+		outbox: outbox,
+		dead:   dead,
+		kick:   make(chan struct{}, 1),
+	}, nil
+}
+
+// ErrNeedsPostgres is wrapped by the errors of the Store methods that only PostgreSQL has,
+// called on a store of another dialect.
+var ErrNeedsPostgres = fmt.Errorf("%w: this needs the app database on PostgreSQL", core.ErrInvalidConfig)
+
+// needsPG returns an error naming method when s is not on PostgreSQL.
+func (s *Store) needsPG(method, instead string) error {
+	if s.pg != nil {
+		return nil
+	}
+	if instead != "" {
+		instead = "; " + instead
+	}
+	return fmt.Errorf("txmq outbox: Store.%s on the %s app database (schema %q): %w%s", method, s.db.Name(), s.o.Schema, ErrNeedsPostgres, instead)
+}
+
+// Dialect returns the name of the store's database ("postgres", "mysql").
+func (s *Store) Dialect() string {
+	if s == nil {
+		return ""
+	}
+	return s.db.Name()
 }
 
 // Schema returns the schema the store's tables live in.
@@ -122,7 +185,7 @@ func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error
 	if len(batches) == 0 {
 		return nil
 	}
-	_, err := insertRows(ctx, s.pool, s.outbox, batches, true)
+	_, err := s.db.Insert(ctx, batches, true)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: handing off %d batch(es) of queue(s) %s to the outbox table %s: %w; check the app database and that outbox.Migrate ran",
 			len(batches), queueList(batches), s.outbox, err)
@@ -224,6 +287,24 @@ func withRemaining(b *core.OutgoingBatch, us *int64) {
 		b.Delay = time.Duration(*us) * time.Microsecond
 		b.NotBefore = time.Now().Add(b.Delay)
 	}
+}
+
+// claimed turns a row a Dialect claimed into a row on its way to the backend: its delay left
+// as a due time on this process's clock, and what the body says of dedup and priority.
+func claimed(r Row) row {
+	out := row{id: r.ID, attempts: r.Attempts, batch: r.Batch}
+	b := &out.batch
+	b.NotBefore = time.Time{}
+	if b.Delay > 0 {
+		b.NotBefore = time.Now().Add(b.Delay)
+	} else {
+		b.Delay = 0
+	}
+	// A batch whose caller ids deduplicate says so in its envelope (the after-commit path
+	// has it from the engine already); so does a prioritized queue's batch its priority.
+	b.DedupWindow, b.DedupIDs = envelope.DedupOf(b.Body)
+	b.Priority, b.Lead = envelope.PriorityOf(b.Body)
+	return out
 }
 
 // insertRows inserts batches (in chunks) and returns their rows with ids.

@@ -35,6 +35,9 @@ type scopeKey struct{ s *Store }
 // Called with a context that already carries a RunInTx transaction of this store, RunInTx runs
 // fn in a savepoint of it instead (see Savepoint).
 //
+// RunInTx needs the store on PostgreSQL (New); on another database (NewWithDialect) it returns
+// an error wrapping ErrNeedsPostgres: use RunInSQLTx.
+//
 // Savepoints: the messages published (Require and Try queues) and the Never messages waiting
 // for the commit follow the business rows. A savepoint that is rolled back discards those
 // published inside it, and inside every savepoint nested in it, released or not; one that is
@@ -51,6 +54,9 @@ type scopeKey struct{ s *Store }
 func (s *Store) RunInTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) (err error) {
 	if s == nil {
 		return errNoStore("RunInTx")
+	}
+	if err := s.needsPG("RunInTx", "use RunInSQLTx"); err != nil {
+		return err
 	}
 	if parent, ok := ctx.Value(scopeKey{s}).(*scopedTx); ok {
 		return s.savepoint(ctx, parent, fn)
@@ -100,6 +106,9 @@ var errRolledBackByFn = errors.New("txmq outbox: the RunInTx transaction was rol
 func (s *Store) Savepoint(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx) error) error {
 	if s == nil {
 		return errNoStore("Savepoint")
+	}
+	if err := s.needsPG("Savepoint", "use SQLSavepoint in RunInSQLTx"); err != nil {
+		return err
 	}
 	parent, ok := ctx.Value(scopeKey{s}).(*scopedTx)
 	if !ok {

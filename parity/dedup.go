@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
@@ -229,7 +227,7 @@ func idsDedupOutbox(x *X) {
 	for i, id := range ids {
 		first[i] = Msg{K: id + "#tx1"}
 	}
-	if err := lost.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	if err := runInTx(x.ctx(), lost, func(ctx context.Context) error {
 		return q.PublishMany(ctx, n, first, txmq.IDs(ids...))
 	}); err != nil {
 		x.T.Fatalf("RunInTx: %v", err)
@@ -253,7 +251,7 @@ func idsDedupOutbox(x *X) {
 		}
 		return true
 	}, "the transaction's messages delivered (the first row before the sweep, the rest by it)")
-	if err := live.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	if err := runInTx(x.ctx(), live, func(ctx context.Context) error {
 		return q.Publish(ctx, n, Msg{K: "o1#tx2"}, txmq.ID("o1"))
 	}); err != nil {
 		x.T.Fatalf("RunInTx: %v", err)

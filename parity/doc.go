@@ -18,10 +18,11 @@
 // matters run a second time with every batch stored twice (suffix "_dup", see
 // txmqtest.Duplicate). At the end Run prints one line per adapter:
 //
-//	parity[memory]: 38 properties ran, 38 passed, 0 failed
+//	parity[memory]: 38 properties ran, 38 passed, 0 failed (41 s)
 //
 // (also appended to the file named by TXMQ_PARITY_SUMMARY, since go test hides a passing
-// package's output without -v). Skipped properties (the Postgres ones, locally, when no
+// package's output without -v), ending with the suite's seconds; TXMQ_PARITY_COSTS names a
+// file for each property's seconds (see costs.go). Skipped properties (the Postgres ones, locally, when no
 // database answers) are counted as skipped, never as passed.
 //
 // The group "ordering" checks per-key order (txmq.QueueConfig.Ordered). On an adapter that does

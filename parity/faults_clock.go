@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/outbox"
 )
@@ -73,7 +71,7 @@ func skewedOutbox(x *X, skew time.Duration) {
 		s   *outbox.Store
 	}{{"commit-3s", live}, {"swept-3s", dead}} {
 		a.publish(c.key, 3*time.Second, func() error {
-			return c.s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+			return runInTx(x.ctx(), c.s, func(ctx context.Context) error {
 				return q.Publish(ctx, pub, Msg{K: c.key}, txmq.After(3*time.Second))
 			})
 		})

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
@@ -64,7 +62,7 @@ func txHungBackend(x *X) {
 			defer cancel()
 			start := time.Now()
 			var mine []string
-			err := s.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error {
+			err := runInTx(ctx, s, func(ctx context.Context) error {
 				mine = publishKeysCtx(ctx, x, q, n, fmt.Sprintf("hung-%d", i), 3, 3)
 				return nil
 			})

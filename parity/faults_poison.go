@@ -11,8 +11,6 @@ import (
 
 	"github.com/txmq/txmq/internal/envelope"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
@@ -105,7 +103,7 @@ func oversizeTxRefusedAtCall(x *X) {
 	n := x.node(txmq.NodeOptions{MaxMessageBytes: 2048})
 	listen(x, rec, q, n, nil)
 	s := x.store(x.rawClient(), outbox.Options{})
-	err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	err := runInTx(x.ctx(), s, func(ctx context.Context) error {
 		if err := q.Publish(ctx, n, Msg{K: "tx-ok"}); err != nil {
 			return err
 		}
@@ -118,7 +116,7 @@ func oversizeTxRefusedAtCall(x *X) {
 		x.T.Fatalf("%d outbox rows after the refused transaction", r)
 	}
 	var keys []string
-	if err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	if err := runInTx(x.ctx(), s, func(ctx context.Context) error {
 		keys = publishKeysCtx(ctx, x, q, n, "tx-after", 4, 2)
 		return nil
 	}); err != nil {

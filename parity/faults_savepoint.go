@@ -24,6 +24,7 @@ func init() {
 // savepoint keeps its messages, and rolling back an outer savepoint discards the inner ones it
 // released. Require, Try and Never queues alike; exactly the kept messages are delivered.
 func txSavepoints(x *X) {
+	x.needPostgresAppDB("savepoints made through pgx (the app database's own savepoints are checked by its module's tests)")
 	qr := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Require})
 	qt := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Try})
 	qn := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Never})
@@ -107,7 +108,7 @@ func txSavepoints(x *X) {
 		}); err != nil {
 			return err
 		}
-		if err := s.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error {
+		if err := runInTx(ctx, s, func(ctx context.Context) error {
 			publish(ctx, "nested-runintx-in-rolled-back", false)
 			return nil
 		}); err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/ledger"
@@ -64,7 +62,7 @@ func ledgerCancelSparesLater(x *X, mode bool) {
 			}
 			return
 		}
-		if err := store.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+		if err := runInTx(x.ctx(), store, func(ctx context.Context) error {
 			return q.Publish(ctx, n, Msg{K: key}, opts...)
 		}); err != nil {
 			x.T.Fatalf("RunInTx(%s): %v", key, err)

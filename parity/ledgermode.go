@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/ledger"
@@ -128,7 +126,7 @@ func ledgerModeRepublishes(x *X) {
 	start := time.Now()
 	lost := publishKeys(x, qLost, n, "lost-"+qLost.Name(), 3, 3)
 	var txKeys []string
-	if err := store.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	if err := runInTx(x.ctx(), store, func(ctx context.Context) error {
 		txKeys = publishKeysCtx(ctx, x, qTx, n, "tx-"+qTx.Name(), 2, 2)
 		return nil
 	}); err != nil {

@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
@@ -60,7 +58,7 @@ func mwOutbox(x *X) {
 	}
 	want := map[string]map[string]string{}
 	var keys []string
-	if err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	if err := runInTx(x.ctx(), s, func(ctx context.Context) error {
 		for _, q := range qs {
 			for call := range 3 {
 				msgs := []Msg{{K: fmt.Sprintf("%s-%d-a", q.Name(), call)}, {K: fmt.Sprintf("%s-%d-b", q.Name(), call)}}

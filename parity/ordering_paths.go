@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/txmq/txmq"
@@ -68,9 +69,15 @@ func orderAcrossPaths(x *X, mode txmq.Transactional) {
 	if err := s.Start(x.ctx()); err != nil {
 		x.T.Fatalf("Store.Start: %v", err)
 	}
-	pool := x.postgresPool()
-	db := stdlib.OpenDBFromPool(pool)
-	x.T.Cleanup(func() { _ = db.Close() })
+	var pool *pgxpool.Pool
+	var db *sql.DB
+	if adb := x.appDB(); adb != nil {
+		db = adb.DB(x.T, s) // no pgx transaction: WithTx steps become WithSQLTx ones
+	} else {
+		pool = x.postgresPool()
+		db = stdlib.OpenDBFromPool(pool)
+		x.T.Cleanup(func() { _ = db.Close() })
+	}
 	o := newOrderLog()
 	consumer := x.node(txmq.NodeOptions{})
 	listenOrdered(x, o, q, consumer, nil)
@@ -129,13 +136,19 @@ func orderAcrossPaths(x *X, mode txmq.Transactional) {
 			}
 		case opRunInTx:
 			two := rng.IntN(2) == 0
-			err = s.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error {
+			err = runInTx(ctx, s, func(ctx context.Context) error {
 				if err := q.Publish(ctx, pub, msg(k), txmq.Key(k)); err != nil || !two {
 					return err
 				}
 				return q.Publish(ctx, pub, msg(k), txmq.Key(k))
 			})
 		case opWithTx:
+			if pool == nil {
+				err = withSQLTx(ctx, db, func(tctx context.Context) error {
+					return q.Publish(tctx, pub, msg(k), txmq.Key(k))
+				}, s)
+				break
+			}
 			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 				return q.Publish(s.WithTx(ctx, tx), pub, msg(k), txmq.Key(k))
 			})

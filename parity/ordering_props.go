@@ -7,8 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/outbox"
 	"github.com/txmq/txmq/txmqtest"
@@ -161,7 +159,7 @@ func orderThroughOutbox(x *X) {
 	keys := keyNames("t", 5)
 	const per = 6
 	for half := range 2 {
-		if err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+		if err := runInTx(x.ctx(), s, func(ctx context.Context) error {
 			for seq := half * per; seq < (half+1)*per; seq++ {
 				for _, k := range keys {
 					for _, q := range []*txmq.Queue[Msg]{qr, qt} {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -138,6 +139,9 @@ type suite struct {
 	// unsupported counts properties of a capability the adapter does not have (see
 	// X.needOrdering): neither passed nor skipped for a missing service.
 	unsupported atomic.Int64
+
+	// costs are how long each property held its slot, closing included (see costs.go).
+	costs []cost
 }
 
 // Options are what the suite needs from the test's surroundings rather than from the
@@ -150,6 +154,13 @@ type Options struct {
 	// answer those properties are skipped (counted as skipped, never as passed), or fail
 	// when CI=true or TXMQ_REQUIRE_SERVICES=1.
 	PostgresURL string
+	// AppDB, when set, runs the outbox in another app database than PostgreSQL (see AppDB).
+	// Default nil: PostgreSQL at PostgresURL.
+	AppDB AppDB
+	// Groups, when set, runs only the properties of these groups (a second run of the suite
+	// with an AppDB needs only the groups that publish through the outbox). Default: every
+	// group.
+	Groups []string
 }
 
 // Run runs every property against h, each as a subtest, and prints a summary line. It is
@@ -164,23 +175,27 @@ func RunWith(t *testing.T, h Harness, opts *Options) {
 	}
 	s.sem = make(chan struct{}, s.caps.Parallel)
 	machine.start()
+	start := time.Now()
 	if s.caps.MaxNativeDelay > 20*time.Second {
 		t.Fatalf("parity[%s]: Caps.MaxNativeDelay is %v: expose a short test cap (a few seconds) so the suite can publish a longer delay quickly", h.Name(), s.caps.MaxNativeDelay)
 	}
 	t.Cleanup(func() {
 		line := fmt.Sprintf("parity[%s]: %d properties ran, %d passed, %d failed", h.Name(), s.ran.Load(), s.passed.Load(), s.failed.Load())
+		elapsed := time.Since(start)
 		if n := s.skipped.Load(); n > 0 {
 			line += fmt.Sprintf(", %d skipped (not passed)", n)
 		}
 		if n := s.unsupported.Load(); n > 0 {
 			line += fmt.Sprintf(", %d not supported by the adapter (not passed)", n)
 		}
+		line += fmt.Sprintf(" (%d s)", int(elapsed.Round(time.Second)/time.Second))
 		s.mu.Lock()
 		sort.Strings(s.failures)
 		if len(s.failures) > 0 {
 			line += "\n  failed: " + strings.Join(s.failures, ", ")
 		}
 		s.mu.Unlock()
+		s.writeCosts(t)
 		fmt.Fprintln(os.Stdout, line)
 		t.Log(line)
 		t.Logf("parity[%s]: the longest latency measured over the last %v (see keptLease): %v", h.Name(), latencyWindow, machine.recent().Round(time.Millisecond))
@@ -198,6 +213,9 @@ func RunWith(t *testing.T, h Harness, opts *Options) {
 	groups := map[string][]property{}
 	var order []string
 	for _, p := range ps {
+		if len(s.opts.Groups) > 0 && !slices.Contains(s.opts.Groups, p.group) {
+			continue
+		}
 		if _, ok := groups[p.group]; !ok {
 			order = append(order, p.group)
 		}
@@ -235,8 +253,10 @@ func (s *suite) runProp(t *testing.T, p property, dup bool) {
 		defer func() { <-s.sem }()
 		s.ran.Add(1)
 		var x *X
+		began := time.Now()
 		// Registered first, so it runs last: after every other cleanup has had its say.
 		t.Cleanup(func() {
+			s.noteCost(p.group+"/"+name, time.Since(began))
 			switch {
 			case x != nil && x.unsupported.Load() && !t.Failed():
 				s.unsupported.Add(1)

@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
@@ -267,7 +265,7 @@ func priorityThroughOutbox(x *X) {
 	s := x.store(x.rawClient(), outbox.Options{})
 	const per = 5
 	for _, p := range []int{0, 7} {
-		if err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+		if err := runInTx(x.ctx(), s, func(ctx context.Context) error {
 			for i := range per {
 				if err := q.Publish(ctx, pub, Msg{K: fmt.Sprint("p", p, "-", i)}, txmq.Priority(p)); err != nil {
 					return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/txmq/txmq"
@@ -34,6 +33,7 @@ func init() {
 // postgresPool returns a new pool on the suite's database, closed in x.T's cleanup.
 func (x *X) postgresPool() *pgxpool.Pool {
 	x.T.Helper()
+	x.needPostgresAppDB("this property's direct use of the app database")
 	if u := x.opts.PostgresURL; u != "" {
 		return testenv.PostgresPoolAt(x.T, u, "parity.Options.PostgresURL")
 	}
@@ -43,6 +43,9 @@ func (x *X) postgresPool() *pgxpool.Pool {
 // store opens an outbox Store in a fresh schema of the test database, publishing to backend.
 func (x *X) store(backend core.Backend, o outbox.Options) *outbox.Store {
 	x.T.Helper()
+	if db := x.appDB(); db != nil {
+		return x.storeOn(db, backend, o, nil)
+	}
 	pool := x.postgresPool()
 	o.Schema = testenv.PostgresSchema(x.T, pool)
 	o.Backend = backend
@@ -68,6 +71,9 @@ func (x *X) store(backend core.Backend, o outbox.Options) *outbox.Store {
 // sameSchemaStore opens a second Store (another process) on the schema of s.
 func (x *X) sameSchemaStore(s *outbox.Store, backend core.Backend, o outbox.Options) *outbox.Store {
 	x.T.Helper()
+	if db := x.appDB(); db != nil {
+		return x.storeOn(db, backend, o, s)
+	}
 	o.Schema = s.Schema()
 	o.Backend = backend
 	if o.Logger == nil {
@@ -87,6 +93,9 @@ func (x *X) sameSchemaStore(s *outbox.Store, backend core.Backend, o outbox.Opti
 
 func outboxRows(x *X, s *outbox.Store) int {
 	x.T.Helper()
+	if db := x.appDB(); db != nil {
+		return db.OutboxRows(x.T, s)
+	}
 	rows, err := s.ListOutbox(x.ctx(), outbox.OutboxFilter{Limit: 1000})
 	if err != nil {
 		x.T.Fatalf("ListOutbox: %v", err)
@@ -121,7 +130,7 @@ func txRollback(x *X) {
 		}
 		return keys
 	}
-	err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	err := runInTx(x.ctx(), s, func(ctx context.Context) error {
 		publishAll(ctx, "rolled-back")
 		return errRollback
 	})
@@ -129,7 +138,7 @@ func txRollback(x *X) {
 		x.T.Fatalf("RunInTx: %v; want the fn's error", err)
 	}
 	var committed []string
-	if err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	if err := runInTx(x.ctx(), s, func(ctx context.Context) error {
 		committed = publishAll(ctx, "committed")
 		return nil
 	}); err != nil {
@@ -158,7 +167,7 @@ func txCommit(x *X) {
 	}
 	s := x.store(x.rawClient(), outbox.Options{})
 	var keys []string
-	if err := s.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	if err := runInTx(x.ctx(), s, func(ctx context.Context) error {
 		for _, q := range []*txmq.Queue[Msg]{qr, qt, qn} {
 			keys = append(keys, publishKeysCtx(ctx, x, q, a, "commit-"+q.Name(), 30, 4)...)
 		}
@@ -189,7 +198,7 @@ func txCrashAfterCommit(x *X) {
 	n := x.node(txmq.NodeOptions{})
 	dead := x.store(unavailable{x.rawClient()}, outbox.Options{})
 	var keys []string
-	if err := dead.RunInTx(x.ctx(), func(ctx context.Context, _ pgx.Tx) error {
+	if err := runInTx(x.ctx(), dead, func(ctx context.Context) error {
 		keys = publishKeysCtx(ctx, x, q, n, "crash", 23, 23)
 		return nil
 	}); err != nil {

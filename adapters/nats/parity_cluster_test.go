@@ -15,8 +15,9 @@ import (
 )
 
 // This file is built only with -tags natscluster, so that a plain `go test ./adapters/nats`
-// stays quick. CI runs it as a step of its own (scripts/test, after the SQS suite and not
-// beside the other timing-sensitive suites):
+// stays quick. CI runs it as a step of its own (scripts/test: after the main go test step, not
+// beside the other suites, but beside the SQS suite and then chaos, which run one after the
+// other while it runs):
 //
 //	go test -race -count=1 -timeout 20m -tags natscluster -run '^TestParityCluster$' ./adapters/nats
 //

@@ -8,6 +8,8 @@ import (
 	// Every backend's URL scheme, so --backend and TXMQ_BACKEND accept memory://, postgres://,
 	// redis://, sqs:// and nats:// URLs.
 	_ "github.com/txmq/txmq/adapters/all"
+	// mysql:// and mariadb:// as the app database (--database-url, TXMQ_DATABASE_URL).
+	_ "github.com/txmq/txmq/adapters/mysql/appdb"
 )
 
 // The command reports errors itself; go-redis's own log lines (one per failed dial while

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -28,7 +29,8 @@ type dbFlags struct {
 	// then gives the store the backend. Other commands open the backend only to find queues.
 	publishes bool
 
-	pool    *pgxpool.Pool // set by openStore
+	pool    *pgxpool.Pool // set by openStore (PostgreSQL)
+	closeDB func() error  // set by openStore (another database: closes its handle)
 	store   *outbox.Store // set by openStore
 	be      core.Backend  // the backend opened, nil until a command needs it
 	beErr   error         // why the backend could not be opened, once tried
@@ -83,6 +85,9 @@ func (f *dbFlags) openStore(ctx context.Context) (*outbox.Store, func(), error) 
 			return nil, nil, err
 		}
 	}
+	if db, u, ok := otherDatabase(*f.url); ok {
+		return f.openOtherStore(ctx, db, u)
+	}
 	pool, err := connect(ctx, *f.url)
 	if err != nil {
 		return nil, nil, err
@@ -113,6 +118,50 @@ func (f *dbFlags) close() {
 	if f.pool != nil {
 		f.pool.Close()
 	}
+	if f.closeDB != nil {
+		_ = f.closeDB()
+	}
+}
+
+// otherDatabase returns what a module registered for the scheme of an app database URL that
+// is not PostgreSQL's (mysql://, with adapters/mysql/appdb linked), and the parsed URL.
+func otherDatabase(raw string) (outbox.Database, *url.URL, bool) {
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok {
+		return outbox.Database{}, nil, false
+	}
+	db, ok := outbox.LookupDatabase(scheme)
+	if !ok {
+		return outbox.Database{}, nil, false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return outbox.Database{}, nil, false
+	}
+	return db, u, true
+}
+
+// openOtherStore is openStore on an app database other than PostgreSQL: its module opens the
+// store (without migrating: txmq migrate does).
+func (f *dbFlags) openOtherStore(ctx context.Context, db outbox.Database, u *url.URL) (*outbox.Store, func(), error) {
+	var backend core.Backend = noBackend{}
+	if f.publishes && f.backend != nil && *f.backend != "" {
+		var err error
+		if backend, err = openBackend(ctx, backendSetting, *f.backend, false); err != nil {
+			return nil, nil, err
+		}
+		f.be, f.triedBe = backend, true
+	}
+	store, closeDB, err := db.Open(ctx, u, &outbox.Options{Schema: *f.schema, Backend: backend}, false)
+	if err != nil {
+		_ = backend.Close()
+		if errors.Is(err, core.ErrBackendUnavailable) {
+			return nil, nil, unreachable(databaseSetting, *f.url, "the app database", err)
+		}
+		return nil, nil, &usageError{msg: fmt.Sprintf("%s %s: %s", databaseSetting, core.Redact(*f.url), message(core.RedactError(err, *f.url)))}
+	}
+	f.store, f.closeDB = store, closeDB
+	return store, f.close, nil
 }
 
 // backendURL returns the backend URL set for the command: --backend, else TXMQ_BACKEND.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/outbox"
 )
 
 // allowMemoryBackend lets commands open memory:// backends. The command itself runs in its own
@@ -53,6 +54,9 @@ func checkDatabaseURL(raw string) error {
 	scheme := strings.ToLower(raw[:i])
 	switch scheme {
 	case "postgres", "postgresql":
+		return nil
+	}
+	if _, ok := outbox.LookupDatabase(scheme); ok {
 		return nil
 	}
 	hint := ""

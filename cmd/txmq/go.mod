@@ -3,10 +3,12 @@ module github.com/txmq/txmq/cmd/txmq
 go 1.26.0
 
 require (
+	github.com/go-sql-driver/mysql v1.10.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/txmq/txmq v0.0.0-00010101000000-000000000000
 	github.com/txmq/txmq/adapters/all v0.0.0-00010101000000-000000000000
+	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000
 	golang.org/x/term v0.47.0
 )
 
@@ -29,7 +31,6 @@ require (
 	github.com/aws/smithy-go v1.28.9 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
-	github.com/go-sql-driver/mysql v1.10.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
@@ -42,7 +43,6 @@ require (
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
-	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/nats v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/redis v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/sqlite v0.0.0-00010101000000-000000000000 // indirect

@@ -64,6 +64,15 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := f.resolveSchema(nil); err != nil { // the backend's txmq_schema counts too
 		return err
 	}
+	if db, u, ok := otherDatabase(*f.url); ok {
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := db.Migrate(cctx, u, *f.schema); err != nil {
+			return fmt.Errorf("migrating the outbox tables of %s: %w", u.Scheme, core.RedactError(err, *f.url))
+		}
+		fmt.Fprintf(stdout, "%s: the outbox and dead-letter tables of database %q (%s) are up to date; the ledger, pauses, schedules and rate limits need PostgreSQL\n", outbox.Component, *f.schema, u.Scheme)
+		return nil
+	}
 	pool, err := connect(ctx, *f.url)
 	if err != nil {
 		return err

@@ -1,0 +1,41 @@
+package appdb_test
+
+import (
+	"context"
+	"database/sql"
+	"log"
+
+	"github.com/txmq/txmq"
+	_ "github.com/txmq/txmq/adapters/mysql/appdb" // mysql:// as TXMQ_DATABASE_URL
+)
+
+type order struct {
+	ID int `json:"id"`
+}
+
+// An app on MySQL/MariaDB publishes inside its own database/sql transactions: the message is
+// published if and only if the order row commits.
+func Example() {
+	ctx := context.Background()
+	orders, err := txmq.Declare("orders_placed", txmq.QueueConfig[order]{Transactional: txmq.Require})
+	if err != nil {
+		log.Fatal(err)
+	}
+	app, err := txmq.Open(ctx, &txmq.Config{
+		Backend:     "memory://",
+		DatabaseURL: "mysql://root@127.0.0.1:3306/app", // the outbox lives in database "txmq" beside it
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer app.Close(ctx)
+	err = app.Store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO orders (id) VALUES (?)", 42); err != nil {
+			return err
+		}
+		return orders.Publish(ctx, app.Node, order{ID: 42})
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,76 @@
+package appdb_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/ledger"
+	"github.com/txmq/txmq/outbox"
+)
+
+// TestOpen: TXMQ_DATABASE_URL=mysql://... works through txmq.Open once this package is
+// linked: the tables are migrated into the schema's database, RunInSQLTx publishes after
+// commit, the listener gets the message; the ledger is refused.
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	u := mysqlURL(t)
+	schema := privateSchema(t, openDB(t, u))
+	ctx := context.Background()
+	reg := txmq.NewRegistry()
+	q := must(txmq.DeclareIn(reg, "orders", txmq.QueueConfig[msg]{Transactional: txmq.Require}))
+	cfg := &txmq.Config{Backend: "memory://", DatabaseURL: u.String(), Schema: schema, Logger: quiet,
+		Node: txmq.NodeOptions{Registry: reg}}
+	app, err := txmq.Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(context.Background())
+	if app.Pool != nil || app.Store.Dialect() != "mysql" {
+		t.Fatalf("Pool = %v, Dialect = %q", app.Pool, app.Store.Dialect())
+	}
+	got := make(chan int, 10)
+	if err := q.Listen(app.Node, func(_ context.Context, msgs []msg) error {
+		for _, m := range msgs {
+			got <- m.N
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Node.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Publish(ctx, app.Node, msg{1}); err == nil {
+		t.Fatal("a Require publish outside a transaction succeeded")
+	}
+	if err := app.Store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		return q.Publish(ctx, app.Node, msg{7})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-got:
+		if n != 7 {
+			t.Fatalf("got %d", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message never arrived")
+	}
+
+	cfg2 := *cfg
+	cfg2.Ledger = &ledger.Options{}
+	if app2, err := txmq.Open(ctx, &cfg2); err == nil || !strings.Contains(err.Error(), "PostgreSQL") {
+		if app2 != nil {
+			_ = app2.Close(ctx)
+		}
+		t.Fatalf("Open with a ledger on mysql = %v, want an error naming PostgreSQL", err)
+	}
+	if err := app.Store.Savepoint(ctx, nil); !errors.Is(err, outbox.ErrNeedsPostgres) {
+		t.Fatalf("Savepoint = %v", err)
+	}
+}

@@ -1,0 +1,48 @@
+package txmq
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/outbox"
+)
+
+// otherDatabase returns what a module registered for the scheme of a TXMQ_DATABASE_URL that
+// is not PostgreSQL's (outbox.RegisterDatabase), and whether there is one.
+func otherDatabase(raw string) (outbox.Database, bool) {
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok {
+		return outbox.Database{}, false
+	}
+	return outbox.LookupDatabase(scheme)
+}
+
+// openOtherStore opens the outbox Store on an app database other than PostgreSQL, through
+// the opener its module registered, and starts it. What needs PostgreSQL (the ledger) is
+// refused; pauses, ticks, the shared rate limit and heartbeats stay unset (see Open).
+func (a *App) openOtherStore(ctx context.Context, c *Config, db outbox.Database) error {
+	u, err := url.Parse(c.DatabaseURL)
+	if err != nil {
+		return fmt.Errorf("%w: %s %s: %v", core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(c.DatabaseURL), core.RedactError(err, c.DatabaseURL))
+	}
+	if c.Ledger != nil {
+		return fmt.Errorf("%w: Config.Ledger is set but the ledger needs the app database on PostgreSQL, and %s is %s://; leave Config.Ledger nil", core.ErrInvalidConfig, EnvDatabaseURL, strings.ToLower(u.Scheme))
+	}
+	o := c.Outbox
+	o.Schema, o.Backend = c.Schema, a.Backend
+	if o.Logger == nil {
+		o.Logger = c.Logger
+	}
+	store, closeDB, err := db.Open(ctx, u, &o, !c.SkipMigrate)
+	if err != nil {
+		return &settingError{setting: EnvDatabaseURL, err: core.RedactError(err, c.DatabaseURL)}
+	}
+	a.Store, a.closeDB = store, closeDB
+	if err := store.Start(ctx); err != nil {
+		return core.RedactError(fmt.Errorf("%s %s: starting the outbox relay of %q: %w", EnvDatabaseURL, core.Redact(c.DatabaseURL), c.Schema, err), c.DatabaseURL)
+	}
+	return nil
+}

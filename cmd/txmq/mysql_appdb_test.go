@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+
+	_ "github.com/go-sql-driver/mysql"
+
+	"github.com/txmq/txmq/txmqtest/testenv"
+)
+
+// TestMySQLAppDatabaseCommands: with a mysql:// app database, migrate creates the outbox
+// tables in the schema's database, and dlq and status read them.
+func TestMySQLAppDatabaseCommands(t *testing.T) {
+	t.Parallel()
+	raw := "mysql://root@127.0.0.1:3306/test"
+	if v := strings.TrimSpace(os.Getenv("TXMQ_MYSQL_URL")); v != "" {
+		raw = v
+	}
+	testenv.Check(t, "MySQL/MariaDB", "TXMQ_MYSQL_URL", raw, func(ctx context.Context, _ string) error {
+		db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/test")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		return db.PingContext(ctx)
+	})
+	schema := testenv.UniqueName("txmq_cli_")
+	t.Cleanup(func() {
+		if db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/test"); err == nil {
+			_, _ = db.Exec("DROP DATABASE IF EXISTS " + schema)
+			_ = db.Close()
+		}
+	})
+	dbArgs := []string{"--database-url", raw, "--schema", schema}
+	cli := func(wantCode int, args ...string) string {
+		t.Helper()
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, &out, &errOut); code != wantCode {
+			t.Fatalf("txmq %s: exit %d, want %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, wantCode, out.String(), errOut.String())
+		}
+		return out.String() + errOut.String()
+	}
+	if out := cli(exitOK, append([]string{"migrate"}, dbArgs...)...); !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate: %s", out)
+	}
+	if out := cli(exitOK, append([]string{"dlq", "ls"}, dbArgs...)...); !strings.Contains(out, "no dead letters") {
+		t.Fatalf("dlq ls: %s", out)
+	}
+	backend := raw + "?txmq_schema=" + schema
+	if out := cli(exitOK, append([]string{"status", "--backend", backend}, dbArgs...)...); !strings.Contains(out, "no outbox rows or dead letters") {
+		t.Fatalf("status: %s", out)
+	}
+}
