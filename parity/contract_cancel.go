@@ -20,11 +20,12 @@ func init() {
 // cancelledFetch: a Fetch whose ctx is done before the call, or ends while it waits (as work
 // arrives, or not), returns within PromptBound with nil or ctx's error, and loses nothing:
 // whatever it took and did not return comes back (at the latest after its lease) and is
-// handed out to another client.
+// handed out to another client. The lease is one the machine keeps (keptLease of 2 s): the
+// claims a cancelled Fetch returned are acked after it, on a loaded machine late.
 func cancelledFetch(x *X) {
 	b, other := x.rawClient(), x.rawClient()
 	qn := x.queueName()
-	lease := x.Caps.Lease
+	lease := x.keptLease(max(x.Caps.Lease, 2*time.Second))
 	var published []string
 	returned := map[string]bool{}
 	check := func(what string, cs []*core.Claim, err error, took time.Duration) {

@@ -52,9 +52,12 @@ func req1(node, queue string, free int, lease, wait time.Duration) core.FetchReq
 // collect fetches queue from b until quiet (two fetches in a row hand out nothing, after
 // want claims arrived or Caps.Timeout passed), acking every claim, and returns how many times
 // each batch id was handed out. Until Caps.Timeout, a Fetch error wrapping
-// core.ErrBackendUnavailable is tried again.
+// core.ErrBackendUnavailable is tried again. The claims' lease is at least one the machine
+// keeps (keptLease of 2 s): an Ack a loaded machine sends after a short lease ran out would
+// fail and hand the batch out again, counted twice.
 func collect(x *X, b core.Backend, queue string, lease time.Duration, want int) map[string]int {
 	x.T.Helper()
+	lease = max(lease, x.keptLease(max(x.Caps.Lease, 2*time.Second)))
 	seen := map[string]int{}
 	total, empty := 0, 0
 	deadline := time.Now().Add(x.Caps.Timeout)

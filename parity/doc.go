@@ -51,7 +51,13 @@
 // longest delay of a typical second: a backend call of the nodes' clients, a probe of the
 // backend, or a timer firing late), at most a quarter of Caps.Timeout (see keptLease), so
 // that two CPU-burning processes beside the suite do not lose it. Each suite logs that
-// latency beside its summary.
+// latency beside its summary. A window a property must observe a state in (a delayed message
+// before it is due) grows the same way (window). A property that counts runs exactly gives
+// its nodes a lease ten times the suite's (steadyLease) and allows one more run per lease
+// the nodes report lost (checkRuns): a run whose lease was lost runs again, as at-least-once
+// allows. A wait bound by throughput (every message of many batches delivered) lasts while
+// the runs progress (progressing): Caps.Timeout without progress fails it, or eight times
+// Caps.Timeout in all.
 //
 // # Concurrency
 //

@@ -122,6 +122,11 @@ func (x *X) keptLease(base time.Duration) time.Duration {
 	return lease
 }
 
+// window is a span of time within which a property must observe a state before the backend
+// moves on by itself (a delayed message before it is due, a batch waiting to retry before its
+// next run): base, or longer on a loaded machine, as keptLease decides.
+func (x *X) window(base time.Duration) time.Duration { return x.keptLease(base) }
+
 // probe measures the backend's latency now, with three Depths calls of a client of the
 // property's Env (the meter may have nothing yet: the property may be the suite's first).
 func (x *X) probe() {

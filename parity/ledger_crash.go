@@ -95,11 +95,13 @@ func ledgerCrashConverges(x *X) {
 
 // ledgerLongRun: a listener that runs three leases long, its node alive and extending the
 // lease, reads running all along (the extensions move the lease's end the ledger knows), then
-// completed.
+// completed. The node must keep its lease: it takes one of at least 2 s, longer on a loaded
+// machine (keptLease).
 func ledgerLongRun(x *X) {
 	lg := x.ledger()
 	q := declare(x, txmq.QueueConfig[Msg]{})
-	n := x.node(txmq.NodeOptions{Ledger: lg})
+	lease := x.keptLease(max(x.Caps.Lease, 2*time.Second))
+	n := x.node(txmq.NodeOptions{Ledger: lg, Lease: lease})
 	in := n.Inspector()
 	rec := newRecorder()
 	g := newGate()
@@ -114,7 +116,7 @@ func ledgerLongRun(x *X) {
 		x.T.Fatalf("the batch never ran")
 	}
 	waitState(x, in, id, core.StateRunning)
-	for end := time.Now().Add(3 * x.Caps.Lease); time.Now().Before(end); time.Sleep(x.Caps.Lease / 4) {
+	for end := time.Now().Add(3 * lease); time.Now().Before(end); time.Sleep(lease / 4) {
 		m, err := in.Get(context.Background(), id)
 		if err != nil || m.State != core.StateRunning || m.Node != n.ID() {
 			x.T.Fatalf("Get while the listener runs (its node extending the lease) = %+v, %v; want running on %s", m, err, n.ID())

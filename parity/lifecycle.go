@@ -28,7 +28,11 @@ func closeDrains(x *X) {
 	recSlow, recBuf := newRecorder(), newRecorder()
 	started := make(chan struct{}, 8)
 	var finished atomic.Int64
-	a := x.node(txmq.NodeOptions{FlushWindow: time.Hour, FlushCap: time.Hour})
+	// A long lease (steadyLease): a slow batch whose lease a loaded machine lost would run
+	// again on b, which is not what Close is checked for.
+	o := x.steadyLease()
+	o.FlushWindow, o.FlushCap = time.Hour, time.Hour
+	a := x.node(o)
 	listen(x, recSlow, slow, a, func(ctx context.Context, _ []Msg) error {
 		started <- struct{}{}
 		time.Sleep(500 * time.Millisecond)

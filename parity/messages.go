@@ -96,8 +96,13 @@ func ledgerLifeStates(x *X) {
 	lg := x.ledger()
 	qOK := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 3})
 	qBad := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 2})
-	retryWait := 3 * time.Second
-	n := x.node(txmq.NodeOptions{Ledger: lg, Backoff: func(int) time.Duration { return retryWait }})
+	// The property must see the message delayed before it is due and waiting to retry before
+	// its next run: windows a loaded machine makes longer (x.window). The node's lease is
+	// long (steadyLease): a lost lease would run the gated listener again and shift the runs.
+	retryWait := x.window(3 * time.Second)
+	o := x.steadyLease()
+	o.Ledger, o.Backoff = lg, func(int) time.Duration { return retryWait }
+	n := x.node(o)
 	in := n.Inspector()
 	g := newGate()
 	if err := qOK.Listen(n, g.listen); err != nil {
@@ -117,7 +122,7 @@ func ledgerLifeStates(x *X) {
 	}
 	before := time.Now()
 	okID, badID := "life-ok/"+qOK.Name(), "life-bad/"+qBad.Name()
-	delay := 4 * time.Second
+	delay := x.window(4 * time.Second)
 	if err := qOK.Publish(context.Background(), n, Msg{K: "ok"}, txmq.ID(okID), txmq.After(delay)); err != nil {
 		x.T.Fatalf("Publish: %v", err)
 	}

@@ -211,6 +211,13 @@ func keyNames(prefix string, n int) []string {
 // waitOrdered waits until every key got its messages, then checks the order.
 func waitOrdered(x *X, o *orderLog, want map[string]int) {
 	x.T.Helper()
-	x.eventually(func() bool { return o.complete(want) }, func() string { return "every message delivered: " + o.summary(want) })
+	x.progressing(func() bool { return o.complete(want) }, o.runs, func() string { return "every message delivered: " + o.summary(want) })
 	o.check(x)
+}
+
+// runs returns how many batches the log has seen begin: the progress of a wait.
+func (o *orderLog) runs() any {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.batches
 }

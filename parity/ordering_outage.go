@@ -90,7 +90,11 @@ func orderReplayBackOfKey(x *X) {
 	x.T.Cleanup(open)
 	var mu sync.Mutex
 	var runs []string
-	n := x.node(txmq.NodeOptions{DeadLetters: s})
+	// A long lease (steadyLease): with a budget of one run, a batch whose claim a loaded
+	// machine let pass its fence is dead-lettered (worker_lost) when it comes back.
+	o2 := x.steadyLease()
+	o2.DeadLetters = s
+	n := x.node(o2)
 	listenOrdered(x, o, q, n, func(ctx context.Context, msgs []Msg) error {
 		mu.Lock()
 		runs = append(runs, msgs[0].K)

@@ -45,10 +45,11 @@ func (o *onErrorLog) list() []string {
 	return out
 }
 
-// steadyLease is the node options of the outcomes properties: a lease ten times the suite's,
-// so that a loaded machine does not fence a run (which runs its batch again, as at-least-once
-// allows) and blur their exact run and dead-letter counts. A lost lease is its own group's
-// concern (leases, faults).
+// steadyLease is the node options of the properties that count runs exactly (outcomes, the
+// policy's budget and Permanent): a lease ten times the suite's, so that a loaded machine
+// rarely fences a run (which runs its batch again, as at-least-once allows) and blurs their
+// exact run and dead-letter counts (checkRuns allows a run per lease lost all the same). A
+// lost lease is its own group's concern (leases, faults).
 func (x *X) steadyLease() txmq.NodeOptions { return txmq.NodeOptions{Lease: 10 * x.Caps.Lease} }
 
 // keysOf returns the message keys of an encoded batch, in order.

@@ -56,7 +56,7 @@ func classifyErrorDecides(x *X) {
 		}
 		return nil
 	}
-	a := x.node(txmq.NodeOptions{})
+	a := x.node(x.steadyLease()) // counts runs exactly: a lost lease would add one
 	listen(x, rec, q, a, fn)
 	publishKeys(x, q, a, "boom", 1, 1)
 	publishKeys(x, q, a, "stale", 1, 1)

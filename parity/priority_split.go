@@ -39,7 +39,7 @@ func prioritySplitPart(x *X) {
 	waitDepth(x, q, func(d core.Depth) bool { return d.Ready >= low/2+1 }) // two messages a batch at most
 	var l prioLog
 	var split atomic.Bool
-	if err := q.Listen(x.node(txmq.NodeOptions{}), func(_ context.Context, msgs []Msg) error {
+	if err := q.Listen(x.node(x.steadyLease()), func(_ context.Context, msgs []Msg) error {
 		res := txmq.NewResults(msgs)
 		for i, m := range msgs {
 			l.add(m.K)

@@ -24,8 +24,13 @@ type parityHarness struct{}
 
 func (parityHarness) Name() string { return "mysql" }
 
+// Capabilities: leases of 2 s. The suite runs against the machine's MariaDB, a server beside
+// the test process that a loaded machine slows as much as the test: under stress-ng --cpu 2
+// its lease extensions of a 1 s lease missed the fence (250 ms) often enough to fail five or
+// more properties a run (counts of runs, a contract client's Ack), where 2 s leases (as for
+// SQLite and NATS) hold.
 func (parityHarness) Capabilities() parity.Caps {
-	return parity.Caps{Lease: time.Second, PollWait: 200 * time.Millisecond}
+	return parity.Caps{Lease: 2 * time.Second, PollWait: 200 * time.Millisecond}
 }
 
 func (parityHarness) Open(t *testing.T) parity.Env {

@@ -22,7 +22,10 @@ func newWorld(t testing.TB) *world {
 	t.Helper()
 	w := &world{t: t, path: filepath.Join(t.TempDir(), "jobs.db")}
 	db := w.db(nil)
-	if err := Migrate(context.Background(), db, nil); err != nil {
+	// A minute rather than the default QueryTimeout (10 s): a machine loaded by other
+	// processes (and -race, which instruments the SQLite engine too) has been seen to take
+	// longer than 10 s to migrate a new file beside the suites' other work.
+	if err := Migrate(context.Background(), db, &Options{QueryTimeout: time.Minute}); err != nil {
 		t.Fatalf("Migrate: %v", err)
 	}
 	return w
