@@ -428,3 +428,46 @@ func TestCloseBoundsAFlushInProgress(t *testing.T) {
 		t.Fatalf("%d writes tried on a hung backend; want the rest handed off without trying", w)
 	}
 }
+
+// TestLateClaimGivenBack: a claim that reaches its worker past its fence, its lease not yet
+// over and its extension failing, is not run and is given back at once (Retry, no delay) with
+// its attempt count unchanged: a delivery the listener never saw spends no run, so a batch is
+// never dead-lettered for runs that did not happen. A claim whose lease already ended is left
+// to come back after it (the backend refuses any call on it).
+func TestLateClaimGivenBack(t *testing.T) {
+	t.Parallel()
+	const lease = 4 * time.Second // margin 1 s: the claim below is 500 ms inside it
+	for _, tt := range []struct {
+		name      string
+		untilIn   time.Duration
+		wantRetry int
+	}{
+		{"inside_the_margin", 500 * time.Millisecond, 1},
+		{"lease_over", -time.Second, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			n, fb := newTestNode(t, &txmq.NodeOptions{Lease: lease})
+			fb.ExtendErr = fmt.Errorf("fake: %w", core.ErrBackendUnavailable)
+			q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try})
+			var ran atomic.Int32
+			_ = q.Listen(n, func(context.Context, []int) error { ran.Add(1); return nil })
+			if err := n.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			body := batchBody(t, 2, "1")
+			<-startWork(n, &core.Claim{Queue: "q", ID: "b", Body: body, Deliveries: 1, LeaseUntil: time.Now().Add(tt.untilIn)})
+			acked, retried, dropped := fb.Counts()
+			if ran.Load() != 0 || acked+dropped != 0 || retried != tt.wantRetry || n.Stats().LeaseLost != 1 {
+				t.Fatalf("ran %d, acked %d retried %d dropped %d, lease lost %d; want not run, %d given back, one lease lost",
+					ran.Load(), acked, retried, dropped, n.Stats().LeaseLost, tt.wantRetry)
+			}
+			if tt.wantRetry == 1 {
+				r := fb.Retried[0]
+				if r.Delay != 0 || string(r.Body) != string(body) {
+					t.Fatalf("given back with delay %v and a changed body; want at once, attempt count unchanged", r.Delay)
+				}
+			}
+		})
+	}
+}

@@ -146,6 +146,13 @@ func (rn *runner) workAs(l *Listener, c *core.Claim, gid uint64) {
 	if !held {
 		n.stats.leaseLost.Add(1)
 		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
+		if time.Now().Before(c.LeaseUntil) {
+			// Given back while the backend may still take it: this delivery, which no
+			// listener saw, then spends no run (the budget counts runs, not deliveries).
+			// Past LeaseUntil every backend refuses the call; the batch returns after its
+			// lease with this delivery counted, as after a crash.
+			rn.giveBack(c)
+		}
 		return
 	}
 	defer func() {
