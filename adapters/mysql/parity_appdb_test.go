@@ -21,11 +21,18 @@ import (
 // database on PostgreSQL are reported as not supported. It runs the groups holding such
 // properties only (TestParity runs every group on this backend already).
 func TestParityAppDB(t *testing.T) {
-	parity.RunWith(t, parityHarness{}, &parity.Options{AppDB: &mysqlAppDB{}, Groups: []string{
+	parity.RunWith(t, appDBHarness{}, &parity.Options{AppDB: &mysqlAppDB{}, Groups: []string{
 		"transactions", "outages", "poison", "ordering", "identity", "middleware", "priority", "clock",
 		"messages", "pause", "ratelimit", "schedule",
 	}})
 }
+
+// appDBHarness is the mysql harness under the name the summary line gives this suite
+// ("parity[mysql-appdb]"), apart from TestParity's "parity[mysql]".
+type appDBHarness struct{ parityHarness }
+
+// Name implements parity.Harness.
+func (appDBHarness) Name() string { return "mysql-appdb" }
 
 // mysqlAppDB is parity.AppDB on the test server: each store on a *sql.DB of its own (as a
 // process would have), each property's tables in a database of its own.
