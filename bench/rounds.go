@@ -27,7 +27,7 @@ import (
 var (
 	roundsN     = flag.Int("rounds-n", 100000, "rounds scenario: one-message batches (River jobs) stored before each timed burn-down")
 	roundsCount = flag.Int("rounds-count", 3, "rounds scenario: interleaved rounds (one burn-down of each side per round)")
-	roundsSides = flag.String("sides", "river,txmq", "rounds scenario: sides of each round, in order: river, txmq (the pool has the plan guard per session, as Open's), txmq-guarded (the app's pool: a plan guard sent with each statement)")
+	roundsSides = flag.String("sides", "river,txmq", "rounds scenario: sides of each round, in order: river, txmq (the pool has the plan guard per session, as Open's), txmq-guarded (the app's pool: a plan guard sent with each statement), txmq-nofairidx (txmq without the fair_key index)")
 	txWorkers   = flag.Int("txmq-workers", 100, "rounds scenario: txmq MaxConcurrentBatches")
 	rvWorkers   = flag.Int("river-workers", 2000, "River MaxWorkers when tuned (riverbench: 2,000)")
 	rvCooldown  = flag.Duration("river-cooldown", 2*time.Millisecond, "River FetchCooldown when tuned (riverbench: 2 ms)")
@@ -255,7 +255,7 @@ func riverRound(ctx context.Context, admin *pgxpool.Pool, n int) cost {
 
 // txmqRound stores n one-message batches, then times one node with MaxConcurrentBatches
 // -txmq-workers consuming them; session gives the pool the plan guard per session.
-func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session bool) cost {
+func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session, noFairIdx bool) (fill, r cost) {
 	counter := &stmtCounter{}
 	pool := sidePool(ctx, "bench_txmq", counter, session)
 	defer pool.Close()
@@ -263,15 +263,21 @@ func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session bool) co
 	defer drop()
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
+	if noFairIdx {
+		if _, err := pool.Exec(ctx, "DROP INDEX IF EXISTS "+pgx.Identifier{schema, "txmq_jobs_fair_idx"}.Sanitize()); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fw := startWindow(ctx, admin, counter)
 	reg, q, _ := txmqbench.Backlog(ctx, be, n, 1, *txWorkers, quiet)
 	txmqbench.WaitReady(ctx, be, []string{"bench"}, int64(n))
+	fill = fw.stop(ctx, n)
 	analyzeTable(ctx, pool, schema, "txmq_jobs")
 	var m *window
-	var r cost
 	txmqbench.BurnDown(ctx, be, reg, []*txmq.Queue[benchMsg]{q}, int64(n), quiet,
 		func() { m = startWindow(ctx, admin, counter) },
 		func() { r = m.stop(ctx, n) })
-	return r
+	return fill, r
 }
 
 // runRounds runs the rounds scenario and prints each round and the summary.
@@ -282,9 +288,9 @@ func runRounds(ctx context.Context) {
 	for i, s := range sides {
 		sides[i] = strings.TrimSpace(s)
 		switch sides[i] {
-		case "river", "txmq", "txmq-guarded":
+		case "river", "txmq", "txmq-guarded", "txmq-nofairidx":
 		default:
-			log.Fatalf("-sides: unknown side %q; use river, txmq or txmq-guarded", s)
+			log.Fatalf("-sides: unknown side %q; use river, txmq, txmq-guarded or txmq-nofairidx", s)
 		}
 	}
 	_, pss := serverStatements(ctx, admin)
@@ -299,14 +305,19 @@ func runRounds(ctx context.Context) {
 	results := map[string][]cost{}
 	for r := range *roundsCount {
 		for _, side := range sides {
-			var c cost
+			var c, fill cost
 			switch side {
 			case "river":
 				c = riverRound(ctx, admin, *roundsN)
 			case "txmq":
-				c = txmqRound(ctx, admin, *roundsN, true)
+				fill, c = txmqRound(ctx, admin, *roundsN, true, false)
 			case "txmq-guarded":
-				c = txmqRound(ctx, admin, *roundsN, false)
+				fill, c = txmqRound(ctx, admin, *roundsN, false, false)
+			case "txmq-nofairidx":
+				fill, c = txmqRound(ctx, admin, *roundsN, true, true)
+			}
+			if fill.msgs > 0 {
+				fmt.Printf("  round %d %-13s fill %s\n", r+1, side, fill)
 			}
 			results[side] = append(results[side], c)
 			fmt.Printf("  round %d %-13s %s\n", r+1, side, c)
