@@ -92,7 +92,7 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
 	be.extends = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execExtends))
-	be.call = &sqlcall.Runner{Name: "mysql", Timeout: o.QueryTimeout, Retryable: retryable, Classify: classify, Unavailable: Unavailable, Closed: &be.closed}
+	be.call = &sqlcall.Runner{Name: "mysql", Timeout: o.QueryTimeout, Retryable: retryable, Tries: deadlockTries, Classify: classify, Unavailable: Unavailable, Closed: &be.closed}
 	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
 		be.wg.Go(func() { be.reaper.Loop(be.done, o.ReapInterval) })
@@ -252,14 +252,14 @@ func (be *Backend) checkSize(op string, size int) error {
 // usable returns the error of a call made after Close.
 func (be *Backend) usable(op string) error { return be.call.Usable(op) }
 
-// run runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
-// failure is retryable, and classifies the error (package core/sqlcall).
+// run runs fn with Options.QueryTimeout on top of ctx, again while its failures are retryable
+// (up to deadlockTries runs), and classifies the error (package core/sqlcall).
 func (be *Backend) run(ctx context.Context, op string, fn func(ctx context.Context) error) error {
 	return be.call.Run(ctx, op, fn)
 }
 
-// attempt runs fn with Options.QueryTimeout on top of ctx, once more at once when the first
-// failure is retryable, and returns its error as it is.
+// attempt runs fn with Options.QueryTimeout on top of ctx, again while its failures are
+// retryable (up to deadlockTries runs), and returns its error as it is.
 func (be *Backend) attempt(ctx context.Context, fn func(ctx context.Context) error) error {
 	return be.call.Attempt(ctx, fn)
 }

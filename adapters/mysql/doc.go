@@ -129,7 +129,7 @@
 // core.ErrRejected and is not retried. A settle or extension of a lease that ran out, or was
 // taken over, wraps core.ErrLeaseLost. New on a database without the jobs tables (Migrate not
 // run), a bad Options field or URL parameter wrap core.ErrInvalidConfig. A deadlock victim
-// is run again once at once.
+// (or a lock wait that timed out) is run again, up to five runs in all within QueryTimeout.
 //
 // # Cost
 //

@@ -105,6 +105,15 @@ func rejected(err error) bool {
 	return false
 }
 
+// deadlockTries is how many times a statement or transaction runs while InnoDB picks it as a
+// deadlock victim (or its lock wait times out). Grouped acks of ordered batches lock key rows
+// and job rows by primary key while claims lock job rows through the (queue, run_at) index:
+// under load, with many keys, InnoDB's deadlock detector rolls one of them back now and then,
+// and a single retry at once met the same transactions again (an ack lost to two deadlocks in
+// a row returned its batch only after the lease: parity ordering/thousand_keys_interleaved_dup
+// under CI load). Five tries with short jittered pauses, all within QueryTimeout.
+const deadlockTries = 5
+
 // retryable reports whether a transaction that failed with err may be run again at once: the
 // server chose it as a deadlock victim or its lock wait timed out (both roll it back).
 func retryable(err error) bool {

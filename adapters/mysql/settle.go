@@ -141,7 +141,7 @@ func (be *Backend) deleteLeased(ctx context.Context, h *handle) (bool, error) {
 	return req.ok, nil
 }
 
-// groupRun wraps a group's statement: QueryTimeout, one retry of a retryable failure, and
+// groupRun wraps a group's statement: QueryTimeout, retries of a retryable failure (deadlockTries), and
 // every request's outcome reset before each try.
 func (be *Backend) groupRun(exec func(context.Context, []*groupReq) error) func(context.Context, []*groupReq) error {
 	return func(ctx context.Context, reqs []*groupReq) error {

@@ -1,7 +1,7 @@
 // Package sqlcall runs the database calls of the SQL jobs adapters (sqljobs on PostgreSQL,
 // mysql on MySQL/MariaDB) the same way: each bounded by a timeout on top of the caller's
-// context, run once more at once when its first failure is retryable (a deadlock victim, a
-// connection that died while idle), and its error classified by the adapter, noting a Close
+// context, run again when a failure is retryable (a deadlock victim, a connection that died
+// while idle; once more at once by default, Runner.Tries), and its error classified by the adapter, noting a Close
 // that happened meanwhile.
 package sqlcall
 
@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,10 @@ type Runner struct {
 	Timeout time.Duration
 	// Retryable reports whether a failed call may run again at once.
 	Retryable func(error) bool
+	// Tries is how many times a call runs at most while its failures are retryable: the
+	// first retry at once, each later one after a pause of up to a few milliseconds (a
+	// deadlock victim retried at once can meet the same transactions again). Default 2.
+	Tries int
 	// Classify names op in err and wraps core's sentinels (the adapter's one place for it).
 	Classify func(op string, err error) error
 	// Unavailable reports whether err means the database is unreachable.
@@ -36,13 +41,26 @@ func (r *Runner) Run(ctx context.Context, op string, fn func(ctx context.Context
 	return r.Explain(op, r.Attempt(ctx, fn))
 }
 
-// Attempt runs fn with Timeout on top of ctx, once more at once when the first failure is
-// retryable, and returns its error as it is.
+// Attempt runs fn with Timeout on top of ctx, again while its failures are retryable (at most
+// Tries runs, all within Timeout), and returns its error as it is.
 func (r *Runner) Attempt(ctx context.Context, fn func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
+	tries := r.Tries
+	if tries <= 0 {
+		tries = 2
+	}
 	err := fn(ctx)
-	if err != nil && ctx.Err() == nil && r.Retryable(err) {
+	for try := 1; try < tries && err != nil && ctx.Err() == nil && r.Retryable(err); try++ {
+		if try > 1 {
+			t := time.NewTimer(time.Duration(rand.Int64N(int64(try) * int64(2*time.Millisecond))))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+		}
 		err = fn(ctx)
 	}
 	return err
