@@ -41,7 +41,7 @@ func checkDatabaseScheme(raw string) error {
 	if _, ok := outbox.LookupDatabase(scheme); ok {
 		return nil
 	}
-	return fmt.Errorf("%w: %s %s: unknown scheme %q; expected postgres://user:password@host:5432/db (the app database is PostgreSQL)%s",
+	return fmt.Errorf("%w: %s %s: unknown scheme %q; expected postgres://user:password@host:5432/db (PostgreSQL) or mysql://user:password@host:3306/db (MySQL/MariaDB)%s",
 		core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(raw), core.RedactText(scheme, raw), databaseSchemeHint(scheme))
 }
 

@@ -110,9 +110,9 @@ func TestOperatorMessages(t *testing.T) {
 	}{
 		{name: "dlq show of a missing id", env: db, args: []string{"dlq", "show", "12345"}, wantCode: exitError,
 			wantErr: []string{"no dead letter 12345", "txmq dlq ls"}, notErr: []string{"txmq outbox:"}},
-		{name: "database url of another scheme", args: []string{"status", "--database-url", "mysql://u:p@db.example/app"}, wantCode: exitUsage,
-			wantErr: []string{"--database-url", "mysql://u:xxxxx@db.example/app", "expected postgres://"}, notErr: []string{"keyword/value", "axxxxx", "cannot xxxxx"}},
-		{name: "database url of another scheme from the environment", env: []string{"TXMQ_DATABASE_URL=mysql://u:p@db.example/app"}, args: []string{"dlq", "ls"}, wantCode: exitUsage,
+		{name: "database url of another scheme", args: []string{"status", "--database-url", "mongodb://u:p@db.example/app"}, wantCode: exitUsage,
+			wantErr: []string{"--database-url", "mongodb://u:xxxxx@db.example/app", "expected postgres://", "or mysql://"}, notErr: []string{"keyword/value", "axxxxx", "cannot xxxxx"}},
+		{name: "database url of another scheme from the environment", env: []string{"TXMQ_DATABASE_URL=sqlite://app.db"}, args: []string{"dlq", "ls"}, wantCode: exitUsage,
 			wantErr: []string{"TXMQ_DATABASE_URL", "expected postgres://"}},
 		{name: "backend url of another scheme", args: []string{"status", "--backend", "amqp://u:p@mq.example/app", "--queue", "a"}, wantCode: exitUsage,
 			wantErr: []string{"--backend", `unknown scheme "amqp"`, "redis://", "amqp://u:xxxxx@mq.example/app"}},
