@@ -409,16 +409,7 @@ func ReencodeAttempt(body []byte, attempt int) ([]byte, error) {
 // wrote without it cost a prefix scan.
 func DedupOf(body []byte) (time.Duration, []string) {
 	r := fastReader{b: body, ok: true}
-	r.lit(`{"v":`)
-	r.integer()
-	r.lit(`,"id":`)
-	r.quoted()
-	r.lit(`,"q":`)
-	r.quoted()
-	r.lit(`,"a":`)
-	r.integer()
-	r.lit(`,"t":`)
-	r.quoted()
+	r.skipFixedHeader()
 	if r.peek(`,"nb":`) {
 		r.i += len(`,"nb":`)
 		r.quoted()
@@ -440,16 +431,7 @@ func DedupOf(body []byte) (time.Duration, []string) {
 // when the header is written some other way.
 func PriorityOf(body []byte) (int, time.Duration) {
 	r := fastReader{b: body, ok: true}
-	r.lit(`{"v":`)
-	r.integer()
-	r.lit(`,"id":`)
-	r.quoted()
-	r.lit(`,"q":`)
-	r.quoted()
-	r.lit(`,"a":`)
-	r.integer()
-	r.lit(`,"t":`)
-	r.quoted()
+	r.skipFixedHeader()
 	for _, f := range []string{`,"nb":`, `,"dw":`, `,"k":`} {
 		if r.peek(f) {
 			r.i += len(f)
@@ -488,16 +470,7 @@ func PriorityOf(body []byte) (int, time.Duration) {
 // written some other way.
 func FairKeyOf(body []byte) string {
 	r := fastReader{b: body, ok: true}
-	r.lit(`{"v":`)
-	r.integer()
-	r.lit(`,"id":`)
-	r.quoted()
-	r.lit(`,"q":`)
-	r.quoted()
-	r.lit(`,"a":`)
-	r.integer()
-	r.lit(`,"t":`)
-	r.quoted()
+	r.skipFixedHeader()
 	for _, f := range []string{`,"nb":`, `,"dw":`, `,"k":`, `,"pr":`, `,"pl":`} {
 		if r.peek(f) {
 			r.i += len(f)
@@ -532,4 +505,20 @@ func Truncate(b []byte, n int) string {
 		return string(b)
 	}
 	return string(b[:n]) + "..."
+}
+
+// skipFixedHeader reads past the fields every envelope starts with as Encode writes them
+// (version, id, queue, attempt, created), for the readers that pick one later header field
+// without decoding the body.
+func (r *fastReader) skipFixedHeader() {
+	r.lit(`{"v":`)
+	r.integer()
+	r.lit(`,"id":`)
+	r.quoted()
+	r.lit(`,"q":`)
+	r.quoted()
+	r.lit(`,"a":`)
+	r.integer()
+	r.lit(`,"t":`)
+	r.quoted()
 }
