@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"math"
 	"strings"
+
+	migrations "github.com/txmq/txmq/adapters/mysql/internal/migrate"
 )
 
 // sqlNow is the database's clock in microseconds since the Unix epoch (UTC, constant within a
@@ -23,16 +25,11 @@ func render(schema, stmt string) string {
 }
 
 // qualifier is the table name prefix of a schema: "`db`." or "".
-func qualifier(schema string) string {
-	if schema == "" {
-		return ""
-	}
-	return quoteIdent(schema) + "."
-}
+func qualifier(schema string) string { return migrations.Qualifier(schema) }
 
 // quoteIdent quotes a MySQL identifier (Options.Schema is checked against schemaPattern,
 // so it holds no backquote; doubling one is the rule anyway).
-func quoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+func quoteIdent(s string) string { return migrations.QuoteIdent(s) }
 
 // marks returns n comma-separated placeholders, for an IN list.
 func marks(n int) string {

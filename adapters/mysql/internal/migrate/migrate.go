@@ -1,0 +1,156 @@
+// Package migrate runs the MySQL module's embedded migrations (the jobs tables of package
+// mysql, the outbox tables of package appdb): NNNN_name.sql files applied in version order,
+// each recorded per component in the schema's txmq_migrations once all its statements ran.
+// MySQL commits DDL implicitly, so a file is not one transaction: its statements are written to
+// be re-runnable (CREATE ... IF NOT EXISTS). Processes migrating at once serialise on GET_LOCK,
+// a session lock held on one connection.
+package migrate
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// lockWait bounds the wait for another process's migration (GET_LOCK's timeout, in seconds).
+const lockWait = 60
+
+// sqlMigrationsTable records applied migrations, per component, in the schema.
+const sqlMigrationsTable = `
+CREATE TABLE IF NOT EXISTS {{s}}txmq_migrations (
+	component  VARCHAR(64) NOT NULL,
+	version    INT         NOT NULL,
+	applied_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+	PRIMARY KEY (component, version)
+) ENGINE = InnoDB`
+
+// QuoteIdent quotes a MySQL identifier (doubling any backquote).
+func QuoteIdent(s string) string { return "`" + strings.ReplaceAll(s, "`", "``") + "`" }
+
+// Qualifier is the table name prefix of a schema: "`db`." or "" for the connection's database.
+func Qualifier(schema string) string {
+	if schema == "" {
+		return ""
+	}
+	return QuoteIdent(schema) + "."
+}
+
+// Run applies the files of files not yet recorded for component in schema (a database,
+// created when missing; "" for the connection's), replacing {{schema}} with its qualifier.
+func Run(ctx context.Context, db *sql.DB, schema, component string, files fs.FS) error {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	prefix := Qualifier(schema)
+	if schema != "" {
+		if _, err := conn.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS "+QuoteIdent(schema)); err != nil {
+			return err
+		}
+	}
+	lock := "txmq_migrate/" + schema
+	lock = lock[:min(len(lock), 64)] // MySQL's longest lock name; a cut name only serialises more
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(?, ?)", lock, lockWait).Scan(&got); err != nil {
+		return err
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return fmt.Errorf("another process held the migration lock %q for %d s; try again once it is done", lock, lockWait)
+	}
+	defer func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK(?)", lock) }()
+	if _, err := conn.ExecContext(ctx, strings.ReplaceAll(sqlMigrationsTable, "{{s}}", prefix)); err != nil {
+		return err
+	}
+	applied := map[int]bool{}
+	rows, err := conn.QueryContext(ctx, "SELECT version FROM "+prefix+"txmq_migrations WHERE component = ?", component)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return err
+		}
+		applied[v] = true
+	}
+	if err := rows.Close(); err != nil {
+		return err
+	}
+	list, err := List(files)
+	if err != nil {
+		return err
+	}
+	for _, f := range list {
+		if applied[f.Version] {
+			continue
+		}
+		for _, stmt := range Statements(strings.ReplaceAll(f.SQL, "{{schema}}", prefix)) {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migration %s: %w", f.Name, err)
+			}
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO "+prefix+"txmq_migrations (component, version) VALUES (?, ?)", component, f.Version); err != nil {
+			return fmt.Errorf("recording migration %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// File is one NNNN_name.sql file.
+type File struct {
+	Name    string
+	Version int
+	SQL     string
+}
+
+// List returns the files of files (NNNN_name.sql at the root) in version order.
+func List(files fs.FS) ([]File, error) {
+	entries, err := fs.ReadDir(files, ".")
+	if err != nil {
+		return nil, err
+	}
+	var out []File
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 || !strings.HasSuffix(e.Name(), ".sql") {
+			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", e.Name())
+		}
+		b, err := fs.ReadFile(files, e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, File{Name: e.Name(), Version: v, SQL: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	return out, nil
+}
+
+// Statements splits a migration file into statements: each ends with ';' at the end of a
+// line; comment lines are dropped.
+func Statements(file string) []string {
+	var out []string
+	var cur strings.Builder
+	for line := range strings.SplitSeq(file, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "--") || trimmed == "" {
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteString("\n")
+		if strings.HasSuffix(trimmed, ";") {
+			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
+			cur.Reset()
+		}
+	}
+	if s := strings.TrimSpace(cur.String()); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
