@@ -96,14 +96,20 @@ func waitReady(x *X, q *txmq.Queue[Msg], want int64) {
 	waitDepth(x, q, func(d core.Depth) bool { return d.Ready >= want })
 }
 
-// waitDepth waits until q's depth satisfies ok.
+// waitDepth waits until q's depth satisfies ok. Storing a large backlog is bound by
+// throughput, so the wait lasts while the depth keeps changing (x.progressing).
 func waitDepth(x *X, q *txmq.Queue[Msg], ok func(core.Depth) bool) {
 	x.T.Helper()
 	raw := x.rawClient()
-	x.eventually(func() bool {
+	var last core.Depth
+	var lastErr error
+	x.progressing(func() bool {
 		d, err := raw.Depths(context.Background(), []string{q.Name()})
-		return err == nil && ok(d[q.Name()])
-	}, "the published batches to be stored")
+		last, lastErr = d[q.Name()], err
+		return err == nil && ok(last)
+	}, func() any { return last.Counts() }, func() string {
+		return fmt.Sprintf("the published batches to be stored: depth %+v, error %v", last, lastErr)
+	})
 }
 
 // priorityDeclare: on an adapter without priorities, a Prioritized queue is refused with an
