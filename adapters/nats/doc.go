@@ -249,6 +249,13 @@
 // in one place). Stored batches and consumers live on the server and survive its restart with
 // file storage.
 //
+// A publish that the server certainly did not store (no responder: the stream's leader is
+// being elected; or a 503: JetStream briefly unavailable) is sent again with backoff (25 ms
+// doubling to 400 ms) for up to Options.Timeout, and a queue's stream setup, which is
+// idempotent, is sent again on any outage for up to twice Options.Timeout, both within the
+// caller's deadline (busy.go). A publish that timed out is not sent again: it may be stored.
+// So a node without an outbox rides out a leader election rather than dropping the batch.
+//
 // In a cluster, a pull that finds no responder (the consumer's leader was just elected, by its
 // creation or a failover, and the other servers have not yet learnt its subscription) or that
 // its leader ends with a leadership change is sent again after 50 ms, for up to Options.Timeout

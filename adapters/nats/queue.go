@@ -126,20 +126,33 @@ func (be *Backend) queue(ctx context.Context, op, name string) (*queueState, err
 	if q.stream != nil {
 		return q, nil
 	}
-	cctx, cancel := be.callCtx(ctx)
-	defer cancel()
-	sent := time.Now()
-	s, err := be.js.CreateStream(cctx, be.streamConfig(q))
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+	// Creating the stream is idempotent (a create with the same config answers with the
+	// existing stream), so it is sent again on any outage within the caller's deadline, or
+	// two call timeouts: a busy cluster's meta leader can answer after one (see busy.go).
+	var s jetstream.Stream
+	var sent, recv time.Time
+	var what string
+	err := be.retryBusy(ctx, busyDeadline(ctx, 2*be.opts.Timeout), isUnavailable, func() error {
+		cctx, cancel := be.callCtx(ctx)
+		defer cancel()
+		var err error
 		sent = time.Now()
-		s, err = be.js.Stream(cctx, q.streamName)
-	}
+		what = "stream " + q.streamName
+		s, err = be.js.CreateStream(cctx, be.streamConfig(q))
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			sent = time.Now()
+			s, err = be.js.Stream(cctx, q.streamName)
+		}
+		if err != nil {
+			return err
+		}
+		recv = time.Now()
+		what = "recording the key partitions of stream " + q.streamName
+		s, err = be.withPartitions(cctx, s)
+		return err
+	})
 	if err != nil {
-		return nil, wrap(op+": stream "+q.streamName, name, err)
-	}
-	recv := time.Now()
-	if s, err = be.withPartitions(cctx, s); err != nil {
-		return nil, wrap(op+": recording the key partitions of stream "+q.streamName, name, err)
+		return nil, wrap(op+": "+what, name, err)
 	}
 	q.stream = s
 	info := s.CachedInfo()
@@ -329,10 +342,21 @@ func (be *Backend) publish(ctx context.Context, q *queueState, msg *natsgo.Msg) 
 	return err
 }
 
+// publishAck stores msg in q's stream and returns the server's ack. A publish the server
+// certainly did not store (notStored: no stream leader for a moment, JetStream briefly
+// unavailable) is sent again within the call's Timeout (see busy.go).
 func (be *Backend) publishAck(ctx context.Context, q *queueState, msg *natsgo.Msg) (*jetstream.PubAck, error) {
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
-	return be.js.PublishMsg(cctx, msg, jetstream.WithExpectStream(q.streamName))
+	var ack *jetstream.PubAck
+	err := be.retryBusy(cctx, busyDeadline(cctx, be.opts.Timeout), notStored, func() error {
+		var err error
+		// nats.go itself sends a request that found no responder twice more; retryBusy
+		// goes on from there with its own backoff.
+		ack, err = be.js.PublishMsg(cctx, msg, jetstream.WithExpectStream(q.streamName), jetstream.WithRetryWait(busyWaitMin))
+		return err
+	})
+	return ack, err
 }
 
 // purgeChunks removes a chunked body's chunks, best effort: a failure leaves orphan chunks
