@@ -104,9 +104,9 @@ type QueueConfig[T any] struct {
 	// dead-lettered) or its lease ends: a node that crashes, pauses or cannot extend its
 	// lease fences itself and its slots come back after the lease. Duplicate copies and
 	// redeliveries take a slot like any batch. The backend must honour it
-	// (core.ClusterLimiter: memory, sqljobs): a node on one that does not refuses the queue,
-	// naming it and the setting. Default 0: no cluster-wide limit. It cannot be combined
-	// with Exclusive. See "Cluster-wide limits" in docs/guide.md.
+	// (core.ClusterLimiter: memory, sqljobs, redis): a node on one that does not refuses
+	// the queue, naming it and the setting. Default 0: no cluster-wide limit. It cannot be
+	// combined with Exclusive. See "Cluster-wide limits" in docs/guide.md.
 	ClusterLimit int
 	// KeyLimit, when positive, allows at most that many batches of each fairness key in
 	// flight in the whole cluster (the key of FairKey, or the ordering key on an Ordered

@@ -198,7 +198,8 @@ type QueueSlots struct {
 	Limit int
 	// KeyLimit, when positive, caps a fair queue's claimed batches of each fairness key
 	// (OutgoingBatch.FairKey) across every node (txmq.QueueConfig.KeyLimit); see
-	// ClusterLimiter. 0: no limit per key.
+	// ClusterLimiter. 0: no limit per key. Only a Fair queue has one, so an adapter that
+	// does not implement FairSharer never gets one from a node.
 	KeyLimit int
 }
 
