@@ -88,8 +88,11 @@ func TestClusterLimitFreeSlots(t *testing.T) {
 	}
 	engine.Of(n).SetInflight("capped", 0)
 	for _, s := range engine.Of(n).Slots() {
-		if s.Queue == "capped" && s.Cap != 3 {
-			t.Errorf("Slots reports cap %d for capped; want 3 (the limit below the node's cap)", s.Cap)
+		if s.Queue == "capped" && (s.Cap != 3 || s.Limit != 3) {
+			t.Errorf("Slots reports %+v for capped; want cap 3 (the limit below the node's cap) and limit 3", s)
+		}
+		if s.Queue == "keyed" && (s.KeyLimit != 2 || s.Limit != 0) {
+			t.Errorf("Slots reports %+v for keyed; want key limit 2 and no limit", s)
 		}
 	}
 }

@@ -23,8 +23,12 @@ func (n *Engine) Slots() []core.NodeQueue {
 	for i, s := range specs { // Cap may call back into the app: outside mu
 		out[i].Cap = s.limit()
 		if s.Exclusive {
-			out[i].Cap = 1
+			out[i].Cap, out[i].Limit = 1, 1
 		}
+		if s.ClusterLimit > 0 {
+			out[i].Limit = s.ClusterLimit
+		}
+		out[i].KeyLimit = s.KeyLimit
 		if n := s.ClusterLimit; n > 0 && (out[i].Cap == core.Unlimited || out[i].Cap > n) {
 			out[i].Cap = n // the node cannot run more than the cluster may
 		}
