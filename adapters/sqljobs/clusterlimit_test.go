@@ -11,8 +11,8 @@ import (
 )
 
 // TestClusterLimitClaims: two backends (two nodes) claiming a queue with Limit 3 get 3 batches
-// between them, a fair queue with KeyLimit 1 one batch per key; an Ack gives a slot back, and
-// so does a lease that ran out.
+// between them, a fair queue with KeyLimit 1 one batch per key, a prioritized queue with Limit 2
+// its two first by priority; an Ack gives a slot back, and so does a lease that ran out.
 func TestClusterLimitClaims(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -58,6 +58,22 @@ func TestClusterLimitClaims(t *testing.T) {
 	got = append(fetch(t, a, 0, fs), fetch(t, b, 0, fs)...)
 	if len(got) != 3 {
 		t.Fatalf("claimed %d batches of a fair queue with KeyLimit 1 and three keys; want 3", len(got))
+	}
+	// A prioritized queue with a limit: the limit holds, and the highest priority goes first.
+	for i := range 5 {
+		if err := a.Publish(ctxT(t), core.OutgoingBatch{ID: fmt.Sprintf("p%d", i), Queue: "priolim", Body: []byte("{}"), Messages: 1, Priority: i, Lead: time.Duration(i) * time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps := core.QueueSlots{Queue: "priolim", Free: 1, Prioritized: true, Limit: 2}
+	got = append(fetch(t, a, 0, ps), fetch(t, b, 0, ps)...)
+	got = append(got, fetch(t, a, 0, ps)...)
+	if len(got) != 2 || got[0].ID != "p4" || got[1].ID != "p3" {
+		ids := []string{}
+		for _, c := range got {
+			ids = append(ids, c.ID)
+		}
+		t.Fatalf("claimed %v of a prioritized queue with Limit 2; want [p4 p3]", ids)
 	}
 }
 
