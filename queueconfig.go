@@ -89,11 +89,34 @@ type QueueConfig[T any] struct {
 	// Transactional is required: Require, Try or Never.
 	Transactional Transactional
 	// Exclusive allows at most one batch of this queue in flight in the whole cluster.
-	// Default false. It cannot be combined with MaxConcurrentBatches.
+	// Default false. It cannot be combined with MaxConcurrentBatches, ClusterLimit or
+	// KeyLimit. It means what ClusterLimit 1 means, by the backend's older mechanism, and
+	// every backend honours it.
 	Exclusive bool
 	// MaxConcurrentBatches caps in-flight batches of this queue per node (a soft throttle that
-	// may overshoot by one or two). Default: no cap.
+	// may overshoot by one or two). Default: no cap. With ClusterLimit both apply: a node runs
+	// at most its cap, the cluster at most the limit.
 	MaxConcurrentBatches Concurrency
+	// ClusterLimit, when positive, allows at most that many batches of this queue in flight
+	// in the whole cluster, across every node sharing the backend: the backend enforces it
+	// with its own mechanism, as it enforces Exclusive (Exclusive is the limit 1). A batch
+	// holds one of the N slots from its claim until it is settled (acked, retried, dropped,
+	// dead-lettered) or its lease ends: a node that crashes, pauses or cannot extend its
+	// lease fences itself and its slots come back after the lease. Duplicate copies and
+	// redeliveries take a slot like any batch. The backend must honour it
+	// (core.ClusterLimiter: memory, sqljobs, redis): a node on one that does not refuses
+	// the queue, naming it and the setting. Default 0: no cluster-wide limit. It cannot be
+	// combined with Exclusive. See "Cluster-wide limits" in docs/guide.md.
+	ClusterLimit int
+	// KeyLimit, when positive, allows at most that many batches of each fairness key in
+	// flight in the whole cluster (the key of FairKey, or the ordering key on an Ordered
+	// queue without it, or the empty key: see Fair), so each tenant gets at most N workers
+	// however large its backlog, while other keys' batches still run. It needs Fair: true,
+	// which stores the key with each batch and hands the keys out in turn, so the batches of
+	// a key at its limit wait without holding back the other keys. It combines with
+	// ClusterLimit (both hold) and MaxConcurrentBatches, not with Exclusive. The backend must
+	// honour it (core.ClusterLimiter: memory, sqljobs). Default 0: no limit per key.
+	KeyLimit int
 	// MaxBatchMessages is the soft target for messages per batch, used to coalesce publishes;
 	// default 100. Listeners must not assume it as a hard cap.
 	MaxBatchMessages int
@@ -259,6 +282,9 @@ func (c *QueueConfig[T]) validate(name string) error {
 	}
 	if c.Exclusive && c.MaxConcurrentBatches.isSet() {
 		return fmt.Errorf("%w: queue %q: Exclusive and MaxConcurrentBatches cannot be combined: Exclusive already means one batch in flight cluster-wide; drop one of them", core.ErrInvalidConfig, name)
+	}
+	if err := checkLimitConfig(name, c.Exclusive, c.Fair, c.ClusterLimit, c.KeyLimit); err != nil {
+		return err
 	}
 	if c.MaxConcurrentBatches.fn == nil && c.MaxConcurrentBatches.n < 0 {
 		return fmt.Errorf("%w: queue %q: MaxConcurrentBatches is %d; use Cap(n) with n > 0, or leave it unset for no cap", core.ErrInvalidConfig, name, c.MaxConcurrentBatches.n)

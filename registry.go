@@ -67,6 +67,8 @@ type declKey struct {
 	prioAging      time.Duration
 	prioDefault    int
 	fair           bool
+	clusterLimit   int
+	keyLimit       int
 	maxSnoozes     int
 }
 
@@ -167,6 +169,8 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		prioAging:     cfg.PriorityAging,
 		prioDefault:   cfg.DefaultPriority,
 		fair:          cfg.Fair,
+		clusterLimit:  cfg.ClusterLimit,
+		keyLimit:      cfg.KeyLimit,
 		maxSnoozes:    cfg.MaxSnoozes,
 	}
 	reg.mu.Lock()
@@ -194,6 +198,8 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			PriorityAging:   priorityAging(cfg.Prioritized, cfg.PriorityAging),
 			DefaultPriority: cfg.DefaultPriority,
 			Fair:            cfg.Fair,
+			ClusterLimit:    cfg.ClusterLimit,
+			KeyLimit:        cfg.KeyLimit,
 			MaxBatch:        cfg.MaxBatchMessages,
 			MaxAttempts:     cfg.MaxAttempts,
 			MaxMessageBytes: cfg.MaxMessageBytes,

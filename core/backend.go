@@ -37,7 +37,8 @@ import (
 //     hand-built one means the same, and never re-derives limits or defaults of its own.
 //   - Exclusive queues have at most one claimed batch in the whole cluster: the adapter enforces
 //     it with its own mechanism, across every node sharing the backend, released on Ack, Retry,
-//     Drop and on lease expiry.
+//     Drop and on lease expiry. An adapter that implements ClusterLimiter does the same for
+//     a queue's QueueSlots.Limit (at most Limit claimed batches) and KeyLimit (per fairness key).
 //   - A claim holds a lease until Claim.LeaseUntil. A lease that expires without being settled or
 //     extended makes the batch claimable again by any node, with Deliveries incremented. Settling
 //     or extending a claim whose lease was lost returns an error wrapping ErrLeaseLost. Settling
@@ -190,6 +191,16 @@ type QueueSlots struct {
 	// Fair reports the queue's Fair setting (its batches carry a FairKey), for adapters
 	// that claim such a queue another way (see FairSharer).
 	Fair bool
+	// Limit, when positive, caps the queue's claimed batches across every node sharing the
+	// backend (txmq.QueueConfig.ClusterLimit): an adapter that implements ClusterLimiter
+	// enforces it with its own mechanism, as it does Exclusive; Free is at most Limit. 0:
+	// no limit. Nodes send it only to a ClusterLimiter.
+	Limit int
+	// KeyLimit, when positive, caps a fair queue's claimed batches of each fairness key
+	// (OutgoingBatch.FairKey) across every node (txmq.QueueConfig.KeyLimit); see
+	// ClusterLimiter. 0: no limit per key. Only a Fair queue has one, so an adapter that
+	// does not implement FairSharer never gets one from a node.
+	KeyLimit int
 }
 
 // FetchRequest asks an adapter for work.

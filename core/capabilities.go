@@ -16,6 +16,8 @@ package core
 //	BatchExpediter     Inspector.RunNow (run delayed or retrying batches now)
 //	QueueLister        operator tools (`txmq status`, `txmq ui`, the CLI's unknown-queue check)
 //	InProcessFetcher   NewNode, once: the fetch loop yields before each turn (inprocess.go)
+//	ClusterLimiter     NewNode, once; a queue with a cluster-wide limit is refused without it
+//	                   (clusterlimit.go)
 //
 // An adapter may also implement a store contract of stores.go: a node whose
 // NodeOptions.Limiter is nil uses a backend that is a Limiter.

@@ -21,8 +21,9 @@ func LeaseOr(lease time.Duration) time.Duration {
 
 // Normalize returns req in the form a node sends it: Lease and Max positive (DefaultLease and
 // DefaultFetchMax when not), Wait not negative, and every queue's Free concrete, between 1 and
-// Max: Unlimited becomes Max, an Exclusive queue's Free is 1, a larger Free is cut to Max, and a
-// queue with no free slot (0 or a negative Free other than Unlimited) is left out. A request
+// Max: Unlimited becomes Max, an Exclusive queue's Free is 1, a larger Free is cut to Max (and
+// to the queue's cluster-wide Limit, when it has one), and a queue with no free slot (0 or a
+// negative Free other than Unlimited) is left out. A request
 // already in that form is returned as it is, without allocating, so an adapter's Fetch calls it
 // first at no cost: hand-built requests (tests, wrapping backends) then mean what a node's do.
 func (req FetchRequest) Normalize() FetchRequest {
@@ -46,6 +47,9 @@ func (req FetchRequest) Normalize() FetchRequest {
 		case s.Free <= 0:
 			continue
 		}
+		if s.Limit > 0 && s.Free > s.Limit {
+			s.Free = s.Limit
+		}
 		qs = append(qs, s)
 	}
 	req.Queues = qs
@@ -55,7 +59,7 @@ func (req FetchRequest) Normalize() FetchRequest {
 // normalQueues reports whether every queue's Free is already as Normalize leaves it.
 func (req FetchRequest) normalQueues() bool {
 	for _, s := range req.Queues {
-		if s.Free < 1 || s.Free > req.Max || (s.Exclusive && s.Free != 1) {
+		if s.Free < 1 || s.Free > req.Max || (s.Exclusive && s.Free != 1) || (s.Limit > 0 && s.Free > s.Limit) {
 			return false
 		}
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -26,6 +27,8 @@ func TestNormalize(t *testing.T) {
 			FetchRequest{Lease: DefaultLease, Max: 4, Queues: []QueueSlots{q("a", 1, true), q("b", 1, true)}}},
 		{"full queues left out", FetchRequest{Max: 4, Queues: []QueueSlots{q("a", 0, false), q("b", -3, false), q("c", 0, true), q("d", 2, false)}},
 			FetchRequest{Lease: DefaultLease, Max: 4, Queues: []QueueSlots{q("d", 2, false)}}},
+		{"free cut to the cluster limit", FetchRequest{Max: 8, Queues: []QueueSlots{{Queue: "a", Free: Unlimited, Limit: 3}, {Queue: "b", Free: 2, Limit: 3, KeyLimit: 1}}},
+			FetchRequest{Lease: DefaultLease, Max: 8, Queues: []QueueSlots{{Queue: "a", Free: 3, Limit: 3}, {Queue: "b", Free: 2, Limit: 3, KeyLimit: 1}}}},
 	} {
 		got := tt.in.Normalize()
 		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
@@ -94,5 +97,40 @@ func TestLeaseOr(t *testing.T) {
 	t.Parallel()
 	if LeaseOr(0) != DefaultLease || LeaseOr(-1) != DefaultLease || LeaseOr(time.Second) != time.Second {
 		t.Fatal("LeaseOr does not default a non-positive lease")
+	}
+}
+
+// errLimiter is a backend whose LimitsClaims returns err.
+type errLimiter struct {
+	Backend
+	err error
+}
+
+func (b errLimiter) LimitsClaims() error { return b.err }
+
+// wrapped is a backend wrapper with Unwrap.
+type wrapped struct{ Backend }
+
+func (w wrapped) Unwrap() Backend { return w.Backend }
+
+func TestLimitsClaims(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		b    Backend
+		ok   bool
+	}{
+		{"limiter", errLimiter{}, true},
+		{"limiter refusing", errLimiter{err: fmt.Errorf("server too old")}, false},
+		{"wrapped limiter", wrapped{errLimiter{}}, true},
+		{"no capability", wrapped{}, false},
+	} {
+		err := LimitsClaims(tt.b)
+		if (err == nil) != tt.ok {
+			t.Errorf("%s: LimitsClaims = %v; want ok=%v", tt.name, err, tt.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("%s: LimitsClaims = %v; want it to wrap ErrInvalidConfig", tt.name, err)
+		}
 	}
 }

@@ -37,6 +37,11 @@ type NodeQueue struct {
 	// Cap is the node's slot cap for it: its concurrency (1 for an Exclusive queue), or
 	// Unlimited.
 	Cap int `json:"cap"`
+	// Limit is the queue's cluster-wide limit (txmq.QueueConfig.ClusterLimit; 1 for an
+	// Exclusive queue), 0 for none; KeyLimit its limit per fairness key, 0 for none. Every
+	// node listening to the queue reports the same: they are the queue's, not the node's.
+	Limit    int `json:"limit,omitempty"`
+	KeyLimit int `json:"key_limit,omitempty"`
 	// Minutes is what the node ran of the queue in each of the last 60 minutes that saw a
 	// run, oldest first (the current minute so far last): the dashboard adds up every node's
 	// for its cluster-wide chart. Empty when the node ran nothing of it in the last hour.

@@ -35,6 +35,13 @@
 // check that a node refuses a queue asking for it and are counted "not supported by the
 // adapter", neither passed nor skipped.
 //
+// The group "limits" checks cluster-wide concurrency limits (txmq.QueueConfig.ClusterLimit and
+// KeyLimit) with a counter of runs kept outside the nodes: never above the limit, in all and per
+// fairness key, across three nodes; reaching it; released on settle and after the lease of a
+// node that cannot extend, is paused or crashes. On an adapter that does not implement
+// core.ClusterLimiter its property "declare" checks the refusal, and the group is counted "not
+// supported by the adapter".
+//
 // The group "contract" drives one raw client (or a few) without nodes, one property per rule of
 // package core's "Rules every adapter follows" (concurrency, Body ownership, Close, no
 // retries of its own, cancellation) plus the Exclusive and lease rules on raw clients; its

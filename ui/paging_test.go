@@ -148,7 +148,7 @@ func TestSchedulesPage(t *testing.T) {
 }
 
 // TestNodesPage: the Nodes page lists each node's heartbeat with its queues, slots in use and
-// caps, version and state: running, stopped (its last row) or stale (3 beats missed).
+// caps (and a queue's cluster-wide limits), version and state: running, stopped (its last row) or stale (3 beats missed).
 func TestNodesPage(t *testing.T) {
 	t.Parallel()
 	srv, store := dashboard(t, ui.Options{})
@@ -158,8 +158,8 @@ func TestNodesPage(t *testing.T) {
 	ctx := context.Background()
 	started := time.Now().Add(-time.Hour)
 	beats := []core.NodeBeat{
-		{Node: "web-1", Queues: []core.NodeQueue{{Queue: "emails", InUse: 2, Cap: 8}, {Queue: "reports", InUse: 1, Cap: 1}}, Version: "v1.4.0", StartedAt: started, Every: time.Hour},
-		{Node: "web-2", Queues: []core.NodeQueue{{Queue: "emails", Cap: core.Unlimited}}, Version: "v1.4.0", StartedAt: started, Every: time.Second},
+		{Node: "web-1", Queues: []core.NodeQueue{{Queue: "emails", InUse: 2, Cap: 8}, {Queue: "reports", InUse: 1, Cap: 1, Limit: 1}}, Version: "v1.4.0", StartedAt: started, Every: time.Hour},
+		{Node: "web-2", Queues: []core.NodeQueue{{Queue: "emails", Cap: core.Unlimited}, {Queue: "charges", Cap: 5, Limit: 5, KeyLimit: 2}}, Version: "v1.4.0", StartedAt: started, Every: time.Second},
 		{Node: "web-3", StartedAt: started, Every: time.Hour, Stopped: true},
 	}
 	for _, b := range beats {
@@ -174,8 +174,8 @@ func TestNodesPage(t *testing.T) {
 	}
 	code, page := get(t, http.DefaultClient, srv.URL+"/nodes")
 	for _, want := range []string{
-		`<tr data-node="web-1" class="running">`, `queues/emails">emails</a> 2/8`, `queues/reports">reports</a> 1/1`, `<td class="slots">3/9</td>`, `v1.4.0`,
-		`<tr data-node="web-2" class="stale">`, `<td class="slots">0/∞</td>`,
+		`<tr data-node="web-1" class="running">`, `queues/emails">emails</a> 2/8`, `queues/reports">reports</a> 1/1 <span class="limits">(cluster 1)</span>`, `<td class="slots">3/9</td>`, `v1.4.0`,
+		`<tr data-node="web-2" class="stale">`, `<td class="slots">0/∞</td>`, `charges</a> 0/5 <span class="limits">(cluster 5, per key 2)</span>`,
 		`<tr data-node="web-3" class="stopped">`, `<td class="queues">none</td>`, `<td class="version">unknown</td>`,
 	} {
 		if code != http.StatusOK || !strings.Contains(page, want) {

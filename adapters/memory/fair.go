@@ -70,10 +70,14 @@ func (q *queue) fairPush(r *record) {
 // fairTake removes and returns a ready record of the first lane in turn (at random, or the
 // first by rank on a ranked queue) and moves the lane to the end of the turns, or out of them
 // when it has no more. The queue must have a ready record.
-func (q *queue) fairTake(rng *rand.Rand) *record {
+func (q *queue) fairTake(rng *rand.Rand) *record { return q.fairTakeAt(rng, 0) }
+
+// fairTakeAt is fairTake for the lane at position i of the turns: the lanes before it keep
+// their places (they were passed over, see takeUnder).
+func (q *queue) fairTakeAt(rng *rand.Rand, i int) *record {
 	f := q.fair
-	l := f.turns[0]
-	copy(f.turns, f.turns[1:])
+	l := f.turns[i]
+	copy(f.turns[i:], f.turns[i+1:])
 	f.turns[len(f.turns)-1] = nil
 	f.turns = f.turns[:len(f.turns)-1]
 	var r *record

@@ -16,7 +16,8 @@ const minWait = time.Millisecond
 // nothing is due it blocks up to req.Wait (core.ClaimWait), waking at once when a publish,
 // retry, settle or lease expiry on one of its queues may let it claim. Cancelling ctx ends the
 // wait with an empty result and a nil error; claims already made are always returned. An
-// Exclusive queue yields none while any node holds one of its batches.
+// Exclusive queue yields none while any node holds one of its batches, a queue with a
+// cluster-wide limit none beyond it (limits.go).
 func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Claim, error) {
 	req = req.Normalize()
 	var w *waiter
@@ -84,8 +85,23 @@ func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Cl
 		if qs.Exclusive && q.inflight.Len() > 0 {
 			want = 0
 		}
+		if qs.Limit > 0 {
+			want = min(want, qs.Limit-q.inflight.Len()) // see limits.go
+		}
+		var busy map[string]int // claims in flight per fairness key, with a KeyLimit
+		if qs.KeyLimit > 0 && want > 0 {
+			busy = q.keyBusy()
+		}
 		for ; want > 0 && q.readyLen() > 0; want-- {
-			r := q.takeRandom(be.rng)
+			var r *record
+			if busy != nil {
+				if r = q.takeUnder(be.rng, busy, qs.KeyLimit); r == nil {
+					break // every key with ready batches is at its limit
+				}
+				busy[r.fair]++
+			} else {
+				r = q.takeRandom(be.rng)
+			}
 			claims = append(claims, be.handOut(r, req.Node, leaseEnd))
 			budget--
 		}

@@ -74,6 +74,9 @@
 //     would be a second record of the same fact that could disagree with the lease set (key
 //     expiry and script time are different clocks); the lease set is released by every
 //     settle and by lease expiry by construction.
+//   - A cluster-wide limit (txmq.QueueConfig.ClusterLimit, core.ClusterLimiter) is the same
+//     record counted: the claim script claims at most the limit minus the queue's live
+//     leases (clusterlimit.go). KeyLimit needs a Fair queue, which this adapter refuses.
 //   - Hash tags keep one queue's keys in one Redis Cluster slot, so every script is legal on
 //     a cluster, and Fetch pipelines one script per queue in a single round trip (on a
 //     cluster, go-redis splits the pipeline per master and sends the parts in parallel: one

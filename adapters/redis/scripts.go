@@ -123,7 +123,9 @@ if redis.call('PTTL', KEYS[10]) < w then redis.call('PEXPIRE', KEYS[10], w) end
 ` + publishLua)
 
 // claimScript reclaims expired leases and claims due batches. ARGV: max claims, lease ms,
-// token base, exclusive ('1' or '0'), reclaim limit.
+// token base, exclusive ('1' or '0'), reclaim limit, and the queue's cluster-wide limit
+// (core.QueueSlots.Limit; '0' or absent: none). A queue with a limit claims at most the limit
+// minus its live leases (those ending after now, see clusterlimit.go).
 //
 // Expired leases go back to the due set (scored by their lease end, so they are due at once);
 // their Deliveries grow at the next handout. An Exclusive queue claims at most one batch, and
@@ -167,6 +169,11 @@ end
 local max = tonumber(ARGV[1])
 if ARGV[4] == '1' then
   if redis.call('ZCARD', KEYS[3]) > 0 then max = 0 elseif max > 1 then max = 1 end
+end
+local lim = tonumber(ARGV[6]) or 0
+if lim > 0 then
+  local live = redis.call('ZCOUNT', KEYS[3], '(' .. now, '+inf')
+  if live >= lim then max = 0 elseif max > lim - live then max = lim - live end
 end
 local out = {now, 0}
 local orphan = false

@@ -15,8 +15,10 @@ import (
 // run elsewhere under a new token) cannot touch it. settled is set by the first successful
 // Ack, Retry or Drop, making later settles from the same claim no-ops.
 type handle struct {
-	owner     *Backend
-	token     string
+	owner *Backend
+	token string
+	// exclusive: claimed as the batch of an Exclusive queue or of one with a cluster-wide
+	// limit (clusterlimit.go): its settle frees a slot, so it wakes the waiting fetches.
 	exclusive bool
 	// idArg and tokenArg are the batch id and token as the claim reply held them (boxed),
 	// passed back as the settle script's arguments without boxing them again per settle.
@@ -107,8 +109,8 @@ func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h 
 	if body != nil {
 		hasBody = argOne
 	}
-	// A retry may make the batch due at once; settling an exclusive batch frees the queue:
-	// both wake fetches waiting on it. A plain ack frees nothing anyone waits for.
+	// A retry may make the batch due at once; settling an exclusive (or limited) batch frees
+	// the queue (a slot of it): both wake fetches waiting on it. A plain ack frees nothing anyone waits for.
 	notify := argZero
 	if op == opRetry || h.exclusive {
 		notify = argOne

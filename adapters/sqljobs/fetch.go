@@ -74,6 +74,14 @@ type claimParams struct {
 	lease  int64  // µs
 	prio   []bool // the prioritized queues; nil when none is (see priority.go)
 	fair   []bool // the fair queues; nil when none is (see fair.go)
+	// lim and keyLim are the queues' cluster-wide limits (core.QueueSlots.Limit, KeyLimit);
+	// nil when no queue has one (see clusterlimit.go).
+	lim, keyLim []int32
+}
+
+// limitedAt reports whether the i-th queue has a cluster-wide limit.
+func (p claimParams) limitedAt(i int) bool {
+	return p.lim != nil && (p.lim[i] > 0 || p.keyLim[i] > 0)
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -103,6 +111,12 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 			}
 			p.prio[i] = true
 		}
+		if s.Limit > 0 || s.KeyLimit > 0 {
+			if p.lim == nil {
+				p.lim, p.keyLim = make([]int32, len(qs)), make([]int32, len(qs))
+			}
+			p.lim[i], p.keyLim[i] = int32(min(max(s.Limit, 0), math.MaxInt32)), int32(min(max(s.KeyLimit, 0), math.MaxInt32))
+		}
 	}
 	return p
 }
@@ -110,9 +124,10 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 // claim runs the claim statement once and returns the claims and how long until the next
 // row of the queues becomes claimable (-1 when none is pending). A request with fair queues
 // runs sqlClaimFair for each of them first, then the claim of the others with what is left of
-// the budget (see fair.go).
+// the budget (see fair.go); a queue with a cluster-wide limit gets a claim of its own the same
+// way (see clusterlimit.go).
 func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, time.Duration, error) {
-	if p.fair == nil {
+	if p.fair == nil && p.lim == nil {
 		return be.claimOnce(ctx, p, false)
 	}
 	var claims []*core.Claim
@@ -124,7 +139,8 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	}
 	rest := claimParams{budget: p.budget, node: p.node, lease: p.lease}
 	for i, q := range p.queues {
-		if !p.fair[i] {
+		fair := p.fair != nil && p.fair[i]
+		if !fair && !p.limitedAt(i) {
 			rest.queues, rest.limits, rest.excl = append(rest.queues, q), append(rest.limits, p.limits[i]), append(rest.excl, p.excl[i])
 			if p.prio != nil {
 				rest.prio = append(rest.prio, p.prio[i])
@@ -135,7 +151,13 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 			continue
 		}
 		one := claimParams{queues: []string{q}, limits: []int32{p.limits[i]}, excl: []bool{p.excl[i]}, budget: rest.budget, node: p.node, lease: p.lease}
-		cs, d, err := be.claimOnce(ctx, one, true)
+		if p.limitedAt(i) {
+			one.lim, one.keyLim = []int32{p.lim[i]}, []int32{p.keyLim[i]}
+		}
+		if !fair && p.prio != nil && p.prio[i] {
+			one.prio = []bool{true}
+		}
+		cs, d, err := be.claimOnce(ctx, one, fair)
 		if err != nil {
 			if len(claims) > 0 {
 				return claims, 0, nil // what was claimed is returned; the next Fetch tries again
@@ -176,15 +198,28 @@ func (be *Backend) claimOnce(ctx context.Context, p claimParams, fair bool) ([]*
 	}
 	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
 		claims, next = claims[:0], -1
-		args := []any{p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(slices.Contains(p.excl, true))}
+		limited := p.lim != nil // one queue with a limit (see claim)
+		args := []any{p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(limited || slices.Contains(p.excl, true))}
 		stmt := be.sql.claim
 		switch {
+		case fair && limited:
+			stmt, args = be.sql.claimFairLimited, append(args, p.lim[0], p.keyLim[0])
 		case fair:
 			stmt = be.sql.claimFair
+		case p.prio != nil && limited:
+			stmt, args = be.sql.claimPrioLimited, append(args, p.prio, p.lim[0])
 		case p.prio != nil:
 			stmt, args = be.sql.claimPrio, append(args, p.prio)
+		case limited:
+			stmt, args = be.sql.claimLimited, append(args, p.lim[0])
 		}
-		rows, err := query(ctx, be.on(be.pool), stmt, args...)
+		var rows pgx.Rows
+		var err error
+		if limited {
+			rows, err = queryLimited(ctx, be.on(be.pool), p.queues[0], stmt, args...)
+		} else {
+			rows, err = query(ctx, be.on(be.pool), stmt, args...)
+		}
 		if err != nil {
 			return err
 		}
@@ -210,7 +245,7 @@ func (be *Backend) claimOnce(ctx context.Context, p claimParams, fair bool) ([]*
 				Body:       append([]byte(nil), body...),
 				Deliveries: int(*deliveries),
 				LeaseUntil: *until,
-				Handle:     &handle{be: be, id: *id, token: *token, excl: p.exclusive(*queue), queue: *queue, key: deref(key)},
+				Handle:     &handle{be: be, id: *id, token: *token, excl: p.lim != nil || p.exclusive(*queue), limited: p.lim != nil, queue: *queue, key: deref(key)},
 			})
 			return nil
 		})

@@ -19,7 +19,10 @@ type handle struct {
 	be    *Backend
 	id    int64
 	token int64
-	excl  bool // claimed as an Exclusive queue's batch
+	excl  bool // claimed as an Exclusive or limited queue's batch: its extensions commit durably
+	// limited: claimed as the batch of a queue with a cluster-wide limit (clusterlimit.go): its
+	// Ack and Drop wake the nodes waiting for the queue.
+	limited bool
 	// queue and key name an ordered queue's batch (key empty otherwise): its Ack and Drop
 	// make the next batch of the key due (deleteKeyed).
 	queue, key string
@@ -79,7 +82,10 @@ func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duratio
 // the row is gone.
 func (be *Backend) deleteLeased(ctx context.Context, h *handle) (bool, error) {
 	if h.key != "" {
-		return be.deleteKeyed(ctx, h)
+		return be.deleteKeyed(ctx, h) // wakes the queue's waiting nodes by itself
+	}
+	if h.limited {
+		defer be.wakeLimited(ctx, h.queue)
 	}
 	req := &groupReq{h: h}
 	if err := be.deletes.Do(ctx, req); err != nil {

@@ -10,6 +10,7 @@ import (
 type statements struct {
 	publish, claim, extend, ack, retry, depths, heartbeat string
 	claimPrio, claimFair                                  string
+	claimLimited, claimPrioLimited, claimFairLimited      string
 	reapQueues, reapPick, reapDelete, reapCount           string
 	publishKeyed, ackKeyed, holdsKey                      string
 	inspectQueues, inspectPage, inspectFind               string
@@ -24,10 +25,15 @@ func render(schema string) statements {
 	q := pgx.Identifier{schema}.Sanitize()
 	r := strings.NewReplacer("{{s}}", q, "{{seq}}", "'"+q+".txmq_jobs_lease_seq'")
 	return statements{
-		publish:    r.Replace(sqlPublish),
-		claim:      r.Replace(sqlClaim),
-		claimPrio:  r.Replace(sqlClaimPrio),
-		claimFair:  r.Replace(sqlClaimFair),
+		publish:   r.Replace(sqlPublish),
+		claim:     r.Replace(sqlClaim),
+		claimPrio: r.Replace(sqlClaimPrio),
+		claimFair: r.Replace(sqlClaimFair),
+
+		claimLimited:     r.Replace(sqlClaimLimited),
+		claimPrioLimited: r.Replace(sqlClaimPrioLimited),
+		claimFairLimited: r.Replace(sqlClaimFairLimited),
+
 		extend:     r.Replace(sqlExtend),
 		ack:        r.Replace(sqlAck),
 		retry:      r.Replace(sqlRetry),

@@ -63,7 +63,7 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			if q.Cap != core.Unlimited {
 				limit = fmt.Sprint(q.Cap)
 			}
-			qs = append(qs, fmt.Sprintf("%s %d/%s", q.Queue, q.InUse, limit))
+			qs = append(qs, fmt.Sprintf("%s %d/%s%s", q.Queue, q.InUse, limit, clusterLimits(q)))
 		}
 		if len(qs) == 0 {
 			qs = append(qs, "none")
@@ -75,4 +75,20 @@ func runNodes(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", b.Node, b.State(now), strings.Join(qs, ", "), version, now.Sub(b.LastSeen).Round(time.Second))
 	}
 	return tw.Flush()
+}
+
+// clusterLimits describes a queue's cluster-wide limits for the nodes table: "" without any,
+// else " (cluster 5, per key 2)".
+func clusterLimits(q core.NodeQueue) string {
+	var parts []string
+	if q.Limit > 0 {
+		parts = append(parts, fmt.Sprint("cluster ", q.Limit))
+	}
+	if q.KeyLimit > 0 {
+		parts = append(parts, fmt.Sprint("per key ", q.KeyLimit))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }

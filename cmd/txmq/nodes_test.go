@@ -31,7 +31,7 @@ func TestNodesCommand(t *testing.T) {
 	}
 	ctx := context.Background()
 	for _, b := range []core.NodeBeat{
-		{Node: "worker-a", Queues: []core.NodeQueue{{Queue: "emails", InUse: 2, Cap: 8}, {Queue: "jobs", Cap: core.Unlimited}}, Version: "v1.4.0", StartedAt: time.Now(), Every: time.Hour},
+		{Node: "worker-a", Queues: []core.NodeQueue{{Queue: "emails", InUse: 2, Cap: 8}, {Queue: "jobs", Cap: core.Unlimited}, {Queue: "charges", InUse: 1, Cap: 5, Limit: 5, KeyLimit: 2}}, Version: "v1.4.0", StartedAt: time.Now(), Every: time.Hour},
 		{Node: "worker-b", StartedAt: time.Now(), Every: time.Hour, Stopped: true},
 	} {
 		if err := store.Nodes().Beat(ctx, b); err != nil {
@@ -39,7 +39,7 @@ func TestNodesCommand(t *testing.T) {
 		}
 	}
 	out := cli(exitOK, append([]string{"nodes"}, db...)...)
-	for _, want := range []string{"worker-a", "running", "emails 2/8, jobs 0/∞", "v1.4.0", "worker-b", "stopped", "none", "unknown"} {
+	for _, want := range []string{"worker-a", "running", "emails 2/8, jobs 0/∞, charges 1/5 (cluster 5, per key 2)", "v1.4.0", "worker-b", "stopped", "none", "unknown"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("nodes lacks %q:\n%s", want, out)
 		}
@@ -49,7 +49,7 @@ func TestNodesCommand(t *testing.T) {
 		t.Fatalf("nodes --json: %+v %v", listed, err)
 	}
 	for _, n := range listed {
-		if n.Node == "worker-a" && (n.State != core.NodeRunning || len(n.Queues) != 2 || n.Queues[0].InUse != 2 || n.EveryMS != time.Hour.Milliseconds()) {
+		if n.Node == "worker-a" && (n.State != core.NodeRunning || len(n.Queues) != 3 || n.Queues[2].KeyLimit != 2 || n.Queues[0].InUse != 2 || n.EveryMS != time.Hour.Milliseconds()) {
 			t.Errorf("nodes --json row of worker-a: %+v", n)
 		}
 	}

@@ -210,7 +210,8 @@ func fetchBackoff(failures int) time.Duration {
 }
 
 // fetchRequest computes this node's free slots at now, as a normalised request (core.FetchRequest.Normalize):
-// Exclusive queues ask for one batch when none runs here; capped queues for the cap minus what
+// Exclusive queues ask for one batch when none runs here, queues with a ClusterLimit for at most
+// the limit minus what runs here; capped queues for the cap minus what
 // runs (a cap func is re-read now, outside the node's lock since it is app code that may call
 // the node), at most FetchMax; uncapped queues for FetchMax. Full queues are left out and
 // remembered, so a freed slot can interrupt the fetch.
@@ -266,6 +267,9 @@ func (dr *driver) fetchRequest(now time.Time) core.FetchRequest {
 		} else if limits[i] != core.Unlimited {
 			free = limits[i] - busy
 		}
+		if s.ClusterLimit > 0 && (free == core.Unlimited || free > s.ClusterLimit-busy) {
+			free = s.ClusterLimit - busy // this node never asks for more than the cluster may run
+		}
 		if free != core.Unlimited && free <= 0 {
 			continue // at capacity: a cap is reached at >=
 		}
@@ -280,7 +284,7 @@ func (dr *driver) fetchRequest(now time.Time) core.FetchRequest {
 		if free == core.Unlimited || free > req.Max {
 			free = req.Max
 		}
-		req.Queues = append(req.Queues, core.QueueSlots{Queue: s.Name, Free: free, Exclusive: s.Exclusive, Ordered: s.Ordered, Prioritized: s.Prioritized, Fair: s.Fair})
+		req.Queues = append(req.Queues, core.QueueSlots{Queue: s.Name, Free: free, Exclusive: s.Exclusive, Ordered: s.Ordered, Prioritized: s.Prioritized, Fair: s.Fair, Limit: s.ClusterLimit, KeyLimit: s.KeyLimit})
 		dr.fetching[s.Name] = true
 	}
 	return req

@@ -77,6 +77,10 @@ type Engine struct {
 	// fairPrioErr is why the backend does not rank a fair queue by priority within a key
 	// (core.SharesFairlyByPriority): a queue both Fair and Prioritized is refused with it.
 	fairPrioErr error
+	// limitErr is why the backend does not enforce cluster-wide concurrency limits
+	// (core.LimitsClaims), nil when it does: a queue with a ClusterLimit or KeyLimit is
+	// refused on this node with it (clusterlimit.go).
+	limitErr error
 	// onePerBatch: the backend deduplicates whole batches (core.DedupSupport), so each
 	// message whose caller id deduplicates gets a batch of its own.
 	onePerBatch bool
@@ -173,6 +177,7 @@ func New(backend core.Backend, o Options) (*Engine, error) {
 		prioErr:     core.Prioritizes(backend),
 		fairErr:     core.SharesFairly(backend),
 		fairPrioErr: core.SharesFairlyByPriority(backend),
+		limitErr:    core.LimitsClaims(backend),
 	}
 	if d, err := core.DedupsIDs(backend); err == nil {
 		n.onePerBatch = d.OnePerBatch
@@ -249,6 +254,9 @@ func (n *Engine) checkOrdered(spec *Spec) error {
 		return err
 	}
 	if err := n.checkFair(spec); err != nil {
+		return err
+	}
+	if err := n.checkLimits(spec); err != nil {
 		return err
 	}
 	if spec == nil || !spec.Ordered || n.orderErr == nil {

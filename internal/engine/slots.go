@@ -8,8 +8,8 @@ import (
 )
 
 // Slots returns the queues the node listens to, sorted by name, each with the batches
-// holding one of its slots and its cap (1 for an Exclusive queue, core.Unlimited without a
-// concurrency cap): what the heartbeat feature publishes.
+// holding one of its slots and its cap (1 for an Exclusive queue, at most a ClusterLimit,
+// core.Unlimited without a concurrency cap): what the heartbeat feature publishes.
 func (n *Engine) Slots() []core.NodeQueue {
 	dr := &n.drv
 	dr.mu.Lock()
@@ -23,7 +23,14 @@ func (n *Engine) Slots() []core.NodeQueue {
 	for i, s := range specs { // Cap may call back into the app: outside mu
 		out[i].Cap = s.limit()
 		if s.Exclusive {
-			out[i].Cap = 1
+			out[i].Cap, out[i].Limit = 1, 1
+		}
+		if s.ClusterLimit > 0 {
+			out[i].Limit = s.ClusterLimit
+		}
+		out[i].KeyLimit = s.KeyLimit
+		if n := s.ClusterLimit; n > 0 && (out[i].Cap == core.Unlimited || out[i].Cap > n) {
+			out[i].Cap = n // the node cannot run more than the cluster may
 		}
 	}
 	slices.SortFunc(out, func(a, b core.NodeQueue) int { return cmp.Compare(a.Queue, b.Queue) })

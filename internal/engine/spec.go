@@ -48,6 +48,12 @@ type Spec struct {
 	// Fair: publishes carry a fairness key (core.Pending.FairKey), and the backend
 	// (core.FairSharer) hands out the queue's ready batches round-robin across the keys.
 	Fair bool
+	// ClusterLimit: at most this many batches in flight cluster-wide (enforced by the
+	// backend, core.ClusterLimiter); 0: no limit. Exclusive is the limit 1, kept apart.
+	ClusterLimit int
+	// KeyLimit: at most this many batches of each fairness key in flight cluster-wide (a
+	// Fair queue; enforced by the backend, core.ClusterLimiter); 0: no limit per key.
+	KeyLimit int
 	// Cap returns the per-node cap on running batches, core.Unlimited for none; nil means
 	// none. It is re-read at every check and must not panic (the app's func is guarded by
 	// the caller).
