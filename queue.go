@@ -116,8 +116,16 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	if o.delay > 0 {
 		due = n.eng.Clock().Now().Add(o.delay)
 	}
-	encoded, err := encodeMessages(q.spec, msgs)
-	if err != nil {
+	// A one-message call (Publish) allocates its Pending and its message list together.
+	var one *onePublish
+	var encoded []core.Message
+	if len(msgs) == 1 {
+		one = new(onePublish)
+		encoded = one.msgs[:]
+	} else {
+		encoded = make([]core.Message, len(msgs))
+	}
+	if err := encodeMessages(q.spec, msgs, encoded); err != nil {
 		return err
 	}
 	if o.ids != nil {
@@ -139,7 +147,19 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}, flags)
 		})
 	}
-	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}, flags)
+	p := &core.Pending{}
+	if one != nil {
+		p = &one.p
+	}
+	*p = core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}
+	return n.eng.Publish(ctx, &q.spec.Spec, p, flags)
+}
+
+// onePublish is the Pending of a one-message publish call with its message list, in one
+// allocation (at one message per batch there is a publish call per message).
+type onePublish struct {
+	p    core.Pending
+	msgs [1]core.Message
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.
@@ -155,25 +175,24 @@ func checkKey(spec *queueSpec, o publishOptions) error {
 	return nil
 }
 
-// encodeMessages encodes each message and checks its JSON round trip. Values are kept boxed
-// only when the queue has a Dedup func that needs them.
-func encodeMessages[T any](spec *queueSpec, msgs []T) ([]core.Message, error) {
-	out := make([]core.Message, len(msgs))
+// encodeMessages encodes each message into out (as long as msgs) and checks its JSON round
+// trip. Values are kept boxed only when the queue has a Dedup func that needs them.
+func encodeMessages[T any](spec *queueSpec, msgs []T, out []core.Message) error {
 	check := !roundTripsPlainly(reflect.TypeFor[T]())
 	for i := range msgs {
 		b, err := json.Marshal(msgs[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w: queue %q, message %d: %v: publish only values that encoding/json can encode (no channels, funcs, NaN/Inf or cycles)", core.ErrInvalidPayload, spec.Name, i, err)
+			return fmt.Errorf("%w: queue %q, message %d: %v: publish only values that encoding/json can encode (no channels, funcs, NaN/Inf or cycles)", core.ErrInvalidPayload, spec.Name, i, err)
 		}
 		if check {
 			var back T
 			if err := json.Unmarshal(b, &back); err != nil {
-				return nil, fmt.Errorf("%w: queue %q, message %d: its JSON %s does not decode back into %T: %v", core.ErrInvalidPayload, spec.Name, i, envelope.Truncate(b, 80), back, err)
+				return fmt.Errorf("%w: queue %q, message %d: its JSON %s does not decode back into %T: %v", core.ErrInvalidPayload, spec.Name, i, envelope.Truncate(b, 80), back, err)
 			}
 		}
 		out[i] = core.Message{ID: core.NewID(), Body: b}
 	}
-	return out, nil
+	return nil
 }
 
 // typedDedup adapts a typed Dedup func to encoded messages. Output messages keep the id and

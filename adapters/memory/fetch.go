@@ -65,13 +65,22 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 // of the requested queues may have more (zero when none pending). Queues are visited from a
 // random start so the shared Max does not always favour the first one.
 func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Claim, time.Time) {
-	claims := []*core.Claim{}
 	var next time.Time
 	n := len(req.Queues)
 	if n == 0 {
-		return claims, next
+		return []*core.Claim{}, next
 	}
 	budget := req.Max
+	// Room for what is ready now (expired leases found below may add more): at one message
+	// per batch a fetch takes tens of claims, and growing the slice by appending was a copy
+	// and an allocation per doubling.
+	ready := 0
+	for _, qs := range req.Queues {
+		if q, ok := be.queues[qs.Queue]; ok {
+			ready += min(qs.Free, q.readyLen())
+		}
+	}
+	claims := make([]*core.Claim, 0, min(ready, budget))
 	leaseEnd := now.Add(req.Lease)
 	start := be.rng.IntN(n)
 	for i := range n {

@@ -298,10 +298,15 @@ func (pb *publisher) waitFlight(ctx context.Context, f *flight) {
 // batches of one ordered queue and key together, in their order in batches.
 func orderLanes(batches []core.OutgoingBatch) [][]int {
 	lanes := make([][]int, 0, len(batches))
+	// The one-batch lanes share one array (a slice each, capped at its one index, so that
+	// appending to a key's lane copies it): at one message per batch a lane per batch was an
+	// allocation per message.
+	idx := make([]int, len(batches))
 	var byKey map[[2]string]int
 	for i, b := range batches {
+		idx[i] = i
 		if b.Key == "" {
-			lanes = append(lanes, []int{i})
+			lanes = append(lanes, idx[i:i+1:i+1])
 			continue
 		}
 		if byKey == nil {
@@ -313,7 +318,7 @@ func orderLanes(batches []core.OutgoingBatch) [][]int {
 			continue
 		}
 		byKey[k] = len(lanes)
-		lanes = append(lanes, []int{i})
+		lanes = append(lanes, idx[i:i+1:i+1])
 	}
 	return lanes
 }
@@ -397,8 +402,12 @@ func (pb *publisher) skipBackend(ctx context.Context, b core.OutgoingBatch, toOu
 // the final flush to the outbox, unless the backend refused the batch itself.
 func (pb *publisher) write(ctx context.Context, b core.OutgoingBatch, deadline time.Time, cf *closeFailed) (core.OutgoingBatch, error) {
 	n := pb.e
-	pctx, cancel := newCallCtx(ctx, deadline)
-	defer cancel()
+	pctx, call, cancel := newCall(ctx, deadline)
+	if call != nil {
+		defer call.cancel()
+	} else {
+		defer cancel()
+	}
 	reg := pb.writes.add(pctx)
 	if cf == nil {
 		if cf = pb.closeFlushState.Load(); cf != nil {
