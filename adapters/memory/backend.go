@@ -69,8 +69,12 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		return fmt.Errorf("%w: memory: publish batch %s: the queue name is empty; pass the declared queue name", core.ErrInvalidConfig, b.ID)
 	}
 	// The record and the body's copy are made before the lock: every Fetch, settle and
-	// Publish of the backend waits for it.
-	rec := &record{id: b.ID, body: clone(b.Body), lead: max(b.Lead, 0), fair: b.FairKey}
+	// Publish of the backend waits for it. A body nothing changes again is kept as it is.
+	body := b.Body
+	if !b.BodyFixed {
+		body = clone(body)
+	}
+	rec := &record{id: b.ID, body: body, lead: max(b.Lead, 0), fair: b.FairKey}
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	if err := be.usableLocked("publish", b.Queue); err != nil {
