@@ -81,6 +81,10 @@ func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Cl
 		}
 	}
 	claims := make([]*core.Claim, 0, min(ready, budget))
+	// The claims (with their leases) of one fetch share one array: at one message per batch a
+	// fetch hands out tens of them, an allocation each under the backend's lock. The array
+	// lives until the last of them is released (a claim and its lease are small).
+	slab := make([]claimLease, cap(claims))
 	leaseEnd := now.Add(req.Lease)
 	start := be.rng.IntN(n)
 	for i := range n {
@@ -95,7 +99,13 @@ func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Cl
 		}
 		for ; want > 0 && q.readyLen() > 0; want-- {
 			r := q.takeRandom(be.rng)
-			claims = append(claims, be.handOut(r, req.Node, leaseEnd))
+			var cl *claimLease
+			if len(slab) > 0 {
+				cl, slab = &slab[0], slab[1:]
+			} else {
+				cl = new(claimLease) // an expired lease found above made one more ready
+			}
+			claims = append(claims, be.handOut(cl, r, req.Node, leaseEnd))
 			budget--
 		}
 		if t := q.nextEvent(); !t.IsZero() && (next.IsZero() || t.Before(next)) {
@@ -105,13 +115,14 @@ func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Cl
 	return claims, next
 }
 
-// handOut moves a ready record in flight under a new lease and returns its claim.
-func (be *Backend) handOut(r *record, node string, leaseEnd time.Time) *core.Claim {
+// handOut moves a ready record in flight under a new lease and returns its claim, made in cl
+// (zeroed memory of the caller's).
+func (be *Backend) handOut(cl *claimLease, r *record, node string, leaseEnd time.Time) *core.Claim {
 	r.deliveries++
 	r.q.pushInFlight(r, leaseEnd)
-	// The claim and its lease live and die together: one allocation for both (at one message
-	// per batch there is a claim per message).
-	cl := &claimLease{lease: lease{owner: be, rec: r, node: node}}
+	// The claim and its lease live and die together: one piece of memory for both (at one
+	// message per batch there is a claim per message).
+	cl.lease = lease{owner: be, rec: r, node: node}
 	r.lease = &cl.lease
 	cl.claim = core.Claim{
 		Queue:      r.q.name,

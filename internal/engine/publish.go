@@ -70,7 +70,26 @@ type PublishFlags struct {
 // in ctx (see the routing table in the txmq package doc). p's messages are encoded and
 // checked; Publish sets p.Batcher.
 func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f PublishFlags) error {
-	m := &pendingMeta{spec: spec, clock: n.clock, callerIDs: f.CallerIDs, tick: f.Tick}
+	return n.publish(ctx, spec, p, &pendingMeta{}, f)
+}
+
+// OnePublish is a one-message publish call's Pending, its message list and the engine's data
+// about it, in one allocation (at one message per batch there is a publish call per message):
+// the caller fills Pending, with Msgs[:] as its Messages, and passes it to PublishOne.
+type OnePublish struct {
+	Pending core.Pending
+	Msgs    [1]core.Message
+	meta    pendingMeta
+}
+
+// PublishOne is Publish of op.Pending.
+func (n *Engine) PublishOne(ctx context.Context, spec *Spec, op *OnePublish, f PublishFlags) error {
+	return n.publish(ctx, spec, &op.Pending, &op.meta, f)
+}
+
+// publish is Publish with m, the memory of p's engine data.
+func (n *Engine) publish(ctx context.Context, spec *Spec, p *core.Pending, m *pendingMeta, f PublishFlags) error {
+	*m = pendingMeta{spec: spec, clock: n.clock, callerIDs: f.CallerIDs, tick: f.Tick}
 	p.Batcher = m
 	if spec.Declared != n.specs { // a registry never replaces a declaration: this is a lookup
 		return fmt.Errorf("%w: queue %q is not declared in this node's registry: declare it on the registry passed in NodeOptions.Registry", core.ErrNotDeclared, spec.Name)
