@@ -53,7 +53,8 @@ func (j *poolJob) do(gid *uint64) {
 }
 
 // run runs f on a parked worker if one waits, else on a new goroutine that then parks for up
-// to maxIdleWorkers-1 others until stop is done.
+// to maxIdleWorkers-1 others until stop is done. Every call on one pool passes the same stop
+// (the first call's is the one the pool's watcher waits for).
 func (p *workerPool) run(stop <-chan struct{}, f func()) { p.runJob(stop, poolJob{f: f}) }
 
 // runWork is run of rn.work(l, c).
@@ -61,6 +62,7 @@ func (p *workerPool) runWork(stop <-chan struct{}, rn *runner, l *Listener, c *c
 	p.runJob(stop, poolJob{rn: rn, l: l, c: c})
 }
 
+// runJob hands j to a parked worker, else starts one (see run).
 func (p *workerPool) runJob(stop <-chan struct{}, j poolJob) {
 	p.once.Do(func() {
 		p.handoff = make(chan poolJob)
