@@ -74,11 +74,11 @@ type running struct {
 	call     callCtx // the first settle call's context (r.mu): no allocation of its own
 	callUsed bool
 
-	fs      *fenceSet // the node's; fs.mu guards the fields below
-	fenceAt time.Time // confirmed lease end minus the margin, on this node's clock
-	idx     int       // index in fs's heap; -1 once out of it (fenced or done)
-	done    bool      // the worker is done with the claim
-	ledger  ledgerRun // the ledger's running event (no ids before it, or without a ledger)
+	fs      *fenceSet  // the node's; fs.mu guards the fields below
+	fenceAt time.Time  // confirmed lease end minus the margin, on this node's clock
+	idx     int        // index in fs's heap; -1 once out of it (fenced or done)
+	done    bool       // the worker is done with the claim
+	ledger  *ledgerRun // the ledger's running event (nil before it, or without a ledger)
 
 	// A timed run (Spec.RunTimeout) keeps what the hard step needs to end it without its
 	// worker (timeouts.go; the ledger's ids are in ledger); timeouts.mu guards stepAt, tIdx
