@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/txmq/txmq/core"
@@ -18,6 +19,26 @@ import (
 type Queue[T any] struct {
 	spec    *queueSpec
 	onError func([]T, error, int) error
+	// plain caches roundTripsPlainly of T: 0 not known yet, 1 true, 2 false (a publish call
+	// per message at one message per batch asked the shared cache each time).
+	plain atomic.Int32
+}
+
+// roundTrips reports whether T round-trips plainly (roundTripsPlainly), cached in q.
+func (q *Queue[T]) roundTrips() bool {
+	switch q.plain.Load() {
+	case 1:
+		return true
+	case 2:
+		return false
+	}
+	ok := roundTripsPlainly(reflect.TypeFor[T]())
+	v := int32(2)
+	if ok {
+		v = 1
+	}
+	q.plain.Store(v)
+	return ok
 }
 
 // Name returns the queue name.
@@ -116,8 +137,17 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	if o.delay > 0 {
 		due = n.eng.Clock().Now().Add(o.delay)
 	}
-	encoded, err := encodeMessages(q.spec, msgs)
-	if err != nil {
+	// A one-message call (Publish) allocates its Pending, its message list and the engine's
+	// data about it together.
+	var one *engine.OnePublish
+	var encoded []core.Message
+	if len(msgs) == 1 {
+		one = new(engine.OnePublish)
+		encoded = one.Msgs[:]
+	} else {
+		encoded = make([]core.Message, len(msgs))
+	}
+	if err := encodeMessages(q.spec, msgs, encoded, !q.roundTrips()); err != nil {
 		return err
 	}
 	if o.ids != nil {
@@ -139,7 +169,12 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}, flags)
 		})
 	}
-	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}, flags)
+	p := core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}
+	if one != nil {
+		one.Pending = p
+		return n.eng.PublishOne(ctx, &q.spec.Spec, one, flags)
+	}
+	return n.eng.Publish(ctx, &q.spec.Spec, &p, flags)
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.
@@ -155,25 +190,24 @@ func checkKey(spec *queueSpec, o publishOptions) error {
 	return nil
 }
 
-// encodeMessages encodes each message and checks its JSON round trip. Values are kept boxed
-// only when the queue has a Dedup func that needs them.
-func encodeMessages[T any](spec *queueSpec, msgs []T) ([]core.Message, error) {
-	out := make([]core.Message, len(msgs))
-	check := !roundTripsPlainly(reflect.TypeFor[T]())
+// encodeMessages encodes each message into out (as long as msgs) and, when check is set (T
+// may not round-trip plainly), checks its JSON round trip. Values are kept boxed only when
+// the queue has a Dedup func that needs them.
+func encodeMessages[T any](spec *queueSpec, msgs []T, out []core.Message, check bool) error {
 	for i := range msgs {
 		b, err := json.Marshal(msgs[i])
 		if err != nil {
-			return nil, fmt.Errorf("%w: queue %q, message %d: %v: publish only values that encoding/json can encode (no channels, funcs, NaN/Inf or cycles)", core.ErrInvalidPayload, spec.Name, i, err)
+			return fmt.Errorf("%w: queue %q, message %d: %v: publish only values that encoding/json can encode (no channels, funcs, NaN/Inf or cycles)", core.ErrInvalidPayload, spec.Name, i, err)
 		}
 		if check {
 			var back T
 			if err := json.Unmarshal(b, &back); err != nil {
-				return nil, fmt.Errorf("%w: queue %q, message %d: its JSON %s does not decode back into %T: %v", core.ErrInvalidPayload, spec.Name, i, envelope.Truncate(b, 80), back, err)
+				return fmt.Errorf("%w: queue %q, message %d: its JSON %s does not decode back into %T: %v", core.ErrInvalidPayload, spec.Name, i, envelope.Truncate(b, 80), back, err)
 			}
 		}
 		out[i] = core.Message{ID: core.NewID(), Body: b}
 	}
-	return out, nil
+	return nil
 }
 
 // typedDedup adapts a typed Dedup func to encoded messages. Output messages keep the id and

@@ -104,8 +104,12 @@ type OutgoingBatch struct {
 	// cannot store a Body whole has core/envelope.Split, which cuts the batch into smaller
 	// OutgoingBatch values without the adapter reading the envelope. It is the adapter's for
 	// the duration of Publish only: the caller may reuse the buffer once Publish returns, so
-	// an adapter that keeps the bytes copies them.
+	// an adapter that keeps the bytes copies them, unless BodyFixed is set.
 	Body []byte
+	// BodyFixed says that nothing changes Body once it is passed to Publish: an adapter may
+	// keep the slice itself instead of a copy (the memory adapter does). The engine sets it
+	// on the batches it encodes; a caller that reuses its buffers leaves it false.
+	BodyFixed bool
 	// Delay is how long after this publish the batch may first be claimed, measured from the
 	// moment the backend stores it on the backend's own clock; 0 means now. The engine (and
 	// the outbox) always set it, from the publisher's due time and the publisher's own clock

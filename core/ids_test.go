@@ -1,6 +1,7 @@
 package core
 
 import (
+	mathrand "math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -19,5 +20,31 @@ func TestIDTime(t *testing.T) {
 		if at, ok := IDTime(bad); ok {
 			t.Errorf("IDTime(%q) = %v, true; want false", bad, at)
 		}
+	}
+}
+
+// encodeID is idEncoding.Encode, byte for byte.
+func TestEncodeIDMatchesBase32(t *testing.T) {
+	t.Parallel()
+	var b [16]byte
+	check := func() {
+		var got [26]byte
+		encodeID(&got, &b)
+		want := idEncoding.EncodeToString(b[:])
+		if string(got[:]) != want {
+			t.Fatalf("%x: encodeID %s, base32 %s", b, got[:], want)
+		}
+	}
+	check() // all zero
+	for i := range b {
+		b[i] = 0xff
+	}
+	check()
+	r := mathrand.New(mathrand.NewPCG(1, 2))
+	for range 10000 {
+		for i := range b {
+			b[i] = byte(r.IntN(256))
+		}
+		check()
 	}
 }

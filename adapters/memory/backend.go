@@ -68,6 +68,13 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if b.Queue == "" {
 		return fmt.Errorf("%w: memory: publish batch %s: the queue name is empty; pass the declared queue name", core.ErrInvalidConfig, b.ID)
 	}
+	// The record and the body's copy are made before the lock: every Fetch, settle and
+	// Publish of the backend waits for it. A body nothing changes again is kept as it is.
+	body := b.Body
+	if !b.BodyFixed {
+		body = clone(body)
+	}
+	rec := &record{id: b.ID, body: body, lead: max(b.Lead, 0), fair: b.FairKey}
 	be.mu.Lock()
 	defer be.mu.Unlock()
 	if err := be.usableLocked("publish", b.Queue); err != nil {
@@ -75,6 +82,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	}
 	now := be.clock()
 	q := be.queueLocked(b.Queue)
+	rec.q = q
 	q.advance(now)
 	if b.DedupWindow > 0 {
 		if taken := q.marks.taken(b.DedupIDs, now); len(taken) > 0 {
@@ -82,7 +90,6 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		}
 		q.marks.hold(b.DedupIDs, now.Add(b.DedupWindow))
 	}
-	rec := &record{id: b.ID, q: q, body: clone(b.Body), lead: max(b.Lead, 0), fair: b.FairKey}
 	if rec.lead > 0 && !q.ranked {
 		q.rankReady()
 	}

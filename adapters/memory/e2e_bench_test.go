@@ -74,6 +74,53 @@ func benchEndToEnd(b *testing.B, batch int) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 }
 
+// BenchmarkEndToEndOnePerBatch is the shape of `txmq bench --backend memory:// --batch 1
+// --concurrency 100`: one message per batch, at most 100 batches running, the node's default
+// flush settings, the publishing included; b.N counts messages. With -benchmem it gives the
+// allocations per message of the whole path.
+func BenchmarkEndToEndOnePerBatch(b *testing.B) {
+	be := memory.New(nil)
+	defer be.Close()
+	reg := txmq.NewRegistry()
+	q := txmq.MustDeclareIn(reg, "e2e1", txmq.QueueConfig[e2eMsg]{Transactional: txmq.Never, MaxBatchMessages: 1, MaxConcurrentBatches: txmq.Cap(100)})
+	n, err := txmq.NewNode(be, &txmq.NodeOptions{Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var got atomic.Int64
+	done := make(chan struct{}, 1)
+	want := int64(b.N)
+	if err := q.Listen(n, func(_ context.Context, msgs []e2eMsg) error {
+		if got.Add(int64(len(msgs))) == want {
+			done <- struct{}{}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := n.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = n.Close(ctx) }()
+	msg := e2eMsg{Email: "someone@example.com"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		msg.ID = i
+		if err := q.Publish(ctx, n, msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute):
+		b.Fatalf("delivered %d of %d", got.Load(), b.N)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
 // BenchmarkBaselineChannelJSON is the floor any JSON queue pays, for comparison with
 // BenchmarkEndToEnd in the same run: each message is marshalled, 100 at a time are joined into
 // a JSON array and sent over a channel to a consumer goroutine that decodes them. No ids, no

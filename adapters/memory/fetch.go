@@ -66,13 +66,26 @@ func (be *Backend) Fetch(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 // of the requested queues may have more (zero when none pending). Queues are visited from a
 // random start so the shared Max does not always favour the first one.
 func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Claim, time.Time) {
-	claims := []*core.Claim{}
 	var next time.Time
 	n := len(req.Queues)
 	if n == 0 {
-		return claims, next
+		return []*core.Claim{}, next
 	}
 	budget := req.Max
+	// Room for what is ready now (expired leases found below may add more): at one message
+	// per batch a fetch takes tens of claims, and growing the slice by appending was a copy
+	// and an allocation per doubling.
+	ready := 0
+	for _, qs := range req.Queues {
+		if q, ok := be.queues[qs.Queue]; ok {
+			ready += min(qs.Free, q.readyLen())
+		}
+	}
+	claims := make([]*core.Claim, 0, min(ready, budget))
+	// The claims (with their leases) of one fetch share one array: at one message per batch a
+	// fetch hands out tens of them, an allocation each under the backend's lock. The array
+	// lives until the last of them is released (a claim and its lease are small).
+	slab := make([]claimLease, cap(claims))
 	leaseEnd := now.Add(req.Lease)
 	start := be.rng.IntN(n)
 	for i := range n {
@@ -102,7 +115,13 @@ func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Cl
 			} else {
 				r = q.takeRandom(be.rng)
 			}
-			claims = append(claims, be.handOut(r, req.Node, leaseEnd))
+			var cl *claimLease
+			if len(slab) > 0 {
+				cl, slab = &slab[0], slab[1:]
+			} else {
+				cl = new(claimLease) // an expired lease found above made one more ready
+			}
+			claims = append(claims, be.handOut(cl, r, req.Node, leaseEnd))
 			budget--
 		}
 		if t := q.nextEvent(); !t.IsZero() && (next.IsZero() || t.Before(next)) {
@@ -112,13 +131,14 @@ func (be *Backend) claimLocked(req core.FetchRequest, now time.Time) ([]*core.Cl
 	return claims, next
 }
 
-// handOut moves a ready record in flight under a new lease and returns its claim.
-func (be *Backend) handOut(r *record, node string, leaseEnd time.Time) *core.Claim {
+// handOut moves a ready record in flight under a new lease and returns its claim, made in cl
+// (zeroed memory of the caller's).
+func (be *Backend) handOut(cl *claimLease, r *record, node string, leaseEnd time.Time) *core.Claim {
 	r.deliveries++
 	r.q.pushInFlight(r, leaseEnd)
-	// The claim and its lease live and die together: one allocation for both (at one message
-	// per batch there is a claim per message).
-	cl := &claimLease{lease: lease{owner: be, rec: r, node: node}}
+	// The claim and its lease live and die together: one piece of memory for both (at one
+	// message per batch there is a claim per message).
+	cl.lease = lease{owner: be, rec: r, node: node}
 	r.lease = &cl.lease
 	cl.claim = core.Claim{
 		Queue:      r.q.name,

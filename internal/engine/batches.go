@@ -337,7 +337,7 @@ func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, du
 			env.DedupMillis = max(window.Milliseconds(), 1)
 			b.DedupWindow, b.DedupIDs = window, env.MessageIDs
 		}
-		b.Body = envelope.Encode(env)
+		b.Body, b.BodyFixed = envelope.Encode(env), true // a new buffer nothing writes to again
 		out = append(out, b)
 	}
 	return out

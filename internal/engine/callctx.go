@@ -39,6 +39,19 @@ func newCallCtx(parent context.Context, deadline time.Time) (context.Context, co
 	return c, c.cancel
 }
 
+// newCall is newCallCtx without the CancelFunc's allocation when parent never ends: it
+// returns the call context as c too, and the caller ends it with c.cancel(); otherwise c is
+// nil and the caller calls cancel (context.WithDeadline's). At one message per batch every
+// write makes one.
+func newCall(parent context.Context, deadline time.Time) (ctx context.Context, c *callCtx, cancel context.CancelFunc) {
+	if parent.Done() != nil {
+		ctx, cancel = context.WithDeadline(parent, deadline)
+		return ctx, nil, cancel
+	}
+	c = &callCtx{parent: parent, deadline: deadline}
+	return c, c, nil
+}
+
 // newDetachedCall is newCallCtx on context.Background(), as a *callCtx: its caller ends it
 // with c.cancel(), without the CancelFunc's allocation (a settle per batch makes one).
 func newDetachedCall(deadline time.Time) *callCtx {
@@ -63,7 +76,9 @@ func (c *callCtx) Done() <-chan struct{} {
 func (c *callCtx) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.err == nil && !time.Now().Before(c.deadline) {
+	// time.Until reads only the monotonic clock (the deadline has a monotonic reading): a
+	// backend checks its call's context once or twice per call.
+	if c.err == nil && time.Until(c.deadline) <= 0 {
 		c.endLocked(context.DeadlineExceeded)
 	}
 	return c.err

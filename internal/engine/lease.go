@@ -41,25 +41,27 @@ var errFenced = fmt.Errorf("%w: not settled: the lease was not confirmed extende
 // the adapter reported it, on this node's clock). A claim that arrives past its fence (it waited in an
 // adapter's stash, or a slow fetch) but before LeaseUntil gets one extension, bounded by
 // LeaseUntil, to confirm it; startFence reports false if that fails: the claim is not held.
-// It returns the time it registered r at (read once: a claim per batch).
-func (rn *runner) startFence(r *running) (time.Time, bool) {
+// It returns the time it registered r at (read once: a claim per batch), and whether the
+// claim is already due for an extension at that time (dueForExtensionAt, judged under the
+// same lock: one lock round trip per claim less).
+func (rn *runner) startFence(r *running) (now time.Time, held, extend bool) {
 	n := rn.e
 	c := r.claim
 	fenceAt := c.LeaseUntil.Add(-rn.margin)
-	now := time.Now()
+	now = time.Now()
 	if !now.Before(fenceAt) {
 		if !now.Before(c.LeaseUntil) {
-			return now, false
+			return now, false, false
 		}
 		ctx, cancel := context.WithDeadline(context.Background(), earliest(c.LeaseUntil, time.Now().Add(n.opts.ClaimTimeout)))
 		defer cancel()
 		start := time.Now()
 		if err := safeCall("backend Extend", func() error { return n.backend.Extend(ctx, c, n.opts.Lease) }); err != nil {
-			return now, false
+			return now, false, false
 		}
 		fenceAt = earliest(c.LeaseUntil, start.Add(n.opts.Lease)).Add(-rn.margin)
 		if now = time.Now(); !now.Before(fenceAt) {
-			return now, false
+			return now, false, false
 		}
 	}
 	s := &rn.fences
@@ -67,7 +69,7 @@ func (rn *runner) startFence(r *running) (time.Time, bool) {
 	defer s.mu.Unlock()
 	r.fenceAt = fenceAt
 	s.addLocked(r)
-	return now, true
+	return now, true, rn.dueAtLocked(r, now)
 }
 
 // stopFence disarms r's fence once its worker is done with the claim.
@@ -144,11 +146,15 @@ func (rn *runner) dueForExtension(r *running) bool { return rn.dueForExtensionAt
 
 // dueForExtensionAt is dueForExtension at now.
 func (rn *runner) dueForExtensionAt(r *running, now time.Time) bool {
-	n := rn.e
 	rn.fences.mu.Lock()
+	defer rn.fences.mu.Unlock()
+	return rn.dueAtLocked(r, now)
+}
+
+// dueAtLocked is dueForExtensionAt with rn.fences.mu held.
+func (rn *runner) dueAtLocked(r *running, now time.Time) bool {
 	confirmed := r.fenceAt.Add(rn.margin)
-	rn.fences.mu.Unlock()
-	return confirmed.Sub(now) < time.Duration(float64(n.opts.Lease)*extendBelow)
+	return confirmed.Sub(now) < time.Duration(float64(rn.e.opts.Lease)*extendBelow)
 }
 
 // leaseLoop extends the leases of running batches. It ticks every tenth of the lease (first

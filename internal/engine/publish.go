@@ -70,7 +70,26 @@ type PublishFlags struct {
 // in ctx (see the routing table in the txmq package doc). p's messages are encoded and
 // checked; Publish sets p.Batcher.
 func (n *Engine) Publish(ctx context.Context, spec *Spec, p *core.Pending, f PublishFlags) error {
-	m := &pendingMeta{spec: spec, clock: n.clock, callerIDs: f.CallerIDs, tick: f.Tick}
+	return n.publish(ctx, spec, p, &pendingMeta{}, f)
+}
+
+// OnePublish is a one-message publish call's Pending, its message list and the engine's data
+// about it, in one allocation (at one message per batch there is a publish call per message):
+// the caller fills Pending, with Msgs[:] as its Messages, and passes it to PublishOne.
+type OnePublish struct {
+	Pending core.Pending
+	Msgs    [1]core.Message
+	meta    pendingMeta
+}
+
+// PublishOne is Publish of op.Pending.
+func (n *Engine) PublishOne(ctx context.Context, spec *Spec, op *OnePublish, f PublishFlags) error {
+	return n.publish(ctx, spec, &op.Pending, &op.meta, f)
+}
+
+// publish is Publish with m, the memory of p's engine data.
+func (n *Engine) publish(ctx context.Context, spec *Spec, p *core.Pending, m *pendingMeta, f PublishFlags) error {
+	*m = pendingMeta{spec: spec, clock: n.clock, callerIDs: f.CallerIDs, tick: f.Tick}
 	p.Batcher = m
 	if spec.Declared != n.specs { // a registry never replaces a declaration: this is a lookup
 		return fmt.Errorf("%w: queue %q is not declared in this node's registry: declare it on the registry passed in NodeOptions.Registry", core.ErrNotDeclared, spec.Name)
@@ -298,10 +317,15 @@ func (pb *publisher) waitFlight(ctx context.Context, f *flight) {
 // batches of one ordered queue and key together, in their order in batches.
 func orderLanes(batches []core.OutgoingBatch) [][]int {
 	lanes := make([][]int, 0, len(batches))
+	// The one-batch lanes share one array (a slice each, capped at its one index, so that
+	// appending to a key's lane copies it): at one message per batch a lane per batch was an
+	// allocation per message.
+	idx := make([]int, len(batches))
 	var byKey map[[2]string]int
 	for i, b := range batches {
+		idx[i] = i
 		if b.Key == "" {
-			lanes = append(lanes, []int{i})
+			lanes = append(lanes, idx[i:i+1:i+1])
 			continue
 		}
 		if byKey == nil {
@@ -313,7 +337,7 @@ func orderLanes(batches []core.OutgoingBatch) [][]int {
 			continue
 		}
 		byKey[k] = len(lanes)
-		lanes = append(lanes, []int{i})
+		lanes = append(lanes, idx[i:i+1:i+1])
 	}
 	return lanes
 }
@@ -397,8 +421,12 @@ func (pb *publisher) skipBackend(ctx context.Context, b core.OutgoingBatch, toOu
 // the final flush to the outbox, unless the backend refused the batch itself.
 func (pb *publisher) write(ctx context.Context, b core.OutgoingBatch, deadline time.Time, cf *closeFailed) (core.OutgoingBatch, error) {
 	n := pb.e
-	pctx, cancel := newCallCtx(ctx, deadline)
-	defer cancel()
+	pctx, call, cancel := newCall(ctx, deadline)
+	if call != nil {
+		defer call.cancel()
+	} else {
+		defer cancel()
+	}
 	reg := pb.writes.add(pctx)
 	if cf == nil {
 		if cf = pb.closeFlushState.Load(); cf != nil {

@@ -192,7 +192,11 @@ func (rn *runner) abandon(r *running) {
 			n.drv.release(c.Queue)
 		}
 	}
-	rn.afterRun(r, r.listener, r.batch, r.run, r.ledger.ids, start, err, release)
+	var ids []string
+	if r.ledger != nil {
+		ids = r.ledger.ids
+	}
+	rn.afterRun(r, r.listener, r.batch, r.run, ids, start, err, release)
 	rn.stopFence(r)
 	r.cancel(nil)
 	release()

@@ -74,11 +74,11 @@ type running struct {
 	call     callCtx // the first settle call's context (r.mu): no allocation of its own
 	callUsed bool
 
-	fs      *fenceSet // the node's; fs.mu guards the fields below
-	fenceAt time.Time // confirmed lease end minus the margin, on this node's clock
-	idx     int       // index in fs's heap; -1 once out of it (fenced or done)
-	done    bool      // the worker is done with the claim
-	ledger  ledgerRun // the ledger's running event (no ids before it, or without a ledger)
+	fs      *fenceSet  // the node's; fs.mu guards the fields below
+	fenceAt time.Time  // confirmed lease end minus the margin, on this node's clock
+	idx     int        // index in fs's heap; -1 once out of it (fenced or done)
+	done    bool       // the worker is done with the claim
+	ledger  *ledgerRun // the ledger's running event (nil before it, or without a ledger)
 
 	// A timed run (Spec.RunTimeout) keeps what the hard step needs to end it without its
 	// worker (timeouts.go; the ledger's ids are in ledger); timeouts.mu guards stepAt, tIdx
@@ -142,7 +142,7 @@ func (rn *runner) workAs(l *Listener, c *core.Claim, gid uint64) {
 	defer cancel(nil)
 	r := &running{claim: c, cancel: cancel, fs: &rn.fences, idx: -1, tIdx: -1}
 	r.ctx = listenerCtx{Context: cctx, r: r}
-	now, held := rn.startFence(r)
+	_, held, extendNow := rn.startFence(r)
 	if !held {
 		n.stats.leaseLost.Add(1)
 		n.log.Warn("txmq: batch arrived with its lease past its fence and could not be extended; not running it here", "queue", c.Queue, "batch", c.ID, "lease_until", c.LeaseUntil)
@@ -164,7 +164,7 @@ func (rn *runner) workAs(l *Listener, c *core.Claim, gid uint64) {
 		cancel(context.Canceled)
 	}
 	var ctx context.Context = &r.ctx
-	if rn.dueForExtensionAt(r, now) {
+	if extendNow {
 		// A claim that waited (in an adapter's stash, a slow dispatch) is extended at once
 		// rather than at the lease loop's next tick, to leave its extension the most time.
 		rn.extendAsync(r)
@@ -263,7 +263,14 @@ func (rn *runner) afterRun(r *running, l *Listener, d *Batch, run int, ids []str
 		// lease is held until the Ack lands, and the backend keeps an Exclusive queue's batch
 		// in flight until then). On a remote backend this overlaps the next claim with the Ack.
 		release()
-		err := rn.settle(r, "Ack", func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
+		// Without a Delivered hook no app code ran since end was read: the Ack's first attempt
+		// starts from it (a clock read per batch less; the fence is judged microseconds
+		// earlier, as if the call had started then).
+		first := end
+		if n.hooks.Delivered != nil {
+			first = time.Time{}
+		}
+		err := rn.settleFrom(r, "Ack", first, func(ctx context.Context) error { return n.backend.Ack(ctx, c) })
 		if err == nil {
 			n.record(c.Queue, d.ID, ids, core.BatchEvent{State: core.StateCompleted, Node: n.id, Runs: run})
 		}
@@ -321,13 +328,26 @@ func settleBackoff(i int) time.Duration { return jitter(50 * time.Millisecond <<
 // ErrBackendUnavailable is tried again, settleAttempts in all with a short backoff, while the
 // fence allows; then the error is returned and the batch comes back after its lease expires.
 func (rn *runner) settle(r *running, op string, fn func(ctx context.Context) error) error {
+	return rn.settleFrom(r, op, time.Time{}, fn)
+}
+
+// settleFrom is settle whose first attempt starts at first, a time its caller has just read
+// (zero: read the clock). first is used only if r.mu was free: a settle that waited for an
+// extension in flight reads the clock after the wait.
+func (rn *runner) settleFrom(r *running, op string, first time.Time, fn func(ctx context.Context) error) error {
 	n := rn.e
-	r.mu.Lock()
+	if !r.mu.TryLock() {
+		r.mu.Lock()
+		first = time.Time{}
+	}
 	defer r.mu.Unlock()
 	r.settled = true
 	var err error
 	for i := range settleAttempts {
-		now := time.Now()
+		now := first
+		if i > 0 || now.IsZero() {
+			now = time.Now()
+		}
 		fenceAt, ok := rn.holdsAt(r, now)
 		if !ok {
 			if err != nil {

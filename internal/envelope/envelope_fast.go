@@ -299,7 +299,7 @@ func decodeTypedFastInto[T any](body []byte, e *Typed[T], queue string, one *[1]
 		} else {
 			e.Messages = make([]T, 1)
 		}
-		if json.Unmarshal(msgs[1:len(msgs)-1], &e.Messages[0]) == nil {
+		if v := msgs[1 : len(msgs)-1]; unmarshalPooled(v, &e.Messages[0]) || json.Unmarshal(v, &e.Messages[0]) == nil {
 			return true
 		}
 		var zero T
