@@ -166,11 +166,10 @@ func (be *Backend) Conn() *natsgo.Conn { return be.nc }
 func (be *Backend) usable(ctx context.Context, op, queue string) error {
 	var deadline time.Time
 	for {
-		be.mu.Lock()
-		closed := be.closed
-		be.mu.Unlock()
-		if closed {
+		select {
+		case <-be.done: // closed by Close with closed set: no lock on every settle
 			return errClosed(op, queue)
+		default:
 		}
 		st := be.nc.Status()
 		switch st {

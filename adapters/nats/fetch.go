@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -23,6 +24,9 @@ const minLongPoll = 10 * time.Millisecond
 // time left the server idle between pulls. A key partition has one pull at a time.
 const maxPulls = 4
 
+// maxStashRun is the most messages a pull stashes under one lock (see poll).
+const maxStashRun = 32
+
 // stashed is a message the server delivered to this Backend (its lease is running) that no
 // Fetch has handed out yet.
 type stashed struct {
@@ -38,6 +42,11 @@ type stashed struct {
 	key        string // the ordering key of a keyed batch (see ordering.go), else empty
 	seq        uint64 // a keyed message's stream sequence
 	notRuns    int    // a keyed message's deliveries that were not runs
+
+	// The claim and its handle once handed out (see claim): kept here so that a delivery
+	// costs one allocation, not three.
+	claim  core.Claim
+	handle handle
 }
 
 // slot is one lane of a requested queue in a Fetch: the main lane, and on an Ordered queue
@@ -226,19 +235,21 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 			release = append(release, st)
 			continue
 		}
-		claims = append(claims, be.claim(st))
+		claims = append(claims, be.claimOf(st))
 		*s.want--
 		budget--
 	}
 	return claims, budget, release
 }
 
-// claim turns a stashed message into a claim holding a lease.
-func (be *Backend) claim(st *stashed) *core.Claim {
+// claimOf turns a stashed message into a claim holding a lease. The claim and its handle
+// live in st (a stashed message is handed out once: takeLocked removes it from the stash).
+func (be *Backend) claimOf(st *stashed) *core.Claim {
 	q := st.l.q
-	h := &handle{be: be, q: q, l: st.l, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil, conn: st.conn,
-		key: st.key, seq: st.seq, notRuns: st.notRuns}
-	return &core.Claim{
+	h := &st.handle
+	h.be, h.q, h.l, h.msg, h.chunkID, h.ackWait, h.leaseUntil, h.conn = be, q, st.l, st.msg, st.chunkID, st.ackWait, st.leaseUntil, st.conn
+	h.key, h.seq, h.notRuns = st.key, st.seq, st.notRuns
+	st.claim = core.Claim{
 		Queue:      q.name,
 		ID:         st.id,
 		Body:       st.body,
@@ -246,6 +257,7 @@ func (be *Backend) claim(st *stashed) *core.Claim {
 		LeaseUntil: st.leaseUntil,
 		Handle:     h,
 	}
+	return &st.claim
 }
 
 // poll runs one pull request for the lane (no_wait when expires is below minLongPoll) and
@@ -271,8 +283,16 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 	delivered := false
 	got := 0 // messages delivered, counted off l.asked as they come (the rest at the end)
 	if err == nil {
-		for m := range mb.Messages() {
-			got++
+		msgs := mb.Messages()
+		// A main lane stashes what has arrived in one go: the messages already waiting in
+		// the channel are read, up to maxStashRun, and stashed under one lock with at most
+		// one wake-up, rather than a lock (and a wake-up of the Fetch) per message.
+		run := 1
+		if l.part < 0 {
+			run = maxStashRun
+		}
+		var ready []*stashed
+		for m := range msgs {
 			if !delivered {
 				delivered = true
 				be.mu.Lock()
@@ -280,38 +300,49 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 				be.sweepLaterLocked(l, sent.Add(ackWait/2))
 				be.mu.Unlock()
 			}
-			start := sent
-			if l.part >= 0 {
-				// A partition's next batch is delivered only once its pending one is
-				// settled: when this Backend settled it, after the pull was sent, the
-				// delivery came after that settle, and its lease is timed from it (see
-				// lane.settledAt), not from the pull's start.
-				be.mu.Lock()
-				if l.settledAt.After(start) {
-					start = l.settledAt
-					be.sweepLaterLocked(l, start.Add(ackWait/2))
+			ready = ready[:0]
+			n := 0 // messages read in this run, counted off l.asked
+			for more := true; more; {
+				n++
+				start := sent
+				if l.part >= 0 {
+					// A partition's next batch is delivered only once its pending one is
+					// settled: when this Backend settled it, after the pull was sent, the
+					// delivery came after that settle, and its lease is timed from it (see
+					// lane.settledAt), not from the pull's start.
+					be.mu.Lock()
+					if l.settledAt.After(start) {
+						start = l.settledAt
+						be.sweepLaterLocked(l, start.Add(ackWait/2))
+					}
+					be.mu.Unlock()
 				}
-				be.mu.Unlock()
+				if st := be.prepare(l, m, start, ackWait); st != nil {
+					st.conn = conn
+					ready = append(ready, st)
+				}
+				more = false
+				if n < run {
+					select {
+					case m, more = <-msgs:
+					default:
+					}
+				}
 			}
-			st := be.prepare(l, m, start, ackWait)
-			if st == nil {
-				be.mu.Lock()
-				l.asked--
-				be.mu.Unlock()
-				continue
-			}
-			st.conn = conn
+			got += n
 			// Stashed even after Close: Close waits for this pull and gives back the stash.
 			be.mu.Lock()
-			l.asked--
-			l.stash = append(l.stash, st)
-			if len(l.stash) == 1 {
+			l.asked -= n
+			wasEmpty := len(l.stash) == 0
+			l.stash = append(l.stash, ready...)
+			if wasEmpty && len(ready) > 0 {
 				// Only a stash that was empty can have a Fetch waiting for it: a Fetch waits
 				// after finding each of its queues' stashes empty, and the append that
 				// filled one woke it.
 				be.broadcastLocked()
 			}
 			be.mu.Unlock()
+			clear(ready)
 		}
 		err = mb.Error()
 	}
@@ -347,14 +378,24 @@ func (be *Backend) prepare(l *lane, m jetstream.Msg, sent time.Time, ackWait tim
 	q := l.q
 	hdr := m.Headers()
 	st := &stashed{l: l, msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1, key: hdr.Get(hdrKey)}
-	meta, err := m.Metadata()
-	if err == nil {
-		st.deliveries = int(meta.NumDelivered)
-	} else {
-		meta = nil
+	var meta *jetstream.MsgMetadata
+	if st.key != "" {
+		// A keyed batch needs the whole metadata (its stream sequence and time).
+		var err error
+		if meta, err = m.Metadata(); err == nil {
+			st.deliveries = int(meta.NumDelivered)
+		} else {
+			meta = nil
+		}
+	} else if n, ok := numDelivered(m.Reply()); ok {
+		// Only the delivery count: read without Metadata's allocations (one message per batch
+		// pays them per batch).
+		st.deliveries = int(n)
 	}
-	if base, err := strconv.Atoi(hdr.Get(hdrBase)); err == nil && base > 0 {
-		st.deliveries += base
+	if v := hdr.Get(hdrBase); v != "" {
+		if base, err := strconv.Atoi(v); err == nil && base > 0 {
+			st.deliveries += base
+		}
 	}
 	if st.key != "" && !be.keyed(context.Background(), st, meta) {
 		return nil
@@ -381,4 +422,42 @@ func (be *Backend) prepare(l *lane, m jetstream.Msg, sent time.Time, ackWait tim
 func (be *Backend) broadcastLocked() {
 	close(be.wake)
 	be.wake = make(chan struct{})
+}
+
+// numDelivered reads the delivery count from a JetStream ack subject, as
+// jetstream.Msg.Metadata does (NumDelivered), without allocating:
+// $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<tm>.<pending> (9 tokens), or
+// $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.... (11 tokens or more).
+// ok is false for any other subject, where Metadata fails too.
+func numDelivered(reply string) (n uint64, ok bool) {
+	const prefix = "$JS.ACK."
+	if !strings.HasPrefix(reply, prefix) {
+		return 0, false
+	}
+	tokens := strings.Count(reply, ".") + 1
+	var pos int // the delivered token's index
+	switch {
+	case tokens == 9:
+		pos = 4
+	case tokens >= 11:
+		pos = 6
+	default:
+		return 0, false
+	}
+	rest := reply
+	for range pos {
+		_, rest, _ = strings.Cut(rest, ".")
+	}
+	tok, _, _ := strings.Cut(rest, ".")
+	if tok == "" {
+		return 0, true // as Metadata: an empty number reads as 0
+	}
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if c < '0' || c > '9' {
+			return 0, true // as Metadata: a malformed number reads as 0
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	return n, true
 }
