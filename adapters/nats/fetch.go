@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
@@ -31,7 +30,7 @@ const maxStashRun = 32
 // Fetch has handed out yet.
 type stashed struct {
 	l          *lane
-	msg        jetstream.Msg
+	msg        *natsgo.Msg
 	id         string
 	body       []byte
 	chunkID    string
@@ -267,32 +266,26 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 	// The server starts a message's AckWait when it delivers it, after it received this
 	// request: timing the lease from here is conservative.
 	sent, conn := time.Now(), be.connEpoch()
-	var (
-		mb  jetstream.MessageBatch
-		err error
-	)
+	// The pull ends when the server ends it (or expires plus a second), and Close waits for
+	// that: a pull cut short client-side drops what the server already sent it, and each such
+	// message would come back after AckWait with a delivery counted that never ran.
+	wait := expires
 	if expires < minLongPoll {
-		mb, err = cons.FetchNoWait(batch)
-	} else {
-		// The pull ends when the server expires it, and Close waits for that: a pull cut
-		// short client-side (FetchContext) drops what the server already sent it, and each
-		// such message would come back after AckWait with a delivery counted that never ran.
-		// FetchMaxWait waits for the server's expiry plus 1s.
-		mb, err = cons.Fetch(batch, jetstream.FetchMaxWait(expires))
+		wait = 0 // no_wait
 	}
 	delivered := false
 	got := 0 // messages delivered, counted off l.asked as they come (the rest at the end)
+	p, err := be.startPull(cons, batch, wait)
 	if err == nil {
-		msgs := mb.Messages()
 		// A main lane stashes what has arrived in one go: the messages already waiting in
-		// the channel are read, up to maxStashRun, and stashed under one lock with at most
-		// one wake-up, rather than a lock (and a wake-up of the Fetch) per message.
+		// the inbox are read, up to maxStashRun, and stashed under one lock with at most one
+		// wake-up, rather than a lock (and a wake-up of the Fetch) per message.
 		run := 1
 		if l.part < 0 {
 			run = maxStashRun
 		}
 		var ready []*stashed
-		for m := range msgs {
+		for m := p.next(true); m != nil; m = p.next(true) {
 			if !delivered {
 				delivered = true
 				be.mu.Lock()
@@ -302,7 +295,7 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 			}
 			ready = ready[:0]
 			n := 0 // messages read in this run, counted off l.asked
-			for more := true; more; {
+			for ; m != nil; m = p.next(false) {
 				n++
 				start := sent
 				if l.part >= 0 {
@@ -321,12 +314,8 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 					st.conn = conn
 					ready = append(ready, st)
 				}
-				more = false
-				if n < run {
-					select {
-					case m, more = <-msgs:
-					default:
-					}
+				if n >= run {
+					break
 				}
 			}
 			got += n
@@ -344,7 +333,7 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 			be.mu.Unlock()
 			clear(ready)
 		}
-		err = mb.Error()
+		err = p.err
 	}
 	if be.refusedPull(l, cons, err) {
 		err = nil // sent again by the Fetch, if it still waits
@@ -374,30 +363,20 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 // means "not a claim". Due times are not checked here: the server fires a schedule by its own
 // clock, the one the schedule was computed on (see serverNow), so comparing with this
 // process's clock would only add skew.
-func (be *Backend) prepare(l *lane, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
+func (be *Backend) prepare(l *lane, m *natsgo.Msg, sent time.Time, ackWait time.Duration) *stashed {
 	q := l.q
-	hdr := m.Headers()
-	st := &stashed{l: l, msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1, key: hdr.Get(hdrKey)}
-	var meta *jetstream.MsgMetadata
-	if st.key != "" {
-		// A keyed batch needs the whole metadata (its stream sequence and time).
-		var err error
-		if meta, err = m.Metadata(); err == nil {
-			st.deliveries = int(meta.NumDelivered)
-		} else {
-			meta = nil
-		}
-	} else if n, ok := numDelivered(m.Reply()); ok {
-		// Only the delivery count: read without Metadata's allocations (one message per batch
-		// pays them per batch).
-		st.deliveries = int(n)
+	hdr := m.Header
+	st := &stashed{l: l, msg: m, id: hdr.Get(hdrBatch), body: m.Data, ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1, key: hdr.Get(hdrKey)}
+	meta, ok := parseAck(m.Reply)
+	if ok {
+		st.deliveries = int(meta.delivered)
 	}
 	if v := hdr.Get(hdrBase); v != "" {
 		if base, err := strconv.Atoi(v); err == nil && base > 0 {
 			st.deliveries += base
 		}
 	}
-	if st.key != "" && !be.keyed(context.Background(), st, meta) {
+	if st.key != "" && ok && !be.keyed(context.Background(), st, meta) {
 		return nil
 	}
 	if hdr.Get(hdrChunks) != "" {
@@ -422,42 +401,4 @@ func (be *Backend) prepare(l *lane, m jetstream.Msg, sent time.Time, ackWait tim
 func (be *Backend) broadcastLocked() {
 	close(be.wake)
 	be.wake = make(chan struct{})
-}
-
-// numDelivered reads the delivery count from a JetStream ack subject, as
-// jetstream.Msg.Metadata does (NumDelivered), without allocating:
-// $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<cseq>.<tm>.<pending> (9 tokens), or
-// $JS.ACK.<domain>.<account hash>.<stream>.<consumer>.<delivered>.... (11 tokens or more).
-// ok is false for any other subject, where Metadata fails too.
-func numDelivered(reply string) (n uint64, ok bool) {
-	const prefix = "$JS.ACK."
-	if !strings.HasPrefix(reply, prefix) {
-		return 0, false
-	}
-	tokens := strings.Count(reply, ".") + 1
-	var pos int // the delivered token's index
-	switch {
-	case tokens == 9:
-		pos = 4
-	case tokens >= 11:
-		pos = 6
-	default:
-		return 0, false
-	}
-	rest := reply
-	for range pos {
-		_, rest, _ = strings.Cut(rest, ".")
-	}
-	tok, _, _ := strings.Cut(rest, ".")
-	if tok == "" {
-		return 0, true // as Metadata: an empty number reads as 0
-	}
-	for i := 0; i < len(tok); i++ {
-		c := tok[i]
-		if c < '0' || c > '9' {
-			return 0, true // as Metadata: a malformed number reads as 0
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	return n, true
 }

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/txmq/txmq/core"
 )
@@ -33,7 +33,7 @@ type handle struct {
 	be      *Backend
 	q       *queueState
 	l       *lane
-	msg     jetstream.Msg
+	msg     *natsgo.Msg
 	chunkID string
 	ackWait time.Duration
 	key     string // a keyed batch's ordering key (see ordering.go)
@@ -52,7 +52,7 @@ type handle struct {
 // confirms that the server read it (see flushGroup), rather than a double ack per message.
 func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	return be.settle(ctx, "ack", c, func(ctx context.Context, h *handle) error {
-		if err := be.nc.Publish(h.msg.Reply(), ackAck); err != nil {
+		if err := be.nc.Publish(h.msg.Reply, ackAck); err != nil {
 			return err
 		}
 		return be.acks.wait(ctx)
@@ -199,7 +199,7 @@ func (be *Backend) connEpoch() uint64 { return be.nc.Stats().Reconnects }
 func (h *handle) request(ctx context.Context, body []byte) error {
 	cctx, cancel := h.be.callCtx(ctx)
 	defer cancel()
-	_, err := h.be.nc.RequestWithContext(cctx, h.msg.Reply(), body)
+	_, err := h.be.nc.RequestWithContext(cctx, h.msg.Reply, body)
 	return err
 }
 
