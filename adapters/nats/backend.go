@@ -136,8 +136,9 @@ func (be *Backend) Close() error {
 	be.polls.Wait()
 	be.giveBack(be.takeStash()) // what the pulls received meanwhile
 	if be.ownConn {
-		// Flush pending acks before closing; Drain would wait for subscriptions too.
-		_ = be.nc.FlushTimeout(be.opts.Timeout)
+		// Publish and flush pending acks before closing; Drain would wait for subscriptions
+		// too.
+		_ = be.acks.flush()
 		be.nc.Close()
 	}
 	return nil

@@ -2,6 +2,7 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -45,17 +46,20 @@ type handle struct {
 	conn       uint64 // connEpoch when the message was pulled
 	settled    bool
 	lost       bool
+	ackErr     error // why its +ACK was not sent, set by the flushGroup (see flushGroup.ack)
 }
 
-// Ack removes a successfully processed batch (and its chunks, if it had any). It publishes a
-// plain +ACK and returns once a PING/PONG round trip shared with the other Acks of the moment
-// confirms that the server read it (see flushGroup), rather than a double ack per message.
+// Ack removes a successfully processed batch (and its chunks, if it had any). Its plain +ACK
+// is published with the other Acks of the moment, and it returns once a PING/PONG round trip
+// shared with them confirms that the server read it (see flushGroup), rather than a double
+// ack per message.
 func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	return be.settle(ctx, "ack", c, func(ctx context.Context, h *handle) error {
-		if err := be.nc.Publish(h.msg.Reply, ackAck); err != nil {
-			return err
+		err := be.acks.ack(ctx, h)
+		if errors.Is(err, core.ErrLeaseLost) {
+			h.lost = true
 		}
-		return be.acks.wait(ctx)
+		return err
 	})
 }
 
