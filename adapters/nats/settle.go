@@ -175,9 +175,12 @@ func (be *Backend) handleOf(ctx context.Context, op string, c *core.Claim) (*han
 }
 
 // holdLocked returns core.ErrLeaseLost unless the lease has more than the margin left and
-// the connection has not been re-established since the message was pulled.
+// the connection has not been re-established since the message was pulled. An ack's
+// connection is checked when its +ACK is about to leave (see flushGroup.publishAck), once for
+// its group, not here: connEpoch takes the connection's lock, which its flusher holds while
+// it writes.
 func (h *handle) holdLocked(op string, c *core.Claim) error {
-	if !h.lost && h.be.connEpoch() != h.conn {
+	if !h.lost && op != "ack" && h.be.connEpoch() != h.conn {
 		h.lost = true
 		return fmt.Errorf("nats: %s batch %s of queue %q (delivery %d): the connection to the server was re-established since the batch was pulled, and a restarted server may already have handed it out again; do not settle it: %w",
 			op, c.ID, c.Queue, c.Deliveries, core.ErrLeaseLost)
