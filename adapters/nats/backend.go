@@ -136,8 +136,9 @@ func (be *Backend) Close() error {
 	be.polls.Wait()
 	be.giveBack(be.takeStash()) // what the pulls received meanwhile
 	if be.ownConn {
-		// Flush pending acks before closing; Drain would wait for subscriptions too.
-		_ = be.nc.FlushTimeout(be.opts.Timeout)
+		// Publish and flush pending acks before closing; Drain would wait for subscriptions
+		// too.
+		_ = be.acks.flush()
 		be.nc.Close()
 	}
 	return nil
@@ -166,11 +167,10 @@ func (be *Backend) Conn() *natsgo.Conn { return be.nc }
 func (be *Backend) usable(ctx context.Context, op, queue string) error {
 	var deadline time.Time
 	for {
-		be.mu.Lock()
-		closed := be.closed
-		be.mu.Unlock()
-		if closed {
+		select {
+		case <-be.done: // closed by Close with closed set: no lock on every settle
 			return errClosed(op, queue)
+		default:
 		}
 		st := be.nc.Status()
 		switch st {

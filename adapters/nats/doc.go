@@ -86,9 +86,13 @@
 // residual risk is an ack sent in time that reaches the server after its AckWait ran out (a
 // network stall longer than the margin): the server may then have redelivered the batch while
 // accepting the old holder's ack, and the new run's settle is a no-op on the server. That is a
-// duplicate run, as at-least-once allows, never a loss. Settles are requests the server answers
-// ("double acks"), so a nil error means the server applied them; settling a settled claim again
-// is a no-op.
+// duplicate run, as at-least-once allows, never a loss. Drop, Retry and Extend are requests
+// the server answers ("double acks"), so a nil error means the server applied them. An Ack is
+// a plain +ACK: the Acks of the moment are published together by one goroutine, and each
+// returns once a PING/PONG round trip after them confirms that the server read them; an Ack's
+// lease and connection are checked again right before its +ACK leaves (it may wait for the
+// round trip in flight), and one that ran out meanwhile returns core.ErrLeaseLost unsent.
+// Settling a settled claim again is a no-op.
 //
 // A claim pulled before the connection was re-established is lost too: a server restarted from
 // its store (or a failover) may hand out again what it had delivered, while accepting the old
@@ -131,7 +135,10 @@
 // stranded by an early return or a cancelled ctx. While pulls are outstanding, a Fetch whose
 // free slots exceed what they still wait for sends one more pull for the difference, up to four
 // per queue per Backend (one per key partition): the slots freed while a pull travels are
-// asked for at once, never more than the free slots in all.
+// asked for at once, never more than the free slots in all. The Backend sends its pull
+// requests itself and reads what they deliver in the goroutine that sent them, the way
+// jetstream's Fetch reads them (status messages included), without Fetch's goroutine per
+// pull in between.
 //
 // Delays, retries, never early: a batch due later is published as a JetStream message schedule
 // ("Nats-Schedule: @at <time>", nats-server 2.12+) on its own subject, targeting the queue's

@@ -23,11 +23,14 @@ const minLongPoll = 10 * time.Millisecond
 // time left the server idle between pulls. A key partition has one pull at a time.
 const maxPulls = 4
 
+// maxStashRun is the most messages a pull stashes under one lock (see poll).
+const maxStashRun = 32
+
 // stashed is a message the server delivered to this Backend (its lease is running) that no
 // Fetch has handed out yet.
 type stashed struct {
 	l          *lane
-	msg        jetstream.Msg
+	msg        *natsgo.Msg
 	id         string
 	body       []byte
 	chunkID    string
@@ -38,6 +41,11 @@ type stashed struct {
 	key        string // the ordering key of a keyed batch (see ordering.go), else empty
 	seq        uint64 // a keyed message's stream sequence
 	notRuns    int    // a keyed message's deliveries that were not runs
+
+	// The claim and its handle once handed out (see claim): kept here so that a delivery
+	// costs one allocation, not three.
+	claim  core.Claim
+	handle handle
 }
 
 // slot is one lane of a requested queue in a Fetch: the main lane, and on an Ordered queue
@@ -226,19 +234,21 @@ func (be *Backend) takeLocked(s *slot, claims []*core.Claim, budget int) ([]*cor
 			release = append(release, st)
 			continue
 		}
-		claims = append(claims, be.claim(st))
+		claims = append(claims, be.claimOf(st))
 		*s.want--
 		budget--
 	}
 	return claims, budget, release
 }
 
-// claim turns a stashed message into a claim holding a lease.
-func (be *Backend) claim(st *stashed) *core.Claim {
+// claimOf turns a stashed message into a claim holding a lease. The claim and its handle
+// live in st (a stashed message is handed out once: takeLocked removes it from the stash).
+func (be *Backend) claimOf(st *stashed) *core.Claim {
 	q := st.l.q
-	h := &handle{be: be, q: q, l: st.l, msg: st.msg, chunkID: st.chunkID, ackWait: st.ackWait, leaseUntil: st.leaseUntil, conn: st.conn,
-		key: st.key, seq: st.seq, notRuns: st.notRuns}
-	return &core.Claim{
+	h := &st.handle
+	h.be, h.q, h.l, h.msg, h.chunkID, h.ackWait, h.leaseUntil, h.conn = be, q, st.l, st.msg, st.chunkID, st.ackWait, st.leaseUntil, st.conn
+	h.key, h.seq, h.notRuns = st.key, st.seq, st.notRuns
+	st.claim = core.Claim{
 		Queue:      q.name,
 		ID:         st.id,
 		Body:       st.body,
@@ -246,6 +256,7 @@ func (be *Backend) claim(st *stashed) *core.Claim {
 		LeaseUntil: st.leaseUntil,
 		Handle:     h,
 	}
+	return &st.claim
 }
 
 // poll runs one pull request for the lane (no_wait when expires is below minLongPoll) and
@@ -255,24 +266,26 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 	// The server starts a message's AckWait when it delivers it, after it received this
 	// request: timing the lease from here is conservative.
 	sent, conn := time.Now(), be.connEpoch()
-	var (
-		mb  jetstream.MessageBatch
-		err error
-	)
+	// The pull ends when the server ends it (or expires plus a second), and Close waits for
+	// that: a pull cut short client-side drops what the server already sent it, and each such
+	// message would come back after AckWait with a delivery counted that never ran.
+	wait := expires
 	if expires < minLongPoll {
-		mb, err = cons.FetchNoWait(batch)
-	} else {
-		// The pull ends when the server expires it, and Close waits for that: a pull cut
-		// short client-side (FetchContext) drops what the server already sent it, and each
-		// such message would come back after AckWait with a delivery counted that never ran.
-		// FetchMaxWait waits for the server's expiry plus 1s.
-		mb, err = cons.Fetch(batch, jetstream.FetchMaxWait(expires))
+		wait = 0 // no_wait
 	}
 	delivered := false
 	got := 0 // messages delivered, counted off l.asked as they come (the rest at the end)
+	p, err := be.startPull(cons, batch, wait)
 	if err == nil {
-		for m := range mb.Messages() {
-			got++
+		// A main lane stashes what has arrived in one go: the messages already waiting in
+		// the inbox are read, up to maxStashRun, and stashed under one lock with at most one
+		// wake-up, rather than a lock (and a wake-up of the Fetch) per message.
+		run := 1
+		if l.part < 0 {
+			run = maxStashRun
+		}
+		var ready []*stashed
+		for m := p.next(true); m != nil; m = p.next(true) {
 			if !delivered {
 				delivered = true
 				be.mu.Lock()
@@ -280,40 +293,47 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 				be.sweepLaterLocked(l, sent.Add(ackWait/2))
 				be.mu.Unlock()
 			}
-			start := sent
-			if l.part >= 0 {
-				// A partition's next batch is delivered only once its pending one is
-				// settled: when this Backend settled it, after the pull was sent, the
-				// delivery came after that settle, and its lease is timed from it (see
-				// lane.settledAt), not from the pull's start.
-				be.mu.Lock()
-				if l.settledAt.After(start) {
-					start = l.settledAt
-					be.sweepLaterLocked(l, start.Add(ackWait/2))
+			ready = ready[:0]
+			n := 0 // messages read in this run, counted off l.asked
+			for ; m != nil; m = p.next(false) {
+				n++
+				start := sent
+				if l.part >= 0 {
+					// A partition's next batch is delivered only once its pending one is
+					// settled: when this Backend settled it, after the pull was sent, the
+					// delivery came after that settle, and its lease is timed from it (see
+					// lane.settledAt), not from the pull's start.
+					be.mu.Lock()
+					if l.settledAt.After(start) {
+						start = l.settledAt
+						be.sweepLaterLocked(l, start.Add(ackWait/2))
+					}
+					be.mu.Unlock()
 				}
-				be.mu.Unlock()
+				if st := be.prepare(l, m, start, ackWait); st != nil {
+					st.conn = conn
+					ready = append(ready, st)
+				}
+				if n >= run {
+					break
+				}
 			}
-			st := be.prepare(l, m, start, ackWait)
-			if st == nil {
-				be.mu.Lock()
-				l.asked--
-				be.mu.Unlock()
-				continue
-			}
-			st.conn = conn
+			got += n
 			// Stashed even after Close: Close waits for this pull and gives back the stash.
 			be.mu.Lock()
-			l.asked--
-			l.stash = append(l.stash, st)
-			if len(l.stash) == 1 {
+			l.asked -= n
+			wasEmpty := len(l.stash) == 0
+			l.stash = append(l.stash, ready...)
+			if wasEmpty && len(ready) > 0 {
 				// Only a stash that was empty can have a Fetch waiting for it: a Fetch waits
 				// after finding each of its queues' stashes empty, and the append that
 				// filled one woke it.
 				be.broadcastLocked()
 			}
 			be.mu.Unlock()
+			clear(ready)
 		}
-		err = mb.Error()
+		err = p.err
 	}
 	if be.refusedPull(l, cons, err) {
 		err = nil // sent again by the Fetch, if it still waits
@@ -343,20 +363,20 @@ func (be *Backend) poll(l *lane, cons jetstream.Consumer, ackWait time.Duration,
 // means "not a claim". Due times are not checked here: the server fires a schedule by its own
 // clock, the one the schedule was computed on (see serverNow), so comparing with this
 // process's clock would only add skew.
-func (be *Backend) prepare(l *lane, m jetstream.Msg, sent time.Time, ackWait time.Duration) *stashed {
+func (be *Backend) prepare(l *lane, m *natsgo.Msg, sent time.Time, ackWait time.Duration) *stashed {
 	q := l.q
-	hdr := m.Headers()
-	st := &stashed{l: l, msg: m, id: hdr.Get(hdrBatch), body: m.Data(), ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1, key: hdr.Get(hdrKey)}
-	meta, err := m.Metadata()
-	if err == nil {
-		st.deliveries = int(meta.NumDelivered)
-	} else {
-		meta = nil
+	hdr := m.Header
+	st := &stashed{l: l, msg: m, id: hdr.Get(hdrBatch), body: m.Data, ackWait: ackWait, leaseUntil: sent.Add(ackWait), deliveries: 1, key: hdr.Get(hdrKey)}
+	meta, ok := parseAck(m.Reply)
+	if ok {
+		st.deliveries = int(meta.delivered)
 	}
-	if base, err := strconv.Atoi(hdr.Get(hdrBase)); err == nil && base > 0 {
-		st.deliveries += base
+	if v := hdr.Get(hdrBase); v != "" {
+		if base, err := strconv.Atoi(v); err == nil && base > 0 {
+			st.deliveries += base
+		}
 	}
-	if st.key != "" && !be.keyed(context.Background(), st, meta) {
+	if st.key != "" && ok && !be.keyed(context.Background(), st, meta) {
 		return nil
 	}
 	if hdr.Get(hdrChunks) != "" {

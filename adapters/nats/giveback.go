@@ -39,7 +39,7 @@ func (be *Backend) giveBack(ss []*stashed) {
 func (be *Backend) requeue(q *queueState, st *stashed) {
 	ctx, cancel := context.WithTimeout(context.Background(), be.opts.Timeout)
 	defer cancel()
-	src := st.msg.Headers()
+	src := st.msg.Header
 	hdr := natsgo.Header{}
 	for _, k := range []string{hdrBatch, hdrChunks, hdrChunkID, hdrSize} {
 		if v := src.Get(k); v != "" {
@@ -49,13 +49,13 @@ func (be *Backend) requeue(q *queueState, st *stashed) {
 	if base := st.deliveries - 1; base > 0 {
 		hdr.Set(hdrBase, strconv.Itoa(base))
 	}
-	if err := be.publish(ctx, q, &natsgo.Msg{Subject: q.ready, Header: hdr, Data: st.msg.Data()}); err != nil {
+	if err := be.publish(ctx, q, &natsgo.Msg{Subject: q.ready, Header: hdr, Data: st.msg.Data}); err != nil {
 		be.opts.Logger.Warn("txmq/nats: could not store a batch given back without a run; giving it back with a Nak, which counts its delivery",
 			"queue", q.name, "batch", st.id, "error", err)
-		_ = st.msg.Nak()
+		_ = be.nc.Publish(st.msg.Reply, nakBody(0))
 		return
 	}
-	if _, err := be.nc.RequestWithContext(ctx, st.msg.Reply(), ackAck); err != nil {
+	if _, err := be.nc.RequestWithContext(ctx, st.msg.Reply, ackAck); err != nil {
 		be.opts.Logger.Warn("txmq/nats: a batch given back was stored again but its old message could not be acknowledged; it may run twice",
 			"queue", q.name, "batch", st.id, "error", err)
 	}

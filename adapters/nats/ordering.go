@@ -104,13 +104,10 @@ func (q *queueState) notRunSubject(seq uint64) string {
 // keyed completes a delivered keyed message: its deliveries less those that were not runs,
 // and, when it is not due yet on the server's clock (its delay runs from its store time), it
 // hides it in place until it is, returning false (not a claim).
-func (be *Backend) keyed(ctx context.Context, st *stashed, meta *jetstream.MsgMetadata) bool {
+func (be *Backend) keyed(ctx context.Context, st *stashed, meta ackMeta) bool {
 	q := st.l.q
-	if meta == nil {
-		return true
-	}
-	st.seq = meta.Sequence.Stream
-	if meta.NumDelivered > 1 {
+	st.seq = meta.streamSeq
+	if meta.delivered > 1 {
 		n, err := be.notRuns(ctx, q, st.seq)
 		if err != nil {
 			be.opts.Logger.Warn("txmq/nats: could not read how many deliveries of an ordered batch were not runs; counting them all",
@@ -119,7 +116,7 @@ func (be *Backend) keyed(ctx context.Context, st *stashed, meta *jetstream.MsgMe
 		st.notRuns = n
 		st.deliveries = max(st.deliveries-n, 1)
 	}
-	v := st.msg.Headers().Get(hdrDelay)
+	v := st.msg.Header.Get(hdrDelay)
 	if v == "" {
 		return true
 	}
@@ -134,7 +131,7 @@ func (be *Backend) keyed(ctx context.Context, st *stashed, meta *jetstream.MsgMe
 			"queue", q.name, "batch", st.id, "error", err)
 		return false
 	}
-	left := meta.Timestamp.Add(delay).Sub(now)
+	left := meta.timestamp.Add(delay).Sub(now)
 	if left <= 0 {
 		return true
 	}
@@ -151,7 +148,7 @@ func (be *Backend) putBack(ctx context.Context, st *stashed, delay time.Duration
 	be.settling(st.l)
 	cctx, cancel := be.callCtx(ctx)
 	defer cancel()
-	if _, err := be.nc.RequestWithContext(cctx, st.msg.Reply(), nakBody(delay)); err != nil {
+	if _, err := be.nc.RequestWithContext(cctx, st.msg.Reply, nakBody(delay)); err != nil {
 		be.opts.Logger.Warn("txmq/nats: could not give back an ordered batch; it comes back after its lease",
 			"queue", st.l.q.name, "batch", st.id, "error", err)
 	}

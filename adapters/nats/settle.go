@@ -2,11 +2,12 @@ package nats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	natsgo "github.com/nats-io/nats.go"
 
 	"github.com/txmq/txmq/core"
 )
@@ -33,7 +34,7 @@ type handle struct {
 	be      *Backend
 	q       *queueState
 	l       *lane
-	msg     jetstream.Msg
+	msg     *natsgo.Msg
 	chunkID string
 	ackWait time.Duration
 	key     string // a keyed batch's ordering key (see ordering.go)
@@ -45,17 +46,20 @@ type handle struct {
 	conn       uint64 // connEpoch when the message was pulled
 	settled    bool
 	lost       bool
+	ackErr     error // why its +ACK was not sent, set by the flushGroup (see flushGroup.ack)
 }
 
-// Ack removes a successfully processed batch (and its chunks, if it had any). It publishes a
-// plain +ACK and returns once a PING/PONG round trip shared with the other Acks of the moment
-// confirms that the server read it (see flushGroup), rather than a double ack per message.
+// Ack removes a successfully processed batch (and its chunks, if it had any). Its plain +ACK
+// is published with the other Acks of the moment, and it returns once a PING/PONG round trip
+// shared with them confirms that the server read it (see flushGroup), rather than a double
+// ack per message.
 func (be *Backend) Ack(ctx context.Context, c *core.Claim) error {
 	return be.settle(ctx, "ack", c, func(ctx context.Context, h *handle) error {
-		if err := be.nc.Publish(h.msg.Reply(), ackAck); err != nil {
-			return err
+		err := be.acks.ack(ctx, h)
+		if errors.Is(err, core.ErrLeaseLost) {
+			h.lost = true
 		}
-		return be.acks.wait(ctx)
+		return err
 	})
 }
 
@@ -171,9 +175,12 @@ func (be *Backend) handleOf(ctx context.Context, op string, c *core.Claim) (*han
 }
 
 // holdLocked returns core.ErrLeaseLost unless the lease has more than the margin left and
-// the connection has not been re-established since the message was pulled.
+// the connection has not been re-established since the message was pulled. An ack's
+// connection is checked when its +ACK is about to leave (see flushGroup.publishAck), once for
+// its group, not here: connEpoch takes the connection's lock, which its flusher holds while
+// it writes.
 func (h *handle) holdLocked(op string, c *core.Claim) error {
-	if !h.lost && h.be.connEpoch() != h.conn {
+	if !h.lost && op != "ack" && h.be.connEpoch() != h.conn {
 		h.lost = true
 		return fmt.Errorf("nats: %s batch %s of queue %q (delivery %d): the connection to the server was re-established since the batch was pulled, and a restarted server may already have handed it out again; do not settle it: %w",
 			op, c.ID, c.Queue, c.Deliveries, core.ErrLeaseLost)
@@ -199,7 +206,7 @@ func (be *Backend) connEpoch() uint64 { return be.nc.Stats().Reconnects }
 func (h *handle) request(ctx context.Context, body []byte) error {
 	cctx, cancel := h.be.callCtx(ctx)
 	defer cancel()
-	_, err := h.be.nc.RequestWithContext(cctx, h.msg.Reply(), body)
+	_, err := h.be.nc.RequestWithContext(cctx, h.msg.Reply, body)
 	return err
 }
 
