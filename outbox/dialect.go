@@ -14,8 +14,10 @@ import (
 // adapters/mysql/appdb), so that an app on PostgreSQL never requires a MySQL driver. What only
 // PostgreSQL has stays PostgreSQL-only and is refused with an error naming PostgreSQL on a
 // store of another dialect: RunInTx, WithTx, Savepoint (they hand out a pgx.Tx; see
-// RunInSQLTx for database/sql), the LISTEN/NOTIFY wake-up, Pauses, Ticks, Limits, Nodes and
-// the inspection queries (ListOutbox, Backlog, DeadLetterCounts).
+// RunInSQLTx for database/sql) and the LISTEN/NOTIFY wake-up. The inspection queries
+// (ListOutbox, Backlog, DeadLetterCounts) and the control tables (Pauses, Ticks, Limits,
+// Nodes) are optional interfaces of a Dialect (InspectDialect, ControlDialect): without them
+// the first are refused with ErrNeedsPostgres and the others are nil.
 
 // Dialect is the database half of a Store: the statements on the outbox and dead-letter
 // tables of one database. Every method is safe for concurrent use. A Dialect never decides

@@ -16,8 +16,11 @@
 //   - Store.Limits (type Limits, table txmq_rate_buckets): the token buckets of rate-limited
 //     queues, shared by every node (core.Limiter).
 //
-// txmq.Open gives them to the node (NodeOptions.Pauses, Ticks and Limiter). A nil Store (an
-// app without a database) hands out nil ones, whose methods return ErrNoDatabase.
+// txmq.Open gives them to the node (NodeOptions.Pauses, Ticks and Limiter, and Store.Nodes as
+// NodeOptions.Heartbeats). A nil Store (an app without a database) hands out nil ones, whose
+// methods return ErrNoDatabase. On another database (NewWithDialect) they are the same types
+// on that database's tables when its Dialect keeps them (ControlDialect; MySQL/MariaDB's
+// does), else nil.
 //
 // # Publishing inside a transaction
 //

@@ -20,10 +20,12 @@ const NodeRetention = 24 * time.Hour
 // written by each node of the app every few seconds (it implements core.HeartbeatStore;
 // txmq.Open sets NodeOptions.Heartbeats to it) and read by the dashboard's nodes page. Get
 // them with Store.Nodes. The methods of a nil *Nodes (a nil Store's) return ErrNoDatabase.
-// Safe for concurrent use.
+// Safe for concurrent use. On a store of another dialect the heartbeats are that database's
+// table (ControlDialect).
 type Nodes struct {
 	pool  *pgxpool.Pool
-	table string // quoted
+	table string    // quoted
+	tab   NodeTable // set on a store of another dialect: pool and table are unset
 }
 
 // Nodes returns the store's node heartbeats; nil for a nil Store.
@@ -56,6 +58,13 @@ func (n *Nodes) Beat(ctx context.Context, b core.NodeBeat) error {
 	if err != nil {
 		return fmt.Errorf("txmq outbox: heartbeat of node %q: %w", b.Node, err)
 	}
+	if n.tab != nil {
+		b.Queues = nil
+		if err := n.tab.Beat(ctx, NodeRow{Beat: b, QueuesJSON: js}, NodeRetention); err != nil {
+			return fmt.Errorf("txmq outbox: writing the heartbeat of node %q: %w", b.Node, err)
+		}
+		return nil
+	}
 	batch := &pgx.Batch{}
 	batch.Queue(`INSERT INTO `+n.table+` (node, queues, version, started_at, every_ms, last_seen, stopped)
 		VALUES ($1, $2, $3, $4, $5, now(), $6)
@@ -76,6 +85,9 @@ func (n *Nodes) List(ctx context.Context) ([]core.NodeBeat, time.Time, error) {
 	if n == nil {
 		return nil, time.Time{}, errNoStore("Nodes().List")
 	}
+	if n.tab != nil {
+		return n.listOn(ctx)
+	}
 	rows, err := n.pool.Query(ctx, `SELECT node, queues, version, started_at, every_ms, last_seen, stopped, now()
 		FROM `+n.table+` ORDER BY last_seen DESC, node`)
 	if err != nil {
@@ -94,6 +106,23 @@ func (n *Nodes) List(ctx context.Context) ([]core.NodeBeat, time.Time, error) {
 	})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("txmq outbox: reading node heartbeats: %w", err)
+	}
+	return list, now, nil
+}
+
+// listOn is List on a NodeTable.
+func (n *Nodes) listOn(ctx context.Context) ([]core.NodeBeat, time.Time, error) {
+	rows, now, err := n.tab.List(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("txmq outbox: reading node heartbeats: %w", err)
+	}
+	list := make([]core.NodeBeat, 0, len(rows))
+	for _, r := range rows {
+		b := r.Beat
+		if err := json.Unmarshal(r.QueuesJSON, &b.Queues); err != nil {
+			return nil, time.Time{}, fmt.Errorf("txmq outbox: reading node heartbeats: node %q: %w", b.Node, err)
+		}
+		list = append(list, b)
 	}
 	return list, now, nil
 }

@@ -13,10 +13,12 @@ import (
 // App.Pause, `txmq queue pause` and the dashboard write, and what every node of the app reads
 // (it implements txmq.PauseSource; txmq.Open sets NodeOptions.Pauses to it). Get them with
 // Store.Pauses. The methods of a nil *Pauses (a nil Store's) return ErrNoDatabase. Safe for
-// concurrent use.
+// concurrent use. On a store of another dialect they are that database's table
+// (ControlDialect).
 type Pauses struct {
 	pool  *pgxpool.Pool
-	table string // quoted
+	table string     // quoted
+	tab   PauseTable // set on a store of another dialect: pool and table are unset
 }
 
 // Pauses returns the store's pause marks; nil for a nil Store.
@@ -50,6 +52,12 @@ func (p *Pauses) Pause(ctx context.Context, queue, by string) error {
 	if p == nil {
 		return errNoStore("Pauses().Pause")
 	}
+	if p.tab != nil {
+		if err := p.tab.Pause(ctx, queue, by); err != nil {
+			return fmt.Errorf("txmq outbox: pausing queue %q: %w", queue, err)
+		}
+		return nil
+	}
 	_, err := p.pool.Exec(ctx, `INSERT INTO `+p.table+` (queue, paused_by) VALUES ($1, $2) ON CONFLICT (queue) DO NOTHING`, queue, by)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: pausing queue %q: %w", queue, err)
@@ -63,6 +71,12 @@ func (p *Pauses) Resume(ctx context.Context, queue string) error {
 	if p == nil {
 		return errNoStore("Pauses().Resume")
 	}
+	if p.tab != nil {
+		if err := p.tab.Resume(ctx, queue); err != nil {
+			return fmt.Errorf("txmq outbox: resuming queue %q: %w", queue, err)
+		}
+		return nil
+	}
 	if _, err := p.pool.Exec(ctx, `DELETE FROM `+p.table+` WHERE queue = $1`, queue); err != nil {
 		return fmt.Errorf("txmq outbox: resuming queue %q: %w", queue, err)
 	}
@@ -74,15 +88,13 @@ func (p *Pauses) PausedQueues(ctx context.Context) (map[string]PausedQueue, erro
 	if p == nil {
 		return nil, errNoStore("Pauses().PausedQueues")
 	}
-	rows, err := p.pool.Query(ctx, `SELECT queue, paused_at, paused_by FROM `+p.table)
-	if err != nil {
-		return nil, fmt.Errorf("txmq outbox: reading paused queues: %w", err)
+	var list []PausedQueue
+	var err error
+	if p.tab != nil {
+		list, err = p.tab.PausedQueues(ctx)
+	} else {
+		list, err = p.pgPausedQueues(ctx)
 	}
-	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (PausedQueue, error) {
-		var q PausedQueue
-		err := r.Scan(&q.Queue, &q.PausedAt, &q.PausedBy)
-		return q, err
-	})
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: reading paused queues: %w", err)
 	}
@@ -91,6 +103,19 @@ func (p *Pauses) PausedQueues(ctx context.Context) (map[string]PausedQueue, erro
 		out[q.Queue] = q
 	}
 	return out, nil
+}
+
+// pgPausedQueues reads the marks on PostgreSQL.
+func (p *Pauses) pgPausedQueues(ctx context.Context) ([]PausedQueue, error) {
+	rows, err := p.pool.Query(ctx, `SELECT queue, paused_at, paused_by FROM `+p.table)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (PausedQueue, error) {
+		var q PausedQueue
+		err := r.Scan(&q.Queue, &q.PausedAt, &q.PausedBy)
+		return q, err
+	})
 }
 
 // Paused returns the names of the paused queues. It implements txmq.PauseSource.

@@ -15,10 +15,12 @@ import (
 // token bucket per queue in one row, refilled and taken from in one statement, so every node
 // of the app shares each queue's limit (txmq.QueueConfig.RateLimit). Limits implements
 // core.Limiter (txmq.Open sets NodeOptions.Limiter to it). Get them with Store.Limits. The
-// methods of a nil *Limits (a nil Store's) return ErrNoDatabase. Safe for concurrent use.
+// methods of a nil *Limits (a nil Store's) return ErrNoDatabase. Safe for concurrent use. On
+// a store of another dialect the buckets are that database's table (ControlDialect).
 type Limits struct {
 	pool  *pgxpool.Pool
-	table string // quoted
+	table string    // quoted
+	tab   RateTable // set on a store of another dialect: pool and table are unset
 }
 
 var _ core.Limiter = (*Limits)(nil)
@@ -43,6 +45,13 @@ func (l *Limits) Take(ctx context.Context, queue string, want int, limit core.Ra
 		return 0, 0, errNoStore("Limits().Take")
 	}
 	rate := float64(limit.Batches) / limit.Per.Seconds()
+	if l.tab != nil {
+		got, left, err := l.tab.Take(ctx, queue, want, limit.Burst, rate)
+		if err != nil {
+			return 0, 0, fmt.Errorf("txmq outbox: taking rate-limit tokens of queue %q: %w", queue, err)
+		}
+		return tokensTaken(got, left, rate)
+	}
 	// clock_timestamp(), not now(): now() is when the statement began, before it waited for the
 	// row's lock, so a statement that waited would set updated_at back in time and the next one
 	// would refill that interval a second time. updated_at never moves back.
@@ -59,6 +68,12 @@ func (l *Limits) Take(ctx context.Context, queue string, want int, limit core.Ra
 	if err != nil {
 		return 0, 0, fmt.Errorf("txmq outbox: taking rate-limit tokens of queue %q: %w", queue, err)
 	}
+	return tokensTaken(got, left, rate)
+}
+
+// tokensTaken is Take's result for got tokens taken and left in the bucket: none taken, the
+// wait until the next whole token at rate a second.
+func tokensTaken(got int, left, rate float64) (int, time.Duration, error) {
 	if got > 0 {
 		return got, 0, nil
 	}
@@ -71,6 +86,12 @@ func (l *Limits) Return(ctx context.Context, queue string, n int, limit core.Rat
 		return errNoStore("Limits().Return")
 	}
 	rate := float64(limit.Batches) / limit.Per.Seconds()
+	if l.tab != nil {
+		if err := l.tab.Return(ctx, queue, n, limit.Burst, rate); err != nil {
+			return fmt.Errorf("txmq outbox: giving back rate-limit tokens of queue %q: %w", queue, err)
+		}
+		return nil
+	}
 	_, err := l.pool.Exec(ctx, `UPDATE `+l.table+` AS b SET
 		tokens = least($3::float8, b.tokens + greatest(0, extract(epoch from clock_timestamp() - b.updated_at)) * $4::float8 + $2::int),
 		updated_at = greatest(b.updated_at, clock_timestamp()) WHERE queue = $1`, queue, n, limit.Burst, rate)

@@ -14,11 +14,14 @@ import (
 // cluster-wide, in the transaction that stages its messages in the outbox. Ticks implements
 // txmq.TickClaimer (txmq.Open sets NodeOptions.Ticks to it); `txmq schedules` lists them.
 // Get them with Store.Ticks. The methods of a nil *Ticks (a nil Store's) return
-// ErrNoDatabase. Safe for concurrent use.
+// ErrNoDatabase. Safe for concurrent use. On a store of another dialect they are that
+// database's tables (ControlDialect), and a tick's messages are staged in the claim's
+// transaction with WithSQLTx.
 type Ticks struct {
 	s         *Store // its RunInTx stages a tick's messages with the claim
 	ticks     string // quoted table names
 	schedules string
+	tab       TickTable // set on a store of another dialect: ticks and schedules are unset
 }
 
 // Ticks returns the store's schedule ticks; nil for a nil Store.
@@ -46,6 +49,9 @@ const tickRetention = 24 * time.Hour
 func (t *Ticks) ClaimTick(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error) {
 	if t == nil {
 		return false, errNoStore("Ticks().ClaimTick")
+	}
+	if t.tab != nil {
+		return t.claimOn(ctx, schedule, queue, tick, next, publish)
 	}
 	ticks, schedules := t.ticks, t.schedules
 	claimed := false
@@ -80,6 +86,39 @@ func (t *Ticks) ClaimTick(ctx context.Context, schedule, queue string, tick, nex
 
 var errTickTaken = errors.New("tick already claimed")
 
+// claimOn is ClaimTick on a TickTable: the claim (a row whose primary key admits the tick
+// once), the tick's messages (written into the claim's transaction: WithSQLTx) and the
+// schedule's last tick commit together, or not at all. Once committed the relay of this
+// store is woken (a pass in the background on a store not started), and the ticks older than
+// tickRetention are deleted, apart from the claim (a failure there is logged: the next claim
+// deletes them).
+func (t *Ticks) claimOn(ctx context.Context, schedule, queue string, tick, next time.Time, publish func(ctx context.Context) error) (bool, error) {
+	err := t.tab.InTickTx(ctx, func(ctx context.Context, tx TickTx) error {
+		ok, err := tx.Claim(ctx, schedule, tick)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errTickTaken
+		}
+		if err := publish(t.s.WithSQLTx(ctx, tx.Tx())); err != nil {
+			return err
+		}
+		return tx.Record(ctx, schedule, queue, tick, next)
+	})
+	if errors.Is(err, errTickTaken) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("txmq outbox: schedule %q, tick %s: %w", schedule, tick.UTC().Format(time.RFC3339), err)
+	}
+	t.s.relayNow()
+	if err := t.tab.Prune(ctx, schedule, tick.Add(-tickRetention)); err != nil && ctx.Err() == nil {
+		t.s.log.Warn("txmq outbox: deleting old claimed ticks failed; the next claim tries again", "schedule", schedule, "error", err)
+	}
+	return true, nil
+}
+
 func nullTime(t time.Time) any {
 	if t.IsZero() {
 		return nil
@@ -92,6 +131,13 @@ func nullTime(t time.Time) any {
 func (t *Ticks) LastTick(ctx context.Context, schedule string) (time.Time, error) {
 	if t == nil {
 		return time.Time{}, errNoStore("Ticks().LastTick")
+	}
+	if t.tab != nil {
+		last, err := t.tab.LastTick(ctx, schedule)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("txmq outbox: last tick of schedule %q: %w", schedule, err)
+		}
+		return last, nil
 	}
 	var last time.Time
 	err := t.s.pool.QueryRow(ctx, `SELECT last_tick FROM `+t.schedules+` WHERE schedule = $1`, schedule).Scan(&last)
@@ -118,6 +164,13 @@ func (t *Ticks) Recent(ctx context.Context, schedule string, n int) ([]time.Time
 	if t == nil {
 		return nil, errNoStore("Ticks().Recent")
 	}
+	if t.tab != nil {
+		list, err := t.tab.Recent(ctx, schedule, n)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: recent ticks of schedule %q: %w", schedule, err)
+		}
+		return list, nil
+	}
 	rows, err := t.s.pool.Query(ctx, `SELECT tick FROM `+t.ticks+` WHERE schedule = $1 ORDER BY tick DESC LIMIT $2`, schedule, n)
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: recent ticks of schedule %q: %w", schedule, err)
@@ -129,6 +182,13 @@ func (t *Ticks) Recent(ctx context.Context, schedule string, n int) ([]time.Time
 func (t *Ticks) Schedules(ctx context.Context) ([]ScheduleRow, error) {
 	if t == nil {
 		return nil, errNoStore("Ticks().Schedules")
+	}
+	if t.tab != nil {
+		list, err := t.tab.Schedules(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("txmq outbox: listing schedules: %w", err)
+		}
+		return list, nil
 	}
 	rows, err := t.s.pool.Query(ctx, `SELECT schedule, queue, last_tick, coalesce(next_tick, 'epoch') FROM `+t.schedules+` ORDER BY schedule`)
 	if err != nil {

@@ -112,9 +112,10 @@ func New(pool *pgxpool.Pool, opts *Options) (*Store, error) {
 // opts.Backend is required; opts.Schema is ignored (the dialect names its schema or
 // database). Such a store has no LISTEN/NOTIFY: its relay looks for due rows every
 // Options.PollInterval (default 250 ms), and is woken at once in this process when a
-// RunInSQLTx transaction commits. RunInTx, WithTx and Savepoint (pgx transactions), Pauses,
-// Ticks, Limits, Nodes and the inspection queries need PostgreSQL and return an error wrapping
-// ErrNeedsPostgres (Pauses, Ticks, Limits and Nodes return nil).
+// RunInSQLTx transaction commits. Pauses, Ticks, Limits and Nodes are the dialect's tables
+// when it keeps them (ControlDialect: MySQL/MariaDB's does), else nil. RunInTx, WithTx and
+// Savepoint (pgx transactions) need PostgreSQL, and so do the inspection queries unless the
+// dialect answers them (InspectDialect): they return an error wrapping ErrNeedsPostgres.
 func NewWithDialect(d Dialect, opts *Options) (*Store, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: outbox.NewWithDialect needs a Dialect", core.ErrInvalidConfig)
@@ -133,13 +134,15 @@ func NewWithDialect(d Dialect, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("%w: outbox: Options.Backend is required: the outbox publishes its rows there (use the node's backend)", core.ErrInvalidConfig)
 	}
 	outbox, dead := d.Tables()
-	return &Store{
+	s := &Store{
 		db: d, o: o, backend: o.Backend,
 		log:    o.Logger.With("txmq_component", "outbox", "txmq_db", d.Name(), "txmq_schema", o.Schema),
 		outbox: outbox,
 		dead:   dead,
 		kick:   make(chan struct{}, 1),
-	}, nil
+	}
+	s.controlTables(d)
+	return s, nil
 }
 
 // ErrNeedsPostgres is wrapped by the errors of the Store methods that only PostgreSQL has,
