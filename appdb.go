@@ -22,7 +22,8 @@ func otherDatabase(raw string) (outbox.Database, bool) {
 
 // openOtherStore opens the outbox Store on an app database other than PostgreSQL, through
 // the opener its module registered, and starts it. What needs PostgreSQL (the ledger) is
-// refused; pauses, ticks, the shared rate limit and heartbeats stay unset (see Open).
+// refused; pauses, ticks, the shared rate limit and heartbeats are the database's when its
+// dialect keeps them (see Open).
 func (a *App) openOtherStore(ctx context.Context, c *Config, db outbox.Database) error {
 	u, err := url.Parse(c.DatabaseURL)
 	if err != nil {

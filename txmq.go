@@ -52,11 +52,12 @@ type App struct {
 // drain, wrapped with drain.New), then, with a database, connects, migrates the outbox tables
 // (unless SkipMigrate), creates the outbox Store on the backend and starts its relay and
 // recovery sweep, and finally creates the node with the Store as its Handoff and DeadLetters
-// (and, on PostgreSQL, its Pauses, Ticks, Limits and Nodes as the node's Pauses, Ticks,
-// Limiter and Heartbeats). A TXMQ_DATABASE_URL of another database works when its module is
-// linked (mysql:// with github.com/txmq/txmq/adapters/mysql/appdb): the outbox and dead letters
-// live there, the ledger is refused, and the node gets no Pauses, Ticks, Limiter or Heartbeats
-// (no queue is paused, schedules do not run, a rate limit holds per node).
+// and its Pauses, Ticks, Limits and Nodes as the node's Pauses, Ticks, Limiter and
+// Heartbeats. A TXMQ_DATABASE_URL of another database works when its module is linked
+// (mysql:// with github.com/txmq/txmq/adapters/mysql/appdb): the outbox and dead letters live
+// there, the ledger is refused, and the node gets the Pauses, Ticks, Limits and Nodes the
+// database keeps (MySQL/MariaDB keeps all four, as PostgreSQL does); one it does not keep
+// stays unset (no queue is paused, schedules do not run, a rate limit holds per node).
 // On error everything opened so far is closed again. URLs appear in logs and errors with
 // their passwords redacted.
 func Open(ctx context.Context, cfg *Config) (*App, error) {
@@ -110,19 +111,19 @@ func Open(ctx context.Context, cfg *Config) (*App, error) {
 		if nodeOpts.DeadLetters == nil {
 			nodeOpts.DeadLetters = app.Store
 		}
-		if app.Pool != nil { // PostgreSQL: the schema's other tables (see outbox.NewWithDialect)
-			if nodeOpts.Pauses == nil {
-				nodeOpts.Pauses = app.Store.Pauses()
-			}
-			if nodeOpts.Ticks == nil {
-				nodeOpts.Ticks = app.Store.Ticks()
-			}
-			if nodeOpts.Heartbeats == nil {
-				nodeOpts.Heartbeats = app.Store.Nodes()
-			}
-			if nodeOpts.Limiter == nil {
-				nodeOpts.Limiter = app.Store.Limits()
-			}
+		// The schema's other tables: PostgreSQL's, and another database's when its dialect
+		// keeps them (outbox.ControlDialect); nil ones stay unset (see outbox.NewWithDialect).
+		if p := app.Store.Pauses(); p != nil && nodeOpts.Pauses == nil {
+			nodeOpts.Pauses = p
+		}
+		if t := app.Store.Ticks(); t != nil && nodeOpts.Ticks == nil {
+			nodeOpts.Ticks = t
+		}
+		if n := app.Store.Nodes(); n != nil && nodeOpts.Heartbeats == nil {
+			nodeOpts.Heartbeats = n
+		}
+		if l := app.Store.Limits(); l != nil && nodeOpts.Limiter == nil {
+			nodeOpts.Limiter = l
 		}
 		if app.Ledger != nil && nodeOpts.Ledger == nil {
 			nodeOpts.Ledger = app.Ledger

@@ -14,9 +14,10 @@ import (
 // AppDB runs the outbox (and its dead letters) in an app database other than PostgreSQL in
 // front of the adapter (Options.AppDB): the properties that publish through the outbox
 // (transactions, ordering through the outbox, poison rows, dead letters and replay) then run
-// there, and the properties that need the app database on PostgreSQL (pgx savepoints and
-// WithTx, the ledger, pauses, schedule ticks, the shared rate limit) are reported as not
-// supported, never as passed. Its module implements it (the mysql module's tests for
+// there, and so do the pause, schedule and rate-limit properties when the store keeps those
+// tables (outbox.ControlDialect); the properties that need the app database on PostgreSQL
+// (pgx savepoints and WithTx, the ledger) or a table the store does not keep are reported as
+// not supported, never as passed. Its module implements it (the mysql module's tests for
 // MySQL/MariaDB), so that this package never requires another database's driver.
 type AppDB interface {
 	// Name names the database in messages ("mysql").
@@ -42,6 +43,18 @@ func (x *X) needPostgresAppDB(what string) {
 	if db := x.appDB(); db != nil {
 		x.unsupported.Store(true)
 		x.T.Skipf("parity[%s]: not supported with the app database on %s: %s needs PostgreSQL", x.h.Name(), db.Name(), what)
+	}
+}
+
+// needControl reports the property as not supported when the app database is not PostgreSQL
+// (Options.AppDB) and its store does not keep the control table what names (missing: its
+// accessor, Store.Pauses, Ticks, Limits or Nodes, returned nil; a dialect without
+// outbox.ControlDialect).
+func (x *X) needControl(missing bool, what string) {
+	x.T.Helper()
+	if db := x.appDB(); db != nil && missing {
+		x.unsupported.Store(true)
+		x.T.Skipf("parity[%s]: not supported with the app database on %s: its store does not keep %s", x.h.Name(), db.Name(), what)
 	}
 }
 

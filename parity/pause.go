@@ -22,8 +22,8 @@ const pauseCheck = 100 * time.Millisecond
 // PauseCheck plus a fetch have passed, no node starts a batch of it (published before or
 // during the pause), while another queue goes on; after the resume every message is delivered.
 func pauseNoStart(x *X) {
-	x.needPostgresAppDB("Store.Pauses (the pause table)")
 	s := x.store(x.rawClient(), outbox.Options{})
+	x.needControl(s.Pauses() == nil, "Store.Pauses (the pause table)")
 	paused := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 1})
 	other := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 1})
 	var (

@@ -21,9 +21,9 @@ func init() {
 // batches started in any interval of L ≥ 2 s stay within 20 + 20·(L + 1 s), and the limit is
 // used (at least half of it).
 func rateLimitClusterWide(x *X) {
-	x.needPostgresAppDB("Store.Limits (the shared rate limit)")
 	const rate, burst, window = 20, 20, 10 * time.Second
 	s := x.store(x.rawClient(), outbox.Options{})
+	x.needControl(s.Limits() == nil, "Store.Limits (the shared rate limit)")
 	q := declare(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 1, RateLimit: txmq.RateLimit{Batches: rate, Per: time.Second, Burst: burst}})
 	var (
 		mu     sync.Mutex

@@ -146,8 +146,8 @@ type tickWorld struct {
 	log     *tickLog
 	raw     core.Backend // the one client every process wraps (a client per process would hold a connection pool each on SQL jobs)
 	sweeper *outbox.Store
-	pool    *pgxpool.Pool
-	clock   txmq.Clock // nil: the system clock
+	pool    *pgxpool.Pool // PostgreSQL's (nil with Options.AppDB)
+	clock   txmq.Clock    // nil: the system clock
 
 	mu    sync.Mutex
 	procs []*tickProc // every process started, in order
@@ -166,10 +166,13 @@ func (w *tickWorld) now() time.Time {
 func newTickWorld(x *X) *tickWorld {
 	w := &tickWorld{x: x, log: newTickLog(), raw: x.rawClient()}
 	w.sweeper = x.store(&tickClient{Backend: w.raw, log: w.log, name: "sweeper"}, outbox.Options{RecoveryAge: 500 * time.Millisecond, SweepInterval: 200 * time.Millisecond})
+	x.needControl(w.sweeper.Ticks() == nil, "Store.Ticks (the schedule ticks)")
 	if err := w.sweeper.Start(x.ctx()); err != nil {
 		x.T.Fatalf("Store.Start: %v", err)
 	}
-	w.pool = x.postgresPool()
+	if x.appDB() == nil {
+		w.pool = x.postgresPool()
+	}
 	return w
 }
 
@@ -239,6 +242,24 @@ func (w *tickWorld) start() *tickProc {
 	w.mu.Unlock()
 	client := &tickClient{Backend: w.raw, log: w.log, dead: &p.dead, name: name}
 	o := outbox.Options{Schema: w.sweeper.Schema(), Backend: client, RecoveryAge: 2 * time.Second, Logger: x.logger}
+	p.store = w.procStore(o)
+	p.begin = w.now()
+	p.node = x.nodeOn(client, txmq.NodeOptions{Ticks: crashClaimer{p}, Handoff: procHandoff{p}, Clock: w.clock})
+	p.up = w.now()
+	w.mu.Lock()
+	w.procs = append(w.procs, p)
+	w.mu.Unlock()
+	return p
+}
+
+// procStore opens a process's store on the sweeper's schema (another database's through
+// Options.AppDB, which closes it at the property's end).
+func (w *tickWorld) procStore(o outbox.Options) *outbox.Store {
+	x := w.x
+	x.T.Helper()
+	if db := x.appDB(); db != nil {
+		return x.storeOn(db, o.Backend, o, w.sweeper)
+	}
 	s, err := outbox.New(w.pool, &o)
 	if err != nil {
 		x.T.Fatalf("outbox.New: %v", err)
@@ -248,14 +269,7 @@ func (w *tickWorld) start() *tickProc {
 		defer cancel()
 		_ = s.Close(ctx)
 	})
-	p.store = s
-	p.begin = w.now()
-	p.node = x.nodeOn(client, txmq.NodeOptions{Ticks: crashClaimer{p}, Handoff: procHandoff{p}, Clock: w.clock})
-	p.up = w.now()
-	w.mu.Lock()
-	w.procs = append(w.procs, p)
-	w.mu.Unlock()
-	return p
+	return s
 }
 
 // arm makes the process die in window w of its next claimed tick.

@@ -1,37 +1,24 @@
 package mysql
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
 
+	"github.com/txmq/txmq/adapters/mysql/internal/myerr"
 	"github.com/txmq/txmq/core"
 )
 
-// Server error numbers the Backend sorts (see the MySQL and MariaDB error references).
+// Server error numbers the Backend sorts as refusals of a value (see the MySQL and MariaDB
+// error references; the others are sorted in internal/myerr).
 const (
-	erConCount         = 1040 // too many connections
-	erServerShutdown   = 1053 // server shutdown in progress
 	erNetPacketTooLong = 1153 // a packet over max_allowed_packet (the server ends the connection)
-	erNetReadError     = 1158
-	erNetWriteError    = 1161 // 1158-1161: network errors reading or writing the connection
-	erLockWaitTimeout  = 1205
-	erLockDeadlock     = 1213
 	erTruncatedWrong   = 1292 // an incorrect value (strict mode)
 	erWarnDataOutRange = 1264 // out of range value (strict mode)
 	erTooBigRowsize    = 1118
 	erStringValue      = 1366 // an incorrect string value (strict mode)
 	erDataTooLong      = 1406 // data too long for a column (strict mode)
-	erQueryInterrupted = 1317
-	erConnKilled       = 1927 // MariaDB: connection killed
-	erStatementTimeout = 1969 // MariaDB: max_statement_time exceeded
-	erMySQLTimeout     = 3024 // MySQL: max_execution_time exceeded
-	erReadOnly         = 1290 // --read-only: a replica or a failover in progress
 )
 
 // classify is the one place where database errors are sorted: an error meaning the database
@@ -55,38 +42,9 @@ func classify(op string, err error) error {
 // for a reason that should pass: a refused, reset or closed connection, a closed *sql.DB, a
 // timeout, or a server error meaning the same (too many connections, shutdown, network
 // errors, a killed connection or statement, a lock wait timeout, a read-only server). A
-// cancelled context, a constraint violation or an SQL error is not.
-func Unavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, core.ErrBackendUnavailable) {
-		return true
-	}
-	var myErr *gomysql.MySQLError
-	if errors.As(err, &myErr) {
-		switch n := myErr.Number; {
-		case n == erConCount, n == erServerShutdown, n >= erNetReadError && n <= erNetWriteError,
-			n == erLockWaitTimeout, n == erQueryInterrupted, n == erConnKilled,
-			n == erStatementTimeout, n == erMySQLTimeout, n == erReadOnly:
-			return true
-		}
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	if errors.Is(err, context.Canceled) {
-		return false // the caller gave up; nothing is wrong with the database
-	}
-	if errors.Is(err, gomysql.ErrInvalidConn) || errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
-		return true
-	}
-	if strings.Contains(err.Error(), "sql: database is closed") {
-		return true // database/sql's unexported errDBClosed
-	}
-	return core.ConnectionLost(err) // dial, read and write failures of the connection itself
-}
+// cancelled context, a constraint violation or an SQL error is not. (The module's packages
+// share it: internal/myerr.)
+func Unavailable(err error) bool { return myerr.Unavailable(err) }
 
 // rejected reports whether err is the database refusing a value permanently: a packet over
 // max_allowed_packet (either side), or a value strict mode refuses (too long, out of range,
@@ -116,10 +74,4 @@ const deadlockTries = 5
 
 // retryable reports whether a transaction that failed with err may be run again at once: the
 // server chose it as a deadlock victim or its lock wait timed out (both roll it back).
-func retryable(err error) bool {
-	var myErr *gomysql.MySQLError
-	if errors.As(err, &myErr) {
-		return myErr.Number == erLockDeadlock || myErr.Number == erLockWaitTimeout
-	}
-	return false
-}
+func retryable(err error) bool { return myerr.Retryable(err) }

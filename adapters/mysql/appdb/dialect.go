@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/sqlcall"
 	"github.com/txmq/txmq/outbox"
 )
 
@@ -23,12 +24,16 @@ var readCommitted = &sql.TxOptions{Isolation: sql.LevelReadCommitted}
 
 // Dialect is the outbox.Dialect of MySQL 8 and MariaDB 10.6+ on a *sql.DB opened with
 // github.com/go-sql-driver/mysql. It also implements outbox.SQLDB, so the Store's RunInSQLTx
-// begins its transactions on the same *sql.DB.
+// begins its transactions on the same *sql.DB, outbox.InspectDialect (inspect.go) and
+// outbox.ControlDialect: the Store's Pauses, Ticks, Limits and Nodes on this database
+// (control.go).
 type Dialect struct {
 	db     *sql.DB
 	schema string // "" for the connection's database
 	outbox string // qualified table names
 	dead   string
+	q      string          // the qualifier of the other tables ("`db`." or "")
+	call   *sqlcall.Runner // the control tables' calls (control.go)
 }
 
 var (
@@ -46,7 +51,7 @@ func NewDialect(db *sql.DB, schema string) (*Dialect, error) {
 		return nil, err
 	}
 	q := qualifier(schema)
-	return &Dialect{db: db, schema: schema, outbox: q + "txmq_outbox", dead: q + "txmq_dead_letters"}, nil
+	return &Dialect{db: db, schema: schema, outbox: q + "txmq_outbox", dead: q + "txmq_dead_letters", q: q, call: newControlRunner()}, nil
 }
 
 // Name implements outbox.Dialect.
