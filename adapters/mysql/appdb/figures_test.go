@@ -160,3 +160,67 @@ func TestFigures(t *testing.T) {
 		pct(own, 0.5).Round(time.Microsecond), pct(own, 0.99).Round(time.Microsecond),
 		pct(other, 0.5).Round(time.Millisecond), pct(other, 0.99).Round(time.Millisecond))
 }
+
+// TestControlFigures prints, in one run of interleaved rounds, what the control tables cost
+// beside a RunInSQLTx with one publish (the anchor): a rate-limit Take (what a node pays per
+// fetch of a rate-limited queue), a pause read (per NodeOptions.PauseCheck) and a tick's claim
+// with its one message (per tick, on the node that wins it). Run with TXMQ_APPDB_FIGURES=1.
+func TestControlFigures(t *testing.T) {
+	if os.Getenv("TXMQ_APPDB_FIGURES") == "" {
+		t.Skip("set TXMQ_APPDB_FIGURES=1 to measure")
+	}
+	e := setup(t, nil)
+	ctx := context.Background()
+	limit := core.RateLimit{Batches: 1_000_000, Per: time.Second, Burst: 1_000_000}
+	if err := e.store.Pauses().Pause(ctx, "notes", "figures"); err != nil {
+		t.Fatal(err)
+	}
+	const rounds, per = 10, 50
+	var anchor, take, paused, claim []time.Duration
+	id := 0
+	tick := time.Unix(1_700_000_000, 0)
+	for range rounds {
+		start := time.Now()
+		for range per {
+			id++
+			if err := e.store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+				return e.orders.Publish(ctx, e.node, msg{id})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		anchor = append(anchor, time.Since(start)/per)
+		start = time.Now()
+		for range per {
+			if _, _, err := e.store.Limits().Take(ctx, "orders", 1, limit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		take = append(take, time.Since(start)/per)
+		start = time.Now()
+		for range per {
+			if _, err := e.store.Pauses().Paused(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		paused = append(paused, time.Since(start)/per)
+		start = time.Now()
+		for range per {
+			id++
+			tick = tick.Add(time.Second)
+			if ok, err := e.store.Ticks().ClaimTick(ctx, "figures", "orders", tick, tick.Add(time.Second), func(ctx context.Context) error {
+				return e.orders.Publish(ctx, e.node, msg{id})
+			}); !ok || err != nil {
+				t.Fatalf("ClaimTick = %v, %v", ok, err)
+			}
+		}
+		claim = append(claim, time.Since(start)/per)
+	}
+	a := pct(anchor, 0.5)
+	ratio := func(d []time.Duration) string {
+		m := pct(d, 0.5)
+		return fmt.Sprintf("%v (%.2f)", m.Round(time.Microsecond), float64(m)/float64(a))
+	}
+	fmt.Printf("figures[mariadb]: medians of %d interleaved rounds of %d, ratio to RunInSQLTx + 1 publish (%v): rate-limit Take %s, pause read %s, tick claim + 1 publish %s\n",
+		rounds, per, a.Round(time.Microsecond), ratio(take), ratio(paused), ratio(claim))
+}

@@ -15,7 +15,8 @@ import (
 
 // TestOpen: TXMQ_DATABASE_URL=mysql://... works through txmq.Open once this package is
 // linked: the tables are migrated into the schema's database, RunInSQLTx publishes after
-// commit, the listener gets the message; the ledger is refused.
+// commit, the listener gets the message; App.Pause and Resume write the database's pause
+// marks; the ledger is refused.
 func TestOpen(t *testing.T) {
 	t.Parallel()
 	u := mysqlURL(t)
@@ -60,6 +61,17 @@ func TestOpen(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the message never arrived")
+	}
+
+	// The pause marks are the database's: App.Pause writes one every node reads.
+	if err := app.Pause(ctx, "orders", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := app.Store.Pauses().PausedQueues(ctx); err != nil || ps["orders"].PausedBy != "test" {
+		t.Fatalf("PausedQueues after App.Pause = %v, %v", ps, err)
+	}
+	if err := app.Resume(ctx, "orders"); err != nil {
+		t.Fatal(err)
 	}
 
 	cfg2 := *cfg
