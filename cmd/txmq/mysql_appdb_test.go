@@ -14,7 +14,8 @@ import (
 )
 
 // TestMySQLAppDatabaseCommands: with a mysql:// app database, migrate creates the outbox
-// tables in the schema's database, and dlq and status read them.
+// tables in the schema's database, dlq and status read them, and queue pause, paused, resume
+// and schedule ls work on its control tables.
 func TestMySQLAppDatabaseCommands(t *testing.T) {
 	t.Parallel()
 	raw := "mysql://root@127.0.0.1:3306/test"
@@ -50,6 +51,20 @@ func TestMySQLAppDatabaseCommands(t *testing.T) {
 	}
 	if out := cli(exitOK, append([]string{"dlq", "ls"}, dbArgs...)...); !strings.Contains(out, "no dead letters") {
 		t.Fatalf("dlq ls: %s", out)
+	}
+	// Pause marks and schedules are the MySQL database's (outbox.ControlDialect).
+	if out := cli(exitOK, append([]string{"queue", "pause", "emails", "--by", "ops", "--create"}, dbArgs...)...); !strings.Contains(out, "paused emails") {
+		t.Fatalf("queue pause: %s", out)
+	}
+	if out := cli(exitOK, append([]string{"queue", "paused"}, dbArgs...)...); !strings.Contains(out, "emails") || !strings.Contains(out, "ops") {
+		t.Fatalf("queue paused: %s", out)
+	}
+	cli(exitOK, append([]string{"queue", "resume", "emails"}, dbArgs...)...)
+	if out := cli(exitOK, append([]string{"queue", "paused"}, dbArgs...)...); !strings.Contains(out, "no queue is paused") {
+		t.Fatalf("queue paused after resume: %s", out)
+	}
+	if out := cli(exitOK, append([]string{"schedule", "ls"}, dbArgs...)...); !strings.Contains(out, "no schedule") {
+		t.Fatalf("schedule ls: %s", out)
 	}
 	backend := raw + "?txmq_schema=" + schema
 	if out := cli(exitOK, append([]string{"status", "--backend", backend}, dbArgs...)...); !strings.Contains(out, "no outbox rows or dead letters") {
