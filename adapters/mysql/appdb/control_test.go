@@ -2,12 +2,16 @@ package appdb_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	gomysql "github.com/go-sql-driver/mysql"
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/mysql/appdb"
@@ -424,5 +428,60 @@ func TestScheduleOnMySQL(t *testing.T) {
 		if n != 1 {
 			t.Errorf("tick %d delivered %d times across two nodes, want once", tick, n)
 		}
+	}
+}
+
+// TestLimitsSimultaneousAssignment: the bucket's statements read the row as it was whether
+// the server assigns left to right (the default) or all at once (MariaDB's sql_mode
+// SIMULTANEOUS_ASSIGNMENT, set here on the store's connections only).
+func TestLimitsSimultaneousAssignment(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	cfg, err := appdb.Config(mysqlURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := e.db.QueryRow("SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Params = map[string]string{"sql_mode": "'" + mode + ",SIMULTANEOUS_ASSIGNMENT'"}
+	conn, err := gomysql.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sql.OpenDB(conn)
+	t.Cleanup(func() { _ = db.Close() })
+	if err := db.Ping(); err != nil {
+		t.Skipf("this server has no SIMULTANEOUS_ASSIGNMENT mode (MySQL assigns left to right only): %v", err)
+	}
+	if err := db.QueryRow("SELECT @@SESSION.sql_mode").Scan(&mode); err != nil || !strings.Contains(mode, "SIMULTANEOUS_ASSIGNMENT") {
+		t.Fatalf("the session's sql_mode is %q (%v), want SIMULTANEOUS_ASSIGNMENT in it", mode, err)
+	}
+	d, err := appdb.NewDialect(db, e.schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := outbox.NewWithDialect(d, &outbox.Options{Backend: e.be, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	limit := core.RateLimit{Batches: 1, Per: time.Hour, Burst: 10}
+	for i, want := range []struct{ take, got int }{{4, 4}, {4, 4}, {4, 2}, {1, 0}} {
+		got, _, err := s.Limits().Take(ctx, "orders", want.take, limit)
+		if err != nil || got != want.got {
+			t.Fatalf("take %d of %d: got %d, %v; want %d", i, want.take, got, err, want.got)
+		}
+	}
+	if err := s.Limits().Return(ctx, "orders", 3, limit); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := e.store.Limits().Take(ctx, "orders", 5, limit); err != nil || got != 3 {
+		t.Fatalf("Take after 3 given back = %d, %v; want 3", got, err)
+	}
+	var tokens float64
+	if err := e.db.QueryRow("SELECT tokens FROM `" + e.schema + "`.txmq_rate_buckets WHERE queue = 'orders'").Scan(&tokens); err != nil || tokens >= 1 {
+		t.Fatalf("tokens left = %v, %v; want less than one", tokens, err)
 	}
 }
