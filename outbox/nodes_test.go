@@ -91,7 +91,7 @@ func TestNodeHeartbeat(t *testing.T) {
 	if err := node.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	want := []core.NodeQueue{{Queue: "beats", Cap: 3}, {Queue: "solo", Cap: 1}}
+	want := []core.NodeQueue{{Queue: "beats", Cap: 3}, {Queue: "solo", Cap: 1, Limit: 1}} // Exclusive: a cluster-wide limit of 1
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		list, _, err := e.store.Nodes().List(ctx)
