@@ -37,8 +37,9 @@ type Dialect struct {
 }
 
 var (
-	_ outbox.Dialect = (*Dialect)(nil)
-	_ outbox.SQLDB   = (*Dialect)(nil)
+	_ outbox.Dialect             = (*Dialect)(nil)
+	_ outbox.SQLDB               = (*Dialect)(nil)
+	_ outbox.SingleWriterDialect = (*Dialect)(nil)
 )
 
 // NewDialect returns the dialect on db, a *sql.DB opened with modernc.org/sqlite on a file
@@ -60,6 +61,29 @@ func (d *Dialect) Schema() string { return "main" }
 
 // Tables implements outbox.Dialect.
 func (d *Dialect) Tables() (string, string) { return outboxTable, deadTable }
+
+// InsertTaken implements outbox.SingleWriterDialect: it takes the file's write lock (BEGIN
+// IMMEDIATE) before it calls take, so that no transaction stages rows between the moment the
+// batches are taken and the moment they are written.
+func (d *Dialect) InsertTaken(ctx context.Context, take func() []core.OutgoingBatch) ([]core.OutgoingBatch, error) {
+	var taken []core.OutgoingBatch
+	var took bool
+	err := d.write(ctx, "inserting handed-off outbox rows", func(c *sql.Conn) error {
+		if !took {
+			taken, took = take(), true
+		}
+		at := now()
+		for rest := taken; len(rest) > 0; {
+			chunk := rest[:min(len(rest), 500)]
+			rest = rest[len(chunk):]
+			if _, err := c.ExecContext(ctx, insertStmt(len(chunk)), insertArgs(chunk, at, true)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return taken, err
+}
 
 // DB implements outbox.SQLDB.
 func (d *Dialect) DB() *sql.DB { return d.db }
