@@ -82,7 +82,7 @@ func (sc *sqlScope) context(ctx context.Context) context.Context {
 }
 
 // RunInSQLTx is RunInTx for a store on a database/sql Dialect (MySQL/MariaDB: see
-// github.com/txmq/txmq/adapters/mysql/appdb): it runs fn in a new transaction of the app's
+// github.com/txmq/txmq/adapters/mysql/appdb; SQLite: adapters/sqlite/appdb): it runs fn in a new transaction of the app's
 // *sql.DB, and commits when fn returns nil; fn's error (or panic) rolls everything back and is
 // returned as is, and nothing is published.
 //
