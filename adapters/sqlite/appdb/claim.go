@@ -190,6 +190,9 @@ func (p *claimTx) settle(ctx context.Context, abort bool) error {
 	if abort {
 		failed = nil
 	}
+	if len(p.ids) == 0 && len(deleted) == 0 {
+		return nil // the claim found its rows taken by another
+	}
 	return p.d.write(ctx, "settling a page of outbox rows", func(c *sql.Conn) error {
 		if err := deleteRows(ctx, c, deleted); err != nil {
 			return err
