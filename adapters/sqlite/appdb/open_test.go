@@ -92,6 +92,9 @@ func TestOpen(t *testing.T) {
 	memory := *cfg
 	memory.DatabaseURL = "sqlite://:memory:"
 	refused("an in-memory database", memory, "in-memory")
+	missing := *cfg
+	missing.DatabaseURL, missing.SkipMigrate = "sqlite://"+filepath.Join(filepath.Dir(path), "missing.db"), true
+	refused("a missing file and no migration", missing, "missing.db does not exist", "txmq migrate")
 	param := *cfg
 	param.DatabaseURL = "sqlite://" + path + "?txmq_poll_interval=1s"
 	refused("a txmq_ parameter", param, "txmq_poll_interval")

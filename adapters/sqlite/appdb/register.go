@@ -3,8 +3,11 @@ package appdb
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -145,6 +148,11 @@ func OpenStore(ctx context.Context, u *url.URL, opts *outbox.Options, migrate bo
 			return nil, nil, err
 		}
 	}
+	if !migrate {
+		if err := checkExists(path); err != nil {
+			return nil, nil, err
+		}
+	}
 	db, err := OpenDB(path, params)
 	if err != nil {
 		return nil, nil, err
@@ -170,6 +178,15 @@ func OpenStore(ctx context.Context, u *url.URL, opts *outbox.Options, migrate bo
 		return fail(err)
 	}
 	return s, db.Close, nil
+}
+
+// checkExists refuses a file that does not exist when nothing is to create it (no
+// migration): SQLite would create an empty file, and every statement then finds no table.
+func checkExists(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: sqlite appdb: the file %s does not exist (relative paths are from the working directory); create its tables with txmq migrate --database-url sqlite://%s, or let txmq.Open migrate (TXMQ_MIGRATE unset)", core.ErrInvalidConfig, path, path)
+	}
+	return nil
 }
 
 // migrateURL migrates the tables of the file of u (txmq migrate).
