@@ -25,6 +25,13 @@
 //     end: Options.PublishTimeout plus 20 s), publish it with no lock held, and settle it in a
 //     second transaction; rows of a process that died are taken over when the lease ends. No
 //     publish ever holds the file's write lock, so a backend in the same file can write.
+//   - Handoffs (batches the backend refused at flush time) never wait for the app's own open
+//     transaction, which holds the file's only writer: one made inside a transaction of the
+//     store is written into it (RunInSQLTx writes it again if the transaction or a savepoint
+//     rolls back; WithSQLTx logs that a rollback loses it), any other waits at most 250 ms
+//     and then stays queued in memory, in order, until the writer is free or the store's next
+//     staged publish writes it first (outbox.SingleWriterDialect). A crash in that window
+//     loses it, as it loses the node's publish buffer.
 //   - Wake-up: SQLite has no NOTIFY. RunInSQLTx wakes the relay of its own process at commit
 //     (published within milliseconds); the relays of other processes look for due rows every
 //     outbox.Options.PollInterval (default 250 ms, a read without a lock when nothing is due),
@@ -34,6 +41,9 @@
 //   - Replay: a dead letter is marked "being replayed" (until its publish's deadline) instead
 //     of being locked while it is published; a concurrent replay of it is refused with
 //     outbox.ErrAlreadyReplayed.
+//   - Files: an in-memory database is refused (it is neither durable nor shared), and so is
+//     a file that does not exist when nothing migrates it (txmq dlq, txmq status,
+//     TXMQ_MIGRATE off): SQLite would create it empty.
 //   - Schemas: SQLite has none; the tables live in the file's main database, and a schema
 //     other than "", "main" or "txmq" (TXMQ_SCHEMA) is refused. Use a file per namespace.
 //   - Pauses, schedule ticks, the shared rate limit, node heartbeats and the ledger need
