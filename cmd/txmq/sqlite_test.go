@@ -67,7 +67,7 @@ func TestSQLiteAppDatabaseCommands(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "app.db")
 	url := "sqlite://" + path
-	if out, _ := cli(t, exitOK, "migrate", "--backend", url, "--database-url", url); !strings.Contains(out, "sqlite_jobs: applied 1 migration(s)") || !strings.Contains(out, "outbox and dead-letter tables") {
+	if out, _ := cli(t, exitOK, "migrate", "--backend", url, "--database-url", url); !strings.Contains(out, "sqlite_jobs: applied 1 migration(s)") || !strings.Contains(out, "outbox and dead-letter tables of file "+path+" (sqlite) are up to date") {
 		t.Fatalf("migrate: %s", out)
 	}
 	if out, _ := cli(t, exitOK, "migrate", "--backend", url, "--database-url", "sqlite:"+path); !strings.Contains(out, "up to date") {
