@@ -54,6 +54,7 @@ func (s *Store) WithSQLTx(ctx context.Context, tx *sql.Tx) context.Context {
 	if s == nil {
 		return ctx // no outbox: publishes on Require queues fail with core.ErrNoTransaction
 	}
+	s.withSQLTxUsed.Store(true)
 	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.ExecContext(ctx, sql, args...)
 		return err

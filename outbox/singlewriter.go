@@ -23,14 +23,17 @@ import (
 //     (SingleWriterDialect.InsertTaken), so that it never holds batches while a transaction
 //     stages rows after them; or the next publish staged in a transaction of this store
 //     (sqlScope.Stage, appTx.Stage), which writes the queue into the transaction before its
-//     own rows. Handoff waits up to singleWriterWait for the batches to be written, and then
-//     returns with them still queued: they wait in memory, like the node's publish buffer,
-//     and a crash of the process loses them (logged by no one: a crash);
+//     own rows. Handoff waits for the batches to be written (until its ctx ends), except that
+//     while a transaction of the app may hold the writer in this process (a RunInSQLTx is
+//     open, or the app uses WithSQLTx) it returns after singleWriterWait with them still
+//     queued: they wait in memory, like the node's publish buffer, and a crash of the
+//     process loses them;
 //   - HoldsKey counts queued batches as held, so the node's later publishes of their keys
 //     follow them into the outbox.
 
 // singleWriterWait is how long Handoff waits for its batches to be written on a single-writer
-// database before it returns with them queued.
+// database, while a transaction of the app may hold the writer, before it returns with them
+// queued.
 const singleWriterWait = 250 * time.Millisecond
 
 // SingleWriterDialect is implemented by a Dialect whose database has one writer at a time
@@ -86,15 +89,30 @@ func (s *Store) queueHandoff(ctx context.Context, batches []core.OutgoingBatch) 
 		go s.insertQueued()
 	}
 	hq.mu.Unlock()
-	t := time.NewTimer(singleWriterWait)
+	t := time.NewTicker(singleWriterWait)
 	defer t.Stop()
-	select {
-	case <-h.done:
-	case <-t.C:
-		s.log.Warn("txmq outbox: the app database's writer is busy; handed-off batches wait in memory for it (a crash of this process loses them)",
-			"queues", queueList(batches), "batches", len(batches))
-	case <-ctx.Done():
+	for {
+		select {
+		case <-h.done:
+			return
+		case <-t.C:
+			if !s.appMayHoldWriter() {
+				continue // no transaction of this process can be what the write waits for
+			}
+			s.log.Warn("txmq outbox: the app database's writer is held, maybe by a transaction of this process; handed-off batches wait in memory for it (a crash of this process loses them)",
+				"queues", queueList(batches), "batches", len(batches))
+			return
+		case <-ctx.Done():
+			return
+		}
 	}
+}
+
+// appMayHoldWriter reports whether a transaction of the app on this store's database may be
+// open in this process (and so hold the single writer a handoff waits for): a RunInSQLTx
+// transaction is open, or the app uses WithSQLTx, whose transactions the store cannot follow.
+func (s *Store) appMayHoldWriter() bool {
+	return s.sqlTxOpen.Load() > 0 || s.withSQLTxUsed.Load()
 }
 
 // takeQueued empties the queue and returns its handoffs and their batches, in order. The

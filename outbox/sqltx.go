@@ -118,6 +118,8 @@ func (s *Store) RunInSQLTx(ctx context.Context, fn func(ctx context.Context, tx 
 	if err != nil {
 		return fmt.Errorf("txmq outbox: beginning a transaction on the %s app database: %w", s.db.Name(), err)
 	}
+	s.sqlTxOpen.Add(1)
+	defer s.sqlTxOpen.Add(-1)
 	st := newTxState(s)
 	root := &sqlScope{app: s.sqlAppTx(tx), tx: tx, st: st, fr: st.frames[0], staged: new(atomic.Bool)}
 	rollback := func() {

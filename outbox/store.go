@@ -48,7 +48,9 @@ type Store struct {
 	ac    afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
 	adhoc adhocRelay  // RunInSQLTx's relay passes on a store not started (sqltx.go)
 
-	handoffs handoffQueue // handoffs waiting for a single-writer database (singlewriter.go)
+	handoffs      handoffQueue // handoffs waiting for a single-writer database (singlewriter.go)
+	sqlTxOpen     atomic.Int64 // RunInSQLTx transactions open (appMayHoldWriter)
+	withSQLTxUsed atomic.Bool  // WithSQLTx was called (appMayHoldWriter)
 
 	pauses *Pauses // the store's other jobs, on the same pool and schema
 	ticks  *Ticks
@@ -181,8 +183,9 @@ func (s *Store) Schema() string {
 // at once while the backend is still unavailable, and a failed row backs off as any other).
 // On a database with one writer at a time (SQLite, SingleWriterDialect), a handoff whose ctx
 // carries an open transaction of this store is written into that transaction, which holds the
-// writer, and any other waits at most 250 ms for the writer, then stays queued in memory
-// until it is written (see singlewriter.go). It implements core.Handoff.
+// writer, and any other waits for the writer, at most 250 ms while a transaction of the app
+// may hold it in this process, and then stays queued in memory until it is written (see
+// singlewriter.go). It implements core.Handoff.
 func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error {
 	if s == nil {
 		return errNoStore("Handoff")

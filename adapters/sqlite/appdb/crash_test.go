@@ -21,12 +21,14 @@ import (
 const crashEnv = "TXMQ_SQLITE_APPDB_CRASH_FILE"
 
 // crashApp opens the app of the crash test: SQL jobs and the outbox in one SQLite file. The
-// publish budget (and so a claim's lease: 2 s + 20 s) is short, so that the rows a killed
-// process had claimed are taken over within the test.
+// publish budget (and so a claim's lease: 3 s + 20 s) is short, so that the rows a killed
+// process had claimed are taken over within the test, and so is the backoff of a row whose
+// publish ran out of that budget on a loaded machine (1 min by default).
 func crashApp(ctx context.Context, path string, reg *txmq.Registry) (*txmq.App, error) {
 	cfg := &txmq.Config{Backend: "sqlite://" + path, DatabaseURL: "sqlite://" + path,
 		Logger: quiet, Node: txmq.NodeOptions{Registry: reg}}
-	cfg.Outbox.PublishTimeout = 2 * time.Second
+	cfg.Outbox.PublishTimeout = 3 * time.Second
+	cfg.Outbox.BackoffBase, cfg.Outbox.BackoffMax = 100*time.Millisecond, time.Second
 	return txmq.Open(ctx, cfg)
 }
 

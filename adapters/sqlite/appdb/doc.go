@@ -28,7 +28,8 @@
 //   - Handoffs (batches the backend refused at flush time) never wait for the app's own open
 //     transaction, which holds the file's only writer: one made inside a transaction of the
 //     store is written into it (RunInSQLTx writes it again if the transaction or a savepoint
-//     rolls back; WithSQLTx logs that a rollback loses it), any other waits at most 250 ms
+//     rolls back; WithSQLTx logs that a rollback loses it), any other waits for the writer
+//     (at most 250 ms while a RunInSQLTx is open in the process or the app uses WithSQLTx)
 //     and then stays queued in memory, in order, until the writer is free or the store's next
 //     staged publish writes it first (outbox.SingleWriterDialect). A crash in that window
 //     loses it, as it loses the node's publish buffer.
