@@ -2,6 +2,7 @@ package parity
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -32,7 +33,12 @@ func rateLimitClusterWide(x *X) {
 	opts := txmq.NodeOptions{Limiter: s.Limits()}
 	nodes := []*txmq.Node{x.node(opts), x.node(opts), x.node(opts)}
 	publishKeys(x, q, nodes[0], "r", 600, 100)
-	x.eventually(func() bool { return nodes[0].Stats().PublishedBatches >= 600 }, "the backlog stored before anyone runs")
+	// Storing 600 batches is bound by throughput (SQLite under -race beside other suites took
+	// over 20 s), so the wait lasts while they keep being stored.
+	stored := func() any { return nodes[0].Stats().PublishedBatches }
+	x.progressing(func() bool { return nodes[0].Stats().PublishedBatches >= 600 }, stored, func() string {
+		return fmt.Sprintf("the backlog stored before anyone runs: %d of 600 batches", nodes[0].Stats().PublishedBatches)
+	})
 	begin := time.Now()
 	for _, n := range nodes {
 		if err := q.Listen(n, func(context.Context, []Msg) error {
