@@ -14,8 +14,9 @@ import (
 // answers 503 "JetStream system temporarily unavailable". A publish made in that moment by a
 // node without an outbox is dropped (no_outbox), so the Backend rides such moments out: a call
 // that the server certainly did not carry out (notStored) is sent again, and the idempotent
-// stream setup is sent again on any outage, with backoff, within the caller's deadline. A
-// short blip costs latency rather than a lost batch, as a reconnect does (Backend.usable).
+// stream setup and duplicate-window update are sent again on any outage, with backoff, within
+// the caller's deadline. A short blip costs latency rather than a lost batch, as a reconnect
+// does (Backend.usable).
 
 // Backoff between tries of a refused call: busyWaitMin doubling up to busyWaitMax.
 const (

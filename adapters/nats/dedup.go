@@ -43,8 +43,6 @@ func (be *Backend) dupWindow(ctx context.Context, q *queueState, window time.Dur
 	// answer older than another node's update at most repeats that update.
 	info := q.stream.CachedInfo()
 	if info == nil || info.Config.Duplicates != window {
-		cctx, cancel := be.callCtx(ctx)
-		defer cancel()
 		cfg := be.streamConfig(q)
 		if info != nil {
 			cfg = info.Config
@@ -52,7 +50,17 @@ func (be *Backend) dupWindow(ctx context.Context, q *queueState, window time.Dur
 		cfg.Duplicates = window
 		// q.stream keeps the handle it had (readers take it without a lock once set up): a
 		// stream handle is its name, and nothing else reads its cached duplicate window.
-		if _, err := be.js.UpdateStream(cctx, cfg); err != nil {
+		// The update sets a value, so it is sent again on an outage within the caller's
+		// deadline, or two call timeouts, as the stream's creation is (see busy.go): a busy
+		// cluster's meta leader answered after one (identity/ids_dedup_within_window under
+		// stress-ng).
+		err := be.retryBusy(ctx, busyDeadline(ctx, 2*be.opts.Timeout), isUnavailable, func() error {
+			cctx, cancel := be.callCtx(ctx)
+			defer cancel()
+			_, err := be.js.UpdateStream(cctx, cfg)
+			return err
+		})
+		if err != nil {
 			return wrap(fmt.Sprintf("publish: setting the duplicate window of stream %s to %v (the queue's IDDedupWindow)", q.streamName, window), q.name, err)
 		}
 	}

@@ -258,8 +258,9 @@
 //
 // A publish that the server certainly did not store (no responder: the stream's leader is
 // being elected; or a 503: JetStream briefly unavailable) is sent again with backoff (25 ms
-// doubling to 400 ms) for up to Options.Timeout, and a queue's stream setup, which is
-// idempotent, is sent again on any outage for up to twice Options.Timeout, both within the
+// doubling to 400 ms) for up to Options.Timeout, and a queue's stream setup and duplicate
+// window update, which are idempotent, are sent again on any outage for up to twice
+// Options.Timeout, both within the
 // caller's deadline (busy.go). A publish that timed out is not sent again: it may be stored.
 // So a node without an outbox rides out a leader election rather than dropping the batch.
 //
