@@ -6,9 +6,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
+
+	"github.com/txmq/txmq/adapters/sqlite/internal/migrate"
 )
 
 // Component is the name the jobs tables' migrations are recorded under in txmq_migrations.
@@ -22,15 +21,6 @@ func Migrations() fs.FS {
 	sub, _ := fs.Sub(migrationFiles, "migrations")
 	return sub
 }
-
-// sqlMigrationsTable records applied migrations, per component.
-const sqlMigrationsTable = `
-CREATE TABLE IF NOT EXISTS txmq_migrations (
-	component  TEXT    NOT NULL,
-	version    INTEGER NOT NULL,
-	applied_at TEXT    NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')),
-	PRIMARY KEY (component, version)
-)`
 
 // Migrate creates or upgrades the jobs tables in db's file and turns the file to WAL mode
 // (PRAGMA journal_mode=WAL, which stays with the file: readers never wait for the writer). It
@@ -47,121 +37,10 @@ func Migrate(ctx context.Context, db *sql.DB, opts *Options) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.QueryTimeout)
 	defer cancel()
-	if err := migrate(ctx, db); err != nil {
+	if err := migrate.Run(ctx, db, Component, Migrations()); err != nil {
 		return classify("migrating the jobs tables", err)
 	}
 	return nil
-}
-
-func migrate(ctx context.Context, db *sql.DB) error {
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	var mode string
-	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
-		return fmt.Errorf("turning the file to WAL mode: %w", err)
-	}
-	if !strings.EqualFold(mode, "wal") {
-		return fmt.Errorf("the file stays in journal mode %q, not WAL (an in-memory database, or a file system without shared memory); use a file on a local disk", mode)
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return err
-	}
-	if err := migrateIn(ctx, conn); err != nil {
-		rollback(ctx, conn)
-		return err
-	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		rollback(ctx, conn)
-		return err
-	}
-	return nil
-}
-
-// migrateIn applies the missing migrations inside the caller's transaction.
-func migrateIn(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, sqlMigrationsTable); err != nil {
-		return err
-	}
-	applied := map[int]bool{}
-	rows, err := conn.QueryContext(ctx, "SELECT version FROM txmq_migrations WHERE component = ?", Component)
-	var v int
-	if err := eachRow(rows, err, []any{&v}, func() error { applied[v] = true; return nil }); err != nil {
-		return err
-	}
-	files, err := migrationList()
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		if applied[f.version] {
-			continue
-		}
-		for _, stmt := range statementsOf(f.sql) {
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migration %s: %w", f.name, err)
-			}
-		}
-		if _, err := conn.ExecContext(ctx, "INSERT INTO txmq_migrations (component, version) VALUES (?, ?)", Component, f.version); err != nil {
-			return fmt.Errorf("recording migration %s: %w", f.name, err)
-		}
-	}
-	return nil
-}
-
-// migrationFile is one NNNN_name.sql file.
-type migrationFile struct {
-	name    string
-	version int
-	sql     string
-}
-
-// migrationList returns the embedded migrations in version order.
-func migrationList() ([]migrationFile, error) {
-	entries, err := fs.ReadDir(Migrations(), ".")
-	if err != nil {
-		return nil, err
-	}
-	var out []migrationFile
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 || !strings.HasSuffix(e.Name(), ".sql") {
-			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", e.Name())
-		}
-		b, err := fs.ReadFile(Migrations(), e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migrationFile{name: e.Name(), version: v, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
-}
-
-// statementsOf splits a migration file into statements: each ends with ';' at the end of a
-// line; comment lines are dropped.
-func statementsOf(file string) []string {
-	var out []string
-	var cur strings.Builder
-	for line := range strings.SplitSeq(file, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "--") || trimmed == "" {
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteString("\n")
-		if strings.HasSuffix(trimmed, ";") {
-			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
-			cur.Reset()
-		}
-	}
-	if s := strings.TrimSpace(cur.String()); s != "" {
-		out = append(out, s)
-	}
-	return out
 }
 
 // appliedVersions returns the versions of Component recorded in txmq_migrations; a missing
