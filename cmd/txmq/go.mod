@@ -9,6 +9,7 @@ require (
 	github.com/txmq/txmq v0.0.0-00010101000000-000000000000
 	github.com/txmq/txmq/adapters/all v0.0.0-00010101000000-000000000000
 	github.com/txmq/txmq/adapters/mysql v0.0.0-00010101000000-000000000000
+	github.com/txmq/txmq/adapters/sqlite v0.0.0-00010101000000-000000000000
 	golang.org/x/term v0.47.0
 )
 
@@ -45,7 +46,6 @@ require (
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/txmq/txmq/adapters/nats v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/redis v0.0.0-00010101000000-000000000000 // indirect
-	github.com/txmq/txmq/adapters/sqlite v0.0.0-00010101000000-000000000000 // indirect
 	github.com/txmq/txmq/adapters/sqs v0.0.0-00010101000000-000000000000 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
