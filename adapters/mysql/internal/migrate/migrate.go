@@ -11,9 +11,9 @@ import (
 	"database/sql"
 	"fmt"
 	"io/fs"
-	"sort"
-	"strconv"
 	"strings"
+
+	"github.com/txmq/txmq/core/sqlmigrate"
 )
 
 // lockWait bounds the wait for another process's migration (GET_LOCK's timeout, in seconds).
@@ -82,7 +82,7 @@ func Run(ctx context.Context, db *sql.DB, schema, component string, files fs.FS)
 	if err := rows.Close(); err != nil {
 		return err
 	}
-	list, err := List(files)
+	list, err := sqlmigrate.List(files)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func Run(ctx context.Context, db *sql.DB, schema, component string, files fs.FS)
 		if applied[f.Version] {
 			continue
 		}
-		for _, stmt := range Statements(strings.ReplaceAll(f.SQL, "{{schema}}", prefix)) {
+		for _, stmt := range sqlmigrate.Statements(strings.ReplaceAll(f.SQL, "{{schema}}", prefix)) {
 			if _, err := conn.ExecContext(ctx, stmt); err != nil {
 				return fmt.Errorf("migration %s: %w", f.Name, err)
 			}
@@ -100,57 +100,4 @@ func Run(ctx context.Context, db *sql.DB, schema, component string, files fs.FS)
 		}
 	}
 	return nil
-}
-
-// File is one NNNN_name.sql file.
-type File struct {
-	Name    string
-	Version int
-	SQL     string
-}
-
-// List returns the files of files (NNNN_name.sql at the root) in version order.
-func List(files fs.FS) ([]File, error) {
-	entries, err := fs.ReadDir(files, ".")
-	if err != nil {
-		return nil, err
-	}
-	var out []File
-	for _, e := range entries {
-		num, _, ok := strings.Cut(e.Name(), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 || !strings.HasSuffix(e.Name(), ".sql") {
-			return nil, fmt.Errorf("migration file %q is not named NNNN_name.sql", e.Name())
-		}
-		b, err := fs.ReadFile(files, e.Name())
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, File{Name: e.Name(), Version: v, SQL: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
-	return out, nil
-}
-
-// Statements splits a migration file into statements: each ends with ';' at the end of a
-// line; comment lines are dropped.
-func Statements(file string) []string {
-	var out []string
-	var cur strings.Builder
-	for line := range strings.SplitSeq(file, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "--") || trimmed == "" {
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteString("\n")
-		if strings.HasSuffix(trimmed, ";") {
-			out = append(out, strings.TrimSuffix(strings.TrimSpace(cur.String()), ";"))
-			cur.Reset()
-		}
-	}
-	if s := strings.TrimSpace(cur.String()); s != "" {
-		out = append(out, s)
-	}
-	return out
 }
