@@ -3,6 +3,7 @@ package parity
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/txmq/txmq"
@@ -79,7 +80,15 @@ func exclusiveUnderLeaseFault(x *X, fault string) {
 	}
 	b := x.node(txmq.NodeOptions{Lease: lease})
 	listen(x, rec, q, b, fn(false))
-	waitDelivered(x, ok, keys)
+	// Progress is a run anywhere or a lease A lost: A, still listening, may claim the batch
+	// again after each of its leases (and fence itself again), so with a lease grown on a
+	// loaded machine several leases may pass before B wins a claim.
+	x.progressing(func() bool { return ok.HasAll(keys) }, func() any {
+		return [3]int64{int64(rec.Runs()), a.Stats().LeaseLost, b.Stats().Runs}
+	}, func() string {
+		missing, _ := ok.Diff(keys)
+		return fmt.Sprintf("every message delivered: %d of %d missing (first: %s); %s; node A lost %d leases", len(missing), len(keys), first(missing), ok.Summary(), a.Stats().LeaseLost)
+	})
 	x.idle(a, b)
 	for len(causeCh) > 0 {
 		causes = append(causes, <-causeCh)
