@@ -46,6 +46,17 @@ func (sc *sqlScope) Stage(ctx context.Context, p *core.Pending) error {
 	if !open {
 		return fmt.Errorf("txmq outbox: queue %q: the transaction or savepoint of this context has already ended; publish inside the function given to RunInSQLTx/SQLSavepoint, with its context", p.Queue)
 	}
+	handed, err := sc.st.s.drainQueuedInto(ctx, sc.app.write)
+	if err != nil {
+		return fmt.Errorf("txmq outbox: queue %q: %w", p.Queue, err)
+	}
+	if len(handed) > 0 {
+		sc.st.mu.Lock()
+		if top, ok := sc.st.top(sc.fr); ok {
+			top.handed = append(top.handed, handed...)
+		}
+		sc.st.mu.Unlock()
+	}
 	if err := sc.app.Stage(ctx, p); err != nil {
 		return err
 	}
@@ -71,7 +82,7 @@ func (sc *sqlScope) context(ctx context.Context) context.Context {
 }
 
 // RunInSQLTx is RunInTx for a store on a database/sql Dialect (MySQL/MariaDB: see
-// github.com/txmq/txmq/adapters/mysql/appdb): it runs fn in a new transaction of the app's
+// github.com/txmq/txmq/adapters/mysql/appdb; SQLite: adapters/sqlite/appdb): it runs fn in a new transaction of the app's
 // *sql.DB, and commits when fn returns nil; fn's error (or panic) rolls everything back and is
 // returned as is, and nothing is published.
 //
@@ -107,17 +118,25 @@ func (s *Store) RunInSQLTx(ctx context.Context, fn func(ctx context.Context, tx 
 	if err != nil {
 		return fmt.Errorf("txmq outbox: beginning a transaction on the %s app database: %w", s.db.Name(), err)
 	}
+	s.sqlTxOpen.Add(1)
+	defer s.sqlTxOpen.Add(-1)
 	st := newTxState(s)
 	root := &sqlScope{app: s.sqlAppTx(tx), tx: tx, st: st, fr: st.frames[0], staged: new(atomic.Bool)}
 	rollback := func() {
+		handed := st.allHanded()
 		st.end()
 		_ = tx.Rollback()
+		s.rescueHanded(ctx, append(handed, st.orphans...))
 	}
 	if err := callSQLFn(root.context(ctx), tx, fn, rollback); err != nil {
 		return err
 	}
+	handed := st.allHanded()
 	_, after, _ := st.end()
-	if err := tx.Commit(); err != nil {
+	err = tx.Commit()
+	s.rescueHanded(ctx, st.orphans)
+	if err != nil {
+		s.rescueHanded(ctx, handed)
 		if errors.Is(err, sql.ErrTxDone) {
 			return fmt.Errorf("txmq outbox: the RunInSQLTx transaction was committed or rolled back by fn itself, which then returned nil: the Never messages were dropped, and outbox rows are published only if fn committed; return nil from fn to commit, or an error to roll back: %w", err)
 		}
@@ -155,13 +174,13 @@ func (s *Store) sqlSavepoint(ctx context.Context, parent *sqlScope, fn func(ctx 
 	sp := &sqlScope{app: parent.app, tx: parent.tx, st: parent.st, fr: parent.st.push(name), staged: parent.staged, depth: parent.depth + 1}
 	rollback := func() {
 		_, _ = parent.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name)
-		parent.st.discard(sp.fr)
+		parent.rewriteHanded(ctx, parent.st.discardHanded(sp.fr))
 	}
 	if err := callSQLFn(sp.context(ctx), parent.tx, fn, rollback); err != nil {
 		return err
 	}
 	if _, err := parent.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); err != nil {
-		parent.st.discard(sp.fr)
+		parent.rewriteHanded(ctx, parent.st.discardHanded(sp.fr))
 		return fmt.Errorf("txmq outbox: releasing a savepoint (the publishes staged inside it are discarded): %w", err)
 	}
 	parent.st.release(sp.fr)
@@ -245,4 +264,78 @@ func (s *Store) adhocIdle() <-chan struct{} {
 		return nil
 	}
 	return s.adhoc.idle
+}
+
+// handoffInSQLTx writes batches handed off (Store.Handoff) on a single-writer database while
+// ctx carries an open transaction of this store: waiting for the writer there would wait for
+// the caller itself. done reports that ctx carried one (and err how writing went). In a
+// RunInSQLTx transaction the rows are its own until it ends: a savepoint rolled back writes
+// them again into the enclosing level, and a transaction rolled back (or whose commit failed)
+// inserts them again on its own, so they are never lost with the app's work (only their
+// place among the key's rows may move back). In a WithSQLTx transaction, whose end this store
+// cannot see, they are written into it with a warning: they are lost if it rolls back.
+func (s *Store) handoffInSQLTx(ctx context.Context, batches []core.OutgoingBatch) (done bool, err error) {
+	if sc, ok := ctx.Value(sqlScopeKey{s}).(*sqlScope); ok {
+		sc.st.mu.Lock()
+		top, open := sc.st.top(sc.fr)
+		sc.st.mu.Unlock()
+		if !open {
+			return false, nil
+		}
+		if err := sc.app.write(ctx, batches); err != nil {
+			return true, err
+		}
+		sc.st.mu.Lock()
+		top.handed = append(top.handed, batches...)
+		sc.st.mu.Unlock()
+		sc.staged.Store(true)
+		return true, nil
+	}
+	tx, ok := core.TxFromContext(ctx)
+	if !ok {
+		return false, nil
+	}
+	a, ok := tx.(*appTx)
+	if !ok || a.s != s {
+		return false, nil
+	}
+	s.log.Warn("txmq outbox: batches handed off while a WithSQLTx transaction holds the database's only writer are written into that transaction; they are lost if it rolls back (use RunInSQLTx, which writes them again)",
+		"queues", queueList(batches), "batches", len(batches))
+	return true, a.write(ctx, batches)
+}
+
+// rewriteHanded writes again, at sc's level, batches handed off into a savepoint that was
+// rolled back (see handoffInSQLTx).
+func (sc *sqlScope) rewriteHanded(ctx context.Context, handed []core.OutgoingBatch) {
+	if len(handed) == 0 {
+		return
+	}
+	s := sc.st.s
+	err := sc.app.write(context.WithoutCancel(ctx), handed)
+	sc.st.mu.Lock()
+	defer sc.st.mu.Unlock()
+	top, ok := sc.st.top(sc.fr)
+	if err != nil || !ok {
+		s.log.Warn("txmq outbox: batches handed off into a savepoint that was rolled back are inserted on their own once the transaction ends",
+			"queues", queueList(handed), "batches", len(handed), "error", err)
+		sc.st.orphans = append(sc.st.orphans, handed...)
+		return
+	}
+	top.handed = append(top.handed, handed...)
+}
+
+// rescueHanded inserts, in a transaction of their own, batches handed off into a RunInSQLTx
+// transaction that did not commit (see handoffInSQLTx).
+func (s *Store) rescueHanded(ctx context.Context, handed []core.OutgoingBatch) {
+	if len(handed) == 0 {
+		return
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.PublishTimeout)
+	defer cancel()
+	if _, err := s.db.Insert(ictx, handed, true); err != nil {
+		s.log.Error("txmq outbox: batches handed off into a transaction that did not commit could not be inserted on their own; dropped",
+			"queues", queueList(handed), "batches", len(handed), "error", err)
+		return
+	}
+	s.wakeKeyed(handed)
 }
