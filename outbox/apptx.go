@@ -71,16 +71,21 @@ func (a *appTx) Stage(ctx context.Context, p *core.Pending) error {
 	if err != nil {
 		return fmt.Errorf("txmq outbox: queue %q: preparing batches: %w", p.Queue, err)
 	}
-	handed, err := a.s.drainQueuedInto(ctx, a.write)
+	queued, err := a.s.writeHandedInto(ctx, a.write, nil, nil)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: queue %q: %w", p.Queue, err)
 	}
-	if len(handed) > 0 {
+	if queued > 0 {
 		a.s.log.Warn("txmq outbox: batches handed off while a WithSQLTx transaction holds the database's only writer are written into that transaction; they are lost if it rolls back (use RunInSQLTx, which writes them again)",
-			"queues", queueList(handed), "batches", len(handed))
+			"queue", p.Queue, "batches", queued)
 	}
+	return a.stageRows(ctx, p.Queue, batches)
+}
+
+// stageRows writes a publish's batches as due rows in the app's transaction.
+func (a *appTx) stageRows(ctx context.Context, queue string, batches []core.OutgoingBatch) error {
 	if err := a.write(ctx, batches); err != nil {
-		return fmt.Errorf("txmq outbox: queue %q: %w", p.Queue, err)
+		return fmt.Errorf("txmq outbox: queue %q: %w", queue, err)
 	}
 	return nil
 }

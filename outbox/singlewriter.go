@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,19 +18,25 @@ import (
 // for the node's flush of the same ordering key, whose handoff waits for the writer). So:
 //
 //   - a handoff whose ctx carries this store's transaction is written into it
-//     (handoffInSQLTx, sqltx.go);
+//     (handoffInSQLTx, sqltx.go), after the handoffs still queued (below): they were made
+//     earlier, and a key's rows are published in id order;
 //   - any other handoff is queued here, in order, and written by the first of: a background
 //     inserter, which takes the writer (BEGIN IMMEDIATE) and only then takes the queue
 //     (SingleWriterDialect.InsertTaken), so that it never holds batches while a transaction
-//     stages rows after them; or the next publish staged in a transaction of this store
-//     (sqlScope.Stage, appTx.Stage), which writes the queue into the transaction before its
+//     stages rows after them; or the next publish staged (or handoff made) in a transaction of
+//     this store (writeHandedInto), which writes the queue into the transaction before its
 //     own rows. Handoff waits for the batches to be written (until its ctx ends), except that
 //     while a transaction of the app may hold the writer in this process (a RunInSQLTx is
 //     open, or the app uses WithSQLTx) it returns after singleWriterWait with them still
 //     queued: they wait in memory, like the node's publish buffer, and a crash of the
 //     process loses them;
-//   - HoldsKey counts queued batches as held, so the node's later publishes of their keys
-//     follow them into the outbox.
+//   - HoldsKey counts a handed-off batch as held from the handoff until its row is committed
+//     (pending): while queued, while the inserter writes it, and while the app transaction it
+//     was written into is open, since other connections see nothing of it before the commit.
+//     So the node's later publishes of its key follow it into the outbox instead of overtaking
+//     it. A RunInSQLTx transaction settles its batches when it commits (or queues them again
+//     when it does not); a WithSQLTx one, whose end the store cannot see, when the inserter
+//     next holds the writer, which that transaction held until its end.
 
 // singleWriterWait is how long Handoff waits for its batches to be written on a single-writer
 // database, while a transaction of the app may hold the writer, before it returns with them
@@ -51,22 +58,67 @@ type SingleWriterDialect interface {
 // queuedHandoff is one Handoff's batches waiting for the writer.
 type queuedHandoff struct {
 	batches []core.OutgoingBatch
-	done    chan struct{} // closed once written (into the table or a transaction)
+	done    chan struct{} // closed once written (into the table or a transaction); nil: no one waits
 }
 
-// handoffQueue is the queue of handoffs waiting for the writer.
+// handoffQueue is the queue of handoffs waiting for the writer, and the ordering keys of
+// every handed-off batch that other connections cannot see in the table yet.
 type handoffQueue struct {
-	mu      sync.Mutex
-	q       []*queuedHandoff
-	keys    map[OrderKey]int // queued batches per ordering key
-	running bool             // the inserter runs
-	idle    chan struct{}    // closed when the inserter stops; nil while none runs
+	mu sync.Mutex
+	q  []*queuedHandoff
+	// pending counts, per ordering key, the handed-off batches not yet committed to the table:
+	// queued, being inserted by the inserter, or written into an app transaction that has not
+	// ended. HoldsKey reports their keys as held until then, so that no later batch of the
+	// key overtakes them in the window between leaving the queue and the commit.
+	pending map[OrderKey]int
+	// foreign are handed-off batches written into WithSQLTx transactions, whose end the
+	// store cannot see: they stay pending until the inserter next holds the writer (any
+	// transaction that wrote them has then ended).
+	foreign []core.OutgoingBatch
+	running bool          // the inserter runs
+	idle    chan struct{} // closed when the inserter stops; nil while none runs
 }
 
 // singleWriter returns the store's dialect as a SingleWriterDialect, if it is one.
 func (s *Store) singleWriter() (SingleWriterDialect, bool) {
 	sw, ok := s.db.(SingleWriterDialect)
 	return sw, ok
+}
+
+// countLocked adds n to the pending count of each keyed batch of batches.
+func (hq *handoffQueue) countLocked(batches []core.OutgoingBatch, n int) {
+	if hq.pending == nil {
+		hq.pending = map[OrderKey]int{}
+	}
+	for _, b := range batches {
+		if b.Key == "" {
+			continue
+		}
+		k := OrderKey{b.Queue, b.Key}
+		if hq.pending[k] += n; hq.pending[k] <= 0 {
+			delete(hq.pending, k)
+		}
+	}
+}
+
+// settle records that batches, pending, are now committed to the table (or lost).
+func (s *Store) settle(batches []core.OutgoingBatch) {
+	if len(batches) == 0 {
+		return
+	}
+	hq := &s.handoffs
+	hq.mu.Lock()
+	defer hq.mu.Unlock()
+	hq.countLocked(batches, -1)
+}
+
+// startInserterLocked starts the inserter unless it runs (hq.mu held).
+func (s *Store) startInserterLocked() {
+	hq := &s.handoffs
+	if !hq.running {
+		hq.running, hq.idle = true, make(chan struct{})
+		go s.insertQueued()
+	}
 }
 
 // queueHandoff queues batches for the writer, starts the inserter, and waits up to
@@ -76,18 +128,8 @@ func (s *Store) queueHandoff(ctx context.Context, batches []core.OutgoingBatch) 
 	hq := &s.handoffs
 	hq.mu.Lock()
 	hq.q = append(hq.q, h)
-	if hq.keys == nil {
-		hq.keys = map[OrderKey]int{}
-	}
-	for _, b := range batches {
-		if b.Key != "" {
-			hq.keys[OrderKey{b.Queue, b.Key}]++
-		}
-	}
-	if !hq.running {
-		hq.running, hq.idle = true, make(chan struct{})
-		go s.insertQueued()
-	}
+	hq.countLocked(batches, 1)
+	s.startInserterLocked()
 	hq.mu.Unlock()
 	t := time.NewTicker(singleWriterWait)
 	defer t.Stop()
@@ -115,8 +157,9 @@ func (s *Store) appMayHoldWriter() bool {
 	return s.sqlTxOpen.Load() > 0 || s.withSQLTxUsed.Load()
 }
 
-// takeQueued empties the queue and returns its handoffs and their batches, in order. The
-// caller closes each one's done once they are written (written), or queues the batches again.
+// takeQueued empties the queue and returns its handoffs and their batches, in order; they
+// stay pending. The caller closes each one's done once they are written (written), or queues
+// the batches again.
 func (s *Store) takeQueued() ([]*queuedHandoff, []core.OutgoingBatch) {
 	hq := &s.handoffs
 	hq.mu.Lock()
@@ -127,18 +170,20 @@ func (s *Store) takeQueued() ([]*queuedHandoff, []core.OutgoingBatch) {
 	}
 	taken := hq.q
 	hq.q = nil
-	clear(hq.keys)
 	return taken, out
 }
 
 // written tells the Handoff calls waiting for taken that their batches are written.
 func written(taken []*queuedHandoff) {
 	for _, h := range taken {
-		close(h.done)
+		if h.done != nil {
+			close(h.done)
+		}
 	}
 }
 
-// requeue puts batches that could not be written back at the head of the queue.
+// requeue puts batches that could not be written back at the head of the queue (still
+// pending).
 func (s *Store) requeue(batches []core.OutgoingBatch) {
 	if len(batches) == 0 {
 		return
@@ -146,52 +191,40 @@ func (s *Store) requeue(batches []core.OutgoingBatch) {
 	hq := &s.handoffs
 	hq.mu.Lock()
 	defer hq.mu.Unlock()
-	h := &queuedHandoff{batches: batches, done: make(chan struct{})}
-	close(h.done) // no one waits for it any more
+	h := &queuedHandoff{batches: batches} // no one waits for it any more
 	hq.q = append([]*queuedHandoff{h}, hq.q...)
-	if hq.keys == nil {
-		hq.keys = map[OrderKey]int{}
-	}
-	for _, b := range batches {
-		if b.Key != "" {
-			hq.keys[OrderKey{b.Queue, b.Key}]++
-		}
-	}
 }
 
-// queuedKey reports whether a batch of queue's ordering key key waits in the queue.
+// queuedKey reports whether a handed-off batch of queue's ordering key key is pending.
 func (s *Store) queuedKey(queue, key string) bool {
 	hq := &s.handoffs
 	hq.mu.Lock()
 	defer hq.mu.Unlock()
-	return hq.keys[OrderKey{queue, key}] > 0
+	return hq.pending[OrderKey{queue, key}] > 0
 }
 
-// queuedKeys adds the keys waiting in the queue to held (HeldKeys).
+// queuedKeys adds the keys of pending handed-off batches to held (HeldKeys).
 func (s *Store) queuedKeys(queues []string, held map[string][]string) {
 	hq := &s.handoffs
 	hq.mu.Lock()
 	defer hq.mu.Unlock()
-	for k, n := range hq.keys {
-		if n > 0 {
-			for _, q := range queues {
-				if q == k.Queue {
-					held[q] = append(held[q], k.Key)
-				}
-			}
+	for k, n := range hq.pending {
+		if n > 0 && slices.Contains(queues, k.Queue) && !slices.Contains(held[k.Queue], k.Key) {
+			held[k.Queue] = append(held[k.Queue], k.Key)
 		}
 	}
 }
 
 // insertQueued is the inserter: it writes the queue until it is empty, backing off while the
-// database fails; after Close it makes one last attempt and logs what it could not write.
+// database fails, and settles the foreign batches once it holds the writer; after Close it
+// makes one last attempt and logs what it could not write.
 func (s *Store) insertQueued() {
 	sw, _ := s.singleWriter()
 	hq := &s.handoffs
 	delay := 50 * time.Millisecond
 	for {
 		hq.mu.Lock()
-		if len(hq.q) == 0 {
+		if len(hq.q) == 0 && len(hq.foreign) == 0 {
 			hq.running = false
 			close(hq.idle)
 			hq.idle = nil
@@ -200,16 +233,24 @@ func (s *Store) insertQueued() {
 		}
 		hq.mu.Unlock()
 		var handoffs []*queuedHandoff
+		var foreign []core.OutgoingBatch
 		take := func() []core.OutgoingBatch {
 			var batches []core.OutgoingBatch
 			handoffs, batches = s.takeQueued()
+			hq.mu.Lock()
+			foreign, hq.foreign = hq.foreign, nil
+			hq.mu.Unlock()
 			return batches
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.o.PublishTimeout)
 		taken, err := sw.InsertTaken(ctx, take)
 		cancel()
+		// take ran with the writer held: every transaction that wrote the foreign batches
+		// has ended (committed: they are in the table; rolled back: lost, as WithSQLTx warns).
+		s.settle(foreign)
 		written(handoffs) // written, or queued again below: either way no longer theirs to wait for
 		if err == nil {
+			s.settle(taken)
 			s.wakeKeyed(taken)
 			delay = 50 * time.Millisecond
 			continue
@@ -221,12 +262,18 @@ func (s *Store) insertQueued() {
 			dropped, rest := s.takeQueued()
 			written(dropped)
 			lost := append(taken, rest...)
-			s.log.Error("txmq outbox: the store is closed and handed-off batches could not be written to the app database; dropped",
-				"batches", len(lost), "queues", queueList(lost), "error", err)
+			hq.mu.Lock()
+			lost, hq.foreign = append(lost, hq.foreign...), nil
+			hq.mu.Unlock()
+			s.settle(lost)
+			if len(lost) > 0 {
+				s.log.Error("txmq outbox: the store is closed and handed-off batches could not be written to the app database; dropped",
+					"batches", len(lost), "queues", queueList(lost), "error", err)
+			}
 			continue
 		}
 		s.requeue(taken)
-		s.log.Warn("txmq outbox: writing handed-off batches failed; retrying", "batches", len(taken), "retry_in", delay, "error", err)
+		s.log.Warn("txmq outbox: writing handed-off batches failed, or the app database's writer stayed held; retrying", "batches", len(taken), "retry_in", delay, "error", err)
 		time.Sleep(delay)
 		delay = min(2*delay, 2*time.Second)
 	}
@@ -239,23 +286,46 @@ func (s *Store) handoffIdle() <-chan struct{} {
 	return s.handoffs.idle
 }
 
-// drainQueuedInto writes the queued handoffs into an app transaction (a publish staged there,
-// on a single-writer database, goes after them); RunInSQLTx's scope records them as handed.
-func (s *Store) drainQueuedInto(ctx context.Context, write func(context.Context, []core.OutgoingBatch) error) ([]core.OutgoingBatch, error) {
+// writeHandedInto writes into an app transaction, on a single-writer database, the queued
+// handoffs and then own (batches handed off inside that transaction, or nil), so that
+// whatever the transaction stages next follows them: the queued handoffs were made earlier,
+// and with the transaction holding the writer the inserter cannot write them first. Every
+// batch written stays pending (HoldsKey) until the transaction has ended: record receives
+// them (a RunInSQLTx frame, which settles them at the end); with a nil record (WithSQLTx,
+// whose end the store cannot see) they are settled once the inserter next holds the writer.
+// queued is how many queued batches were written.
+func (s *Store) writeHandedInto(ctx context.Context, write func(context.Context, []core.OutgoingBatch) error, own []core.OutgoingBatch, record func([]core.OutgoingBatch)) (queued int, err error) {
 	if _, ok := s.singleWriter(); !ok {
-		return nil, nil
+		return 0, nil
 	}
-	s.handoffs.mu.Lock()
-	empty := len(s.handoffs.q) == 0
-	s.handoffs.mu.Unlock()
-	if empty {
-		return nil, nil
+	hq := &s.handoffs
+	hq.mu.Lock()
+	taken := hq.q
+	hq.q = nil
+	var batches []core.OutgoingBatch
+	for _, h := range taken {
+		batches = append(batches, h.batches...)
 	}
-	taken, batches := s.takeQueued()
+	queued = len(batches)
+	hq.countLocked(own, 1)
+	hq.mu.Unlock()
 	defer written(taken)
-	if err := write(ctx, batches); err != nil {
-		s.requeue(batches)
-		return nil, fmt.Errorf("writing %d handed-off batch(es) queued for the writer into the transaction: %w", len(batches), err)
+	if queued+len(own) == 0 {
+		return 0, nil
 	}
-	return batches, nil
+	all := append(batches, own...)
+	if err := write(ctx, all); err != nil {
+		s.requeue(batches)
+		s.settle(own) // Handoff fails: the node drops them
+		return 0, fmt.Errorf("writing %d handed-off batch(es) into the transaction: %w", len(all), err)
+	}
+	if record != nil {
+		record(all)
+		return queued, nil
+	}
+	hq.mu.Lock()
+	hq.foreign = append(hq.foreign, all...)
+	s.startInserterLocked()
+	hq.mu.Unlock()
+	return queued, nil
 }

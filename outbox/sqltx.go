@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/txmq/txmq/core"
 )
@@ -46,22 +47,30 @@ func (sc *sqlScope) Stage(ctx context.Context, p *core.Pending) error {
 	if !open {
 		return fmt.Errorf("txmq outbox: queue %q: the transaction or savepoint of this context has already ended; publish inside the function given to RunInSQLTx/SQLSavepoint, with its context", p.Queue)
 	}
-	handed, err := sc.st.s.drainQueuedInto(ctx, sc.app.write)
+	batches, err := core.Batches([]*core.Pending{p}, time.Now())
 	if err != nil {
+		return fmt.Errorf("txmq outbox: queue %q: preparing batches: %w", p.Queue, err)
+	}
+	if _, err := sc.st.s.writeHandedInto(ctx, sc.app.write, nil, sc.record); err != nil {
 		return fmt.Errorf("txmq outbox: queue %q: %w", p.Queue, err)
 	}
-	if len(handed) > 0 {
-		sc.st.mu.Lock()
-		if top, ok := sc.st.top(sc.fr); ok {
-			top.handed = append(top.handed, handed...)
-		}
-		sc.st.mu.Unlock()
-	}
-	if err := sc.app.Stage(ctx, p); err != nil {
+	if err := sc.app.stageRows(ctx, p.Queue, batches); err != nil {
 		return err
 	}
 	sc.staged.Store(true)
 	return nil
+}
+
+// record keeps batches handed off into the transaction at sc's level (see handoffInSQLTx),
+// or, when that level has ended meanwhile, for the end of the transaction.
+func (sc *sqlScope) record(batches []core.OutgoingBatch) {
+	sc.st.mu.Lock()
+	defer sc.st.mu.Unlock()
+	if top, ok := sc.st.top(sc.fr); ok {
+		top.handed = append(top.handed, batches...)
+		return
+	}
+	sc.st.orphans = append(sc.st.orphans, batches...)
 }
 
 // AfterCommit registers fn to run after the commit, unless the innermost savepoint made with
@@ -126,7 +135,7 @@ func (s *Store) RunInSQLTx(ctx context.Context, fn func(ctx context.Context, tx 
 		handed := st.allHanded()
 		st.end()
 		_ = tx.Rollback()
-		s.rescueHanded(ctx, append(handed, st.orphans...))
+		s.rescueHanded(append(handed, st.orphans...))
 	}
 	if err := callSQLFn(root.context(ctx), tx, fn, rollback); err != nil {
 		return err
@@ -134,9 +143,11 @@ func (s *Store) RunInSQLTx(ctx context.Context, fn func(ctx context.Context, tx 
 	handed := st.allHanded()
 	_, after, _ := st.end()
 	err = tx.Commit()
-	s.rescueHanded(ctx, st.orphans)
-	if err != nil {
-		s.rescueHanded(ctx, handed)
+	s.rescueHanded(st.orphans)
+	if err == nil {
+		s.settle(handed) // committed: in the table
+	} else {
+		s.rescueHanded(handed)
 		if errors.Is(err, sql.ErrTxDone) {
 			return fmt.Errorf("txmq outbox: the RunInSQLTx transaction was committed or rolled back by fn itself, which then returned nil: the Never messages were dropped, and outbox rows are published only if fn committed; return nil from fn to commit, or an error to roll back: %w", err)
 		}
@@ -268,26 +279,26 @@ func (s *Store) adhocIdle() <-chan struct{} {
 
 // handoffInSQLTx writes batches handed off (Store.Handoff) on a single-writer database while
 // ctx carries an open transaction of this store: waiting for the writer there would wait for
-// the caller itself. done reports that ctx carried one (and err how writing went). In a
-// RunInSQLTx transaction the rows are its own until it ends: a savepoint rolled back writes
-// them again into the enclosing level, and a transaction rolled back (or whose commit failed)
-// inserts them again on its own, so they are never lost with the app's work (only their
-// place among the key's rows may move back). In a WithSQLTx transaction, whose end this store
-// cannot see, they are written into it with a warning: they are lost if it rolls back.
+// the caller itself. done reports that ctx carried one (and err how writing went). The
+// handoffs still queued for the writer are written first (writeHandedInto): they were made
+// earlier, and a key's rows are published in id order. Until the transaction ends the batches
+// stay pending, so HoldsKey holds their keys. In a RunInSQLTx transaction the rows are its
+// own until it ends: a savepoint rolled back writes them again into the enclosing level, and
+// a transaction rolled back (or whose commit failed) queues them again at the head of the
+// handoff queue, so they are never lost with the app's work. In a WithSQLTx transaction,
+// whose end this store cannot see, they are written into it with a warning: they are lost if
+// it rolls back.
 func (s *Store) handoffInSQLTx(ctx context.Context, batches []core.OutgoingBatch) (done bool, err error) {
 	if sc, ok := ctx.Value(sqlScopeKey{s}).(*sqlScope); ok {
 		sc.st.mu.Lock()
-		top, open := sc.st.top(sc.fr)
+		_, open := sc.st.top(sc.fr)
 		sc.st.mu.Unlock()
 		if !open {
 			return false, nil
 		}
-		if err := sc.app.write(ctx, batches); err != nil {
+		if _, err := s.writeHandedInto(ctx, sc.app.write, batches, sc.record); err != nil {
 			return true, err
 		}
-		sc.st.mu.Lock()
-		top.handed = append(top.handed, batches...)
-		sc.st.mu.Unlock()
 		sc.staged.Store(true)
 		return true, nil
 	}
@@ -301,7 +312,8 @@ func (s *Store) handoffInSQLTx(ctx context.Context, batches []core.OutgoingBatch
 	}
 	s.log.Warn("txmq outbox: batches handed off while a WithSQLTx transaction holds the database's only writer are written into that transaction; they are lost if it rolls back (use RunInSQLTx, which writes them again)",
 		"queues", queueList(batches), "batches", len(batches))
-	return true, a.write(ctx, batches)
+	_, err = s.writeHandedInto(ctx, a.write, batches, nil)
+	return true, err
 }
 
 // rewriteHanded writes again, at sc's level, batches handed off into a savepoint that was
@@ -324,18 +336,15 @@ func (sc *sqlScope) rewriteHanded(ctx context.Context, handed []core.OutgoingBat
 	top.handed = append(top.handed, handed...)
 }
 
-// rescueHanded inserts, in a transaction of their own, batches handed off into a RunInSQLTx
-// transaction that did not commit (see handoffInSQLTx).
-func (s *Store) rescueHanded(ctx context.Context, handed []core.OutgoingBatch) {
+// rescueHanded queues again, at the head of the handoff queue, batches handed off into a
+// RunInSQLTx transaction that did not commit (see handoffInSQLTx): the inserter writes them
+// ahead of the handoffs queued since, so their keys keep their order.
+func (s *Store) rescueHanded(handed []core.OutgoingBatch) {
 	if len(handed) == 0 {
 		return
 	}
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.o.PublishTimeout)
-	defer cancel()
-	if _, err := s.db.Insert(ictx, handed, true); err != nil {
-		s.log.Error("txmq outbox: batches handed off into a transaction that did not commit could not be inserted on their own; dropped",
-			"queues", queueList(handed), "batches", len(handed), "error", err)
-		return
-	}
-	s.wakeKeyed(handed)
+	s.requeue(handed)
+	s.handoffs.mu.Lock()
+	s.startInserterLocked()
+	s.handoffs.mu.Unlock()
 }

@@ -61,6 +61,9 @@ func TestHandoffInsideTransaction(t *testing.T) {
 	// In the outbox now: 1 and 2 (committed together), then 11 written again after the
 	// rollback; 12 was rolled back.
 	e.be.setFail(nil)
+	if err := e.store.WaitIdle(ctx); err != nil { // the rolled-back handoff, queued again
+		t.Fatal(err)
+	}
 	for range 3 {
 		if _, err := e.store.SweepOnce(ctx); err != nil {
 			t.Fatal(err)
