@@ -74,7 +74,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if s := strings.ToLower(u.Scheme); s == "sqlite" || s == "sqlite3" {
 			where = "file " + u.Opaque + u.Host + u.Path + " (sqlite)" // one of them is set
 		}
-		fmt.Fprintf(stdout, "%s: the outbox and dead-letter tables of %s are up to date; the ledger, pauses, schedules and rate limits need PostgreSQL\n", outbox.Component, where)
+		fmt.Fprintf(stdout, "%s: the outbox and dead-letter tables (and the pause, schedule, rate-limit and heartbeat tables) of %s are up to date; the ledger needs PostgreSQL\n", outbox.Component, where)
 		return nil
 	}
 	pool, err := connect(ctx, *f.url)

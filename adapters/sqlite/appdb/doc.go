@@ -47,12 +47,14 @@
 //     TXMQ_MIGRATE off): SQLite would create it empty.
 //   - Schemas: SQLite has none; the tables live in the file's main database, and a schema
 //     other than "", "main" or "txmq" (TXMQ_SCHEMA) is refused. Use a file per namespace.
-//   - Pauses, schedule ticks, the shared rate limit, node heartbeats and the ledger need
-//     PostgreSQL: txmq.Open refuses Config.Ledger, and leaves the others unset (a node then
-//     keeps pauses, ticks and rate limits to itself); the Store's methods for them, and
-//     RunInTx, WithTx and Savepoint (pgx), return an error wrapping outbox.ErrNeedsPostgres
-//     that names SQLite. The outbox inspection queries (ListOutbox, Backlog,
-//     DeadLetterCounts) run here.
+//   - Control tables (migration 0002, control.go): pauses, schedule ticks, the shared rate
+//     limit and node heartbeats are kept in the file (outbox.ControlDialect), so every process
+//     on it sees one pause, claims each schedule tick once (its primary key, in a transaction
+//     holding the file's writer that also stages the tick's messages) and takes from one rate
+//     bucket (read, refilled and taken in one write transaction); txmq.Open gives them to the
+//     node. The ledger needs PostgreSQL: txmq.Open refuses Config.Ledger, and RunInTx, WithTx
+//     and Savepoint (pgx) return an error wrapping outbox.ErrNeedsPostgres that names SQLite.
+//     The outbox inspection queries (ListOutbox, Backlog, DeadLetterCounts) run here.
 //   - Times are INTEGER microseconds on the machine's clock: every process on a SQLite file
 //     runs on the machine that holds it (SQLite on a network file system is not safe).
 package appdb
