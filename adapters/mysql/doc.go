@@ -56,6 +56,11 @@
 // claimable, for the wait timer. A delayed publish stores run_at = the database's clock plus
 // the batch's delay, never the app's due time.
 //
+// Queues with a cluster-wide limit (txmq.QueueConfig.ClusterLimit, core.ClusterLimiter): the
+// claim transaction locks the queue's row of txmq_jobs_exclusive (FOR UPDATE) before picking,
+// counts the queue's live leases and picks at most the limit minus that (clusterlimit.go).
+// KeyLimit and Fair queues are refused (no core.FairSharer).
+//
 // Exclusive queues: each has one row in txmq_jobs_exclusive, made the first time a Backend
 // claims the queue. A claim takes it (UPDATE ... WHERE lease_until <= now: the row lock
 // serialises claimers on every node) in the claim's transaction, so at most one batch of the

@@ -94,6 +94,7 @@ type claimParams struct {
 	node   string
 	lease  int64  // µs
 	prio   []bool // the prioritized queues; nil when none is (see priority.go)
+	lim    []int  // the queues' cluster-wide limits (0: none); nil when none has one (see clusterlimit.go)
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -111,6 +112,12 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 	}
 	for i, s := range qs {
 		p.queues[i], p.excl[i] = s.Queue, s.Exclusive
+		if s.Limit > 0 {
+			if p.lim == nil {
+				p.lim = make([]int, len(qs))
+			}
+			p.lim[i] = s.Limit
+		}
 		if s.Prioritized {
 			if p.prio == nil {
 				p.prio = make([]bool, len(qs))
@@ -153,6 +160,10 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
 		claims = claims[:0]
 		return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error {
+			p, err := be.applyLimits(ctx, tx, p)
+			if err != nil {
+				return err
+			}
 			cand, err := be.pick(ctx, tx, p)
 			if err != nil || len(cand) == 0 {
 				return err
@@ -171,7 +182,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 					}
 				}
 				ids = append(ids, c.id)
-				claims = append(claims, c.claim(be, until, p.exclusive(c.queue)))
+				claims = append(claims, c.claim(be, until, p.exclusive(c.queue), p.limited(c.queue)))
 			}
 			if len(ids) == 0 {
 				return nil
@@ -244,14 +255,14 @@ func (be *Backend) pick(ctx context.Context, tx *sql.Tx, p claimParams) ([]picke
 }
 
 // claim turns a leased row into a Claim.
-func (r picked) claim(be *Backend, until int64, excl bool) *core.Claim {
+func (r picked) claim(be *Backend, until int64, excl, limited bool) *core.Claim {
 	return &core.Claim{
 		Queue:      r.queue,
 		ID:         r.batchID,
 		Body:       r.body,
 		Deliveries: r.deliveries + 1,
 		LeaseUntil: time.UnixMicro(until),
-		Handle:     &handle{be: be, id: r.id, excl: excl, queue: r.queue, key: r.key.String},
+		Handle:     &handle{be: be, id: r.id, excl: excl, limited: limited, queue: r.queue, key: r.key.String},
 	}
 }
 
@@ -273,11 +284,11 @@ func (be *Backend) nextDue(ctx context.Context, queues []string) (time.Duration,
 	return max(0, time.Duration(us.Int64)*time.Microsecond), nil
 }
 
-// ensureExclusive makes the lock rows of the request's Exclusive queues exist, once per queue
-// and Backend.
+// ensureExclusive makes the lock rows of the request's Exclusive and limited queues exist,
+// once per queue and Backend.
 func (be *Backend) ensureExclusive(ctx context.Context, p claimParams) error {
 	for i, q := range p.queues {
-		if !p.excl[i] {
+		if !p.excl[i] && (p.lim == nil || p.lim[i] <= 0) {
 			continue
 		}
 		be.exclMu.Lock()

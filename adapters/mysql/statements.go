@@ -12,6 +12,7 @@ type statements struct {
 	takeExpiredIDs, insertIDs, heldIDs, pruneIDs                   string
 	inspectQueues, inspectPage, inspectFind, replaceBody           string
 	removeRow, reapQueues, reapPick, reapCount                     string
+	limitLock, limitCount                                          string
 }
 
 // renderAll renders every statement for schema.
@@ -27,5 +28,6 @@ func renderAll(schema string) statements {
 		takeExpiredIDs: r(sqlTakeExpiredIDs), insertIDs: r(sqlInsertIDs), heldIDs: r(sqlHeldIDs), pruneIDs: r(sqlPruneIDs),
 		inspectQueues: r(sqlInspectQueues), inspectPage: r(sqlInspectPage), inspectFind: r(sqlInspectFind), replaceBody: r(sqlReplaceBody),
 		removeRow: r(sqlRemoveRow), reapQueues: r(sqlReapQueues), reapPick: r(sqlReapPick), reapCount: r(sqlReapCount),
+		limitLock: r(sqlLimitLock), limitCount: r(sqlLimitCount),
 	}
 }
