@@ -104,3 +104,36 @@ func TestFairClaimRoundRobinAndRetry(t *testing.T) {
 		t.Fatalf("after b's retry a claim of 2 handed out %d batches starting with %v; want one of a and the retried b", len(next), next)
 	}
 }
+
+// Operator edits keep a fair queue's turn right: a cancelled batch leaves its key's set (and
+// the key the turn, when it was the key's last), and an expedited delayed batch becomes
+// claimable in its key's turn.
+func TestFairEdits(t *testing.T) {
+	t.Parallel()
+	be := newTestBackend(t, "", nil)
+	ctx := context.Background()
+	const queue = "ed"
+	publishFair(t, be, queue, "a0", "a")
+	publishFair(t, be, queue, "b0", "b")
+	if err := be.Publish(ctx, core.OutgoingBatch{ID: "c0", Queue: queue, Body: []byte("c"), FairKey: "c", NotBefore: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.ReplaceBatch(ctx, queue, "b0", nil); err != nil {
+		t.Fatalf("cancel b0: %v", err)
+	}
+	if err := be.ExpediteBatch(ctx, queue, "c0", []byte("c")); err != nil {
+		t.Fatalf("expedite c0: %v", err)
+	}
+	k := be.keys.keys(queue).script
+	ring, err := be.rdb.ZRange(ctx, k[11], 0, -1).Result()
+	if err != nil || fmt.Sprint(ring) != "[a c]" {
+		t.Fatalf("turn after cancelling b's only batch and expediting c's: %v (%v); want [a c]", ring, err)
+	}
+	var got []string
+	for _, c := range fetchIDs(t, be, queue, 10, true) {
+		got = append(got, c.ID)
+	}
+	if fmt.Sprint(got) != "[a0 c0]" {
+		t.Fatalf("claimed %v; want [a0 c0]", got)
+	}
+}
