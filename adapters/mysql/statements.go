@@ -13,6 +13,8 @@ type statements struct {
 	inspectQueues, inspectPage, inspectFind, replaceBody           string
 	removeRow, reapQueues, reapPick, reapCount                     string
 	limitLock, limitCount                                          string
+	fairRow, fairTurn, fairMove, fairKeysAfter, fairKeysUpTo       string
+	fairBusy, pickKey                                              string
 }
 
 // renderAll renders every statement for schema.
@@ -29,5 +31,7 @@ func renderAll(schema string) statements {
 		inspectQueues: r(sqlInspectQueues), inspectPage: r(sqlInspectPage), inspectFind: r(sqlInspectFind), replaceBody: r(sqlReplaceBody),
 		removeRow: r(sqlRemoveRow), reapQueues: r(sqlReapQueues), reapPick: r(sqlReapPick), reapCount: r(sqlReapCount),
 		limitLock: r(sqlLimitLock), limitCount: r(sqlLimitCount),
+		fairRow: r(sqlFairRow), fairTurn: r(sqlFairTurn), fairMove: r(sqlFairMove),
+		fairKeysAfter: r(sqlFairKeysAfter), fairKeysUpTo: r(sqlFairKeysUpTo), fairBusy: r(sqlFairBusy), pickKey: r(sqlPickKey),
 	}
 }
