@@ -44,6 +44,7 @@ const (
 // and a removed one forgets it.
 var editScript = goredis.NewScript(nowLua + leadLua + fairLua + `
 local id, op = ARGV[1], ARGV[2]
+fairOn = redis.call('EXISTS', FK) == 1
 if redis.call('HEXISTS', KEYS[2], id) == 0 then return 0 end
 local leaseEnd = redis.call('ZSCORE', KEYS[3], id)
 if leaseEnd then
@@ -84,7 +85,7 @@ if due then
   redis.call('ZREM', KEYS[1], id)
   fairRem(id)
 end
-if fairOn then redis.call('HDEL', KEYS[10], id) end
+if fairOn then redis.call('HDEL', FK, id) end
 if not key then return 1 end
 redis.call('HDEL', KEYS[7], id)
 local nxt = redis.call('HGET', KEYS[6], id)

@@ -7,18 +7,19 @@ import "github.com/txmq/txmq/core"
 // script read it as before); a fair queue keeps beside it, under the same hash tag (so every
 // script still touches one Redis Cluster slot):
 //
-//	{prefix:queue}:fkey   HASH  batch id -> its fairness key (core.OutgoingBatch.FairKey; "" is a key)
-//	{prefix:queue}:fq:K   ZSET  the batches of key K that are in the due set, with the same scores
-//	{prefix:queue}:fring  ZSET  the keys whose fq set is not empty, scored by turn (lowest next)
-//	{prefix:queue}:fair   STRING the queue is fair: a publish without a key gives its batch key ""
+//	{prefix:queue}:fair       STRING the queue is fair: a publish without a key gives its batch key ""
+//	{prefix:queue}:fair:key   HASH   batch id -> its fairness key (OutgoingBatch.FairKey; "" is a key)
+//	{prefix:queue}:fair:q:K   ZSET   the batches of key K that are in the due set, with the same scores
+//	{prefix:queue}:fair:ring  ZSET   the keys whose set is not empty, scored by turn (lowest next)
 //
 // Every script that adds a batch to the due set (publish, a retry, an expired lease taken
 // back, the next batch of an ordering key becoming its head, an edit) adds it to its key's fq
 // set as well, and one that removes it (a claim, a cancel) removes it there; a key enters the
-// ring at the end of the turn when its fq set gets its first batch and leaves it when the set
-// empties, so the ring holds exactly the keys with unclaimed batches. The fq set names are
-// built in the scripts from KEYS[11] (a prefix, never a key itself): Redis Cluster serves
-// them because they carry the queue's hash tag, as BullMQ's scripts do with theirs.
+// ring at the end of the turn when its set gets its first batch and leaves it when the set
+// empties, so the ring holds exactly the keys with unclaimed batches. Only the marker is
+// passed to the scripts (KEYS[10]); they build the other names from it, so a queue that is
+// not fair sends one key more than before, not four: Redis Cluster serves them because they
+// carry the queue's hash tag, as BullMQ's scripts do with theirs.
 //
 // The claim script of a fair queue (core.QueueSlots.Fair) walks the ring from its lowest
 // score: for each key it takes the key's best ready batch (the lowest score of its fq set
@@ -28,7 +29,10 @@ import "github.com/txmq/txmq/core"
 // It goes round again while it has room and served a key in the round, probing at most 1,000
 // keys per claim. So a ready batch waits at most one claim per other key with ready work
 // ahead of it in turn. The batch's key stays in fkey while it runs, so a retry or an expired
-// lease puts it back into its key's turn; an ack, a drop or a cancel forgets it.
+// lease puts it back into its key's turn; an ack, a drop or a cancel forgets it. A claim of
+// a fair queue marks its handles fair, and their settles tell the settle script so
+// (ARGV[2]); a claim that is not fair drops the keys of the batches it takes, so a settle
+// without the mark never leaves one behind.
 //
 // KeyLimit (core.QueueSlots.KeyLimit): the claim reads the queue's live leases (those ending
 // after the server's now) and their keys, and passes over a key with KeyLimit of them. The
@@ -45,7 +49,8 @@ import "github.com/txmq/txmq/core"
 //
 // Cost: a fair queue's publish adds an HSET and a ZADD (and a PUBLISH when its key enters
 // the turn), its claim a few commands per key probed, its settles an HDEL; a queue that is
-// not fair pays one EXISTS per script.
+// not fair pays one EXISTS per publish and per claim (is it marked fair?) and one key name
+// more per script call, nothing per settle.
 
 var (
 	_ core.FairSharer      = (*Backend)(nil)
@@ -69,34 +74,37 @@ func fairKeyArg(b core.OutgoingBatch) string {
 	return "=" + b.FairKey
 }
 
-// fairLua defines, for every script that moves batches in or out of the due set, fairOn (the
-// queue has batches with a fairness key: KEYS[10] exists), fairAdd(id, score) (after the
+// fairLua defines, for every script that moves batches in or out of the due set, FK, FR and
+// FQ (the names of the queue's fkey hash, ring and the prefix of its per-key sets, built from
+// the marker KEYS[10]), fairOn (the queue has batches with a fairness key; false until the
+// script sets it), fairAdd(id, score) (after the
 // batch was added to the due set with score: mirror it into its key's fq set and the key into
 // the ring; returns true when the key joined the ring), fairRem(id) (after the batch left the
 // due set) and ringEnd(k) (move key k to the end of the turn).
 const fairLua = `
-local fairOn = redis.call('EXISTS', KEYS[10]) == 1
+local FK, FR, FQ = KEYS[10] .. ':key', KEYS[10] .. ':ring', KEYS[10] .. ':q:'
+local fairOn = false
 local function ringEnd(k)
-  local top = redis.call('ZRANGE', KEYS[12], -1, -1, 'WITHSCORES')
+  local top = redis.call('ZRANGE', FR, -1, -1, 'WITHSCORES')
   if top[1] == k then return end
-  redis.call('ZADD', KEYS[12], (tonumber(top[2]) or 0) + 1, k)
+  redis.call('ZADD', FR, (tonumber(top[2]) or 0) + 1, k)
 end
 local function fairAdd(id, score)
   if not fairOn then return false end
-  local k = redis.call('HGET', KEYS[10], id)
+  local k = redis.call('HGET', FK, id)
   if not k then return false end
-  redis.call('ZADD', KEYS[11] .. k, score, id)
-  if redis.call('ZSCORE', KEYS[12], k) then return false end
+  redis.call('ZADD', FQ .. k, score, id)
+  if redis.call('ZSCORE', FR, k) then return false end
   ringEnd(k)
   return true
 end
 local function fairRem(id)
   if not fairOn then return end
-  local k = redis.call('HGET', KEYS[10], id)
+  local k = redis.call('HGET', FK, id)
   if not k then return end
-  local set = KEYS[11] .. k
+  local set = FQ .. k
   if redis.call('ZREM', set, id) == 1 and redis.call('EXISTS', set) == 0 then
-    redis.call('ZREM', KEYS[12], k)
+    redis.call('ZREM', FR, k)
   end
 end
 `
@@ -122,16 +130,16 @@ local function firstReady(set)
   return nil
 end
 local function fairClaim(max, keyLimit)
-  if redis.call('EXISTS', KEYS[13]) == 0 then redis.call('SET', KEYS[13], '1') end
+  if redis.call('EXISTS', KEYS[10]) == 0 then redis.call('SET', KEYS[10], '1') end
   -- Batches stored before the queue was fair have no key: adopt them into the empty key's turn.
   local front = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, 16)
   if #front > 0 then
     local fids = {}
     for i = 1, #front, 2 do fids[#fids + 1] = front[i] end
-    local ks = redis.call('HMGET', KEYS[10], unpack(fids))
+    local ks = redis.call('HMGET', FK, unpack(fids))
     for i, id in ipairs(fids) do
       if not ks[i] then
-        redis.call('HSET', KEYS[10], id, '')
+        redis.call('HSET', FK, id, '')
         fairOn = true
         fairAdd(id, front[2 * i])
       end
@@ -144,17 +152,17 @@ local function fairClaim(max, keyLimit)
     busy = {}
     local live = redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. now, '+inf')
     if #live > 0 then
-      local ks = bulk('HMGET', KEYS[10], live)
+      local ks = bulk('HMGET', FK, live)
       for i = 1, #live do
         local k = ks[i] or ''
         busy[k] = (busy[k] or 0) + 1
       end
     end
   end
-  local size = redis.call('ZCARD', KEYS[12])
+  local size = redis.call('ZCARD', FR)
   local off, probes, idle = 0, 0, 0 -- keys kept in place at the front; keys probed; since a serve
   while #ids < max and probes < 1000 and idle < size - off do -- fairScan
-    local ring = redis.call('ZRANGE', KEYS[12], off, off + 99)
+    local ring = redis.call('ZRANGE', FR, off, off + 99)
     if #ring == 0 then break end
     for _, k in ipairs(ring) do
       if #ids >= max or probes >= 1000 or idle >= size - off then break end
@@ -163,7 +171,7 @@ local function fairClaim(max, keyLimit)
       else
         probes = probes + 1
         idle = idle + 1
-        local set = KEYS[11] .. k
+        local set = FQ .. k
         local id = firstReady(set)
         if id then
           ids[#ids + 1] = id
@@ -172,7 +180,7 @@ local function fairClaim(max, keyLimit)
           idle = 0
         end
         if redis.call('EXISTS', set) == 0 then
-          redis.call('ZREM', KEYS[12], k)
+          redis.call('ZREM', FR, k)
           size = size - 1
         else
           ringEnd(k)

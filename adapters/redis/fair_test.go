@@ -64,8 +64,8 @@ func TestFairSwitchOverStrandsNothing(t *testing.T) {
 		if len(seen) != len(tc.keys) {
 			t.Fatalf("%s: claimed %d of %d batches", tc.name, len(seen), len(tc.keys))
 		}
-		k := be.keys.keys(queue).script
-		if n, err := be.rdb.Exists(ctx, k[9], k[11]).Result(); err != nil || n != 0 {
+		marker := be.keys.keys(queue).script[9]
+		if n, err := be.rdb.Exists(ctx, marker+":key", marker+":ring").Result(); err != nil || n != 0 {
 			t.Fatalf("%s: fairness keys or ring left behind after every batch was acked: %d (%v)", tc.name, n, err)
 		}
 	}
@@ -124,8 +124,7 @@ func TestFairEdits(t *testing.T) {
 	if err := be.ExpediteBatch(ctx, queue, "c0", []byte("c")); err != nil {
 		t.Fatalf("expedite c0: %v", err)
 	}
-	k := be.keys.keys(queue).script
-	ring, err := be.rdb.ZRange(ctx, k[11], 0, -1).Result()
+	ring, err := be.rdb.ZRange(ctx, be.keys.keys(queue).script[9]+":ring", 0, -1).Result()
 	if err != nil || fmt.Sprint(ring) != "[a c]" {
 		t.Fatalf("turn after cancelling b's only batch and expediting c's: %v (%v); want [a c]", ring, err)
 	}

@@ -265,7 +265,7 @@ func parseClaims(be *Backend, qs core.QueueSlots, cmd *goredis.Cmd, leaseUntil t
 			Body:       []byte(body),
 			Deliveries: int(dlv),
 			LeaseUntil: leaseUntil,
-			Handle:     &handle{owner: be, token: tok, exclusive: qs.Exclusive || qs.Limit > 0 || qs.KeyLimit > 0, idArg: vals[j], tokenArg: vals[j+3]},
+			Handle:     &handle{owner: be, token: tok, exclusive: qs.Exclusive || qs.Limit > 0 || qs.KeyLimit > 0, fair: qs.Fair, idArg: vals[j], tokenArg: vals[j+3]},
 		})
 	}
 	return claims, next, nil

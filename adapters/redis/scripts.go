@@ -73,8 +73,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // batch becomes the key's tail; behind an earlier batch of its key it is held (in no set, its
 // due time kept in hdue) instead of entering the due set. ARGV[6], when present and above 0,
 // is the batch's lead in ms (see priority.go): kept in KEYS[9], and taken off its score.
-// ARGV[7], when not empty, is "=" and the batch's fairness key (see fair.go): kept in KEYS[10],
-// and the queue marked fair (KEYS[13]); on a queue marked fair a batch without one gets the
+// ARGV[7], when not empty, is "=" and the batch's fairness key (see fair.go): kept in the
+// queue's fkey hash, and the queue marked fair (KEYS[10]); on a queue marked fair a batch without one gets the
 // empty key. A fair batch entering the due set enters its key's fq set too, and a key joining
 // the turn wakes the fetches (a fetch may wait on a fair queue with ready batches, all of keys
 // at their KeyLimit).
@@ -87,15 +87,15 @@ redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
 local fk = ARGV[7]
 if fk and fk ~= '' then
-  redis.call('SET', KEYS[13], '1')
+  redis.call('SET', KEYS[10], '1')
   fk = string.sub(fk, 2)
-elseif redis.call('EXISTS', KEYS[13]) == 1 then
+elseif redis.call('EXISTS', KEYS[10]) == 1 then
   fk = ''
 else
   fk = nil
 end
 if fk then
-  redis.call('HSET', KEYS[10], ARGV[1], fk)
+  redis.call('HSET', FK, ARGV[1], fk)
   fairOn = true
 end
 local lead = tonumber(ARGV[6]) or 0
@@ -120,17 +120,17 @@ return 1
 `
 
 // publishDedupScript is publishScript for a batch whose caller ids deduplicate
-// (core.IDDeduper). KEYS[14] is the queue's id set: a sorted set of id -> expiry (ms, server
+// (core.IDDeduper). KEYS[11] is the queue's id set: a sorted set of id -> expiry (ms, server
 // time). ARGV[8] is the window in ms and ARGV[9..] the batch's ids. It forgets expired ids;
 // when any of the batch's ids is still held it stores nothing and returns those ids (a
 // table); else it records every id until now + window, keeps the set's own TTL at least the
 // window (so an idle queue's set goes away), and stores the batch as publishScript does.
 var publishDedupScript = goredis.NewScript(nowLua + bulkLua + fairLua + `
 local w = tonumber(ARGV[8])
-redis.call('ZREMRANGEBYSCORE', KEYS[14], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
 local taken = {}
 for i = 9, #ARGV do
-  if redis.call('ZSCORE', KEYS[14], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
+  if redis.call('ZSCORE', KEYS[11], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
 end
 if #taken > 0 then return taken end
 local add = {}
@@ -138,8 +138,8 @@ for i = 9, #ARGV do
   add[#add + 1] = now + w
   add[#add + 1] = ARGV[i]
 end
-bulk('ZADD', KEYS[14], add)
-if redis.call('PTTL', KEYS[14]) < w then redis.call('PEXPIRE', KEYS[14], w) end
+bulk('ZADD', KEYS[11], add)
+if redis.call('PTTL', KEYS[11]) < w then redis.call('PEXPIRE', KEYS[11], w) end
 ` + publishLua)
 
 // claimScript reclaims expired leases and claims due batches. ARGV: max claims, lease ms,
@@ -165,7 +165,12 @@ var claimScript = goredis.NewScript(claimLua)
 // of commands on the server, not about five per batch.
 const claimLua = nowLua + bulkLua + dlvLua + leadLua + fairLua + fairClaimLua + `
 local fair = ARGV[7] == '1'
-if not fair and redis.call('EXISTS', KEYS[13]) == 1 then redis.call('DEL', KEYS[13]) end
+if fair then
+  fairOn = redis.call('EXISTS', FK) == 1
+elseif redis.call('EXISTS', KEYS[10], FK) > 0 then -- a queue that was fair
+  redis.call('DEL', KEYS[10])
+  fairOn = redis.call('EXISTS', FK) == 1
+end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[5]))
 if #expired > 0 then
   local ids, due = {}, {}
@@ -212,8 +217,9 @@ if max > 0 then
     if hasLead then ids = dueByLead(max) else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max) end
     if #ids > 0 then
       bulk('ZREM', KEYS[1], ids)
-      if fairOn then -- batches of a queue that was fair: out of their keys' turn too
+      if fairOn then -- batches of a queue that was fair: out of their keys' turn, and keyless
         for _, id in ipairs(ids) do fairRem(id) end
+        bulk('HDEL', FK, ids)
       end
     end
   end
@@ -252,7 +258,7 @@ if max > 0 then
     end
     if #gone > 0 then
       bulk('HDEL', KEYS[4], gone)
-      if fairOn then bulk('HDEL', KEYS[10], gone) end
+      if fairOn then bulk('HDEL', FK, gone) end
       orphan = true
     end
   end
@@ -300,7 +306,8 @@ const (
 )
 
 // settleScript settles or extends one or more claims of one queue (the settle batcher packs
-// the concurrent settles of a queue into one call). ARGV: wake channel, then per settle id,
+// the concurrent settles of a queue into one call). ARGV: wake channel, fair ('1' when some
+// settle is of a fair claim: see fair.go), then per settle id,
 // token, op and, unless op is a short ack (opAckShort, opAckShortWake), ms (retry delay or
 // lease), has body ('1' to rewrite), body, notify ('1' to publish a wake-up).
 //
@@ -322,8 +329,9 @@ var settleScript = goredis.NewScript(settleLua)
 // run one after the other instead, so each sees the other's effects exactly as in separate
 // calls.
 const settleLua = nowLua + bulkLua + leadLua + fairLua + `
+fairOn = ARGV[2] == '1'
 local ids, pos, seen, dup = {}, {}, {}, false
-local n, i = 0, 2
+local n, i = 0, 3
 while i <= #ARGV do
   local id = ARGV[i]
   n = n + 1
@@ -359,7 +367,7 @@ local function flush()
   bulk('HDEL', KEYS[2], hb)
   bulk('HDEL', KEYS[4], hd)
   if hasLead then bulk('HDEL', KEYS[9], hb) end
-  if fairOn then bulk('HDEL', KEYS[10], hb) end
+  if fairOn then bulk('HDEL', FK, hb) end
   if sb then bulk('HSET', KEYS[2], sb) end
   if sd then bulk('HSET', KEYS[4], sd) end
   if zd then
