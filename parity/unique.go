@@ -28,6 +28,7 @@ func init() {
 		property{name: "until_done", run: uniqueUntilDone},
 		property{name: "debounce", run: uniqueDebounce},
 		property{name: "through_outbox", run: uniqueOutbox},
+		property{name: "ledger_mode", run: uniqueLedgerMode},
 	)
 }
 
@@ -339,4 +340,43 @@ func uniqueOutbox(x *X) {
 	if !slices.Equal(got, []string{"o#tx1", "p#direct"}) {
 		x.T.Errorf("runs %q, want o#tx1 and p#direct (the repeats of key o through the outbox and direct left out)", got)
 	}
+}
+
+// uniqueLedgerMode: in ledger mode the batches left out (a direct publish and a transaction's,
+// relayed through the ledger's Keeping backend) are not kept by the ledger: once the key's
+// first batch is done, the republisher does not bring them back past its horizon, and the
+// ledger keeps nothing.
+func uniqueLedgerMode(x *X) {
+	x.needUnique(txmq.UniqueUntilDone, 0)
+	horizon := 2 * time.Second
+	lg := x.ledgerModeLedger(horizon)
+	q := declare(x, txmq.QueueConfig[Msg]{Transactional: txmq.Try, Unique: txmq.Unique{Mode: txmq.UniqueUntilDone}})
+	be, _ := x.client()
+	n := x.nodeOn(be, txmq.NodeOptions{Ledger: lg, Lease: dedupLease})
+	store := x.store(lg.Keeping(be), outbox.Options{})
+	var r uniqueRuns
+	started, release := make(chan string, 8), make(chan struct{})
+	blockingListen(x, q, n, &r, started, release)
+	pubK(x, q, n, "k#1", "k")
+	select {
+	case <-started:
+	case <-time.After(x.Caps.Timeout):
+		x.T.Fatalf("k#1 did not start within %v", x.Caps.Timeout)
+	}
+	pubK(x, q, n, "k#2", "k") // running: left out
+	if err := runInTx(x.ctx(), store, func(ctx context.Context) error {
+		return q.Publish(ctx, n, Msg{K: "k#tx"}, txmq.UniqueKey("k"))
+	}); err != nil {
+		x.T.Fatalf("RunInTx: %v", err)
+	}
+	x.flushed(n)
+	x.eventually(func() bool { return outboxRows(x, store) == 0 }, "the transaction's row relayed (and left out)")
+	close(release)
+	x.eventually(func() bool {
+		k, err := lg.KeptBatches(context.Background())
+		return err == nil && k == 0
+	}, "the ledger keeps no batch: k#1 done, the ones left out never kept")
+	time.Sleep(2*horizon + 500*time.Millisecond) // a kept copy would be republished by now
+	x.idle(n)
+	expectRuns(x, &r, []string{"k#1"}, 1, n)
 }
