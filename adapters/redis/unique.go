@@ -1,0 +1,88 @@
+package redis
+
+import (
+	"context"
+	"fmt"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/txmq/txmq/core"
+)
+
+// KeepsUnique implements core.UniqueKeeper: every mode, in the publish script (see
+// publishUniqueScript).
+func (be *Backend) KeepsUnique(core.UniqueMode) error { return nil }
+
+// publishUniqueScript is publishScript for a unique batch (core.OutgoingBatch.Unique).
+// KEYS[10] is the queue's key hash: unique key -> "<holder batch id>|<until ms>" (until: the
+// end of a UniqueWindow hold, the publish time otherwise), KEYS[11] the cursor of its prune.
+// ARGV[7] is the key, ARGV[8] the mode (1 window, 2 until started, 3 until done, 4 debounce)
+// and ARGV[9] the window in ms (0 but for window and debounce).
+//
+// The holder is judged from the queue's own state: live while its body is stored; started
+// once a claim handed it out (its dlv value counts a handout or carries a lease token) or a
+// retry rewrote it (its envelope's attempt "a" above 0). A key held by another batch stores
+// nothing and returns {holder}; one held by the batch itself (a retried publish) returns 0; a
+// debounce removes an unstarted holder (never held in an ordering lane: Ordered queues refuse
+// debounce). Else the key moves to the batch and it is stored as publishScript does. Each call
+// first looks at up to 20 entries of the key hash (HSCAN from the kept cursor) and deletes
+// those whose window passed and whose holder is gone, so the hash stays the size of the keys
+// in use.
+var publishUniqueScript = goredis.NewScript(nowLua + `
+local function startedOf(id)
+  local d = redis.call('HGET', KEYS[4], id)
+  if d and (string.find(d, ':', 1, true) or (tonumber(string.match(d, '^%d+')) or 0) > 0) then return true end
+  local body = redis.call('HGET', KEYS[2], id)
+  local a = body and tonumber(string.match(body, '"a":(%d+)')) or 0
+  return a > 0
+end
+local function holderOf(v)
+  local sep = string.find(v, '|', 1, true)
+  return string.sub(v, 1, sep - 1), tonumber(string.sub(v, sep + 1))
+end
+local scan = redis.call('HSCAN', KEYS[10], redis.call('GET', KEYS[11]) or '0', 'COUNT', 20)
+redis.call('SET', KEYS[11], scan[1])
+for i = 1, #scan[2], 2 do
+  local id, untilms = holderOf(scan[2][i + 1])
+  if untilms <= now and redis.call('HEXISTS', KEYS[2], id) == 0 then redis.call('HDEL', KEYS[10], scan[2][i]) end
+end
+local mode = tonumber(ARGV[8])
+local held = redis.call('HGET', KEYS[10], ARGV[7])
+if held then
+  local holder, untilms = holderOf(held)
+  local live = redis.call('HEXISTS', KEYS[2], holder) == 1
+  local busy = false
+  if mode == 1 then busy = untilms > now
+  elseif mode == 2 then busy = live and not startedOf(holder)
+  elseif mode == 3 then busy = live
+  elseif mode == 4 and live and holder ~= ARGV[1] and not startedOf(holder) then
+    redis.call('ZREM', KEYS[1], holder)
+    redis.call('HDEL', KEYS[2], holder)
+    redis.call('HDEL', KEYS[4], holder)
+    redis.call('HDEL', KEYS[9], holder)
+    live = false
+  end
+  if holder == ARGV[1] and (busy or (mode == 4 and live)) then return 0 end
+  if busy then return {holder} end
+end
+redis.call('HSET', KEYS[10], ARGV[7], ARGV[1] .. '|' .. (now + tonumber(ARGV[9])))
+` + publishLua)
+
+// publishUnique runs publishUniqueScript: the batch is stored with its key moved to it, or
+// nothing is stored and the batch holding the key comes back as a *core.UniqueError.
+func (be *Backend) publishUnique(ctx context.Context, k *queueKeys, b core.OutgoingBatch, delayMs int64) error {
+	u := b.Unique
+	windowMs := int64(0)
+	if u.Mode == core.UniqueWindow {
+		windowMs = u.Window.Milliseconds()
+	}
+	res, err := publishUniqueScript.Run(ctx, be.rdb, k.unique, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead), u.Key, int(u.Mode), windowMs).Result()
+	if err != nil {
+		return err
+	}
+	held, ok := res.([]any)
+	if !ok || len(held) == 0 {
+		return nil
+	}
+	return &core.UniqueError{Queue: b.Queue, Key: u.Key, Mode: u.Mode, Kept: fmt.Sprint(held[0])}
+}
