@@ -27,6 +27,7 @@ func init() {
 		property{name: "until_started", run: uniqueUntilStarted},
 		property{name: "until_done", run: uniqueUntilDone},
 		property{name: "debounce", run: uniqueDebounce},
+		property{name: "retry", run: uniqueRetry},
 		property{name: "through_outbox", run: uniqueOutbox},
 		property{name: "ledger_mode", run: uniqueLedgerMode},
 	)
@@ -379,4 +380,68 @@ func uniqueLedgerMode(x *X) {
 	time.Sleep(2*horizon + 500*time.Millisecond) // a kept copy would be republished by now
 	x.idle(n)
 	expectRuns(x, &r, []string{"k#1"}, 1, n)
+}
+
+// uniqueRetry: a batch whose first run failed and waits for its retry has started (its key is
+// free for UniqueUntilStarted, even after the retry rewrote it) and is not done (its key is
+// still held for UniqueUntilDone).
+func uniqueRetry(x *X) {
+	x.needUnique(txmq.UniqueUntilStarted, 0)
+	x.needUnique(txmq.UniqueUntilDone, 0)
+	started := declare(x, txmq.QueueConfig[Msg]{Unique: txmq.Unique{Mode: txmq.UniqueUntilStarted}})
+	done := declare(x, txmq.QueueConfig[Msg]{Unique: txmq.Unique{Mode: txmq.UniqueUntilDone}})
+	n := x.node(txmq.NodeOptions{Lease: dedupLease})
+	wait := x.window(3 * time.Second)
+	var rs, rd uniqueRuns
+	failed := make(chan string, 4)
+	failFirst := func(r *uniqueRuns) func(context.Context, []Msg) error {
+		return func(_ context.Context, msgs []Msg) error {
+			for _, m := range msgs {
+				r.add(m.K)
+				if m.K == "k#1" && strings.Count(strings.Join(r.list(), ","), "k#1") == 1 {
+					failed <- m.K
+					return txmq.RetryAfter(wait, errors.New("parity: the first run fails"))
+				}
+			}
+			return nil
+		}
+	}
+	if err := started.Listen(n, failFirst(&rs)); err != nil {
+		x.T.Fatalf("Listen: %v", err)
+	}
+	if err := done.Listen(n, failFirst(&rd)); err != nil {
+		x.T.Fatalf("Listen: %v", err)
+	}
+	pubK(x, started, n, "k#1", "k")
+	pubK(x, done, n, "k#1", "k")
+	for range 2 {
+		select {
+		case <-failed:
+		case <-time.After(x.Caps.Timeout):
+			x.T.Fatalf("the first runs did not fail within %v", x.Caps.Timeout)
+		}
+	}
+	x.eventually(func() bool {
+		ds, err := n.Depths(x.ctx())
+		return err == nil && ds[started.Name()].Delayed+ds[started.Name()].Ready == 1 && ds[done.Name()].Delayed+ds[done.Name()].Ready == 1
+	}, "both first batches wait for their retry")
+	pubK(x, started, n, "k#2", "k") // k#1 started: stored
+	pubK(x, done, n, "k#2", "k")    // k#1 not done: left out
+	x.flushed(n)
+	x.eventually(func() bool {
+		return slices.Equal(sortedRuns(&rs), []string{"k#1", "k#1", "k#2"}) && slices.Equal(sortedRuns(&rd), []string{"k#1", "k#1"})
+	}, func() string {
+		return "UniqueUntilStarted: k#1 twice and k#2; UniqueUntilDone: k#1 twice; got " + strings.Join(rs.list(), ",") + " and " + strings.Join(rd.list(), ",")
+	})
+	x.idle(n)
+	if d := n.Stats().Deduplicated; d != 1 {
+		x.T.Errorf("Stats.Deduplicated %d, want 1", d)
+	}
+}
+
+// sortedRuns returns r's runs, sorted.
+func sortedRuns(r *uniqueRuns) []string {
+	got := r.list()
+	slices.Sort(got)
+	return got
 }

@@ -14,14 +14,15 @@ import (
 func (be *Backend) KeepsUnique(core.UniqueMode) error { return nil }
 
 // publishUniqueScript is publishScript for a unique batch (core.OutgoingBatch.Unique).
-// KEYS[10] is the queue's key hash: unique key -> "<holder batch id>|<until ms>" (until: the
-// end of a UniqueWindow hold, the publish time otherwise), KEYS[11] the cursor of its prune.
+// KEYS[10] is the queue's key hash: unique key -> "<holder batch id>|<until ms>|<sha1 of the
+// body stored>" (until: the end of a UniqueWindow hold, the publish time otherwise), KEYS[11]
+// the cursor of its prune.
 // ARGV[7] is the key, ARGV[8] the mode (1 window, 2 until started, 3 until done, 4 debounce)
 // and ARGV[9] the window in ms (0 but for window and debounce).
 //
 // The holder is judged from the queue's own state: live while its body is stored; started
 // once a claim handed it out (its dlv value counts a handout or carries a lease token) or a
-// retry rewrote it (its envelope's attempt "a" above 0). A key held by another batch stores
+// retry rewrote it (its body is not the one stored: the script never reads inside it). A key held by another batch stores
 // nothing and returns {holder}; one held by the batch itself (a retried publish) returns 0; a
 // debounce removes an unstarted holder (never held in an ordering lane: Ordered queues refuse
 // debounce). Else the key moves to the batch and it is stored as publishScript does. Each call
@@ -29,33 +30,32 @@ func (be *Backend) KeepsUnique(core.UniqueMode) error { return nil }
 // those whose window passed and whose holder is gone, so the hash stays the size of the keys
 // in use.
 var publishUniqueScript = goredis.NewScript(nowLua + `
-local function startedOf(id)
+local function holderOf(v)
+  local id, untilms, sum = string.match(v, '^(.*)|(%d+)|(%x*)$')
+  return id, tonumber(untilms), sum
+end
+local function startedOf(id, sum)
   local d = redis.call('HGET', KEYS[4], id)
   if d and (string.find(d, ':', 1, true) or (tonumber(string.match(d, '^%d+')) or 0) > 0) then return true end
   local body = redis.call('HGET', KEYS[2], id)
-  local a = body and tonumber(string.match(body, '"a":(%d+)')) or 0
-  return a > 0
-end
-local function holderOf(v)
-  local sep = string.find(v, '|', 1, true)
-  return string.sub(v, 1, sep - 1), tonumber(string.sub(v, sep + 1))
+  return body ~= false and redis.sha1hex(body) ~= sum
 end
 local scan = redis.call('HSCAN', KEYS[10], redis.call('GET', KEYS[11]) or '0', 'COUNT', 20)
 redis.call('SET', KEYS[11], scan[1])
 for i = 1, #scan[2], 2 do
   local id, untilms = holderOf(scan[2][i + 1])
-  if untilms <= now and redis.call('HEXISTS', KEYS[2], id) == 0 then redis.call('HDEL', KEYS[10], scan[2][i]) end
+  if not untilms or untilms <= now and redis.call('HEXISTS', KEYS[2], id) == 0 then redis.call('HDEL', KEYS[10], scan[2][i]) end
 end
 local mode = tonumber(ARGV[8])
 local held = redis.call('HGET', KEYS[10], ARGV[7])
 if held then
-  local holder, untilms = holderOf(held)
+  local holder, untilms, sum = holderOf(held)
   local live = redis.call('HEXISTS', KEYS[2], holder) == 1
   local busy = false
   if mode == 1 then busy = untilms > now
-  elseif mode == 2 then busy = live and not startedOf(holder)
+  elseif mode == 2 then busy = live and not startedOf(holder, sum)
   elseif mode == 3 then busy = live
-  elseif mode == 4 and live and holder ~= ARGV[1] and not startedOf(holder) then
+  elseif mode == 4 and live and holder ~= ARGV[1] and not startedOf(holder, sum) then
     redis.call('ZREM', KEYS[1], holder)
     redis.call('HDEL', KEYS[2], holder)
     redis.call('HDEL', KEYS[4], holder)
@@ -65,7 +65,7 @@ if held then
   if holder == ARGV[1] and (busy or (mode == 4 and live)) then return 0 end
   if busy then return {holder} end
 end
-redis.call('HSET', KEYS[10], ARGV[7], ARGV[1] .. '|' .. (now + tonumber(ARGV[9])))
+redis.call('HSET', KEYS[10], ARGV[7], ARGV[1] .. '|' .. (now + tonumber(ARGV[9])) .. '|' .. redis.sha1hex(ARGV[2]))
 ` + publishLua)
 
 // publishUnique runs publishUniqueScript: the batch is stored with its key moved to it, or

@@ -71,7 +71,7 @@ var planCases = []planCase{
 	{"prune_ids", func(s statements) string { return s.pruneIDs }, `100`},
 	{"unique_take", func(s statements) string { return s.uniqueTake }, `'q1', 'u7', 'b'`},
 	{"unique_holder", func(s statements) string { return s.uniqueHolder }, `'q1', 'u7'`},
-	{"unique_move", func(s statements) string { return s.uniqueMove }, `'q1', 'u7', 'b', 0`},
+	{"unique_move", func(s statements) string { return s.uniqueMove }, `'q1', 'u7', 'b', 0, '\x7b7d'::bytea`},
 	{"unique_replace", func(s statements) string { return s.uniqueReplace }, `7`},
 	{"prune_unique", func(s statements) string { return s.pruneUnique }, `100`},
 }

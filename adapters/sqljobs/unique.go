@@ -9,7 +9,6 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/reaper"
-	"github.com/txmq/txmq/internal/envelope"
 )
 
 // KeepsUnique implements core.UniqueKeeper: every mode, in the transaction that stores the
@@ -19,18 +18,18 @@ func (be *Backend) KeepsUnique(core.UniqueMode) error { return nil }
 // sqlUniqueTake inserts the key's row for a batch not stored yet (job_id 0), or does nothing
 // when the key has a row; true when it inserted. $1 queue, $2 key, $3 batch id.
 const sqlUniqueTake = `
-INSERT INTO {{s}}.txmq_jobs_unique (queue, ukey, batch_id, job_id, expires_at)
-VALUES ($1, $2, $3, 0, now())
+INSERT INTO {{s}}.txmq_jobs_unique (queue, ukey, batch_id, job_id, body_md5, expires_at)
+VALUES ($1, $2, $3, 0, '', now())
 ON CONFLICT (queue, ukey) DO NOTHING
 RETURNING true`
 
 // sqlUniqueHolder locks the key's row and reads its holder: the batch id, the job row and
-// whether the window is still running, then the job row's state (NULLs when it is gone):
-// claimed once (a lease or deliveries) and the body (whose attempt says a retry rewrote it).
+// whether the window is still running, then the job row's state: stored, and started (claimed
+// once: a lease or deliveries; or rewritten by a retry: its body is not the one stored).
 // $1 queue, $2 key.
 const sqlUniqueHolder = `
 SELECT u.batch_id, u.job_id, u.expires_at > now(), j.id IS NOT NULL,
-	COALESCE(j.lease_token IS NOT NULL OR j.deliveries > 0, false), j.body
+	COALESCE(j.lease_token IS NOT NULL OR j.deliveries > 0 OR md5(j.body) <> u.body_md5, false)
 FROM {{s}}.txmq_jobs_unique u
 LEFT JOIN LATERAL (
 	SELECT id, lease_token, deliveries, body FROM {{s}}.txmq_jobs WHERE id = u.job_id OFFSET 0
@@ -39,9 +38,9 @@ WHERE u.queue = $1 AND u.ukey = $2
 FOR UPDATE OF u`
 
 // sqlUniqueMove gives the key to the batch just stored (the job row currval names), held for
-// $4 µs from now for UniqueWindow (0 otherwise). $1 queue, $2 key, $3 batch id.
+// $4 µs from now for UniqueWindow (0 otherwise). $1 queue, $2 key, $3 batch id, $5 its body.
 const sqlUniqueMove = `
-UPDATE {{s}}.txmq_jobs_unique SET batch_id = $3, job_id = currval({{idseq}}),
+UPDATE {{s}}.txmq_jobs_unique SET batch_id = $3, job_id = currval({{idseq}}), body_md5 = md5($5::bytea),
 	expires_at = clock_timestamp() + $4::bigint * interval '1 microsecond'
 WHERE queue = $1 AND ukey = $2`
 
@@ -78,7 +77,6 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 			batchID            string
 			jobID              int64
 			inWindow, live, st bool
-			jbody              []byte
 		)
 		for try := 0; ; try++ { // the reaper may delete the key's row between the two
 			err := queryRow(ctx, q, be.sql.uniqueTake, []any{b.Queue, u.Key, b.ID}, &fresh)
@@ -88,7 +86,7 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 			if fresh {
 				break
 			}
-			err = queryRow(ctx, q, be.sql.uniqueHolder, []any{b.Queue, u.Key}, &batchID, &jobID, &inWindow, &live, &st, &jbody)
+			err = queryRow(ctx, q, be.sql.uniqueHolder, []any{b.Queue, u.Key}, &batchID, &jobID, &inWindow, &live, &st)
 			if errors.Is(err, pgx.ErrNoRows) && try < 3 {
 				continue
 			}
@@ -98,11 +96,6 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 			break
 		}
 		if !fresh {
-			if live && !st && len(jbody) > 0 {
-				if e, err := envelope.Decode(jbody); err == nil && e.Attempt > 0 {
-					st = true // a retry rewrote it: it ran
-				}
-			}
 			held := false
 			switch u.Mode {
 			case core.UniqueWindow:
@@ -145,7 +138,7 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 		if u.Mode == core.UniqueWindow {
 			window = micros(u.Window)
 		}
-		return execGuarded(ctx, q, be.sql.uniqueMove, b.Queue, u.Key, b.ID, window)
+		return execGuarded(ctx, q, be.sql.uniqueMove, b.Queue, u.Key, b.ID, window, body)
 	})
 	switch {
 	case errors.Is(err, errUniqueSelf):
