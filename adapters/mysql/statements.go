@@ -12,6 +12,8 @@ type statements struct {
 	takeExpiredIDs, insertIDs, heldIDs, pruneIDs                   string
 	inspectQueues, inspectPage, inspectFind, replaceBody           string
 	removeRow, reapQueues, reapPick, reapCount                     string
+	uniqueTake, uniqueHolder, uniqueReplace, uniqueMove            string
+	pruneUnique                                                    string
 }
 
 // renderAll renders every statement for schema.
@@ -27,5 +29,7 @@ func renderAll(schema string) statements {
 		takeExpiredIDs: r(sqlTakeExpiredIDs), insertIDs: r(sqlInsertIDs), heldIDs: r(sqlHeldIDs), pruneIDs: r(sqlPruneIDs),
 		inspectQueues: r(sqlInspectQueues), inspectPage: r(sqlInspectPage), inspectFind: r(sqlInspectFind), replaceBody: r(sqlReplaceBody),
 		removeRow: r(sqlRemoveRow), reapQueues: r(sqlReapQueues), reapPick: r(sqlReapPick), reapCount: r(sqlReapCount),
+		uniqueTake: r(sqlUniqueTake), uniqueHolder: r(sqlUniqueHolder), uniqueReplace: r(sqlUniqueReplace),
+		uniqueMove: r(sqlUniqueMove), pruneUnique: r(sqlPruneUnique),
 	}
 }
