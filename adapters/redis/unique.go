@@ -25,10 +25,12 @@ func (be *Backend) KeepsUnique(core.UniqueMode) error { return nil }
 // retry rewrote it (its body is not the one stored: the script never reads inside it). A key held by another batch stores
 // nothing and returns {holder}; one held by the batch itself (a retried publish) returns 0; a
 // debounce removes an unstarted holder (never held in an ordering lane: Ordered queues refuse
-// debounce). Else the key moves to the batch and it is stored as publishScript does. Each call
-// first looks at up to 20 entries of the key hash (HSCAN from the kept cursor) and deletes
-// those whose window passed and whose holder is gone, so the hash stays the size of the keys
-// in use.
+// debounce). Else the key moves to the batch and it is stored as publishScript does. Once the
+// key hash holds more than 64 entries, about one call in 16 (those in a millisecond divisible
+// by 16 on the server's clock) first looks at about 64 of them (HSCAN from the kept cursor)
+// and deletes those whose window passed and whose holder is gone: a call adds at most one
+// entry and the prune looks at four per call on average, so the hash stays near the size of
+// the keys in use, at a fraction of the cost of looking at every call.
 var publishUniqueScript = goredis.NewScript(nowLua + `
 local function holderOf(v)
   local id, untilms, sum = string.match(v, '^(.*)|(%d+)|(%x*)$')
@@ -40,11 +42,13 @@ local function startedOf(id, sum)
   local body = redis.call('HGET', KEYS[2], id)
   return body ~= false and redis.sha1hex(body) ~= sum
 end
-local scan = redis.call('HSCAN', KEYS[10], redis.call('GET', KEYS[11]) or '0', 'COUNT', 20)
-redis.call('SET', KEYS[11], scan[1])
-for i = 1, #scan[2], 2 do
-  local id, untilms = holderOf(scan[2][i + 1])
-  if not untilms or untilms <= now and redis.call('HEXISTS', KEYS[2], id) == 0 then redis.call('HDEL', KEYS[10], scan[2][i]) end
+if now % 16 == 0 and redis.call('HLEN', KEYS[10]) > 64 then
+  local scan = redis.call('HSCAN', KEYS[10], redis.call('GET', KEYS[11]) or '0', 'COUNT', 64)
+  redis.call('SET', KEYS[11], scan[1])
+  for i = 1, #scan[2], 2 do
+    local id, untilms = holderOf(scan[2][i + 1])
+    if not untilms or untilms <= now and redis.call('HEXISTS', KEYS[2], id) == 0 then redis.call('HDEL', KEYS[10], scan[2][i]) end
+  end
 end
 local mode = tonumber(ARGV[8])
 local held = redis.call('HGET', KEYS[10], ARGV[7])
