@@ -1,6 +1,8 @@
 package txmq
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -111,5 +113,43 @@ func TestSetUnique(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUniqueThroughPublishMiddleware: a publish that goes through publish middleware keeps its
+// unique key (the key as the app published it), so a repeat is still left out.
+func TestUniqueThroughPublishMiddleware(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reg := NewRegistry()
+	rewrite := func(next PublishHandler) PublishHandler {
+		return func(ctx context.Context, p *PublishRequest) error {
+			for i := range p.Payloads {
+				p.Payloads[i] = json.RawMessage(`"rewritten"`)
+			}
+			return next(ctx, p)
+		}
+	}
+	q := MustDeclareIn(reg, "unique-mw", QueueConfig[string]{Transactional: Try, Unique: Unique{Mode: UniqueUntilDone}, PublishMiddleware: []PublishMiddleware{rewrite}})
+	app, err := Open(ctx, &Config{Backend: "memory://", Node: NodeOptions{Registry: reg}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = app.Close(ctx) }()
+	for range 2 {
+		if err := q.Publish(ctx, app.Node, "x", UniqueKey("k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for app.Node.Stats().Buffered > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	d, err := app.Node.Depths(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d[q.Name()].Ready; got != 1 || app.Node.Stats().Deduplicated != 1 {
+		t.Fatalf("%d batches stored, %d left out; want 1 and 1 (the repeat's key kept through the middleware)", got, app.Node.Stats().Deduplicated)
 	}
 }
