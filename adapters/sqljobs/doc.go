@@ -147,6 +147,13 @@
 // CONFLICT), so exactly one stores it. An expired row is taken over in place. It works the
 // same through PgBouncer (one ordinary transaction).
 //
+// Unique keys (core.UniqueKeeper, txmq.QueueConfig.Unique) work in every mode: txmq_jobs_unique
+// (migration 0007) maps each key of a queue to the job row that took it, the md5 of the body
+// it was stored with and a window end. A unique publish inserts the key's row or locks it (FOR
+// UPDATE), reads the holder's job row by primary key (gone; claimed once; or rewritten by a
+// retry: its body's md5 differs), deletes a debounce's unclaimed holder, stores the batch and
+// moves the key, in one transaction. The reaper deletes the rows no batch holds any more.
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) for batches with a key

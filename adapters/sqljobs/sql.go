@@ -16,6 +16,8 @@ type statements struct {
 	inspectQueues, inspectPage, inspectFind               string
 	replaceBody, removeUnclaimed, expedite                string
 	holdIDs, pruneIDs                                     string
+	uniqueTake, uniqueHolder, uniqueMove, uniqueReplace   string
+	pruneUnique                                           string
 	heartbeatQueues                                       string
 }
 
@@ -23,7 +25,7 @@ type statements struct {
 // {{seq}} the lease-token sequence as a regclass literal.
 func render(schema string) statements {
 	q := pgx.Identifier{schema}.Sanitize()
-	r := strings.NewReplacer("{{s}}", q, "{{seq}}", "'"+q+".txmq_jobs_lease_seq'")
+	r := strings.NewReplacer("{{s}}", q, "{{seq}}", "'"+q+".txmq_jobs_lease_seq'", "{{idseq}}", "'"+q+".txmq_jobs_id_seq'")
 	return statements{
 		publish:   r.Replace(sqlPublish),
 		claim:     r.Replace(sqlClaim),
@@ -57,6 +59,12 @@ func render(schema string) statements {
 
 		holdIDs:  r.Replace(sqlHoldIDs),
 		pruneIDs: r.Replace(sqlPruneIDs),
+
+		uniqueTake:    r.Replace(sqlUniqueTake),
+		uniqueHolder:  r.Replace(sqlUniqueHolder),
+		uniqueMove:    r.Replace(sqlUniqueMove),
+		uniqueReplace: r.Replace(sqlUniqueReplace),
+		pruneUnique:   r.Replace(sqlPruneUnique),
 
 		heartbeatQueues: r.Replace(sqlHeartbeatQueues),
 	}
