@@ -13,11 +13,21 @@ import (
 // otherDatabase returns what a module registered for the scheme of a TXMQ_DATABASE_URL that
 // is not PostgreSQL's (outbox.RegisterDatabase), and whether there is one.
 func otherDatabase(raw string) (outbox.Database, bool) {
-	scheme, _, ok := strings.Cut(raw, "://")
+	scheme, ok := databaseScheme(raw)
 	if !ok {
 		return outbox.Database{}, false
 	}
 	return outbox.LookupDatabase(scheme)
+}
+
+// databaseScheme returns the scheme of a TXMQ_DATABASE_URL: before "://", or before ":" in
+// SQLite's short form (sqlite:app.db). A keyword/value string (host=... dbname=...) has none.
+func databaseScheme(raw string) (string, bool) {
+	scheme, _, ok := strings.Cut(raw, "://")
+	if lower := strings.ToLower(raw); !ok && (strings.HasPrefix(lower, "sqlite:") || strings.HasPrefix(lower, "sqlite3:")) {
+		scheme, _, ok = strings.Cut(raw, ":")
+	}
+	return scheme, ok
 }
 
 // openOtherStore opens the outbox Store on an app database other than PostgreSQL, through

@@ -27,10 +27,7 @@ func (e *settingError) Unwrap() error { return e.err }
 // would report a keyword/value parse error). Keyword/value strings ("host=... dbname=...")
 // have no scheme and pass.
 func checkDatabaseScheme(raw string) error {
-	scheme, _, ok := strings.Cut(raw, "://")
-	if lower := strings.ToLower(raw); !ok && (strings.HasPrefix(lower, "sqlite:") || strings.HasPrefix(lower, "sqlite3:")) {
-		scheme, _, ok = strings.Cut(raw, ":") // sqlite:app.db
-	}
+	scheme, ok := databaseScheme(raw)
 	if !ok {
 		return nil
 	}
@@ -41,12 +38,12 @@ func checkDatabaseScheme(raw string) error {
 	if _, ok := outbox.LookupDatabase(scheme); ok {
 		return nil
 	}
-	return fmt.Errorf("%w: %s %s: unknown scheme %q; expected postgres://user:password@host:5432/db (PostgreSQL) or mysql://user:password@host:3306/db (MySQL/MariaDB)%s",
+	return fmt.Errorf("%w: %s %s: unknown scheme %q; expected postgres://user:password@host:5432/db (PostgreSQL), mysql://user:password@host:3306/db (MySQL/MariaDB) or sqlite://app.db (SQLite)%s",
 		core.ErrInvalidConfig, EnvDatabaseURL, core.Redact(raw), core.RedactText(scheme, raw), databaseSchemeHint(scheme))
 }
 
 // databaseSchemeHint is what an error about a TXMQ_DATABASE_URL of scheme adds for a database
-// txmq runs SQL jobs on but keeps no outbox or dead letters in yet (MySQL/MariaDB, SQLite):
+// whose app database module is not linked (MySQL/MariaDB, SQLite): the import that adds it;
 // "" for any other scheme.
 func databaseSchemeHint(scheme string) string {
 	switch strings.ToLower(scheme) {
@@ -54,8 +51,8 @@ func databaseSchemeHint(scheme string) string {
 		return fmt.Sprintf("; import _ \"github.com/txmq/txmq/adapters/mysql/appdb\" to use %s:// as the app database (the outbox and dead letters in MySQL/MariaDB)",
 			strings.ToLower(scheme))
 	case "sqlite", "sqlite3":
-		return fmt.Sprintf("; the outbox and dead letters do not run on %s yet, only SQL jobs do: set %s=%s://... for the jobs and leave %s unset (or point it at PostgreSQL)",
-			strings.ToLower(scheme), EnvBackend, strings.ToLower(scheme), EnvDatabaseURL)
+		return fmt.Sprintf("; import _ \"github.com/txmq/txmq/adapters/sqlite/appdb\" to use %s:// as the app database (the outbox and dead letters in the SQLite file)",
+			strings.ToLower(scheme))
 	}
 	return ""
 }

@@ -28,14 +28,15 @@ type App struct {
 	// return outbox.ErrNoDatabase (naming TXMQ_DATABASE_URL) instead of panicking. Use
 	// Store.RunInTx (or WithTx) to publish inside the app's transactions; on MySQL/MariaDB
 	// (TXMQ_DATABASE_URL=mysql://..., with github.com/txmq/txmq/adapters/mysql/appdb
+	// imported) and SQLite (sqlite://app.db, with github.com/txmq/txmq/adapters/sqlite/appdb
 	// imported) Store.RunInSQLTx (or WithSQLTx).
 	Store *outbox.Store
 	// Backend is the backend the node uses: the one Config.Backend names, wrapped by
 	// drain.New when Config.Drain lists old backends.
 	Backend core.Backend
 	// Pool is the app database pool; nil without a database, and with a database other than
-	// PostgreSQL (TXMQ_DATABASE_URL=mysql://...: Store.RunInSQLTx then begins transactions on
-	// that database). The app may use it.
+	// PostgreSQL (TXMQ_DATABASE_URL=mysql://... or sqlite://...: Store.RunInSQLTx then begins
+	// transactions on that database). The app may use it.
 	Pool *pgxpool.Pool
 	// Ledger records the life of every message in the app database (Config.Ledger); nil
 	// when the ledger is off. App.Inspector reads it.
@@ -54,9 +55,10 @@ type App struct {
 // recovery sweep, and finally creates the node with the Store as its Handoff and DeadLetters
 // and its Pauses, Ticks, Limits and Nodes as the node's Pauses, Ticks, Limiter and
 // Heartbeats. A TXMQ_DATABASE_URL of another database works when its module is linked
-// (mysql:// with github.com/txmq/txmq/adapters/mysql/appdb): the outbox and dead letters live
-// there, the ledger is refused, and the node gets the Pauses, Ticks, Limits and Nodes the
-// database keeps (MySQL/MariaDB keeps all four, as PostgreSQL does); one it does not keep
+// (mysql:// with github.com/txmq/txmq/adapters/mysql/appdb, sqlite:// with
+// github.com/txmq/txmq/adapters/sqlite/appdb): the outbox and dead letters live there, the
+// ledger is refused, and the node gets the Pauses, Ticks, Limits and Nodes the database keeps
+// (MySQL/MariaDB keeps all four, as PostgreSQL does; SQLite none yet); one it does not keep
 // stays unset (no queue is paused, schedules do not run, a rate limit holds per node).
 // On error everything opened so far is closed again. URLs appear in logs and errors with
 // their passwords redacted.

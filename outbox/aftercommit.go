@@ -193,8 +193,10 @@ func (a *afterCommit) takePage() ([]row, map[orderKey]bool) {
 
 // WaitIdle waits until the after-commit publishing of every RunInTx that returned before the
 // call is over: each of its rows published and deleted, or left in the outbox for the relay
-// and the recovery sweep (a failed publish, a full hand-off queue, Close). It is meant for
-// tests and for an orderly shutdown before Close; ctx bounds the wait.
+// and the recovery sweep (a failed publish, a full hand-off queue, Close), and, on a
+// single-writer database (SQLite), until the handoffs waiting for the writer are written
+// (singlewriter.go). It is meant for tests and for an orderly shutdown before Close; ctx
+// bounds the wait.
 func (s *Store) WaitIdle(ctx context.Context) error {
 	if s == nil {
 		return nil
@@ -202,7 +204,7 @@ func (s *Store) WaitIdle(ctx context.Context) error {
 	s.ac.mu.Lock()
 	idle := s.ac.idle
 	s.ac.mu.Unlock()
-	for _, ch := range []<-chan struct{}{idle, s.adhocIdle()} {
+	for _, ch := range []<-chan struct{}{idle, s.adhocIdle(), s.handoffIdle()} {
 		if ch == nil {
 			continue
 		}

@@ -54,6 +54,7 @@ func (s *Store) WithSQLTx(ctx context.Context, tx *sql.Tx) context.Context {
 	if s == nil {
 		return ctx // no outbox: publishes on Require queues fail with core.ErrNoTransaction
 	}
+	s.withSQLTxUsed.Store(true)
 	return core.ContextWithTx(ctx, &appTx{s: s, exec: func(ctx context.Context, sql string, args ...any) error {
 		_, err := tx.ExecContext(ctx, sql, args...)
 		return err
@@ -70,13 +71,34 @@ func (a *appTx) Stage(ctx context.Context, p *core.Pending) error {
 	if err != nil {
 		return fmt.Errorf("txmq outbox: queue %q: preparing batches: %w", p.Queue, err)
 	}
+	queued, err := a.s.writeHandedInto(ctx, a.write, nil, nil)
+	if err != nil {
+		return fmt.Errorf("txmq outbox: queue %q: %w", p.Queue, err)
+	}
+	if queued > 0 {
+		a.s.log.Warn("txmq outbox: batches handed off while a WithSQLTx transaction holds the database's only writer are written into that transaction; they are lost if it rolls back (use RunInSQLTx, which writes them again)",
+			"queue", p.Queue, "batches", queued)
+	}
+	return a.stageRows(ctx, p.Queue, batches)
+}
+
+// stageRows writes a publish's batches as due rows in the app's transaction.
+func (a *appTx) stageRows(ctx context.Context, queue string, batches []core.OutgoingBatch) error {
+	if err := a.write(ctx, batches); err != nil {
+		return fmt.Errorf("txmq outbox: queue %q: %w", queue, err)
+	}
+	return nil
+}
+
+// write writes batches as due rows in the app's transaction.
+func (a *appTx) write(ctx context.Context, batches []core.OutgoingBatch) error {
 	for len(batches) > 0 {
 		chunk := batches[:min(len(batches), insertChunk)]
 		batches = batches[len(chunk):]
 		q, args := a.s.db.StageSQL(chunk)
 		if err := a.exec(ctx, q, args...); err != nil {
-			return fmt.Errorf("txmq outbox: queue %q: writing %d outbox row(s) into the app's transaction (table %s): %w; the transaction is probably aborted now: roll it back, and check that outbox.Migrate ran",
-				p.Queue, len(chunk), a.s.outbox, err)
+			return fmt.Errorf("writing %d outbox row(s) into the app's transaction (table %s): %w; the transaction is probably aborted now: roll it back, and check that outbox.Migrate ran",
+				len(chunk), a.s.outbox, err)
 		}
 	}
 	return nil

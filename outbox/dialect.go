@@ -11,7 +11,8 @@ import (
 // poison rows, backoff, the relay and sweep loops, replay) here, once, and asks a Dialect for
 // the statements of one database. PostgreSQL (pgx) is this package's own dialect (New); the
 // MySQL/MariaDB one lives in the module github.com/txmq/txmq/adapters/mysql (package
-// adapters/mysql/appdb), so that an app on PostgreSQL never requires a MySQL driver. What only
+// adapters/mysql/appdb) and SQLite's in github.com/txmq/txmq/adapters/sqlite (package
+// adapters/sqlite/appdb), so that an app on PostgreSQL never requires their drivers. What only
 // PostgreSQL has stays PostgreSQL-only and is refused with an error naming PostgreSQL on a
 // store of another dialect: RunInTx, WithTx, Savepoint (they hand out a pgx.Tx; see
 // RunInSQLTx for database/sql) and the LISTEN/NOTIFY wake-up. The inspection queries

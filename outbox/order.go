@@ -101,6 +101,9 @@ func (s *Store) HoldsKey(ctx context.Context, queue, key string) (bool, error) {
 	if s == nil {
 		return false, errNoStore("HoldsKey")
 	}
+	if s.queuedKey(queue, key) { // a handoff waiting for a single-writer database
+		return true, nil
+	}
 	held, err := s.db.HoldsKey(ctx, queue, key)
 	if err != nil {
 		return false, fmt.Errorf("txmq outbox: does the outbox table %s hold rows of queue %q, ordering key %q: %w", s.outbox, queue, key, err)
@@ -119,5 +122,6 @@ func (s *Store) HeldKeys(ctx context.Context, queues []string) (map[string][]str
 	if err != nil {
 		return nil, fmt.Errorf("txmq outbox: which ordering keys does the outbox table %s hold rows of, for queue(s) %v: %w", s.outbox, queues, err)
 	}
+	s.queuedKeys(queues, held)
 	return held, nil
 }

@@ -97,6 +97,13 @@ func (s *Store) Close(ctx context.Context) error {
 	if err := s.closeAfterCommit(ctx); err != nil {
 		return err
 	}
+	if idle := s.handoffIdle(); idle != nil { // handoffs waiting for a single-writer database
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return fmt.Errorf("txmq outbox: Close: handed-off batches of schema %q are still waiting for the app database's writer: %w", s.o.Schema, ctx.Err())
+		}
+	}
 	if idle := s.adhocIdle(); idle != nil { // RunInSQLTx's pass on a store not started
 		select {
 		case <-idle:

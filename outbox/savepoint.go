@@ -35,6 +35,10 @@ var (
 type frame struct {
 	staged []*core.Pending
 	after  []func()
+	// handed are batches handed off (Store.Handoff) into this frame's SQL transaction (a
+	// single-writer database, see handoffInSQLTx): written again elsewhere if the frame is
+	// rolled back, for they were never the transaction's own.
+	handed []core.OutgoingBatch
 	open   bool
 	name   string // a savepoint made with SQL text (see rawsavepoint.go); "" for the others
 }
@@ -46,6 +50,9 @@ type txState struct {
 	mu         sync.Mutex
 	frames     []*frame
 	rolledBack bool // fn called Rollback on the transaction itself
+	// orphans are handed-off batches that could not be written again into the transaction
+	// (see sqlScope.rewriteHanded): inserted on their own once it ends, committed or not.
+	orphans []core.OutgoingBatch
 }
 
 func newTxState(s *Store) *txState {
@@ -102,17 +109,38 @@ func (st *txState) releaseLocked(fr *frame) {
 	for _, f := range popped {
 		into.staged = append(into.staged, f.staged...)
 		into.after = append(into.after, f.after...)
+		into.handed = append(into.handed, f.handed...)
 	}
 }
 
 // discard drops fr and the frames above it with their work. Discarding the root frame
 // records that fn rolled the transaction back.
 func (st *txState) discard(fr *frame) {
+	st.discardHanded(fr)
+}
+
+// discardHanded is discard, returning the batches handed off into the discarded frames.
+func (st *txState) discardHanded(fr *frame) (handed []core.OutgoingBatch) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.pop(fr)) > 0 && len(st.frames) == 0 {
+	popped := st.pop(fr)
+	if len(popped) > 0 && len(st.frames) == 0 {
 		st.rolledBack = true
 	}
+	for _, f := range popped {
+		handed = append(handed, f.handed...)
+	}
+	return handed
+}
+
+// allHanded returns the batches handed off into every open frame.
+func (st *txState) allHanded() (handed []core.OutgoingBatch) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, f := range st.frames {
+		handed = append(handed, f.handed...)
+	}
+	return handed
 }
 
 // end closes every frame and returns the work of the transaction, as COMMIT would keep it:

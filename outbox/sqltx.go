@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/txmq/txmq/core"
 )
@@ -46,11 +47,30 @@ func (sc *sqlScope) Stage(ctx context.Context, p *core.Pending) error {
 	if !open {
 		return fmt.Errorf("txmq outbox: queue %q: the transaction or savepoint of this context has already ended; publish inside the function given to RunInSQLTx/SQLSavepoint, with its context", p.Queue)
 	}
-	if err := sc.app.Stage(ctx, p); err != nil {
+	batches, err := core.Batches([]*core.Pending{p}, time.Now())
+	if err != nil {
+		return fmt.Errorf("txmq outbox: queue %q: preparing batches: %w", p.Queue, err)
+	}
+	if _, err := sc.st.s.writeHandedInto(ctx, sc.app.write, nil, sc.record); err != nil {
+		return fmt.Errorf("txmq outbox: queue %q: %w", p.Queue, err)
+	}
+	if err := sc.app.stageRows(ctx, p.Queue, batches); err != nil {
 		return err
 	}
 	sc.staged.Store(true)
 	return nil
+}
+
+// record keeps batches handed off into the transaction at sc's level (see handoffInSQLTx),
+// or, when that level has ended meanwhile, for the end of the transaction.
+func (sc *sqlScope) record(batches []core.OutgoingBatch) {
+	sc.st.mu.Lock()
+	defer sc.st.mu.Unlock()
+	if top, ok := sc.st.top(sc.fr); ok {
+		top.handed = append(top.handed, batches...)
+		return
+	}
+	sc.st.orphans = append(sc.st.orphans, batches...)
 }
 
 // AfterCommit registers fn to run after the commit, unless the innermost savepoint made with
@@ -71,7 +91,7 @@ func (sc *sqlScope) context(ctx context.Context) context.Context {
 }
 
 // RunInSQLTx is RunInTx for a store on a database/sql Dialect (MySQL/MariaDB: see
-// github.com/txmq/txmq/adapters/mysql/appdb): it runs fn in a new transaction of the app's
+// github.com/txmq/txmq/adapters/mysql/appdb; SQLite: adapters/sqlite/appdb): it runs fn in a new transaction of the app's
 // *sql.DB, and commits when fn returns nil; fn's error (or panic) rolls everything back and is
 // returned as is, and nothing is published.
 //
@@ -107,17 +127,27 @@ func (s *Store) RunInSQLTx(ctx context.Context, fn func(ctx context.Context, tx 
 	if err != nil {
 		return fmt.Errorf("txmq outbox: beginning a transaction on the %s app database: %w", s.db.Name(), err)
 	}
+	s.sqlTxOpen.Add(1)
+	defer s.sqlTxOpen.Add(-1)
 	st := newTxState(s)
 	root := &sqlScope{app: s.sqlAppTx(tx), tx: tx, st: st, fr: st.frames[0], staged: new(atomic.Bool)}
 	rollback := func() {
+		handed := st.allHanded()
 		st.end()
 		_ = tx.Rollback()
+		s.rescueHanded(append(handed, st.orphans...))
 	}
 	if err := callSQLFn(root.context(ctx), tx, fn, rollback); err != nil {
 		return err
 	}
+	handed := st.allHanded()
 	_, after, _ := st.end()
-	if err := tx.Commit(); err != nil {
+	err = tx.Commit()
+	s.rescueHanded(st.orphans)
+	if err == nil {
+		s.settle(handed) // committed: in the table
+	} else {
+		s.rescueHanded(handed)
 		if errors.Is(err, sql.ErrTxDone) {
 			return fmt.Errorf("txmq outbox: the RunInSQLTx transaction was committed or rolled back by fn itself, which then returned nil: the Never messages were dropped, and outbox rows are published only if fn committed; return nil from fn to commit, or an error to roll back: %w", err)
 		}
@@ -155,13 +185,13 @@ func (s *Store) sqlSavepoint(ctx context.Context, parent *sqlScope, fn func(ctx 
 	sp := &sqlScope{app: parent.app, tx: parent.tx, st: parent.st, fr: parent.st.push(name), staged: parent.staged, depth: parent.depth + 1}
 	rollback := func() {
 		_, _ = parent.tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name)
-		parent.st.discard(sp.fr)
+		parent.rewriteHanded(ctx, parent.st.discardHanded(sp.fr))
 	}
 	if err := callSQLFn(sp.context(ctx), parent.tx, fn, rollback); err != nil {
 		return err
 	}
 	if _, err := parent.tx.ExecContext(ctx, "RELEASE SAVEPOINT "+name); err != nil {
-		parent.st.discard(sp.fr)
+		parent.rewriteHanded(ctx, parent.st.discardHanded(sp.fr))
 		return fmt.Errorf("txmq outbox: releasing a savepoint (the publishes staged inside it are discarded): %w", err)
 	}
 	parent.st.release(sp.fr)
@@ -245,4 +275,76 @@ func (s *Store) adhocIdle() <-chan struct{} {
 		return nil
 	}
 	return s.adhoc.idle
+}
+
+// handoffInSQLTx writes batches handed off (Store.Handoff) on a single-writer database while
+// ctx carries an open transaction of this store: waiting for the writer there would wait for
+// the caller itself. done reports that ctx carried one (and err how writing went). The
+// handoffs still queued for the writer are written first (writeHandedInto): they were made
+// earlier, and a key's rows are published in id order. Until the transaction ends the batches
+// stay pending, so HoldsKey holds their keys. In a RunInSQLTx transaction the rows are its
+// own until it ends: a savepoint rolled back writes them again into the enclosing level, and
+// a transaction rolled back (or whose commit failed) queues them again at the head of the
+// handoff queue, so they are never lost with the app's work. In a WithSQLTx transaction,
+// whose end this store cannot see, they are written into it with a warning: they are lost if
+// it rolls back.
+func (s *Store) handoffInSQLTx(ctx context.Context, batches []core.OutgoingBatch) (done bool, err error) {
+	if sc, ok := ctx.Value(sqlScopeKey{s}).(*sqlScope); ok {
+		sc.st.mu.Lock()
+		_, open := sc.st.top(sc.fr)
+		sc.st.mu.Unlock()
+		if !open {
+			return false, nil
+		}
+		if _, err := s.writeHandedInto(ctx, sc.app.write, batches, sc.record); err != nil {
+			return true, err
+		}
+		sc.staged.Store(true)
+		return true, nil
+	}
+	tx, ok := core.TxFromContext(ctx)
+	if !ok {
+		return false, nil
+	}
+	a, ok := tx.(*appTx)
+	if !ok || a.s != s {
+		return false, nil
+	}
+	s.log.Warn("txmq outbox: batches handed off while a WithSQLTx transaction holds the database's only writer are written into that transaction; they are lost if it rolls back (use RunInSQLTx, which writes them again)",
+		"queues", queueList(batches), "batches", len(batches))
+	_, err = s.writeHandedInto(ctx, a.write, batches, nil)
+	return true, err
+}
+
+// rewriteHanded writes again, at sc's level, batches handed off into a savepoint that was
+// rolled back (see handoffInSQLTx).
+func (sc *sqlScope) rewriteHanded(ctx context.Context, handed []core.OutgoingBatch) {
+	if len(handed) == 0 {
+		return
+	}
+	s := sc.st.s
+	err := sc.app.write(context.WithoutCancel(ctx), handed)
+	sc.st.mu.Lock()
+	defer sc.st.mu.Unlock()
+	top, ok := sc.st.top(sc.fr)
+	if err != nil || !ok {
+		s.log.Warn("txmq outbox: batches handed off into a savepoint that was rolled back are inserted on their own once the transaction ends",
+			"queues", queueList(handed), "batches", len(handed), "error", err)
+		sc.st.orphans = append(sc.st.orphans, handed...)
+		return
+	}
+	top.handed = append(top.handed, handed...)
+}
+
+// rescueHanded queues again, at the head of the handoff queue, batches handed off into a
+// RunInSQLTx transaction that did not commit (see handoffInSQLTx): the inserter writes them
+// ahead of the handoffs queued since, so their keys keep their order.
+func (s *Store) rescueHanded(handed []core.OutgoingBatch) {
+	if len(handed) == 0 {
+		return
+	}
+	s.requeue(handed)
+	s.handoffs.mu.Lock()
+	s.startInserterLocked()
+	s.handoffs.mu.Unlock()
 }

@@ -48,6 +48,10 @@ type Store struct {
 	ac    afterCommit // the after-commit publishers of RunInTx (aftercommit.go)
 	adhoc adhocRelay  // RunInSQLTx's relay passes on a store not started (sqltx.go)
 
+	handoffs      handoffQueue // handoffs waiting for a single-writer database (singlewriter.go)
+	sqlTxOpen     atomic.Int64 // RunInSQLTx transactions open (appMayHoldWriter)
+	withSQLTxUsed atomic.Bool  // WithSQLTx was called (appMayHoldWriter)
+
 	pauses *Pauses // the store's other jobs, on the same pool and schema
 	ticks  *Ticks
 	limits *Limits
@@ -180,7 +184,11 @@ func (s *Store) Schema() string {
 // publish in time) as rows due now: the very next recovery sweep publishes them, without
 // waiting for Options.RecoveryAge (no other process is about to publish them; the sweep stops
 // at once while the backend is still unavailable, and a failed row backs off as any other).
-// It implements core.Handoff.
+// On a database with one writer at a time (SQLite, SingleWriterDialect), a handoff whose ctx
+// carries an open transaction of this store is written into that transaction, which holds the
+// writer, and any other waits for the writer, at most 250 ms while a transaction of the app
+// may hold it in this process, and then stays queued in memory until it is written (see
+// singlewriter.go). It implements core.Handoff.
 func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error {
 	if s == nil {
 		return errNoStore("Handoff")
@@ -188,11 +196,29 @@ func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error
 	if len(batches) == 0 {
 		return nil
 	}
+	if _, ok := s.singleWriter(); ok {
+		if done, err := s.handoffInSQLTx(ctx, batches); done {
+			if err != nil {
+				return fmt.Errorf("txmq outbox: handing off %d batch(es) of queue(s) %s into the open transaction on the %s app database: %w",
+					len(batches), queueList(batches), s.db.Name(), err)
+			}
+			s.wakeKeyed(batches)
+			return nil
+		}
+		s.queueHandoff(ctx, batches)
+		return nil
+	}
 	_, err := s.db.Insert(ctx, batches, true)
 	if err != nil {
 		return fmt.Errorf("txmq outbox: handing off %d batch(es) of queue(s) %s to the outbox table %s: %w; check the app database and that outbox.Migrate ran",
 			len(batches), queueList(batches), s.outbox, err)
 	}
+	s.wakeKeyed(batches)
+	return nil
+}
+
+// wakeKeyed wakes the relay when batches, just handed off, hold a keyed one.
+func (s *Store) wakeKeyed(batches []core.OutgoingBatch) {
 	for _, b := range batches {
 		if b.Key != "" {
 			// A node hands a keyed batch off to follow earlier rows of its key: the relay
@@ -202,7 +228,6 @@ func (s *Store) Handoff(ctx context.Context, batches []core.OutgoingBatch) error
 			break
 		}
 	}
-	return nil
 }
 
 // querier runs a query returning rows; pgx.Tx, *pgxpool.Pool and *pgx.Conn satisfy it.

@@ -10,7 +10,9 @@
 //
 // or, by setting, TXMQ_BACKEND=sqlite://app.db (see Open), which opens the file and migrates.
 // The module is separate from txmq's, so an app on PostgreSQL requires neither this package
-// nor a SQLite driver.
+// nor a SQLite driver. The outbox and dead letters can live in the same file (package
+// github.com/txmq/txmq/adapters/sqlite/appdb, TXMQ_DATABASE_URL=sqlite://app.db), so that
+// an app publishes inside its own transactions on the file.
 //
 // The driver is modernc.org/sqlite: SQLite translated to Go, so the module builds with
 // CGO_ENABLED=0, cross-compiles like any Go code and runs the real SQLite (the same file

@@ -1,28 +1,14 @@
 package sqlite
 
 import (
-	"context"
-	"database/sql"
-	"database/sql/driver"
-	"errors"
 	"fmt"
-	"strings"
 
-	msqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
-
+	"github.com/txmq/txmq/adapters/sqlite/internal/sqliteerr"
 	"github.com/txmq/txmq/core"
 )
 
-// code returns the SQLite result code in err's chain (the primary code: its low byte) and the
-// extended code, or false when err carries none.
-func code(err error) (primary, extended int, ok bool) {
-	var se *msqlite.Error
-	if !errors.As(err, &se) {
-		return 0, 0, false
-	}
-	return se.Code() & 0xff, se.Code(), true
-}
+// code returns the SQLite result code in err's chain (primary and extended), or false.
+func code(err error) (primary, extended int, ok bool) { return sqliteerr.Code(err) }
 
 // classify is the one place where database errors are sorted: an error meaning the database
 // file could not be reached or refused work for a reason that should pass is wrapped in
@@ -47,45 +33,13 @@ func classify(op string, err error) error {
 // opened or written (SQLITE_CANTOPEN, SQLITE_READONLY), memory ran out, a statement was
 // interrupted by the call's timeout, a closed handle or a timeout. A cancelled context, a
 // constraint violation or an SQL error is not.
-func Unavailable(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, core.ErrBackendUnavailable) {
-		return true
-	}
-	if primary, _, ok := code(err); ok {
-		switch primary {
-		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_READONLY,
-			sqlite3.SQLITE_INTERRUPT, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_FULL, sqlite3.SQLITE_CANTOPEN,
-			sqlite3.SQLITE_PROTOCOL:
-			return true
-		}
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	if errors.Is(err, context.Canceled) {
-		return false // the caller gave up; nothing is wrong with the database
-	}
-	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, sql.ErrConnDone) {
-		return true
-	}
-	return strings.Contains(err.Error(), "sql: database is closed") // database/sql's unexported errDBClosed
-}
+func Unavailable(err error) bool { return sqliteerr.Unavailable(err) }
 
 // rejected reports whether err is SQLite refusing a value permanently: a string or blob over
 // SQLITE_MAX_LENGTH (SQLITE_TOOBIG). Running the same statement again cannot succeed.
-func rejected(err error) bool {
-	primary, _, ok := code(err)
-	return ok && primary == sqlite3.SQLITE_TOOBIG
-}
+func rejected(err error) bool { return sqliteerr.Rejected(err) }
 
 // retryable reports whether a call that failed with err may be run again at once: a read
 // transaction whose snapshot went stale (SQLITE_BUSY_SNAPSHOT). A plain SQLITE_BUSY already
 // waited busy_timeout and is not run again: the node retries.
-func retryable(err error) bool {
-	_, extended, ok := code(err)
-	return ok && extended == sqlite3.SQLITE_BUSY_SNAPSHOT
-}
+func retryable(err error) bool { return sqliteerr.BusySnapshot(err) }

@@ -25,7 +25,7 @@ import (
 // genuine SQLITE_BUSY error of the driver, see faultConnector), reads included, and makes the
 // pool drop its connections. The transaction properties run the outbox on PostgreSQL in front
 // of this backend (parity.Options.PostgresURL's default), as for every non-PostgreSQL
-// backend: the outbox on SQLite is not part of this package.
+// backend; TestParityAppDB (parity_appdb_test.go) runs them with the outbox on SQLite.
 func TestParity(t *testing.T) { parity.Run(t, parityHarness{}) }
 
 type parityHarness struct{}

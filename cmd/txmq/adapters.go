@@ -10,6 +10,8 @@ import (
 	_ "github.com/txmq/txmq/adapters/all"
 	// mysql:// and mariadb:// as the app database (--database-url, TXMQ_DATABASE_URL).
 	_ "github.com/txmq/txmq/adapters/mysql/appdb"
+	// sqlite:// and sqlite3:// as the app database (the outbox and dead letters in the file).
+	_ "github.com/txmq/txmq/adapters/sqlite/appdb"
 )
 
 // The command reports errors itself; go-redis's own log lines (one per failed dial while

@@ -124,9 +124,13 @@ func (f *dbFlags) close() {
 }
 
 // otherDatabase returns what a module registered for the scheme of an app database URL that
-// is not PostgreSQL's (mysql://, with adapters/mysql/appdb linked), and the parsed URL.
+// is not PostgreSQL's (mysql:// or sqlite://, with adapters/mysql/appdb or adapters/sqlite/appdb
+// linked), and the parsed URL.
 func otherDatabase(raw string) (outbox.Database, *url.URL, bool) {
 	scheme, _, ok := strings.Cut(raw, "://")
+	if lower := strings.ToLower(raw); !ok && (strings.HasPrefix(lower, "sqlite:") || strings.HasPrefix(lower, "sqlite3:")) {
+		scheme, _, ok = strings.Cut(raw, ":") // sqlite:app.db
+	}
 	if !ok {
 		return outbox.Database{}, nil, false
 	}

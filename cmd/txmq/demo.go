@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/memory"
 	"github.com/txmq/txmq/core"
@@ -45,7 +43,8 @@ const demoSynopsis = `demo [-n messages] [-v] [--backend URL] [--database-url UR
 Runs a small app on the in-process memory backend (or --backend, e.g. sqlite://demo.db: SQL
 jobs in a SQLite file, durable, still no server) and shows, in a few seconds: batching,
 routing (Require/Try/Never inside a transaction that commits and one that rolls back; this
-needs a PostgreSQL app database: --database-url or TXMQ_DATABASE_URL, else it is skipped),
+needs an app database: --database-url or TXMQ_DATABASE_URL (postgres://, mysql://, sqlite://),
+else with --backend sqlite://FILE the same file, else it is skipped),
 retries ending in a dead letter that is then replayed, an Exclusive queue, a delayed message,
 and a summary table. Without a database the dead letter is kept in memory.`
 
@@ -73,8 +72,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	count := fs.Int("n", 2000, "signups to publish in the burst")
 	backendURL := fs.String("backend", "memory://", "backend the demo runs on (memory:// in the process; sqlite://demo.db keeps its batches in a file)")
 	verbose := fs.Bool("v", false, "print the engine's logs")
-	dbURL := fs.String("database-url", os.Getenv("TXMQ_DATABASE_URL"), "app database for the routing step (default $TXMQ_DATABASE_URL; empty: routing is skipped)")
-	schema := fs.String("schema", "txmq_demo", "schema of the demo's outbox and dead-letter tables (created if missing)")
+	dbURL := fs.String("database-url", os.Getenv("TXMQ_DATABASE_URL"), "app database for the routing step (default $TXMQ_DATABASE_URL; empty: the --backend sqlite:// file, else routing is skipped)")
+	schema := fs.String("schema", "txmq_demo", "schema of the demo's outbox and dead-letter tables (created if missing; none on SQLite)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -132,6 +131,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer d.backend.Close()
 	d.sink = &countingSink{}
+	if *dbURL == "" && (scheme == "sqlite" || scheme == "sqlite3") {
+		// No server anywhere: the outbox and dead letters go into the backend's file, so the
+		// routing step runs with a real transaction on it.
+		*dbURL = *backendURL
+	}
 	if *dbURL != "" {
 		db, err := openDemoDB(ctx, *dbURL, *schema, d.backend, logger)
 		if err != nil {
@@ -197,6 +201,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	where := "no app database (set TXMQ_DATABASE_URL to see the outbox)"
 	if d.db != nil {
 		where = fmt.Sprintf("app database %s, schema %s", core.Redact(*dbURL), *schema)
+		if d.db.pool == nil && (strings.HasPrefix(strings.ToLower(*dbURL), "sqlite")) {
+			where = fmt.Sprintf("app database %s (the outbox and dead letters in the file)", *dbURL)
+		}
 	}
 	d.printf("txmq demo: %s backend, %s\n\n", scheme, where)
 
@@ -262,8 +269,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if d.db != nil {
 		// The tables stay, so that txmq dlq and txmq outbox can show what the demo left; say
 		// where they are and how to remove them rather than leave a schema behind silently.
-		d.printf("\nthe demo's tables stay in schema %s (see them with: txmq dlq ls --schema %s); remove them with: DROP SCHEMA %s CASCADE\n",
-			*schema, *schema, pgx.Identifier{*schema}.Sanitize())
+		d.printf("\nthe demo's tables stay in %s\n", d.db.where)
 	}
 	return nil
 }
@@ -280,11 +286,11 @@ func (d *demo) routing(ctx context.Context, orders, emails, audit *txmq.Queue[Or
 	if d.db == nil {
 		d.printf("2. routing    skipped: Require/Try/Never inside a transaction need an app database (set TXMQ_DATABASE_URL=postgres://...)\n")
 	} else {
-		if err := d.db.store.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error { return publishAll(ctx, 1) }); err != nil {
+		if err := d.db.runInTx(ctx, func(ctx context.Context) error { return publishAll(ctx, 1) }); err != nil {
 			return fmt.Errorf("routing: the committing transaction: %w", err)
 		}
 		errRollback := errors.New("the business code failed")
-		if err := d.db.store.RunInTx(ctx, func(ctx context.Context, _ pgx.Tx) error {
+		if err := d.db.runInTx(ctx, func(ctx context.Context) error {
 			if err := publishAll(ctx, 2); err != nil {
 				return err
 			}

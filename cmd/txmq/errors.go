@@ -59,13 +59,8 @@ func checkDatabaseURL(raw string) error {
 	if _, ok := outbox.LookupDatabase(scheme); ok {
 		return nil
 	}
-	hint := ""
-	switch scheme {
-	case "sqlite", "sqlite3", "mysql", "mariadb":
-		hint = fmt.Sprintf("; the outbox and dead letters do not run on %s yet, only SQL jobs do: use --backend %s://... for the jobs and leave %s unset (or point it at PostgreSQL)", scheme, scheme, databaseSetting)
-	}
-	return &usageError{msg: fmt.Sprintf("%s %s: unknown scheme %q; expected postgres://user:password@host:5432/dbname (PostgreSQL) or mysql://user:password@host:3306/dbname (MySQL/MariaDB)%s",
-		databaseSetting, core.Redact(raw), core.RedactText(raw[:i], raw), hint)}
+	return &usageError{msg: fmt.Sprintf("%s %s: unknown scheme %q; expected postgres://user:password@host:5432/dbname (PostgreSQL), mysql://user:password@host:3306/dbname (MySQL/MariaDB) or sqlite://app.db (SQLite)",
+		databaseSetting, core.Redact(raw), core.RedactText(raw[:i], raw))}
 }
 
 // checkBackendURL rejects a backend URL whose scheme no adapter registered, and, unless the

@@ -70,7 +70,11 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		if err := db.Migrate(cctx, u, *f.schema); err != nil {
 			return fmt.Errorf("migrating the outbox tables of %s: %w", u.Scheme, core.RedactError(err, *f.url))
 		}
-		fmt.Fprintf(stdout, "%s: the outbox and dead-letter tables of database %q (%s) are up to date; the ledger, pauses, schedules and rate limits need PostgreSQL\n", outbox.Component, *f.schema, u.Scheme)
+		where := fmt.Sprintf("database %q (%s)", *f.schema, u.Scheme)
+		if s := strings.ToLower(u.Scheme); s == "sqlite" || s == "sqlite3" {
+			where = "file " + u.Opaque + u.Host + u.Path + " (sqlite)" // one of them is set
+		}
+		fmt.Fprintf(stdout, "%s: the outbox and dead-letter tables (and the pause, schedule, rate-limit and heartbeat tables) of %s are up to date; the ledger needs PostgreSQL\n", outbox.Component, where)
 		return nil
 	}
 	pool, err := connect(ctx, *f.url)

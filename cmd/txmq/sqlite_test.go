@@ -12,8 +12,7 @@ import (
 
 // TestSQLiteBackendCommands: the operator commands work against a sqlite:// backend with no
 // server: migrate creates the jobs tables in the file (and says so once), status shows the
-// stored batches, msg lists, shows and cancels them, demo runs on the file, and
-// TXMQ_DATABASE_URL=sqlite:// is refused with what to do instead.
+// stored batches, msg lists, shows and cancels them, and demo runs on the file.
 func TestSQLiteBackendCommands(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ops.db")
@@ -59,8 +58,39 @@ func TestSQLiteBackendCommands(t *testing.T) {
 	if !strings.Contains(out, "txmq demo: sqlite backend") || !strings.Contains(out, "max in flight observed 1") {
 		t.Fatalf("demo on sqlite:\n%s", out)
 	}
+}
 
-	if _, errOut := cli(t, exitUsage, "status", "--backend", backend, "--database-url", "sqlite://"+path); !strings.Contains(errOut, "do not run on sqlite yet") {
-		t.Fatalf("a sqlite app database: %s", errOut)
+// TestSQLiteAppDatabaseCommands: with a sqlite:// app database (the jobs in the same file),
+// migrate creates the outbox and control tables in the file, dlq and status read them, queue
+// pause/paused/resume keep the mark there; a schema SQLite cannot have is a usage error naming
+// it.
+func TestSQLiteAppDatabaseCommands(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "app.db")
+	url := "sqlite://" + path
+	if out, _ := cli(t, exitOK, "migrate", "--backend", url, "--database-url", url); !strings.Contains(out, "sqlite_jobs: applied 1 migration(s)") || !strings.Contains(out, "outbox and dead-letter tables (and the pause, schedule, rate-limit and heartbeat tables) of file "+path+" (sqlite) are up to date") {
+		t.Fatalf("migrate: %s", out)
+	}
+	if out, _ := cli(t, exitOK, "migrate", "--backend", url, "--database-url", "sqlite:"+path); !strings.Contains(out, "up to date") {
+		t.Fatalf("migrate again: %s", out)
+	}
+	if out := cliText(t, exitOK, "dlq", "ls", "--database-url", url); !strings.Contains(out, "no dead letters") {
+		t.Fatalf("dlq ls: %s", out)
+	}
+	if out := cliText(t, exitOK, "status", "--backend", url, "--database-url", url); !strings.Contains(out, "no outbox rows or dead letters") {
+		t.Fatalf("status: %s", out)
+	}
+	// The pause marks live in the file too: every process on it reads them.
+	if out := cliText(t, exitOK, "queue", "pause", "orders", "--create", "--by", "ops", "--database-url", url); !strings.Contains(out, "paused orders") {
+		t.Fatalf("queue pause: %s", out)
+	}
+	if out := cliText(t, exitOK, "queue", "paused", "--database-url", url); !strings.Contains(out, "orders") || !strings.Contains(out, "ops") {
+		t.Fatalf("queue paused: %s", out)
+	}
+	if out := cliText(t, exitOK, "queue", "resume", "orders", "--database-url", url); !strings.Contains(out, "resumed orders") {
+		t.Fatalf("queue resume: %s", out)
+	}
+	if _, errOut := cli(t, exitUsage, "dlq", "ls", "--database-url", url, "--schema", "other"); !strings.Contains(errOut, "SQLite has no schemas") {
+		t.Fatalf("dlq ls with a schema: %s", errOut)
 	}
 }

@@ -175,13 +175,15 @@ func (pb *publisher) followsOutbox(ctx context.Context, b core.OutgoingBatch) er
 // waited for, so that the transaction's row, published right after its commit, cannot
 // overtake them. It costs the staging call one backend write, and only when the key was
 // published directly in the last buffer window (or is being flushed); the wait is bounded by
-// twice ClaimTimeout.
+// twice ClaimTimeout. The flush runs on ctx's values (not its cancellation), so that a
+// handoff to an outbox whose database has one writer at a time (SQLite), which the
+// transaction in ctx holds, can be written into that transaction rather than wait for it.
 func (pb *publisher) storeKeyFirst(ctx context.Context, spec *Spec, key string) {
 	n := pb.e
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*n.opts.ClaimTimeout)
 	defer cancel()
 	if qb := pb.buf.takeKey(wctx, spec, key); qb != nil {
-		pb.flush(context.Background(), []*queueBuffer{qb}, true)
+		pb.flush(context.WithoutCancel(ctx), []*queueBuffer{qb}, true)
 	}
 }
 
