@@ -127,8 +127,11 @@
 // Open makes, unless it goes through PgBouncer) each statement goes alone, one per claim round
 // and one per group of settles; on any other pool (the app's, or through a transaction pooler)
 // each is preceded by set_config('enable_seqscan', 'off', true) in the same pipelined implicit
-// transaction, which never reaches the app's own statements. TestStatementPlans checks the
-// custom and generic plans of every statement at several sizes, fresh and stale statistics.
+// transaction, which never reaches the app's own statements. Both also set plan_cache_mode to
+// force_generic_plan (for the session, or for the guarded transaction), so a connection plans
+// each prepared statement once and reuses that plan, where Postgres' "auto" mode planned the
+// claim anew at every execution. TestStatementPlans checks the custom and generic plans of
+// every statement at several sizes, fresh and stale statistics.
 //
 // Without a ledger, the Backend answers message lookups (core.BatchInspector: the batches it
 // still holds, ready, delayed, held behind their key, waiting to retry or running; never
