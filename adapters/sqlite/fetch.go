@@ -21,7 +21,7 @@ const minTimer = 5 * time.Millisecond
 // scan of (queue, run_at) over run_at <= now, in due order. The parts of a request's queues
 // are joined with UNION ALL. It runs inside the claim's BEGIN IMMEDIATE transaction, which
 // holds the file's write lock: no other claimer can pick the same rows meanwhile.
-const sqlPickQueue = `SELECT * FROM (SELECT id, queue, batch_id, body, deliveries, order_key, run_at, 0
+const sqlPickQueue = `SELECT * FROM (SELECT id, queue, batch_id, body, deliveries, order_key, run_at, 0, 0
 FROM txmq_jobs INDEXED BY txmq_jobs_claim_idx
 WHERE queue = :q{{i}} AND run_at <= :now
 ORDER BY run_at LIMIT :l{{i}})`
@@ -143,6 +143,7 @@ type picked struct {
 	runAt      int64
 	lead       int64 // µs: sorts as if due this much earlier (a prioritized queue's rows)
 	rank       int   // its place in its queue's pick, from 0
+	bare       bool  // read from the priority index only: batchID, body, deliveries, key unset
 }
 
 // claim runs the claim transaction once and returns the claims and, when there are none, how
@@ -222,7 +223,7 @@ func (be *Backend) pick(ctx context.Context, tx execer, p claimParams, now int64
 	for chunk := range slices.Chunk(p.pickParts(), maxPickParts) {
 		stmt, args := pickStatement(chunk, now)
 		rows, err := tx.QueryContext(ctx, stmt, args...)
-		err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt, &r.lead}, func() error {
+		err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt, &r.lead, &r.bare}, func() error {
 			c := r
 			c.body = append([]byte(nil), r.body...)
 			all = append(all, c)
@@ -251,7 +252,8 @@ func (be *Backend) pick(ctx context.Context, tx execer, p claimParams, now int64
 		all = slices.DeleteFunc(all, func(c picked) bool { return c.rank >= p.limit(c.queue) })
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank })
-	return all[:min(len(all), p.budget)], nil
+	all = all[:min(len(all), p.budget)]
+	return all, fillBare(ctx, tx, all)
 }
 
 // claim turns a leased row into a Claim.

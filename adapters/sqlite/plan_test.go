@@ -39,6 +39,7 @@ func TestStatementPlans(t *testing.T) {
 	stmts := []stmt{
 		{"pick", two(sqlPickQueue), qArgs},
 		{"pick prioritized", prioPick, prioArgs},
+		{"pick details", withList(sqlPickDetails, "id", 3), ids},
 		{"lease", withList(sqlLease, "id", 3), append(named("token", 7, "node", "n", "until", 1), ids...)},
 		{"peek", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlPeekQueue) + ") t", qArgs},
 		{"next due", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlNextDueQueue) + ") t", qArgs},
