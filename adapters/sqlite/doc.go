@@ -142,6 +142,14 @@
 // early (run_at <= now as for every row). Per-key order comes first: a held row is not ready.
 // See priority.go.
 //
+// # Cluster-wide limits
+//
+// The Backend enforces a queue's ClusterLimit (core.ClusterLimiter): the claim's
+// BEGIN IMMEDIATE transaction, which holds the file's write lock, counts the queue's
+// unexpired leases and picks at most the room left, so no two claims of any process can both
+// take the last slot; a settled or expired lease gives its slot back by itself. KeyLimit
+// needs a Fair queue, which this adapter refuses. See clusterlimit.go.
+//
 // # Limits
 //
 // A batch body is at most MaxBatchBytes (SQLite's default SQLITE_MAX_LENGTH, 1e9 bytes, less

@@ -100,6 +100,7 @@ type claimParams struct {
 	node   string
 	lease  int64  // µs
 	prio   []bool // the prioritized queues; nil when none is (see priority.go)
+	lim    []int  // the queues' cluster-wide limits, 0 for none; nil when none has one (see clusterlimit.go)
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -121,6 +122,12 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 				p.prio = make([]bool, len(qs))
 			}
 			p.prio[i] = true
+		}
+		if s.Limit > 0 {
+			if p.lim == nil {
+				p.lim = make([]int, len(qs))
+			}
+			p.lim[i] = s.Limit
 		}
 	}
 	return p
@@ -163,6 +170,10 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 		claims = claims[:0]
 		return be.inTx(ctx, func(tx execer) error {
 			now := time.Now().UnixMicro()
+			p, err := p.withRoom(ctx, tx, now)
+			if err != nil {
+				return err
+			}
 			cand, err := be.pick(ctx, tx, p, now)
 			if err != nil || len(cand) == 0 {
 				return err
@@ -180,7 +191,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 					}
 				}
 				ids = append(ids, c.id)
-				claims = append(claims, c.claim(be, until, p.exclusive(c.queue)))
+				claims = append(claims, c.claim(be, until, p.exclusive(c.queue), p.limited(c.queue)))
 			}
 			if len(ids) == 0 {
 				return nil
@@ -257,14 +268,14 @@ func (be *Backend) pick(ctx context.Context, tx execer, p claimParams, now int64
 }
 
 // claim turns a leased row into a Claim.
-func (r picked) claim(be *Backend, until int64, excl bool) *core.Claim {
+func (r picked) claim(be *Backend, until int64, excl, limited bool) *core.Claim {
 	return &core.Claim{
 		Queue:      r.queue,
 		ID:         r.batchID,
 		Body:       r.body,
 		Deliveries: r.deliveries + 1,
 		LeaseUntil: time.UnixMicro(until),
-		Handle:     &handle{be: be, id: r.id, excl: excl, queue: r.queue, key: r.key.String},
+		Handle:     &handle{be: be, id: r.id, excl: excl, limited: limited, queue: r.queue, key: r.key.String},
 	}
 }
 

@@ -40,6 +40,7 @@ func TestStatementPlans(t *testing.T) {
 		{"pick", two(sqlPickQueue), qArgs},
 		{"pick prioritized", prioPick, prioArgs},
 		{"pick details", withList(sqlPickDetails, "id", 3), ids},
+		{"running leases", sqlRunning, named("queue", "q", "limit", 5)},
 		{"lease", withList(sqlLease, "id", 3), append(named("token", 7, "node", "n", "until", 1), ids...)},
 		{"peek", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlPeekQueue) + ") t", qArgs},
 		{"next due", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlNextDueQueue) + ") t", qArgs},
