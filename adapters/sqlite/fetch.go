@@ -170,11 +170,11 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 		claims = claims[:0]
 		return be.inTx(ctx, func(tx execer) error {
 			now := time.Now().UnixMicro()
-			p, err := p.withRoom(ctx, tx, now)
+			room, err := p.withRoom(ctx, tx, now) // limited queues cut to the room left
 			if err != nil {
 				return err
 			}
-			cand, err := be.pick(ctx, tx, p, now)
+			cand, err := be.pick(ctx, tx, room, now)
 			if err != nil || len(cand) == 0 {
 				return err
 			}
