@@ -409,15 +409,23 @@ func fairRestart(x *X) {
 	}
 }
 
-// fairThroughHandoff: during an outage the node hands a backlog of key "big" and the lone
-// batch to the outbox; after Restore the outbox's sweep publishes them (reading each batch's
-// fairness key from its envelope), and the lone batch runs within fairBound runs.
+// fairThroughHandoff: a backlog of the empty key is stored; during an outage the node hands
+// the lone batch to the outbox; after Restore the outbox's sweep publishes it (reading its
+// fairness key from its envelope), and the lone batch runs within fairBound runs (had the
+// sweep lost its key, it would join the backlog's lane). The backlog is published before the
+// outage: handing off a batch costs a write that waits for the backend's timeout (a whole
+// ClaimTimeout where the outage hangs connections, as on Redis behind the proxy), and what
+// the property checks is the lone batch's path.
 func fairThroughHandoff(x *X) {
 	x.needFair()
 	q := fairQueue(x, txmq.QueueConfig[Msg]{})
 	s := x.store(x.rawClient(), outbox.Options{RecoveryAge: 300 * time.Millisecond, SweepInterval: 200 * time.Millisecond, BackoffBase: 200 * time.Millisecond, BackoffMax: time.Second})
 	n := x.node(txmq.NodeOptions{Handoff: s})
 	const backlog = 300
+	if err := publishBig(x, x.ctx(), q, n, backlog, true); err != nil {
+		x.T.Fatalf("PublishMany: %v", err)
+	}
+	waitReady(x, q, backlog)
 	x.Env.Break(x.T)
 	restored := false
 	defer func() {
@@ -425,9 +433,6 @@ func fairThroughHandoff(x *X) {
 			x.Env.Restore(x.T)
 		}
 	}()
-	if err := publishBig(x, x.ctx(), q, n, backlog, true); err != nil {
-		x.T.Fatalf("PublishMany: %v", err)
-	}
 	if err := q.Publish(x.ctx(), n, Msg{K: "lone"}, txmq.FairKey("lone")); err != nil {
 		x.T.Fatalf("Publish: %v", err)
 	}

@@ -407,9 +407,12 @@ _txmq_redis() {
 
 # ------------------------------------------------------------------ MariaDB
 # The mysql jobs backend's tests (adapters/mysql) read TXMQ_MYSQL_URL. A server
-# answering on 127.0.0.1:${TXMQ_MYSQL_PORT:-3306} is reused (never restarted);
-# otherwise the machine's MariaDB is started with the distribution's own
-# settings (installed first when missing) and stopped on exit.
+# answering on 127.0.0.1:${TXMQ_MYSQL_PORT:-3306} is reused (never restarted nor
+# reconfigured) when it allows the connections the suites need (see
+# _txmq_mysql_capacity); when it allows fewer (the machine's MariaDB: 151), a
+# private MariaDB is started on a free port in a temp dir and stopped on exit;
+# when nothing answers, the machine's MariaDB is started with the distribution's
+# own settings (installed first when missing) and stopped on exit.
 
 # _txmq_mysql_client: print the command-line client's name.
 _txmq_mysql_client() {
@@ -428,6 +431,59 @@ _txmq_mysql_use() {
 	_txmq_say "mysql $2 $TXMQ_MYSQL_URL"
 }
 
+# _txmq_mysql_capacity PORT: whether the server on PORT allows the connections the suites need
+# side by side (the MySQL parity suites and the CLI's tests: each property has nodes of their
+# own, each with a pool; the machine's MariaDB allows 151, and the suite once used all of them).
+_txmq_mysql_capacity() {
+	local port=$1 want=500 have client
+	client="$(_txmq_mysql_client)" || return 0
+	have="$(timeout 10 "$client" -h 127.0.0.1 -P "$port" -u root -N -e 'select @@max_connections' </dev/null 2>/dev/null)"
+	if [ -n "$have" ] && [ "$have" -lt "$want" ]; then
+		_txmq_say "mysql on port $port allows $have connections, the suites need $want: using a private server instead (the one on port $port is left as it is)"
+		return 1
+	fi
+	return 0
+}
+
+# _txmq_mysql_throwaway PORT: a private MariaDB in a temp dir (mariadb-install-db, then
+# mariadbd with no option files, 1,000 connections, the machine's character set), its
+# descriptors closed, stopped by its PID on exit. Redo logs are flushed once a second
+# (innodb_flush_log_at_trx_commit=2), as the private PostgreSQL runs without fsync: tests need
+# no durability across a machine crash.
+_txmq_mysql_throwaway() {
+	local port=$1 dir
+	dir="$_TXMQ_SERVICES_DIR/mariadb-$port"
+	mkdir -p "$dir"
+	if [ "$(id -u)" = 0 ]; then
+		chown mysql:mysql "$dir" 2>/dev/null
+	fi
+	if ! mariadb-install-db --no-defaults --datadir="$dir/data" --user="$(if [ "$(id -u)" = 0 ]; then echo mysql; else id -un; fi)" --auth-root-authentication-method=normal \
+		--skip-test-db >"$dir/install.log" 2>&1 </dev/null; then
+		_txmq_warn "mysql: mariadb-install-db failed:"
+		tail -n 20 "$dir/install.log" >&2
+		return 1
+	fi
+	[ "$(id -u)" = 0 ] && chown -R mysql:mysql "$dir"
+	_txmq_nofds /usr/sbin/mariadbd --no-defaults --datadir="$dir/data" --port="$port" --bind-address=127.0.0.1 \
+		--socket="$dir/mysqld.sock" --pid-file="$dir/mariadbd.pid" --log-error="$dir/error.log" \
+		$([ "$(id -u)" = 0 ] && echo --user=mysql) --max-connections=1000 --skip-name-resolve \
+		--character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
+		--innodb-flush-log-at-trx-commit=2 </dev/null >/dev/null 2>&1 &
+	for _ in $(seq 1 300); do
+		_txmq_tcp 127.0.0.1 "$port" && [ -s "$dir/mariadbd.pid" ] && break
+		sleep 0.1
+	done
+	if [ -s "$dir/mariadbd.pid" ]; then
+		echo "pid $(cat "$dir/mariadbd.pid") mariadb-$port" >>"$_TXMQ_STARTED"
+	fi
+	if ! _txmq_tcp 127.0.0.1 "$port"; then
+		_txmq_warn "mysql: the private mariadbd does not answer on port $port:"
+		tail -n 20 "$dir/error.log" >&2
+		return 1
+	fi
+	_txmq_mysql_use "$port" "started (private, $dir)"
+}
+
 _txmq_mysql() {
 	local port="${TXMQ_MYSQL_PORT:-3306}" dir
 	if [ -n "${TXMQ_MYSQL_URL:-}" ]; then
@@ -435,6 +491,15 @@ _txmq_mysql() {
 		return 0
 	fi
 	if _txmq_tcp 127.0.0.1 "$port"; then
+		if _txmq_mysql_capacity "$port"; then
+			_txmq_mysql_use "$port" reused
+			return
+		fi
+		if [ -x /usr/bin/mariadb-install-db ] || command -v mariadb-install-db >/dev/null 2>&1; then
+			_txmq_mysql_throwaway "$(_txmq_free_port 13306)"
+			return
+		fi
+		_txmq_warn "mysql: no mariadb-install-db for a private server; using port $port as it is"
 		_txmq_mysql_use "$port" reused
 		return
 	fi

@@ -102,8 +102,8 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 
 // sqlPublish stores one batch, due its delay ($4 µs) after the database's now.
 const sqlPublish = `
-INSERT INTO {{s}}txmq_jobs (queue, batch_id, body, run_at, messages, created_at, priority, lead_us)
-VALUES (?, ?, ?, {{now}} + ?, ?, {{now}}, ?, ?)`
+INSERT INTO {{s}}txmq_jobs (queue, batch_id, body, run_at, messages, created_at, priority, lead_us, fair_key)
+VALUES (?, ?, ?, {{now}} + ?, ?, {{now}}, ?, ?, ?)`
 
 // Publish stores the batch, claimable once its delay (b.DelayFrom) has passed on the
 // database's clock (its now plus the delay: the app's clock is never compared with the
@@ -141,7 +141,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		case b.Key != "":
 			return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error { return be.publishKeyed(ctx, tx, b, body, delayUs) })
 		}
-		_, err := be.db.ExecContext(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, prio(b), micros(b.Lead))
+		_, err := be.db.ExecContext(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, prio(b), micros(b.Lead), b.FairKey)
 		return err
 	})
 	if err == nil && dup != nil {

@@ -76,7 +76,7 @@ func (be *Backend) publishDedup(ctx context.Context, b core.OutgoingBatch, body 
 		if b.Key != "" {
 			return be.publishKeyed(ctx, tx, b, body, delayUs)
 		}
-		_, err = tx.ExecContext(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, prio(b), micros(b.Lead))
+		_, err = tx.ExecContext(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, prio(b), micros(b.Lead), b.FairKey)
 		return err
 	})
 	if errors.Is(err, errHeld) {

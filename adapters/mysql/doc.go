@@ -41,7 +41,8 @@
 // Migrate creates, in Options.Schema (default the connection's database), the table txmq_jobs
 // (one row per batch: queue, batch id, body, deliveries, run_at, lease owner and token,
 // created time, ordering key), txmq_jobs_exclusive (the Exclusive locks), txmq_job_keys (the
-// ordering keys' locks), txmq_jobs_queues (fetch heartbeats) and txmq_job_ids (dedup ids),
+// ordering keys' locks), txmq_jobs_queues (fetch heartbeats), txmq_job_ids (dedup ids) and
+// txmq_jobs_fair (fair queues' turns; migration 0003 also adds txmq_jobs.fair_key),
 // and records its version in txmq_migrations. Times are BIGINT microseconds on the
 // database's clock (UTC_TIMESTAMP(6)), so neither the session's time zone nor the DSN's
 // parseTime or loc can shift them. A row's state is derived from run_at and lease_token as in
@@ -55,6 +56,14 @@
 // claims nothing, one more statement finds when the next row of those queues becomes
 // claimable, for the wait timer. A delayed publish stores run_at = the database's clock plus
 // the batch's delay, never the app's due time.
+//
+// Queues with a cluster-wide limit (txmq.QueueConfig.ClusterLimit, core.ClusterLimiter): the
+// claim transaction locks the queue's row of txmq_jobs_exclusive (FOR UPDATE) before picking,
+// counts the queue's live leases and picks at most the limit minus that (clusterlimit.go).
+// Fair queues (core.FairSharer): the claim locks the queue's turn row (txmq_jobs_fair), lists
+// the keys with a ready row from the one after the last served and takes their first ready
+// rows round-robin, passing over keys at their KeyLimit (fair.go). A queue both Fair and
+// Prioritized is refused.
 //
 // Exclusive queues: each has one row in txmq_jobs_exclusive, made the first time a Backend
 // claims the queue. A claim takes it (UPDATE ... WHERE lease_until <= now: the row lock

@@ -94,6 +94,9 @@ type claimParams struct {
 	node   string
 	lease  int64  // µs
 	prio   []bool // the prioritized queues; nil when none is (see priority.go)
+	lim    []int  // the queues' cluster-wide limits (0: none); nil when none has one (see clusterlimit.go)
+	fair   []bool // the fair queues; nil when none is (see fair.go)
+	keyLim []int  // the fair queues' limits per key (0: none); set with fair
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -111,6 +114,18 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 	}
 	for i, s := range qs {
 		p.queues[i], p.excl[i] = s.Queue, s.Exclusive
+		if s.Fair {
+			if p.fair == nil {
+				p.fair, p.keyLim = make([]bool, len(qs)), make([]int, len(qs))
+			}
+			p.fair[i], p.keyLim[i] = true, max(s.KeyLimit, 0)
+		}
+		if s.Limit > 0 {
+			if p.lim == nil {
+				p.lim = make([]int, len(qs))
+			}
+			p.lim[i] = s.Limit
+		}
 		if s.Prioritized {
 			if p.prio == nil {
 				p.prio = make([]bool, len(qs))
@@ -136,8 +151,9 @@ type picked struct {
 	deliveries int
 	key        sql.NullString
 	runAt, now int64
-	lead       int64 // µs: sorts as if due this much earlier (a prioritized queue's rows)
-	rank       int   // its place in its queue's pick, from 0
+	lead       int64  // µs: sorts as if due this much earlier (a prioritized queue's rows)
+	fairKey    string // a fair queue's rows: the row's fairness key
+	rank       int    // its place in its queue's pick, from 0
 }
 
 // claim runs the claim transaction once and returns the claims and, when there are none, how
@@ -153,13 +169,26 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	err := be.run(context.WithoutCancel(ctx), "fetch", func(ctx context.Context) error {
 		claims = claims[:0]
 		return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error {
-			cand, err := be.pick(ctx, tx, p)
-			if err != nil || len(cand) == 0 {
+			p, err := be.applyLimits(ctx, tx, p)
+			if err != nil {
 				return err
+			}
+			p, fairRows, err := be.applyFair(ctx, tx, p)
+			if err != nil {
+				return err
+			}
+			cand, err := be.pick(ctx, tx, p)
+			if err != nil {
+				return err
+			}
+			cand = append(fairRows, cand...)
+			if len(cand) == 0 {
+				return nil
 			}
 			now := cand[0].now
 			until := now + p.lease
 			ids := make([]int64, 0, len(cand))
+			turns := map[string]string{} // fair queue -> key of its last row claimed
 			for _, c := range cand {
 				if p.exclusive(c.queue) {
 					n, err := affected(ctx, tx, be.sql.exclusiveTake, c.id, until, c.queue)
@@ -171,10 +200,16 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 					}
 				}
 				ids = append(ids, c.id)
-				claims = append(claims, c.claim(be, until, p.exclusive(c.queue)))
+				claims = append(claims, c.claim(be, until, p.exclusive(c.queue), p.limited(c.queue) || p.fairQueue(c.queue)))
+				if p.fairQueue(c.queue) {
+					turns[c.queue] = c.fairKey
+				}
 			}
 			if len(ids) == 0 {
 				return nil
+			}
+			if err := be.moveTurns(ctx, tx, turns); err != nil {
+				return err
 			}
 			token := newToken()
 			for _, c := range claims {
@@ -244,14 +279,14 @@ func (be *Backend) pick(ctx context.Context, tx *sql.Tx, p claimParams) ([]picke
 }
 
 // claim turns a leased row into a Claim.
-func (r picked) claim(be *Backend, until int64, excl bool) *core.Claim {
+func (r picked) claim(be *Backend, until int64, excl, limited bool) *core.Claim {
 	return &core.Claim{
 		Queue:      r.queue,
 		ID:         r.batchID,
 		Body:       r.body,
 		Deliveries: r.deliveries + 1,
 		LeaseUntil: time.UnixMicro(until),
-		Handle:     &handle{be: be, id: r.id, excl: excl, queue: r.queue, key: r.key.String},
+		Handle:     &handle{be: be, id: r.id, excl: excl, limited: limited, queue: r.queue, key: r.key.String},
 	}
 }
 
@@ -273,30 +308,43 @@ func (be *Backend) nextDue(ctx context.Context, queues []string) (time.Duration,
 	return max(0, time.Duration(us.Int64)*time.Microsecond), nil
 }
 
-// ensureExclusive makes the lock rows of the request's Exclusive queues exist, once per queue
-// and Backend.
+// ensureExclusive makes the lock rows of the request's Exclusive and limited queues, and the
+// turn rows of its fair queues, exist, once per queue and Backend.
 func (be *Backend) ensureExclusive(ctx context.Context, p claimParams) error {
 	for i, q := range p.queues {
-		if !p.excl[i] {
+		if p.fair != nil && p.fair[i] {
+			if err := be.ensureRow(ctx, "fair/"+q, "fetch: fair turn row of queue "+q, be.sql.fairRow, q); err != nil {
+				return err
+			}
+		}
+		if !p.excl[i] && (p.lim == nil || p.lim[i] <= 0) {
 			continue
 		}
-		be.exclMu.Lock()
-		ready := be.exclReady[q]
-		be.exclMu.Unlock()
-		if ready {
-			continue
-		}
-		err := be.run(context.WithoutCancel(ctx), "fetch: exclusive lock row of queue "+q, func(ctx context.Context) error {
-			_, err := be.db.ExecContext(ctx, be.sql.exclusiveRow, q)
-			return err
-		})
-		if err != nil {
+		if err := be.ensureRow(ctx, q, "fetch: exclusive lock row of queue "+q, be.sql.exclusiveRow, q); err != nil {
 			return err
 		}
-		be.exclMu.Lock()
-		be.exclReady[q] = true
-		be.exclMu.Unlock()
 	}
+	return nil
+}
+
+// ensureRow runs stmt (an INSERT IGNORE of a queue's lock row) once per name and Backend.
+func (be *Backend) ensureRow(ctx context.Context, name, what, stmt, queue string) error {
+	be.exclMu.Lock()
+	ready := be.exclReady[name]
+	be.exclMu.Unlock()
+	if ready {
+		return nil
+	}
+	err := be.run(context.WithoutCancel(ctx), what, func(ctx context.Context) error {
+		_, err := be.db.ExecContext(ctx, stmt, queue)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	be.exclMu.Lock()
+	be.exclReady[name] = true
+	be.exclMu.Unlock()
 	return nil
 }
 

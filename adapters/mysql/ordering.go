@@ -30,10 +30,10 @@ WHERE queue = ? AND order_key = ? ORDER BY id LIMIT 1 FOR UPDATE`
 // of its key is scheduled as any row; a row behind others of its key is held (run_at the
 // largest BIGINT, counted as delayed) with its own due time in due_at.
 // $1 queue, $2 batch id, $3 body, $4 held, $5 delay µs, $6 messages, $7 key, $8 and $9 delay µs,
-// $10 priority, $11 lead µs.
+// $10 priority, $11 lead µs, $12 fairness key.
 const sqlPublishKeyed = `
-INSERT INTO {{s}}txmq_jobs (queue, batch_id, body, run_at, messages, created_at, order_key, due_at, priority, lead_us)
-VALUES (?, ?, ?, IF(?, 9223372036854775807, {{now}} + ?), ?, {{now}}, ?, IF(? > 0, {{now}} + ?, NULL), ?, ?)`
+INSERT INTO {{s}}txmq_jobs (queue, batch_id, body, run_at, messages, created_at, order_key, due_at, priority, lead_us, fair_key)
+VALUES (?, ?, ?, IF(?, 9223372036854775807, {{now}} + ?), ?, {{now}}, ?, IF(? > 0, {{now}} + ?, NULL), ?, ?, ?)`
 
 // sqlNextOfKey locks the row after $3 of queue $1's key $2: the one an ack of $3 makes due.
 const sqlNextOfKey = `
@@ -116,7 +116,7 @@ func (be *Backend) publishKeyed(ctx context.Context, tx *sql.Tx, b core.Outgoing
 	if err != nil && err != sql.ErrNoRows {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, be.sql.publishKeyed, b.Queue, b.ID, body, held, delayUs, b.Messages, b.Key, delayUs, delayUs, prio(b), micros(b.Lead))
+	_, err = tx.ExecContext(ctx, be.sql.publishKeyed, b.Queue, b.ID, body, held, delayUs, b.Messages, b.Key, delayUs, delayUs, prio(b), micros(b.Lead), b.FairKey)
 	return err
 }
 

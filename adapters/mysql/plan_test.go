@@ -45,6 +45,7 @@ func TestStatementPlans(t *testing.T) {
 	pick, pickArgs := twoQueues(s.pickQueue, "q", 10)
 	next, nextArgs := twoQueues(s.nextDueQueue, "q")
 	level, levelArgs := twoQueues(s.pickLevel, "q", 9, 10)
+	pickKey, pickKeyArgs := twoQueues(s.pickKey, "q", "k1", 10)
 	stmts := []stmt{
 		{"pick", pick, pickArgs},
 		{"pick level", level, levelArgs},
@@ -75,6 +76,14 @@ func TestStatementPlans(t *testing.T) {
 		{"reap queues", s.reapQueues, []any{int64(1)}},
 		{"reap pick", s.reapPick, []any{"q", int64(1), 100}},
 		{"reap count", s.reapCount, []any{"q", int64(1)}},
+		{"limit lock", s.limitLock, []any{"q"}},
+		{"limit count", s.limitCount, []any{"q"}},
+		{"fair turn", s.fairTurn, []any{"q"}},
+		{"fair move", s.fairMove, []any{"k", "q"}},
+		{"fair keys after", s.fairKeysAfter, []any{"q", "k", 10}},
+		{"fair keys up to", s.fairKeysUpTo, []any{"q", "k", 10}},
+		{"fair busy", s.fairBusy, []any{"q"}},
+		{"pick key", pickKey, pickKeyArgs},
 	}
 	for _, size := range []int{0, 10000} {
 		fill(t, db, w.schema, size)
@@ -110,10 +119,10 @@ func fill(t *testing.T, db *sql.DB, schema string, n int) {
 			if k%3 == 0 {
 				token = fmt.Sprint(k)
 			}
-			jobs = append(jobs, fmt.Sprintf("('q%d', 'b%d', 'body', 1, %d, %s, %d, %s)", k%20, k, now+int64(k%1000-500)*1000, token, now, key))
+			jobs = append(jobs, fmt.Sprintf("('q%d', 'b%d', 'body', 1, %d, %s, %d, %s, 'k%d')", k%20, k, now+int64(k%1000-500)*1000, token, now, key, k%13))
 			idRows = append(idRows, fmt.Sprintf("('q%d', 'i%d', %d, 1)", k%20, k, now+int64(k%1000-500)*1000))
 		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO "+q+"txmq_jobs (queue, batch_id, body, messages, run_at, lease_token, created_at, order_key) VALUES "+strings.Join(jobs, ",")); err != nil {
+		if _, err := db.ExecContext(ctx, "INSERT INTO "+q+"txmq_jobs (queue, batch_id, body, messages, run_at, lease_token, created_at, order_key, fair_key) VALUES "+strings.Join(jobs, ",")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, "INSERT INTO "+q+"txmq_job_ids (queue, id, expires_at, token) VALUES "+strings.Join(idRows, ",")); err != nil {
@@ -121,7 +130,7 @@ func fill(t *testing.T, db *sql.DB, schema string, n int) {
 		}
 		have += chunk
 	}
-	for _, table := range []string{"txmq_jobs", "txmq_job_ids", "txmq_jobs_exclusive", "txmq_jobs_queues"} {
+	for _, table := range []string{"txmq_jobs", "txmq_job_ids", "txmq_jobs_exclusive", "txmq_jobs_queues", "txmq_jobs_fair"} {
 		rows, err := db.QueryContext(ctx, "ANALYZE TABLE "+q+table)
 		if err != nil {
 			t.Fatal(err)

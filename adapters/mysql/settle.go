@@ -21,6 +21,9 @@ type handle struct {
 	id    int64
 	token int64
 	excl  bool // claimed as an Exclusive queue's batch
+	// limited: claimed as the batch of a queue with a cluster-wide limit; its Ack and Drop
+	// signal this process's waiting fetches (see clusterlimit.go).
+	limited bool
 	// queue names the batch's queue; key its ordering key (empty on unordered queues): its
 	// Ack and Drop make the next batch of the key due.
 	queue, key string
@@ -168,6 +171,9 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 		if n > 0 {
 			reqs[0].ok = true
 			h.MarkSettled()
+			if h.limited {
+				be.wake.Signal(h.queue)
+			}
 		}
 		return nil
 	}
@@ -216,6 +222,9 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 	for _, q := range reqs {
 		if q.ok {
 			q.h.MarkSettled()
+			if q.h.limited {
+				wake = append(wake, q.h.queue)
+			}
 		}
 	}
 	for _, q := range wake {

@@ -62,7 +62,7 @@ func (be *Backend) Split(ctx context.Context, c *core.Claim, parts []core.Part) 
 					if body == nil {
 						body = []byte{}
 					}
-					if _, err := tx.ExecContext(ctx, be.sql.publish, p.Queue, p.ID, body, delayUs, p.Messages, prio(p), micros(p.Lead)); err != nil {
+					if _, err := tx.ExecContext(ctx, be.sql.publish, p.Queue, p.ID, body, delayUs, p.Messages, prio(p), micros(p.Lead), p.FairKey); err != nil {
 						return err
 					}
 				}

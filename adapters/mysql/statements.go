@@ -12,6 +12,9 @@ type statements struct {
 	takeExpiredIDs, insertIDs, heldIDs, pruneIDs                   string
 	inspectQueues, inspectPage, inspectFind, replaceBody           string
 	removeRow, reapQueues, reapPick, reapCount                     string
+	limitLock, limitCount                                          string
+	fairRow, fairTurn, fairMove, fairKeysAfter, fairKeysUpTo       string
+	fairBusy, pickKey                                              string
 }
 
 // renderAll renders every statement for schema.
@@ -27,5 +30,8 @@ func renderAll(schema string) statements {
 		takeExpiredIDs: r(sqlTakeExpiredIDs), insertIDs: r(sqlInsertIDs), heldIDs: r(sqlHeldIDs), pruneIDs: r(sqlPruneIDs),
 		inspectQueues: r(sqlInspectQueues), inspectPage: r(sqlInspectPage), inspectFind: r(sqlInspectFind), replaceBody: r(sqlReplaceBody),
 		removeRow: r(sqlRemoveRow), reapQueues: r(sqlReapQueues), reapPick: r(sqlReapPick), reapCount: r(sqlReapCount),
+		limitLock: r(sqlLimitLock), limitCount: r(sqlLimitCount),
+		fairRow: r(sqlFairRow), fairTurn: r(sqlFairTurn), fairMove: r(sqlFairMove),
+		fairKeysAfter: r(sqlFairKeysAfter), fairKeysUpTo: r(sqlFairKeysUpTo), fairBusy: r(sqlFairBusy), pickKey: r(sqlPickKey),
 	}
 }

@@ -104,7 +104,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if b.DedupWindow > 0 {
 		err = be.publishDedup(ctx, k, b, delayMs)
 	} else {
-		err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead)).Err()
+		err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead), fairKeyArg(b)).Err()
 	}
 	var dup *core.DuplicateError
 	if errors.As(err, &dup) {

@@ -34,6 +34,7 @@ type settleReq struct {
 	// nargs is how many of args the settle takes (settleArgs, or ackArgs for a short ack);
 	// 0 means settleArgs.
 	nargs int
+	fair  bool           // the claim was a fair queue's (settleScript's ARGV[2])
 	res   chan settleRes // buffered: the flusher never blocks on a caller that gave up
 }
 
@@ -57,12 +58,12 @@ func newSettleBatcher(be *Backend) *settleBatcher {
 	return b
 }
 
-// run sends one settle (the first nargs entries of args, settleScript's ARGV for it) of a
-// queue with the next pipeline and returns its reply. It returns when the reply arrived, when
+// run sends one settle (the first nargs entries of args, settleScript's ARGV for it; fair
+// when the claim was a fair queue's) of a queue with the next pipeline and returns its reply. It returns when the reply arrived, when
 // ctx ends (the settle may still happen) or at Close.
-func (b *settleBatcher) run(ctx context.Context, keys *queueKeys, args [settleArgs]any, nargs int) (int64, error) {
+func (b *settleBatcher) run(ctx context.Context, keys *queueKeys, args [settleArgs]any, nargs int, fair bool) (int64, error) {
 	r := reqPool.Get().(*settleReq)
-	r.ctx, r.keys, r.args, r.nargs = ctx, keys, args, nargs
+	r.ctx, r.keys, r.args, r.nargs, r.fair = ctx, keys, args, nargs, fair
 	select {
 	case b.reqs <- r: // the common case, without a three-way select
 	default:
@@ -140,8 +141,15 @@ func (b *settleBatcher) flush(batch []*settleReq) {
 	defer cancel()
 	cmds, err := b.be.runScripts(ctx, settleScript, len(groups), func(i int) ([]string, []any) {
 		g := groups[i]
-		args := make([]any, 0, 1+settleArgs*len(g))
-		args = append(args, g[0].keys.wake)
+		args := make([]any, 0, 2+settleArgs*len(g))
+		fair := argZero
+		for _, r := range g {
+			if r.fair {
+				fair = argOne
+				break
+			}
+		}
+		args = append(args, g[0].keys.wake, fair)
 		for _, r := range g {
 			n := r.nargs
 			if n == 0 {

@@ -11,12 +11,15 @@ import "github.com/txmq/txmq/core"
 // the settle of a limited batch wakes the fetches waiting for the queue, as an Exclusive
 // batch's does. Exclusive keeps its own rule (no live lease at all).
 //
-// KeyLimit is for fair queues only, and this adapter does not share fairly (a Fair queue is
-// refused by the node), so no node sends it one. As with Exclusive, a lease Redis forgets (a
-// failover to a replica that had not seen it, a restart without persistence) lets the limit be
-// exceeded until the forgetting node's runs end: see the package doc's durability notes.
+// KeyLimit (fair queues only) is enforced by the fair claim (fair.go): it reads the queue's
+// live leases and their fairness keys and passes over a key with KeyLimit of them, which
+// keeps its place in the turn. As with Exclusive, a lease Redis forgets (a failover to a
+// replica that had not seen it, a restart without persistence) lets a limit be exceeded until
+// the forgetting node's runs end: see the package doc's durability notes.
 //
-// Cost: one ZCOUNT (O(log n)) in the claim script of a limited queue; none on other queues.
+// Cost: one ZCOUNT (O(log n)) in the claim script of a limited queue; with a KeyLimit, a read
+// of the live leases and one HMGET of their keys per claim (bounded by what runs: at most the
+// ClusterLimit, or the nodes' concurrency); none on other queues.
 
 var _ core.ClusterLimiter = (*Backend)(nil)
 

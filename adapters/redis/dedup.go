@@ -16,8 +16,8 @@ func (be *Backend) DedupIDs() (core.DedupSupport, error) { return core.DedupSupp
 // is stored and the ids already held come back as a *core.DuplicateError.
 func (be *Backend) publishDedup(ctx context.Context, k *queueKeys, b core.OutgoingBatch, delayMs int64) error {
 	windowMs := max(int64((b.DedupWindow+time.Millisecond-1)/time.Millisecond), 1)
-	args := make([]any, 0, 7+len(b.DedupIDs))
-	args = append(args, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead), windowMs)
+	args := make([]any, 0, 8+len(b.DedupIDs))
+	args = append(args, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead), fairKeyArg(b), windowMs)
 	for _, id := range b.DedupIDs {
 		args = append(args, id)
 	}

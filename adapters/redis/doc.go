@@ -76,7 +76,14 @@
 //     settle and by lease expiry by construction.
 //   - A cluster-wide limit (txmq.QueueConfig.ClusterLimit, core.ClusterLimiter) is the same
 //     record counted: the claim script claims at most the limit minus the queue's live
-//     leases (clusterlimit.go). KeyLimit needs a Fair queue, which this adapter refuses.
+//     leases (clusterlimit.go); KeyLimit counts the live leases of each fairness key.
+//   - Fair share by key (txmq.QueueConfig.Fair, core.FairSharer and core.FairPrioritizer):
+//     the due set stays the record of every unclaimed batch; a fair queue mirrors it into one
+//     sorted set per fairness key and keeps a ring of the keys with unclaimed batches, scored
+//     by turn, all under the queue's hash tag (fair.go). The claim takes the best ready batch
+//     of each key in turn (due time minus lead within the key, so Fair and Prioritized
+//     combine), and every script that puts a batch back in the due set (retry, expired lease,
+//     an ordering key's next head, an edit) puts it back in its key's turn.
 //   - Hash tags keep one queue's keys in one Redis Cluster slot, so every script is legal on
 //     a cluster, and Fetch pipelines one script per queue in a single round trip (on a
 //     cluster, go-redis splits the pipeline per master and sends the parts in parallel: one

@@ -42,8 +42,9 @@ const (
 // head gets its own due time (hdue) set to now and still waits for its key. A prioritized
 // batch keeps its lead (see priority.go): every score it gets here is its due time minus it,
 // and a removed one forgets it.
-var editScript = goredis.NewScript(nowLua + leadLua + `
+var editScript = goredis.NewScript(nowLua + leadLua + fairLua + `
 local id, op = ARGV[1], ARGV[2]
+fairOn = redis.call('EXISTS', FK) == 1
 if redis.call('HEXISTS', KEYS[2], id) == 0 then return 0 end
 local leaseEnd = redis.call('ZSCORE', KEYS[3], id)
 if leaseEnd then
@@ -52,6 +53,7 @@ if leaseEnd then
   local v = redis.call('HGET', KEYS[4], id) or '0'
   redis.call('HSET', KEYS[4], id, string.match(v, '^%d+') or '0')
   redis.call('ZADD', KEYS[1], tonumber(leaseEnd) - leadOf(id), id)
+  fairAdd(id, tonumber(leaseEnd) - leadOf(id))
 end
 local due = redis.call('ZSCORE', KEYS[1], id)
 if op == 'replace' then
@@ -63,6 +65,7 @@ if op == 'expedite' then
     if tonumber(due) + leadOf(id) <= now then return 2 end
     redis.call('HSET', KEYS[2], id, ARGV[3])
     redis.call('ZADD', KEYS[1], now - leadOf(id), id)
+    fairAdd(id, now - leadOf(id))
     redis.call('PUBLISH', ARGV[4], '1')
     return 1
   end
@@ -80,7 +83,9 @@ if hasLead then redis.call('HDEL', KEYS[9], id) end
 local key = redis.call('HGET', KEYS[7], id)
 if due then
   redis.call('ZREM', KEYS[1], id)
+  fairRem(id)
 end
+if fairOn then redis.call('HDEL', FK, id) end
 if not key then return 1 end
 redis.call('HDEL', KEYS[7], id)
 local nxt = redis.call('HGET', KEYS[6], id)
@@ -91,6 +96,7 @@ if redis.call('HEXISTS', KEYS[8], id) == 0 then
     local d = tonumber(redis.call('HGET', KEYS[8], nxt)) or now
     redis.call('HDEL', KEYS[8], nxt)
     redis.call('ZADD', KEYS[1], d - leadOf(nxt), nxt)
+    fairAdd(nxt, d - leadOf(nxt))
     redis.call('PUBLISH', ARGV[4], '1')
   elseif redis.call('HGET', KEYS[5], key) == id then
     redis.call('HDEL', KEYS[5], key)

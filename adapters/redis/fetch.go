@@ -174,7 +174,11 @@ func (be *Backend) claim(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 		if qs.Exclusive {
 			excl = "1"
 		}
-		return be.keys.keys(qs.Queue).script, []any{shares[i], leaseMs, base + strconv.Itoa(i), excl, reclaimLimit, max(qs.Limit, 0)}
+		fair := "0"
+		if qs.Fair {
+			fair = "1"
+		}
+		return be.keys.keys(qs.Queue).script, []any{shares[i], leaseMs, base + strconv.Itoa(i), excl, reclaimLimit, max(qs.Limit, 0), fair, max(qs.KeyLimit, 0)}
 	})
 	leaseUntil := leaseEnd(start, leaseMs)
 	claims := []*core.Claim{}
@@ -261,7 +265,7 @@ func parseClaims(be *Backend, qs core.QueueSlots, cmd *goredis.Cmd, leaseUntil t
 			Body:       []byte(body),
 			Deliveries: int(dlv),
 			LeaseUntil: leaseUntil,
-			Handle:     &handle{owner: be, token: tok, exclusive: qs.Exclusive || qs.Limit > 0, idArg: vals[j], tokenArg: vals[j+3]},
+			Handle:     &handle{owner: be, token: tok, exclusive: qs.Exclusive || qs.Limit > 0 || qs.KeyLimit > 0, fair: qs.Fair, idArg: vals[j], tokenArg: vals[j+3]},
 		})
 	}
 	return claims, next, nil

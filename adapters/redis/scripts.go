@@ -73,13 +73,31 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 // batch becomes the key's tail; behind an earlier batch of its key it is held (in no set, its
 // due time kept in hdue) instead of entering the due set. ARGV[6], when present and above 0,
 // is the batch's lead in ms (see priority.go): kept in KEYS[9], and taken off its score.
-var publishScript = goredis.NewScript(nowLua + publishLua)
+// ARGV[7], when not empty, is "=" and the batch's fairness key (see fair.go): kept in the
+// queue's fkey hash, and the queue marked fair (KEYS[10]); on a queue marked fair a batch without one gets the
+// empty key. A fair batch entering the due set enters its key's fq set too, and a key joining
+// the turn wakes the fetches (a fetch may wait on a fair queue with ready batches, all of keys
+// at their KeyLimit).
+var publishScript = goredis.NewScript(nowLua + fairLua + publishLua)
 
 // publishLua is publishScript's body after nowLua (publishDedupScript runs it too).
 const publishLua = `
 if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[4], ARGV[1], 0)
+local fk = ARGV[7]
+if fk and fk ~= '' then
+  redis.call('SET', KEYS[10], '1')
+  fk = string.sub(fk, 2)
+elseif redis.call('EXISTS', KEYS[10]) == 1 then
+  fk = ''
+else
+  fk = nil
+end
+if fk then
+  redis.call('HSET', FK, ARGV[1], fk)
+  fairOn = true
+end
 local lead = tonumber(ARGV[6]) or 0
 if lead > 0 then redis.call('HSET', KEYS[9], ARGV[1], lead) end
 local key = ARGV[5]
@@ -94,38 +112,42 @@ if key and key ~= '' then
   end
 end
 local ready = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 1)[1]
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]) - lead, ARGV[1])
-if not ready then redis.call('PUBLISH', ARGV[4], '1') end
+local score = now + tonumber(ARGV[3]) - lead
+redis.call('ZADD', KEYS[1], score, ARGV[1])
+local joined = fk and fairAdd(ARGV[1], score)
+if not ready or joined then redis.call('PUBLISH', ARGV[4], '1') end
 return 1
 `
 
 // publishDedupScript is publishScript for a batch whose caller ids deduplicate
-// (core.IDDeduper). KEYS[10] is the queue's id set: a sorted set of id -> expiry (ms, server
-// time). ARGV[7] is the window in ms and ARGV[8..] the batch's ids. It forgets expired ids;
+// (core.IDDeduper). KEYS[11] is the queue's id set: a sorted set of id -> expiry (ms, server
+// time). ARGV[8] is the window in ms and ARGV[9..] the batch's ids. It forgets expired ids;
 // when any of the batch's ids is still held it stores nothing and returns those ids (a
 // table); else it records every id until now + window, keeps the set's own TTL at least the
 // window (so an idle queue's set goes away), and stores the batch as publishScript does.
-var publishDedupScript = goredis.NewScript(nowLua + bulkLua + `
-local w = tonumber(ARGV[7])
-redis.call('ZREMRANGEBYSCORE', KEYS[10], '-inf', now)
+var publishDedupScript = goredis.NewScript(nowLua + bulkLua + fairLua + `
+local w = tonumber(ARGV[8])
+redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
 local taken = {}
-for i = 8, #ARGV do
-  if redis.call('ZSCORE', KEYS[10], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
+for i = 9, #ARGV do
+  if redis.call('ZSCORE', KEYS[11], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
 end
 if #taken > 0 then return taken end
 local add = {}
-for i = 8, #ARGV do
+for i = 9, #ARGV do
   add[#add + 1] = now + w
   add[#add + 1] = ARGV[i]
 end
-bulk('ZADD', KEYS[10], add)
-if redis.call('PTTL', KEYS[10]) < w then redis.call('PEXPIRE', KEYS[10], w) end
+bulk('ZADD', KEYS[11], add)
+if redis.call('PTTL', KEYS[11]) < w then redis.call('PEXPIRE', KEYS[11], w) end
 ` + publishLua)
 
 // claimScript reclaims expired leases and claims due batches. ARGV: max claims, lease ms,
-// token base, exclusive ('1' or '0'), reclaim limit, and the queue's cluster-wide limit
-// (core.QueueSlots.Limit; '0' or absent: none). A queue with a limit claims at most the limit
-// minus its live leases (those ending after now, see clusterlimit.go).
+// token base, exclusive ('1' or '0'), reclaim limit, the queue's cluster-wide limit
+// (core.QueueSlots.Limit; '0' or absent: none), fair ('1': claim round-robin across the
+// fairness keys, see fair.go; else from the due set) and the limit per fairness key
+// (core.QueueSlots.KeyLimit; '0' or absent: none). A queue with a limit claims at most the
+// limit minus its live leases (those ending after now, see clusterlimit.go).
 //
 // Expired leases go back to the due set (scored by their lease end, so they are due at once);
 // their Deliveries grow at the next handout. An Exclusive queue claims at most one batch, and
@@ -141,7 +163,14 @@ var claimScript = goredis.NewScript(claimLua)
 // claimLua is claimScript's source. Each Redis command acts on every batch the call moves at
 // once (variadic ZREM, ZADD, HMGET, HSET, HDEL), so a claim of n batches costs a fixed number
 // of commands on the server, not about five per batch.
-const claimLua = nowLua + bulkLua + dlvLua + leadLua + `
+const claimLua = nowLua + bulkLua + dlvLua + leadLua + fairLua + fairClaimLua + `
+local fair = ARGV[7] == '1'
+if fair then
+  fairOn = redis.call('EXISTS', FK) == 1
+elseif redis.call('EXISTS', KEYS[10], FK) > 0 then -- a queue that was fair
+  redis.call('DEL', KEYS[10])
+  fairOn = redis.call('EXISTS', FK) == 1
+end
 local expired = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now, 'WITHSCORES', 'LIMIT', 0, tonumber(ARGV[5]))
 if #expired > 0 then
   local ids, due = {}, {}
@@ -165,6 +194,9 @@ if #expired > 0 then
   end
   bulk('HSET', KEYS[4], strip)
   bulk('ZADD', KEYS[1], due)
+  if fairOn then
+    for i = 1, #due, 2 do fairAdd(due[i + 1], due[i]) end
+  end
 end
 local max = tonumber(ARGV[1])
 if ARGV[4] == '1' then
@@ -179,9 +211,19 @@ local out = {now, 0}
 local orphan = false
 if max > 0 then
   local ids
-  if hasLead then ids = dueByLead(max) else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max) end
+  if fair then
+    ids = fairClaim(max, tonumber(ARGV[8]) or 0)
+  else
+    if hasLead then ids = dueByLead(max) else ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, max) end
+    if #ids > 0 then
+      bulk('ZREM', KEYS[1], ids)
+      if fairOn then -- batches of a queue that was fair: out of their keys' turn, and keyless
+        for _, id in ipairs(ids) do fairRem(id) end
+        bulk('HDEL', FK, ids)
+      end
+    end
+  end
   if #ids > 0 then
-    bulk('ZREM', KEYS[1], ids)
     local bodies = bulk('HMGET', KEYS[2], ids)
     local dlvs = bulk('HMGET', KEYS[4], ids)
     -- Numbers are formatted here once, not per batch: Redis turns every number passed to
@@ -216,6 +258,7 @@ if max > 0 then
     end
     if #gone > 0 then
       bulk('HDEL', KEYS[4], gone)
+      if fairOn then bulk('HDEL', FK, gone) end
       orphan = true
     end
   end
@@ -263,7 +306,8 @@ const (
 )
 
 // settleScript settles or extends one or more claims of one queue (the settle batcher packs
-// the concurrent settles of a queue into one call). ARGV: wake channel, then per settle id,
+// the concurrent settles of a queue into one call). ARGV: wake channel, fair ('1' when some
+// settle is of a fair claim: see fair.go), then per settle id,
 // token, op and, unless op is a short ack (opAckShort, opAckShortWake), ms (retry delay or
 // lease), has body ('1' to rewrite), body, notify ('1' to publish a wake-up).
 //
@@ -284,9 +328,10 @@ var settleScript = goredis.NewScript(settleLua)
 // When one call holds two settles of the same batch id (two claims of it, one stale), they
 // run one after the other instead, so each sees the other's effects exactly as in separate
 // calls.
-const settleLua = nowLua + bulkLua + leadLua + `
+const settleLua = nowLua + bulkLua + leadLua + fairLua + `
+fairOn = ARGV[2] == '1'
 local ids, pos, seen, dup = {}, {}, {}, false
-local n, i = 0, 2
+local n, i = 0, 3
 while i <= #ARGV do
   local id = ARGV[i]
   n = n + 1
@@ -322,9 +367,15 @@ local function flush()
   bulk('HDEL', KEYS[2], hb)
   bulk('HDEL', KEYS[4], hd)
   if hasLead then bulk('HDEL', KEYS[9], hb) end
+  if fairOn then bulk('HDEL', FK, hb) end
   if sb then bulk('HSET', KEYS[2], sb) end
   if sd then bulk('HSET', KEYS[4], sd) end
-  if zd then bulk('ZADD', KEYS[1], zd) end
+  if zd then
+    bulk('ZADD', KEYS[1], zd)
+    if fairOn then
+      for j = 1, #zd, 2 do fairAdd(zd[j + 1], zd[j]) end
+    end
+  end
   if ze then bulk('ZADD', KEYS[3], ze) end
   if dup then zl, hb, hd, sb, sd, zd, ze = {}, {}, {}, nil, nil, nil, nil end
 end
@@ -342,6 +393,7 @@ local function nextOfKey(id)
     local due = tonumber(redis.call('HGET', KEYS[8], nxt)) or now
     redis.call('HDEL', KEYS[8], nxt)
     redis.call('ZADD', KEYS[1], due - leadOf(nxt), nxt)
+    fairAdd(nxt, due - leadOf(nxt))
     wake = true
   elseif redis.call('HGET', KEYS[5], key) == id then
     redis.call('HDEL', KEYS[5], key)
@@ -357,6 +409,7 @@ local function one(k, tok, leaseEnd)
     redis.call('HSET', KEYS[4], id, string.match(tok, '^%d+') or '0')
     if leaseEnd and redis.call('HEXISTS', KEYS[2], id) == 1 then
       redis.call('ZADD', KEYS[1], tonumber(leaseEnd) - leadOf(id), id)
+      fairAdd(id, tonumber(leaseEnd) - leadOf(id))
       wake = true
     end
     return -1

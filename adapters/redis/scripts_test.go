@@ -49,7 +49,7 @@ func TestScriptCommandsPerCallAreFixed(t *testing.T) {
 	if calls > 12 {
 		t.Errorf("claim script of %d batches called %d Redis commands; want at most 12 (a fixed number per call)", n, calls)
 	}
-	args := []any{k.wake}
+	args := []any{k.wake, "0"}
 	for j := 2; j < len(vals); j += 4 {
 		args = append(args, vals[j], vals[j+3], opAck, 0, "0", "", "0")
 	}
@@ -90,7 +90,7 @@ func TestSettleScriptMixedAndDuplicate(t *testing.T) {
 		t.Fatalf("claimed %d; want 5", len(claims))
 	}
 	tok := func(i int) string { return claims[i].Handle.(*handle).token }
-	args := []any{k.wake,
+	args := []any{k.wake, "0",
 		claims[0].ID, tok(0), opAck, 0, "0", "", "0",
 		claims[1].ID, tok(1), opRetry, 0, "1", "new-body", "1",
 		claims[2].ID, tok(2), opRetry, 60000, "0", "", "1",
@@ -114,7 +114,7 @@ func TestSettleScriptMixedAndDuplicate(t *testing.T) {
 	}
 	// The same id twice: the stale token first, then the current one, then the stale one again.
 	cur := again[0].Handle.(*handle).token
-	args = []any{k.wake,
+	args = []any{k.wake, "0",
 		again[0].ID, tok(1), opAck, 0, "0", "", "0",
 		again[0].ID, cur, opAck, 0, "0", "", "0",
 		again[0].ID, cur, opAck, 0, "0", "", "0",
@@ -151,7 +151,7 @@ func TestScriptsChunkLargeCalls(t *testing.T) {
 	if d := depth(t, be, "q"); d != (core.Depth{InFlight: n}) {
 		t.Fatalf("depth after the claim = %+v; want %d in flight", d, n)
 	}
-	args := []any{k.wake}
+	args := []any{k.wake, "0"}
 	for j := 2; j < len(vals); j += 4 {
 		if vals[j+1] != "body" || vals[j+2] != int64(1) {
 			t.Fatalf("claim %v: body %v, deliveries %v; want body, 1", vals[j], vals[j+1], vals[j+2])

@@ -20,6 +20,9 @@ type handle struct {
 	// exclusive: claimed as the batch of an Exclusive queue or of one with a cluster-wide
 	// limit (clusterlimit.go): its settle frees a slot, so it wakes the waiting fetches.
 	exclusive bool
+	// fair: claimed by a fair claim (fair.go): its settle tells the script to keep the
+	// queue's turn (ARGV[2]).
+	fair bool
 	// idArg and tokenArg are the batch id and token as the claim reply held them (boxed),
 	// passed back as the settle script's arguments without boxing them again per settle.
 	idArg, tokenArg any
@@ -129,7 +132,7 @@ func (be *Backend) runSettle(ctx context.Context, what string, c *core.Claim, h 
 			args[2] = argAckShortWake
 		}
 	}
-	res, err := be.settles.run(ctx, k, args, nargs)
+	res, err := be.settles.run(ctx, k, args, nargs, h.fair)
 	if err != nil {
 		return be.wrap(fmt.Sprintf("%s %s", what, c.String()), err)
 	}

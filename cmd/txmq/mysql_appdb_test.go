@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -22,8 +25,9 @@ func TestMySQLAppDatabaseCommands(t *testing.T) {
 	if v := strings.TrimSpace(os.Getenv("TXMQ_MYSQL_URL")); v != "" {
 		raw = v
 	}
+	dsn := mysqlDSN(t, raw)
 	testenv.Check(t, "MySQL/MariaDB", "TXMQ_MYSQL_URL", raw, func(ctx context.Context, _ string) error {
-		db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/test")
+		db, err := sql.Open("mysql", dsn)
 		if err != nil {
 			return err
 		}
@@ -32,7 +36,7 @@ func TestMySQLAppDatabaseCommands(t *testing.T) {
 	})
 	schema := testenv.UniqueName("txmq_cli_")
 	t.Cleanup(func() {
-		if db, err := sql.Open("mysql", "root@tcp(127.0.0.1:3306)/test"); err == nil {
+		if db, err := sql.Open("mysql", dsn); err == nil {
 			_, _ = db.Exec("DROP DATABASE IF EXISTS " + schema)
 			_ = db.Close()
 		}
@@ -70,4 +74,18 @@ func TestMySQLAppDatabaseCommands(t *testing.T) {
 	if out := cli(exitOK, append([]string{"status", "--backend", backend}, dbArgs...)...); !strings.Contains(out, "no outbox rows or dead letters") {
 		t.Fatalf("status: %s", out)
 	}
+}
+
+// mysqlDSN turns a mysql://user[:password]@host:port/db URL into the driver's DSN.
+func mysqlDSN(t *testing.T, raw string) string {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("TXMQ_MYSQL_URL %q: %v", raw, err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	return fmt.Sprintf("%s@tcp(%s)/%s", u.User.String(), host, strings.TrimPrefix(u.Path, "/"))
 }
