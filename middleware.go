@@ -188,7 +188,7 @@ func publishThrough(ctx context.Context, n *Node, spec *queueSpec, key string, m
 			if len(p.Headers[i]) > 0 {
 				hs = p.Headers[i]
 			}
-			out[i] = core.Message{ID: ids[i], Body: body, Headers: hs}
+			out[i] = core.Message{ID: ids[i], Body: body, Headers: hs, Unique: msgs[i].Unique} // the key as the app published it
 		}
 		return final(ctx, out)
 	})

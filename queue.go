@@ -57,6 +57,8 @@ type publishOptions struct {
 	prioSet   bool
 	fairKey   string
 	fairSet   bool
+	uniqueKey string
+	uniqueSet bool
 	tick      bool // a schedule's tick (see scheduleTick)
 	headers   map[string]string
 }
@@ -154,6 +156,9 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 		if err := setIDs(q.spec.Name, encoded, o.ids); err != nil {
 			return err
 		}
+	}
+	if due, err = setUnique(q.spec, o, encoded, due, n.eng.Clock().Now); err != nil {
+		return err
 	}
 	if o.headers != nil {
 		if err := checkHeaders(q.spec.Name, 0, o.headers); err != nil {

@@ -187,6 +187,12 @@ type QueueConfig[T any] struct {
 	// that does not refuses the queue. Messages with generated ids are never checked and pay
 	// nothing. Default 0: ids label messages only, and publishing an id twice delivers twice.
 	IDDedupWindow time.Duration
+	// Unique makes publishes unique by key (a UniqueKey option, a hash of the message, or its
+	// caller id) in one of four modes: within a window, until the first one started, until it
+	// is done, or debounced (see Unique and "Unique jobs" in docs/guide.md). The backend keeps
+	// the keys (core.UniqueKeeper): a node on one that cannot keep the mode refuses the queue,
+	// naming it and the mode. Zero (the default): not unique.
+	Unique Unique
 	// RateLimit caps how many batches of the queue start per period, cluster-wide when the
 	// nodes share a Limiter (txmq.Open uses the app database), else per node. Zero: no limit.
 	// To limit messages, set MaxBatchMessages to 1.
@@ -284,6 +290,9 @@ func (c *QueueConfig[T]) validate(name string) error {
 		return fmt.Errorf("%w: queue %q: Exclusive and MaxConcurrentBatches cannot be combined: Exclusive already means one batch in flight cluster-wide; drop one of them", core.ErrInvalidConfig, name)
 	}
 	if err := checkLimitConfig(name, c.Exclusive, c.Fair, c.ClusterLimit, c.KeyLimit); err != nil {
+		return err
+	}
+	if err := checkUniqueConfig(name, c.Unique, c.Ordered, c.IDDedupWindow); err != nil {
 		return err
 	}
 	if c.MaxConcurrentBatches.fn == nil && c.MaxConcurrentBatches.n < 0 {

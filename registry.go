@@ -70,6 +70,7 @@ type declKey struct {
 	clusterLimit   int
 	keyLimit       int
 	maxSnoozes     int
+	unique         Unique
 }
 
 // queueSpec is a declared queue: the engine's untyped view (engine.Spec) and what only the
@@ -83,6 +84,8 @@ type queueSpec struct {
 	conc Concurrency
 	// typed is the *Queue[T] handed out for this declaration.
 	typed any
+	// uniqueByPayload: a unique queue keys a message without UniqueKey by its JSON's hash.
+	uniqueByPayload bool
 	// runMW and publishMW are the queue's middleware (QueueConfig).
 	runMW     []RunMiddleware
 	publishMW []PublishMiddleware
@@ -172,6 +175,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 		clusterLimit:  cfg.ClusterLimit,
 		keyLimit:      cfg.KeyLimit,
 		maxSnoozes:    cfg.MaxSnoozes,
+		unique:        cfg.Unique,
 	}
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -206,6 +210,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 			MaxBatchBytes:   cfg.MaxBatchBytes,
 			Rate:            rateDefaults(cfg.RateLimit),
 			IDWindow:        cfg.IDDedupWindow,
+			Unique:          core.Unique{Mode: cfg.Unique.Mode, Window: cfg.Unique.Window},
 			RunTimeout:      max(cfg.RunTimeout, 0),
 			RunGrace:        cfg.RunTimeoutGrace,
 			Backoff:         cfg.Backoff,
@@ -220,6 +225,7 @@ func declare[T any](reg *Registry, name string, cfg QueueConfig[T], skip int) (*
 	}
 	q := &Queue[T]{spec: spec, onError: cfg.OnError}
 	spec.typed = q
+	spec.uniqueByPayload = cfg.Unique.ByPayload
 	reg.queues[name] = spec
 	return q, nil
 }

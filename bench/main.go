@@ -12,7 +12,9 @@
 //     interleaved rounds (River, txmq, River, txmq, ...), each with statements, WAL bytes and
 //     the CPU of every Postgres process and of this process per message; min/median/max and
 //     the per-round ratios; -sides adds txmq-guarded (a plan guard sent with each statement,
-//     as on the app's own pool);
+//     as on the app's own pool), txmq-nofairidx (without the fair-key index) and
+//     txmq-autoplans (the session guard at plan_cache_mode auto, as before generic plans were
+//     forced);
 //   - backlog: burning down a backlog (txmq with its default 100-message batches, txmq with
 //     one message per batch, River default at -workers and River tuned, one job per message),
 //     messages/s, one run each;

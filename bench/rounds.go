@@ -27,7 +27,7 @@ import (
 var (
 	roundsN     = flag.Int("rounds-n", 100000, "rounds scenario: one-message batches (River jobs) stored before each timed burn-down")
 	roundsCount = flag.Int("rounds-count", 3, "rounds scenario: interleaved rounds (one burn-down of each side per round)")
-	roundsSides = flag.String("sides", "river,txmq", "rounds scenario: sides of each round, in order: river, txmq (the pool has the plan guard per session, as Open's), txmq-guarded (the app's pool: a plan guard sent with each statement), txmq-nofairidx (txmq without the fair_key index)")
+	roundsSides = flag.String("sides", "river,txmq", "rounds scenario: sides of each round, in order: river, txmq (the pool has the plan guard per session, as Open's), txmq-guarded (the app's pool: a plan guard sent with each statement), txmq-nofairidx (txmq without the fair_key index), txmq-autoplans (txmq's pool at plan_cache_mode auto: a custom plan of the claim at every execution)")
 	txWorkers   = flag.Int("txmq-workers", 100, "rounds scenario: txmq MaxConcurrentBatches")
 	rvWorkers   = flag.Int("river-workers", 2000, "River MaxWorkers when tuned (riverbench: 2,000)")
 	rvCooldown  = flag.Duration("river-cooldown", 2*time.Millisecond, "River FetchCooldown when tuned (riverbench: 2 ms)")
@@ -195,8 +195,9 @@ func (c *stmtCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatch
 func (c *stmtCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // sidePool opens a pool of -conns connections for one side; session gives it the plan
-// guard per session (sqljobs.SessionPlanGuard).
-func sidePool(ctx context.Context, app string, counter *stmtCounter, session bool) *pgxpool.Pool {
+// guard per session (sqljobs.SessionPlanGuard), params are startup parameters set first (a
+// parameter SessionPlanGuard would set and params names keeps params' value).
+func sidePool(ctx context.Context, app string, counter *stmtCounter, session bool, params map[string]string) *pgxpool.Pool {
 	cfg, err := pgxpool.ParseConfig(*dbURL)
 	if err != nil {
 		log.Fatal(err)
@@ -204,6 +205,9 @@ func sidePool(ctx context.Context, app string, counter *stmtCounter, session boo
 	cfg.ConnConfig.RuntimeParams["application_name"] = app
 	cfg.MaxConns = int32(*conns)
 	cfg.ConnConfig.Tracer = counter
+	for k, v := range params {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
 	if session {
 		sqljobs.SessionPlanGuard(cfg)
 	}
@@ -217,7 +221,7 @@ func sidePool(ctx context.Context, app string, counter *stmtCounter, session boo
 // riverRound stores n jobs, then times a tuned River client working them.
 func riverRound(ctx context.Context, admin *pgxpool.Pool, n int) cost {
 	counter := &stmtCounter{}
-	pool := sidePool(ctx, "bench_river", counter, false)
+	pool := sidePool(ctx, "bench_river", counter, false, nil)
 	defer pool.Close()
 	schema, drop := freshSchema(ctx, pool, "bench_river")
 	defer drop()
@@ -255,9 +259,9 @@ func riverRound(ctx context.Context, admin *pgxpool.Pool, n int) cost {
 
 // txmqRound stores n one-message batches, then times one node with MaxConcurrentBatches
 // -txmq-workers consuming them; session gives the pool the plan guard per session.
-func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session, noFairIdx bool) (fill, r cost) {
+func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session, noFairIdx bool, params map[string]string) (fill, r cost) {
 	counter := &stmtCounter{}
-	pool := sidePool(ctx, "bench_txmq", counter, session)
+	pool := sidePool(ctx, "bench_txmq", counter, session, params)
 	defer pool.Close()
 	schema, drop := freshSchema(ctx, pool, "bench_txmq")
 	defer drop()
@@ -288,9 +292,9 @@ func runRounds(ctx context.Context) {
 	for i, s := range sides {
 		sides[i] = strings.TrimSpace(s)
 		switch sides[i] {
-		case "river", "txmq", "txmq-guarded", "txmq-nofairidx":
+		case "river", "txmq", "txmq-guarded", "txmq-nofairidx", "txmq-autoplans":
 		default:
-			log.Fatalf("-sides: unknown side %q; use river, txmq, txmq-guarded or txmq-nofairidx", s)
+			log.Fatalf("-sides: unknown side %q; use river, txmq, txmq-guarded, txmq-nofairidx or txmq-autoplans", s)
 		}
 	}
 	_, pss := serverStatements(ctx, admin)
@@ -310,11 +314,13 @@ func runRounds(ctx context.Context) {
 			case "river":
 				c = riverRound(ctx, admin, *roundsN)
 			case "txmq":
-				fill, c = txmqRound(ctx, admin, *roundsN, true, false)
+				fill, c = txmqRound(ctx, admin, *roundsN, true, false, nil)
 			case "txmq-guarded":
-				fill, c = txmqRound(ctx, admin, *roundsN, false, false)
+				fill, c = txmqRound(ctx, admin, *roundsN, false, false, nil)
 			case "txmq-nofairidx":
-				fill, c = txmqRound(ctx, admin, *roundsN, true, true)
+				fill, c = txmqRound(ctx, admin, *roundsN, true, true, nil)
+			case "txmq-autoplans":
+				fill, c = txmqRound(ctx, admin, *roundsN, true, false, map[string]string{"plan_cache_mode": "auto"})
 			}
 			if fill.msgs > 0 {
 				fmt.Printf("  round %d %-13s fill %s\n", r+1, side, fill)

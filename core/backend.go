@@ -145,6 +145,11 @@ type OutgoingBatch struct {
 	// DedupIDs are the ids of all the batch's messages (caller-supplied, distinct) when
 	// DedupWindow is positive; nil otherwise.
 	DedupIDs []string
+	// Unique is the batch's unique key and mode on a queue with txmq.QueueConfig.Unique (the
+	// batch then has one message), zero otherwise; an adapter that implements UniqueKeeper
+	// checks and holds it in the Publish that stores the batch (see UniqueMode). It is also
+	// inside Body (the envelope), so the outbox's relay and sweep ask for the same check.
+	Unique Unique
 	// Priority is the batch's priority on a prioritized queue (MinPriority to MaxPriority,
 	// higher first), MinPriority otherwise; it is also inside Body (the envelope), so a
 	// retry, a replay or a drain keeps it. Adapters may store it for their listings.

@@ -76,6 +76,10 @@ type Message struct {
 	// Headers are the message's headers (txmq.Headers and publish middleware), nil for none;
 	// they travel with it in its batch's envelope.
 	Headers map[string]string
+	// Unique is the message's unique key on a queue with txmq.QueueConfig.Unique (empty when
+	// the message is not checked): such a message is stored in a batch of its own, whose
+	// OutgoingBatch.Unique carries the key.
+	Unique string
 }
 
 // Batcher cuts the Pendings of one queue into encoded batches. The engine implements it; a Tx

@@ -226,7 +226,7 @@ func (k *keeping) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := k.l.KeepBatch(ctx, b); err != nil {
 		return fmt.Errorf("%w: %w", core.ErrBackendUnavailable, err)
 	}
-	return k.Backend.Publish(ctx, b)
+	return k.forgetRefused(ctx, b, k.Backend.Publish(ctx, b))
 }
 
 // KeptBatches returns how many batches ledger mode keeps now (published, not yet settled).

@@ -162,6 +162,9 @@ FROM `+l.kept+` WHERE deadline <= now() ORDER BY deadline LIMIT $1 FOR UPDATE SK
 			k.ids, k.created = env.MessageIDs, env.Created
 			k.b.Priority, k.b.Lead = env.Priority, time.Duration(env.LeadMicros)*time.Microsecond
 			k.b.FairKey = env.FairKey
+			if env.UniqueMode != 0 { // a unique batch asks for its check again (its own id passes)
+				k.b.Unique = core.Unique{Key: env.UniqueKey, Mode: core.UniqueMode(env.UniqueMode), Window: time.Duration(env.UniqueMillis) * time.Millisecond}
+			}
 		}
 		page = append(page, k)
 	}

@@ -89,6 +89,12 @@ func (s *Store) publishOne(ctx context.Context, b core.OutgoingBatch) error {
 	}()
 	select {
 	case err := <-done:
+		if ue, ok := errors.AsType[*core.UniqueError](err); ok {
+			// A unique key held by another batch: nothing stored, and nothing to store
+			// later either; the row is done (deleted as published).
+			s.log.Info("txmq outbox: unique key held by another batch; the row's message was left out", "queue", ue.Queue, "unique_key", ue.Key, "mode", ue.Mode.String(), "kept_batch", ue.Kept, "batch", b.ID)
+			return nil
+		}
 		return err
 	case <-ctx.Done():
 		select {

@@ -334,6 +334,7 @@ func claimed(r Row) row {
 	b.DedupWindow, b.DedupIDs = envelope.DedupOf(b.Body)
 	b.Priority, b.Lead = envelope.PriorityOf(b.Body)
 	b.FairKey = envelope.FairKeyOf(b.Body)
+	b.Unique = envelope.UniqueOf(b.Body) // and a unique queue's batch its key
 	return out
 }
 

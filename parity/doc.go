@@ -42,6 +42,13 @@
 // core.ClusterLimiter its property "declare" checks the refusal, and the group is counted "not
 // supported by the adapter".
 //
+// The group "unique" checks unique jobs (txmq.QueueConfig.Unique, core.UniqueKeeper): each
+// mode through direct publishes from two nodes, through the outbox (RunInTx, the relay, a
+// sweep) and in ledger mode; a duplicate is left out, counted in Stats.Deduplicated, never an
+// error. On an adapter that does not keep a mode its property "declare" checks that nodes
+// refuse the queue naming it and the mode, and the group is counted "not supported by the
+// adapter".
+//
 // The group "contract" drives one raw client (or a few) without nodes, one property per rule of
 // package core's "Rules every adapter follows" (concurrency, Body ownership, Close, no
 // retries of its own, cancellation) plus the Exclusive and lease rules on raw clients; its

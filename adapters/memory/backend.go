@@ -90,6 +90,11 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		}
 		q.marks.hold(b.DedupIDs, now.Add(b.DedupWindow))
 	}
+	if b.Unique.Mode != 0 {
+		if stored, err := q.uniqueLocked(b, rec, now); stored || err != nil {
+			return err
+		}
+	}
 	if rec.lead > 0 && !q.ranked {
 		q.rankReady()
 	}

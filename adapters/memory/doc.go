@@ -50,6 +50,9 @@
 //     window. Each queue keeps a map of the ids it holds with their expiry on the Backend's
 //     clock; Publish checks and records them under the Backend's lock with the batch, so two
 //     publishes of one id within the window store it once, whichever node makes them.
+//   - Unique keys (core.UniqueKeeper, txmq.QueueConfig.Unique): every mode. Each queue maps a
+//     key to the record of the batch that took it (and a window end); Publish judges that record
+//     (stored, claimed once) under the Backend's lock with the store; see unique.go.
 //   - Lease expiry is detected lazily by every call, and a waiting Fetch sets its timer to the
 //     earliest delayed due time or lease end among its queues, so it wakes without a reaper
 //     goroutine.

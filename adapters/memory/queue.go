@@ -30,6 +30,8 @@ type record struct {
 	lane  *lane         // the record's ordering lane (a keyed batch), nil otherwise
 	lead  time.Duration // core.OutgoingBatch.Lead: sorts as if due this much earlier
 	fair  string        // core.OutgoingBatch.FairKey: the lane it is ready in on a fair queue
+	// started: a claim handed the record out once (a unique key held until started is free).
+	started bool
 }
 
 // queue is the state of one queue name. Every field is guarded by Backend.mu.
@@ -64,6 +66,11 @@ type queue struct {
 
 	// marks are the caller ids held for deduplication (see Backend.DedupIDs).
 	marks idMarks
+
+	// uniq are the unique keys taken by the queue's batches (see unique.go), pruned when the
+	// map reaches uniqPrune entries.
+	uniq      map[string]*uniqueHold
+	uniqPrune int
 }
 
 // waiter is one blocked Fetch; ch has room for one wake-up so notify never blocks.
@@ -89,7 +96,7 @@ func (q *queue) pushDelayed(r *record, due time.Time) {
 }
 
 func (q *queue) pushInFlight(r *record, leaseEnd time.Time) {
-	r.state, r.at = stateInFlight, leaseEnd
+	r.state, r.at, r.started = stateInFlight, leaseEnd, true
 	q.inflight.push(r)
 }
 

@@ -129,9 +129,16 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		body = []byte{}
 	}
 	var dup *core.DuplicateError
+	var held *core.UniqueError
 	err := be.run(ctx, op, func(ctx context.Context) error {
-		dup = nil
+		dup, held = nil, nil
 		switch {
+		case b.Unique.Mode != 0:
+			err := be.publishUnique(ctx, b, body, delayUs)
+			if errors.As(err, &held) {
+				return nil
+			}
+			return err
 		case b.DedupWindow > 0:
 			err := be.publishDedup(ctx, b, body, delayUs)
 			if errors.As(err, &dup) {
@@ -146,6 +153,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	})
 	if err == nil && dup != nil {
 		return dup
+	}
+	if err == nil && held != nil {
+		return held
 	}
 	if err == nil {
 		be.wake.Signal(b.Queue)

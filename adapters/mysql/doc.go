@@ -104,6 +104,13 @@
 // another publish holds refuses the publish (nothing is stored, the ids are named). Two
 // concurrent publishes of one id serialise on the primary key.
 //
+// Unique keys (core.UniqueKeeper, txmq.QueueConfig.Unique) work in every mode, as in sqljobs:
+// txmq_jobs_unique (migration 0003) maps each key of a queue to the job row that took it; a
+// unique publish makes or locks the key's row (INSERT ... ON DUPLICATE KEY UPDATE), judges the
+// holder's row by primary key (gone; claimed once; or rewritten by a retry, told by
+// SHA2(body, 256) against the sum stored with the key), and stores the batch and moves the key
+// in the same READ COMMITTED transaction. The reaper deletes the rows no batch holds any more.
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) for batches with a key, as sqljobs

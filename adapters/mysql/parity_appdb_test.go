@@ -24,7 +24,7 @@ import (
 func TestParityAppDB(t *testing.T) {
 	parity.RunWith(t, appDBHarness{}, &parity.Options{AppDB: &mysqlAppDB{}, Groups: []string{
 		"transactions", "outages", "poison", "ordering", "identity", "middleware", "priority", "clock",
-		"messages", "pause", "ratelimit", "schedule",
+		"messages", "pause", "ratelimit", "schedule", "unique",
 	}})
 }
 

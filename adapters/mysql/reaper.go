@@ -67,7 +67,15 @@ func (be *Backend) Reap(ctx context.Context) (ReapResult, error) {
 // reapStore runs the reaper's statements (reaper.Store).
 type reapStore struct{ be *Backend }
 
-func (s reapStore) PruneIDs(ctx context.Context) (int64, error) { return s.be.pruneIDs(ctx) }
+// PruneIDs deletes expired dedup ids, then the unique keys no batch holds any more.
+func (s reapStore) PruneIDs(ctx context.Context) (int64, error) {
+	n, err := s.be.pruneIDs(ctx)
+	if err != nil {
+		return n, err
+	}
+	k, err := s.be.pruneUnique(ctx)
+	return n + k, err
+}
 
 func (s reapStore) Abandoned(ctx context.Context) ([]reaper.Queue, error) {
 	var found []reaper.Queue

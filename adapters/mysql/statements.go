@@ -15,6 +15,8 @@ type statements struct {
 	limitLock, limitCount                                          string
 	fairRow, fairTurn, fairMove, fairKeysAfter, fairKeysUpTo       string
 	fairBusy, pickKey                                              string
+	uniqueTake, uniqueHolder, uniqueReplace, uniqueMove            string
+	pruneUnique                                                    string
 }
 
 // renderAll renders every statement for schema.
@@ -33,5 +35,7 @@ func renderAll(schema string) statements {
 		limitLock: r(sqlLimitLock), limitCount: r(sqlLimitCount),
 		fairRow: r(sqlFairRow), fairTurn: r(sqlFairTurn), fairMove: r(sqlFairMove),
 		fairKeysAfter: r(sqlFairKeysAfter), fairKeysUpTo: r(sqlFairKeysUpTo), fairBusy: r(sqlFairBusy), pickKey: r(sqlPickKey),
+		uniqueTake: r(sqlUniqueTake), uniqueHolder: r(sqlUniqueHolder), uniqueReplace: r(sqlUniqueReplace),
+		uniqueMove: r(sqlUniqueMove), pruneUnique: r(sqlPruneUnique),
 	}
 }

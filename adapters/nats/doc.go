@@ -166,6 +166,10 @@
 // holds in memory and rebuilds on restart from the messages still stored: after a server
 // restart, ids of batches already acked (removed by work-queue retention) are forgotten.
 //
+// Unique queues (txmq.QueueConfig.Unique) are refused at NewNode, naming the queue and the
+// mode: the Backend does not implement core.UniqueKeeper (a stream keeps no state a publish
+// could judge an earlier batch by; the duplicate window is one fixed window per stream).
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) for batches with a key

@@ -101,9 +101,14 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	}
 	k := be.keys.keys(b.Queue)
 	var err error
-	if b.DedupWindow > 0 {
+	switch {
+	case b.Unique.Mode != 0:
+		if err = be.publishUnique(ctx, k, b, delayMs); errors.As(err, new(*core.UniqueError)) {
+			return err
+		}
+	case b.DedupWindow > 0:
 		err = be.publishDedup(ctx, k, b, delayMs)
-	} else {
+	default:
 		err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead), fairKeyArg(b)).Err()
 	}
 	var dup *core.DuplicateError

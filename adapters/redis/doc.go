@@ -120,6 +120,13 @@
 // without persistence forgets the ids with the batches, and an asynchronous replica promoted
 // after a failover may miss the last ones (see below).
 //
+// Unique keys (core.UniqueKeeper, txmq.QueueConfig.Unique) work in every mode: a unique batch is
+// published by a script of its own that reads the key's holder in the queue's key hash,
+// {txmq:emails}:uniq (key -> holder batch id, window end, SHA-1 of the body it was stored with),
+// judges it from the queue's own state (body stored; handed out; rewritten), removes a
+// debounce's unstarted holder and moves the key in the step that stores the batch; past 64
+// keys, one call in 16 prunes stale entries. As durable as Redis's data (see below).
+//
 // On a Redis Cluster, queues spread over the cluster's slots by their hash tag {prefix:queue}; each queue lives on
 // one master (and its replicas), so one queue's throughput is bound by one master, and many
 // queues use them all. Wake-ups are plain PUBLISH, which a cluster broadcasts to every node, so

@@ -14,6 +14,9 @@ type queueKeys struct {
 	wake string
 	// dedup is script plus the queue's id set (KEYS[11] of publishDedupScript).
 	dedup []string
+	// unique is script plus the queue's unique key hash and its prune cursor (KEYS[11] and
+	// KEYS[12] of publishUniqueScript).
+	unique []string
 }
 
 // keyCache remembers the queueKeys of each queue name, so the hot path does not rebuild five
@@ -35,6 +38,7 @@ func (c *keyCache) keys(queue string) *queueKeys {
 		wake: tag + ":wake",
 	}
 	k.dedup = append(append(make([]string, 0, len(k.script)+1), k.script...), tag+":ids")
+	k.unique = append(append(make([]string, 0, len(k.script)+2), k.script...), tag+":uniq", tag+":uniqcur")
 	actual, _ := c.m.LoadOrStore(queue, k)
 	return actual.(*queueKeys)
 }

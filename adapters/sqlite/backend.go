@@ -86,7 +86,7 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 		return nil, fmt.Errorf("%w: sqlite: the jobs tables are missing from the database file; run sqlite.Migrate(ctx, db, opts) first (opening a sqlite:// backend URL does it for you)", core.ErrInvalidConfig)
 	}
 	if missing := missingVersions(versions); len(missing) > 0 {
-		return nil, fmt.Errorf("%w: sqlite: the jobs tables lack migrations %v (this version of txmq stores priorities, migration 2); run sqlite.Migrate(ctx, db, opts) or txmq migrate first (opening a sqlite:// backend URL does it for you)", core.ErrInvalidConfig, missing)
+		return nil, fmt.Errorf("%w: sqlite: the jobs tables lack migrations %v of this version of txmq (unique keys, priorities); run sqlite.Migrate(ctx, db, opts) or txmq migrate first (opening a sqlite:// backend URL does it for you)", core.ErrInvalidConfig, missing)
 	}
 	var busy int64
 	if err := db.QueryRowContext(cctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
@@ -151,9 +151,16 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		body = []byte{}
 	}
 	var dup *core.DuplicateError
+	var held *core.UniqueError
 	err := be.run(ctx, op, func(ctx context.Context) error {
-		dup = nil
+		dup, held = nil, nil
 		switch {
+		case b.Unique.Mode != 0:
+			err := be.publishUnique(ctx, b, body, delayUs)
+			if errors.As(err, &held) {
+				return nil
+			}
+			return err
 		case b.DedupWindow > 0:
 			err := be.publishDedup(ctx, b, body, delayUs)
 			if errors.As(err, &dup) {
@@ -168,6 +175,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	})
 	if err == nil && dup != nil {
 		return dup
+	}
+	if err == nil && held != nil {
+		return held
 	}
 	if err == nil {
 		be.wake.Signal(b.Queue)

@@ -119,6 +119,11 @@
 // stores the batch; an id another publish holds refuses the publish (nothing is stored, the
 // ids are named).
 //
+// Unique keys (core.UniqueKeeper, txmq.QueueConfig.Unique) work in every mode, as in sqljobs:
+// txmq_jobs_unique (migration 0002) maps each key of a queue to the job row that took it, read,
+// judged and moved in the BEGIN IMMEDIATE transaction that stores the batch; a retry's rewrite
+// is told by the SHA-256 of the body stored with the key.
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) for batches with a key, as sqljobs

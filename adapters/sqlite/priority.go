@@ -14,7 +14,7 @@ var _ core.Prioritizer = (*Backend)(nil)
 
 // Priorities (core.Prioritizer), as in sqljobs and mysql. A batch's priority and lead
 // (core.OutgoingBatch.Priority and Lead, its priority times its queue's aging step) are
-// stored with its row (columns priority and lead_us, migration 0002) when it is published,
+// stored with its row (columns priority and lead_us, migration 0003) when it is published,
 // and keep through every later change of the row: a retry, a lease, an expired lease, an
 // expedite and the head of an ordering key move run_at, never the two columns.
 //

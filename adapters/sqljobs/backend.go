@@ -124,10 +124,18 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		body = []byte{}
 	}
 	var dup *core.DuplicateError
+	var held *core.UniqueError
 	err := be.run(ctx, op, func(ctx context.Context) error {
 		if b.DedupWindow > 0 {
 			err := be.publishDedup(ctx, b, body, delayUs)
 			if errors.As(err, &dup) {
+				return nil
+			}
+			return err
+		}
+		if b.Unique.Mode != 0 {
+			err := be.publishUnique(ctx, b, body, delayUs)
+			if errors.As(err, &held) {
 				return nil
 			}
 			return err
@@ -140,6 +148,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	})
 	if err == nil && dup != nil {
 		return dup
+	}
+	if err == nil && held != nil {
+		return held
 	}
 	return err
 }

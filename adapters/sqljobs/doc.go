@@ -127,8 +127,11 @@
 // Open makes, unless it goes through PgBouncer) each statement goes alone, one per claim round
 // and one per group of settles; on any other pool (the app's, or through a transaction pooler)
 // each is preceded by set_config('enable_seqscan', 'off', true) in the same pipelined implicit
-// transaction, which never reaches the app's own statements. TestStatementPlans checks the
-// custom and generic plans of every statement at several sizes, fresh and stale statistics.
+// transaction, which never reaches the app's own statements. Both also set plan_cache_mode to
+// force_generic_plan (for the session, or for the guarded transaction), so a connection plans
+// each prepared statement once and reuses that plan, where Postgres' "auto" mode planned the
+// claim anew at every execution. TestStatementPlans checks the custom and generic plans of
+// every statement at several sizes, fresh and stale statistics.
 //
 // Without a ledger, the Backend answers message lookups (core.BatchInspector: the batches it
 // still holds, ready, delayed, held behind their key, waiting to retry or running; never
@@ -146,6 +149,13 @@
 // those messages out. Two concurrent publishes of one id serialise on the primary key (ON
 // CONFLICT), so exactly one stores it. An expired row is taken over in place. It works the
 // same through PgBouncer (one ordinary transaction).
+//
+// Unique keys (core.UniqueKeeper, txmq.QueueConfig.Unique) work in every mode: txmq_jobs_unique
+// (migration 0007) maps each key of a queue to the job row that took it, the md5 of the body
+// it was stored with and a window end. A unique publish inserts the key's row or locks it (FOR
+// UPDATE), reads the holder's job row by primary key (gone; claimed once; or rewritten by a
+// retry: its body's md5 differs), deletes a debounce's unclaimed holder, stores the batch and
+// moves the key, in one transaction. The reaper deletes the rows no batch holds any more.
 //
 // # Ordering
 //

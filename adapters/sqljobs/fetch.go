@@ -189,7 +189,8 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 }
 
 // claimOnce runs one claim statement (sqlClaimFair for one fair queue when fair is set) and
-// returns the claims and how long until the next row of the queues becomes claimable.
+// returns the claims and, when there are none, how long until the next row of the queues
+// becomes claimable (-1 when it claimed some: the statement skips that probe, see sqlClaim).
 func (be *Backend) claimOnce(ctx context.Context, p claimParams, fair bool) ([]*core.Claim, time.Duration, error) {
 	claims := []*core.Claim{}
 	next := time.Duration(-1)

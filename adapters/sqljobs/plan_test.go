@@ -69,6 +69,11 @@ var planCases = []planCase{
 	{"holds_key", func(s statements) string { return s.holdsKey }, `'q1', 'k7'`},
 	{"hold_ids", func(s statements) string { return s.holdIDs }, `'q1', '{a,b}'::text[], 1000000`},
 	{"prune_ids", func(s statements) string { return s.pruneIDs }, `100`},
+	{"unique_take", func(s statements) string { return s.uniqueTake }, `'q1', 'u7', 'b'`},
+	{"unique_holder", func(s statements) string { return s.uniqueHolder }, `'q1', 'u7'`},
+	{"unique_move", func(s statements) string { return s.uniqueMove }, `'q1', 'u7', 'b', 0, '\x7b7d'::bytea`},
+	{"unique_replace", func(s statements) string { return s.uniqueReplace }, `7`},
+	{"prune_unique", func(s statements) string { return s.pruneUnique }, `100`},
 }
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
@@ -203,7 +208,8 @@ func TestStatementPlans(t *testing.T) {
 			for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 				for _, pc := range planCases {
 					plan := explainGuarded(t, w, mode, pc.sql(st), pc.args)
-					if bad := append(seqScans(plan, "txmq_jobs"), seqScans(plan, "txmq_job_ids")...); len(bad) > 0 {
+					bad := append(seqScans(plan, "txmq_jobs"), seqScans(plan, "txmq_job_ids")...)
+					if bad = append(bad, seqScans(plan, "txmq_jobs_unique")...); len(bad) > 0 {
 						t.Errorf("%s (%s rows, %s) plans %s:\n%s", pc.name, sc.name, mode, strings.Join(bad, ", "), outline(plan, ""))
 					}
 				}

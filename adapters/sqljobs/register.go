@@ -43,9 +43,9 @@ var urlParams = map[string]string{
 // query-escaped postgres:// URL for the LISTEN connection: Options.ListenURL) and
 // txmq_poll_interval (Options.PollInterval). An unknown txmq_ parameter is an error wrapping
 // core.ErrInvalidConfig that lists the accepted ones. Open creates its own pool, closed by
-// Backend.Close, whose sessions plan with enable_seqscan off (SessionPlanGuard; not with
-// txmq_pgbouncer=true, nor when the URL names enable_seqscan itself), and runs Migrate unless
-// txmq_migrate=false. A dead-letter sink for the reaper
+// Backend.Close, whose sessions plan with enable_seqscan off and reuse generic plans
+// (SessionPlanGuard; not with txmq_pgbouncer=true, nor when the URL names enable_seqscan
+// itself), and runs Migrate unless txmq_migrate=false. A dead-letter sink for the reaper
 // cannot be given in a URL: use New for that.
 func Open(ctx context.Context, u *url.URL) (core.Backend, error) {
 	return open(ctx, u)

@@ -45,8 +45,8 @@ func (g *guardTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEn
 
 // TestSessionPlanGuard checks which pools carry the plan guard per session and that a
 // Backend on one sends claims, extensions, settles and the keyed path without a guard per
-// statement (and its sessions really plan with enable_seqscan off), while a Backend on any
-// other pool guards every statement.
+// statement (and its sessions really plan with enable_seqscan off and reuse generic plans),
+// while a Backend on any other pool guards every statement.
 func TestSessionPlanGuard(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -117,6 +117,13 @@ func TestSessionPlanGuard(t *testing.T) {
 			if want := map[bool]string{true: "off", false: "on"}[tc.session]; seqscan != want {
 				t.Errorf("the pool's sessions have enable_seqscan=%s, want %s", seqscan, want)
 			}
+			var planCache string
+			if err := pool.QueryRow(ctx, "SHOW plan_cache_mode").Scan(&planCache); err != nil {
+				t.Fatal(err)
+			}
+			if want := map[bool]string{true: "force_generic_plan", false: "auto"}[tc.session]; planCache != want {
+				t.Errorf("the pool's sessions have plan_cache_mode=%s, want %s", planCache, want)
+			}
 		})
 	}
 }
@@ -156,6 +163,65 @@ func TestOpenSetsSessionPlanGuard(t *testing.T) {
 			t.Cleanup(func() { _ = be.Close() })
 			if be.sessionGuard != tc.want {
 				t.Errorf("sessionGuard = %v, want %v", be.sessionGuard, tc.want)
+			}
+		})
+	}
+}
+
+// TestSessionPlanGuardKeepsNamedPlanCacheMode: a pool that names plan_cache_mode keeps it.
+func TestSessionPlanGuardKeepsNamedPlanCacheMode(t *testing.T) {
+	t.Parallel()
+	cfg, err := pgxpool.ParseConfig("postgres://u@127.0.0.1:1/db?plan_cache_mode=force_custom_plan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	SessionPlanGuard(cfg)
+	if got := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; got != "force_custom_plan" {
+		t.Errorf("plan_cache_mode = %q, want the URL's force_custom_plan", got)
+	}
+	if got := cfg.ConnConfig.RuntimeParams["enable_seqscan"]; got != "off" {
+		t.Errorf("enable_seqscan = %q, want off", got)
+	}
+}
+
+// TestPlansReused checks that the claim statement is planned once per session and its generic
+// plan reused afterwards, both on a pool with the plan guard per session and behind the
+// per-statement guard (which sets plan_cache_mode for its transaction): Postgres' "auto" mode
+// would plan the claim anew at every execution.
+func TestPlansReused(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	for _, session := range []bool{false, true} {
+		t.Run(map[bool]string{false: "guard-per-statement", true: "session-guard"}[session], func(t *testing.T) {
+			t.Parallel()
+			ctx := ctxT(t)
+			cfg, err := pgxpool.ParseConfig(w.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.MaxConns = 1 // every statement on one session, whose prepared statements are read below
+			if session {
+				SessionPlanGuard(cfg)
+			}
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(pool.Close)
+			be := w.backendOn(pool, &Options{})
+			const rounds = 12
+			for i := range rounds {
+				if len(fetch(t, be, 0, all("q"))) != 0 {
+					t.Fatalf("round %d claimed a batch from an empty queue", i)
+				}
+			}
+			var generic, custom int64
+			if err := pool.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+				WHERE statement LIKE '%txmq_jobs_lease_seq%' AND statement LIKE '%WITH req AS%'`).Scan(&generic, &custom); err != nil {
+				t.Fatalf("reading the claim's prepared statement: %v", err)
+			}
+			if custom != 0 || generic < rounds {
+				t.Errorf("claim planned %d custom and %d generic plans over %d executions, want 0 custom", custom, generic, rounds)
 			}
 		})
 	}

@@ -16,6 +16,8 @@ type statements struct {
 	inspectQueues, inspectPage, inspectFind               string
 	replaceBody, removeUnclaimed, expedite                string
 	holdIDs, pruneIDs                                     string
+	uniqueTake, uniqueHolder, uniqueMove, uniqueReplace   string
+	pruneUnique                                           string
 	heartbeatQueues                                       string
 }
 
@@ -23,7 +25,7 @@ type statements struct {
 // {{seq}} the lease-token sequence as a regclass literal.
 func render(schema string) statements {
 	q := pgx.Identifier{schema}.Sanitize()
-	r := strings.NewReplacer("{{s}}", q, "{{seq}}", "'"+q+".txmq_jobs_lease_seq'")
+	r := strings.NewReplacer("{{s}}", q, "{{seq}}", "'"+q+".txmq_jobs_lease_seq'", "{{idseq}}", "'"+q+".txmq_jobs_id_seq'")
 	return statements{
 		publish:   r.Replace(sqlPublish),
 		claim:     r.Replace(sqlClaim),
@@ -58,6 +60,12 @@ func render(schema string) statements {
 		holdIDs:  r.Replace(sqlHoldIDs),
 		pruneIDs: r.Replace(sqlPruneIDs),
 
+		uniqueTake:    r.Replace(sqlUniqueTake),
+		uniqueHolder:  r.Replace(sqlUniqueHolder),
+		uniqueMove:    r.Replace(sqlUniqueMove),
+		uniqueReplace: r.Replace(sqlUniqueReplace),
+		pruneUnique:   r.Replace(sqlPruneUnique),
+
 		heartbeatQueues: r.Replace(sqlHeartbeatQueues),
 	}
 }
@@ -91,9 +99,10 @@ SELECT pg_notify($6, queue) FROM i`
 //   - claimed: the rows are leased: a new token, deliveries+1, run_at = the lease's end; the
 //     rows are found by primary key (id = ANY(ARRAY(...))), never by a join the planner could
 //     turn into a scan of the whole table;
-//   - the last row (id NULL) carries the seconds until the next row of these queues becomes
-//     claimable (a delayed batch or a lease running out; a held row of an ordered key, at
-//     'infinity', waits for an ack instead), for the waiting Fetch's timer.
+//   - when nothing was claimed, a last row (id NULL) carries the seconds until the next row of
+//     these queues becomes claimable (a delayed batch or a lease running out; a held row of an
+//     ordered key, at 'infinity', waits for an ack instead), for the waiting Fetch's timer (a
+//     Fetch that claimed something returns at once, so that probe is skipped).
 //
 // A row of an ordered queue is claimable only as the first of its key (see sqlPublishKeyed):
 // the claim needs no guard of its own and stays one range scan per queue.
@@ -146,7 +155,8 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, (
 		WHERE j.queue = r.q AND j.run_at > now() AND j.run_at < 'infinity'
 		ORDER BY j.run_at LIMIT 1
 	) n
-), NULL`
+), NULL
+WHERE NOT EXISTS (SELECT FROM claimed)`
 
 // sqlExtend moves live leases' ends, and their exclusive locks' with them, for a group of
 // claims in one statement (see group). A row comes back for each claim whose lease held.

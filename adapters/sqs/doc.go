@@ -138,6 +138,10 @@
 // Exclusive and Ordered queues. Ids still travel with the messages (txmq.MessageIDs): publish
 // an id twice and it is delivered twice, as with any at-least-once delivery.
 //
+// Unique queues (txmq.QueueConfig.Unique) are refused the same way (the Backend does not
+// implement core.UniqueKeeper: SQS keeps no state a publish could judge an earlier batch by),
+// at NewNode, naming the queue and the mode.
+//
 // # Ordering
 //
 // The Backend enforces per-key order (core.KeyOrderer) with SQS's FIFO message groups. A keyed

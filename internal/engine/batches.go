@@ -38,6 +38,10 @@ func (m *pendingMeta) Batches(ps []*core.Pending, now time.Time) ([]core.Outgoin
 	return batches(ps, now, true)
 }
 
+// isUnique reports whether p's messages carry unique keys (core.Message.Unique): the app API
+// gives every message of such a call one.
+func isUnique(p *core.Pending) bool { return len(p.Messages) > 0 && p.Messages[0].Unique != "" }
+
 // meta returns the engine's data of p, or nil when p was not made by a node.
 func meta(p *core.Pending) *pendingMeta {
 	m, _ := p.Batcher.(*pendingMeta)
@@ -127,6 +131,7 @@ type group struct {
 	fair     string // the fairness key of its publishes (core.Pending.FairKey)
 	dedup    bool   // its messages have caller ids that deduplicate (IDDedupWindow)
 	single   bool   // one message per batch (a backend that deduplicates whole batches)
+	unique   bool   // its publish has unique keys (core.Message.Unique): one message per batch
 }
 
 // grouper finds the group of each publish of a flush (batches' first step).
@@ -146,6 +151,17 @@ type grouper struct {
 // find returns the index of p's group, adding one when p starts a new group.
 func (gr *grouper) find(p *core.Pending, m *pendingMeta) int {
 	dd := m.dedupIDs()
+	if isUnique(p) { // a group of its own, never joined: each message is a batch
+		g := gr.add(p, m, dd, p.Key)
+		gr.groups[g].unique, gr.groups[g].single = true, true
+		if gr.ordered {
+			if gr.lastOf == nil {
+				gr.lastOf = make(map[string]int)
+			}
+			gr.lastOf[p.Key] = g
+		}
+		return g
+	}
 	if gr.ordered {
 		if g, ok := gr.lastOf[p.Key]; ok && gr.groups[g].due.Equal(p.NotBefore) && gr.groups[g].dedup == dd && gr.groups[g].prio == p.Priority && gr.groups[g].fair == p.FairKey {
 			return g
@@ -161,12 +177,16 @@ func (gr *grouper) find(p *core.Pending, m *pendingMeta) int {
 	switch {
 	case last < 0:
 		return gr.add(p, m, dd, "")
-	case gr.groups[last].due.Equal(p.NotBefore) && gr.groups[last].dedup == dd && gr.groups[last].prio == p.Priority && gr.groups[last].fair == p.FairKey:
+	case !gr.groups[last].unique && gr.groups[last].due.Equal(p.NotBefore) && gr.groups[last].dedup == dd && gr.groups[last].prio == p.Priority && gr.groups[last].fair == p.FairKey:
 		return last
 	}
-	if gr.index == nil { // a second group key: until now there was one group
-		g0 := &gr.groups[0]
-		gr.index = map[dueKey]int{{g0.due.Unix(), g0.due.Nanosecond(), g0.dedup, g0.prio, g0.fair}: 0}
+	if gr.index == nil { // a second group key: until now there was one group (and unique ones)
+		gr.index = make(map[dueKey]int)
+		for i := range gr.groups {
+			if g := &gr.groups[i]; !g.unique {
+				gr.index[dueKey{g.due.Unix(), g.due.Nanosecond(), g.dedup, g.prio, g.fair}] = i
+			}
+		}
 	}
 	k := dueKey{p.NotBefore.Unix(), p.NotBefore.Nanosecond(), dd, p.Priority, p.FairKey}
 	if g, ok := gr.index[k]; ok {
@@ -237,7 +257,7 @@ func (g *group) cut(out []core.OutgoingBatch, spec *Spec, now time.Time, dedup b
 	if g.dedup {
 		window = spec.IDWindow
 	}
-	return appendBatches(out, spec, msgs, g.due, g.delay(now), tr, g.key, g.prio, g.fair, now, g.maxBytes, window, g.single), nil
+	return appendBatches(out, spec, msgs, g.due, g.delay(now), tr, g.key, g.prio, g.fair, now, g.maxBytes, window, g.single || g.unique), nil
 }
 
 // delay is what is left of g's due time by the publishing node's clock (now when the group
@@ -336,6 +356,10 @@ func appendBatches(out []core.OutgoingBatch, spec *Spec, msgs []core.Message, du
 		if window > 0 {
 			env.DedupMillis = max(window.Milliseconds(), 1)
 			b.DedupWindow, b.DedupIDs = window, env.MessageIDs
+		}
+		if n == 1 && chunk[0].Unique != "" && spec.Unique.Mode != 0 {
+			b.Unique = core.Unique{Key: chunk[0].Unique, Mode: spec.Unique.Mode, Window: spec.Unique.Window}
+			env.UniqueKey, env.UniqueMode, env.UniqueMillis = b.Unique.Key, int(b.Unique.Mode), b.Unique.Window.Milliseconds()
 		}
 		b.Body, b.BodyFixed = envelope.Encode(env), true // a new buffer nothing writes to again
 		out = append(out, b)

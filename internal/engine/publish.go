@@ -324,14 +324,18 @@ func orderLanes(batches []core.OutgoingBatch) [][]int {
 	var byKey map[[2]string]int
 	for i, b := range batches {
 		idx[i] = i
-		if b.Key == "" {
+		k := [2]string{b.Queue, b.Key}
+		if b.Key == "" && b.Unique.Mode != 0 {
+			// The batches of one unique key are written in publish order too, so that a
+			// debounce's last publish is the one that wins.
+			k[1] = "\x00unique " + b.Unique.Key
+		} else if b.Key == "" {
 			lanes = append(lanes, idx[i:i+1:i+1])
 			continue
 		}
 		if byKey == nil {
 			byKey = make(map[[2]string]int)
 		}
-		k := [2]string{b.Queue, b.Key}
 		if l, ok := byKey[k]; ok {
 			lanes[l] = append(lanes[l], i)
 			continue

@@ -25,6 +25,9 @@ func (n *Engine) PublishStored(ctx context.Context, b core.OutgoingBatch) error 
 	if b.FairKey == "" { // and a fair queue's batch its fairness key
 		b.FairKey = envelope.FairKeyOf(b.Body)
 	}
+	if b.Unique.Mode == 0 { // and a unique queue's batch its key
+		b.Unique = envelope.UniqueOf(b.Body)
+	}
 	return safeCall("backend Publish", func() error {
 		_, err := n.publishFn(ctx, b)
 		return err

@@ -65,6 +65,10 @@ type Spec struct {
 	MaxMessageBytes, MaxBatchBytes int
 	// IDWindow is how long caller ids deduplicate (0: they do not).
 	IDWindow time.Duration
+	// Unique is the queue's unique mode and window (Mode 0: not unique); each message with a
+	// unique key (core.Message.Unique) is cut into a batch of its own carrying it
+	// (core.OutgoingBatch.Unique), and the backend (core.UniqueKeeper) checks it.
+	Unique core.Unique
 	// Dedup maps a flush's messages to the messages to store; nil if unset.
 	Dedup func([]core.Message) ([]core.Message, error)
 	// Rate is the queue's rate limit (zero: none), Burst defaulted.

@@ -69,6 +69,14 @@ type Envelope struct {
 	// Snoozes counts the times the batch's messages were snoozed (txmq.Snooze, Results.Snooze),
 	// bounded by the queue's MaxSnoozes; 0 and absent for a batch never snoozed.
 	Snoozes int `json:"sz,omitempty"`
+	// UniqueKey, UniqueMode and UniqueMillis are a unique batch's key, mode and window in
+	// milliseconds (see core.OutgoingBatch.Unique), absent otherwise: they ride in the
+	// envelope so that the outbox's relay and sweep and the ledger's republisher ask the
+	// backend for the same check as the flush. Written after the header the fast decoder
+	// reads: a unique batch decodes by encoding/json.
+	UniqueKey    string `json:"uk,omitempty"`
+	UniqueMode   int    `json:"um,omitempty"`
+	UniqueMillis int64  `json:"uw,omitempty"`
 	// MessageIDs holds one id per message, in order.
 	MessageIDs []string `json:"ids"`
 	// Messages holds the JSON messages, in order.
@@ -103,6 +111,9 @@ type Header struct {
 	TraceOf     []int               `json:"ti,omitempty"`
 	Headers     []map[string]string `json:"h,omitempty"`
 	Snoozes     int                 `json:"sz,omitempty"`
+	UniqueKey   string              `json:"uk,omitempty"`
+	UniqueMode  int                 `json:"um,omitempty"`
+	UniqueMilli int64               `json:"uw,omitempty"`
 	MessageIDs  IDList              `json:"ids"`
 }
 
@@ -256,6 +267,16 @@ func Encode(e *Envelope) []byte {
 	if e.Snoozes > 0 { // after the header the fast decoder reads: a snoozed batch decodes by encoding/json
 		buf.WriteString(`,"sz":`)
 		buf.WriteString(strconv.Itoa(e.Snoozes))
+	}
+	if e.UniqueMode != 0 {
+		buf.WriteString(`,"uk":`)
+		writeJSONString(buf, e.UniqueKey)
+		buf.WriteString(`,"um":`)
+		buf.WriteString(strconv.Itoa(e.UniqueMode))
+		if e.UniqueMillis > 0 {
+			buf.WriteString(`,"uw":`)
+			buf.WriteString(strconv.FormatInt(e.UniqueMillis, 10))
+		}
 	}
 	buf.WriteString(`,"ids":[`)
 	for i, id := range e.MessageIDs {
@@ -423,6 +444,22 @@ func DedupOf(body []byte) (time.Duration, []string) {
 		return 0, nil
 	}
 	return time.Duration(e.DedupMillis) * time.Millisecond, e.MessageIDs
+}
+
+// UniqueOf returns the unique key and mode of an encoded batch (Envelope.UniqueKey), zero for
+// a batch without one or a body that is not an envelope. It scans the header (the bytes before
+// the first `,"ids":[`, which no JSON string can contain unescaped) and decodes the body only
+// when the header has the field.
+func UniqueOf(body []byte) core.Unique {
+	end := bytes.Index(body, []byte(`,"ids":[`))
+	if end < 0 || !bytes.Contains(body[:end], []byte(`,"um":`)) {
+		return core.Unique{}
+	}
+	e, err := Decode(body)
+	if err != nil || e.UniqueMode == 0 {
+		return core.Unique{}
+	}
+	return core.Unique{Key: e.UniqueKey, Mode: core.UniqueMode(e.UniqueMode), Window: time.Duration(e.UniqueMillis) * time.Millisecond}
 }
 
 // PriorityOf returns the priority and lead of an encoded batch (Envelope.Priority and

@@ -19,6 +19,7 @@ import (
 	"github.com/txmq/txmq/internal/feature/record"
 	"github.com/txmq/txmq/internal/feature/schedule"
 	"github.com/txmq/txmq/internal/feature/trace"
+	"github.com/txmq/txmq/internal/feature/unique"
 )
 
 // Schedule and Ticks are the schedules feature's (schedule.Schedule, schedule.Ticks), named
@@ -62,7 +63,7 @@ func List(c Config, backend core.Backend) []any {
 	if c.Heartbeats != nil {
 		fs = append(fs, heartbeat.New(c.Heartbeats, 0))
 	}
-	fs = append(fs, ratelimit.New(c.Limiter, backend), dedup.New(backend))
+	fs = append(fs, ratelimit.New(c.Limiter, backend), dedup.New(backend), unique.New(backend))
 	if c.Schedules != nil {
 		fs = append(fs, schedule.New(c.Ticks, c.Schedules))
 	}

@@ -24,8 +24,14 @@ type Querier interface {
 // Query runs sql behind the plan guard on q and returns its rows; closing the rows ends the
 // pipeline. Rows.Err reports a failure of either statement.
 func Query(ctx context.Context, q Querier, sql string, args ...any) (pgx.Rows, error) {
+	return QueryBehind(ctx, q, Guard, sql, args...)
+}
+
+// QueryBehind is Query with guard (a statement that sets transaction-local settings, such as
+// Guard) sent before sql instead of Guard.
+func QueryBehind(ctx context.Context, q Querier, guard, sql string, args ...any) (pgx.Rows, error) {
 	b := &pgx.Batch{}
-	b.Queue(Guard)
+	b.Queue(guard)
 	b.Queue(sql, args...)
 	br := q.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
