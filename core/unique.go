@@ -121,3 +121,62 @@ func (e *UniqueError) Error() string {
 
 // Is makes errors.Is(err, ErrUniqueHeld) and errors.Is(err, ErrDuplicate) true.
 func (e *UniqueError) Is(target error) bool { return target == ErrUniqueHeld || target == ErrDuplicate }
+
+// UniqueHolder is what a backend read of the batch that holds a unique key, for Judge.
+type UniqueHolder struct {
+	// Batch is the holder's batch id.
+	Batch string
+	// InWindow reports that the key's UniqueWindow hold has not ended.
+	InWindow bool
+	// Live reports that the holder is still stored: ready, delayed, running or waiting for a
+	// retry (not acked, dropped or dead-lettered).
+	Live bool
+	// Started reports that a claim handed the holder out, or that a retry rewrote it.
+	Started bool
+}
+
+// UniqueVerdict is what a unique publish does with a key that a UniqueHolder holds (Judge).
+type UniqueVerdict uint8
+
+const (
+	// UniqueStore: store the batch and give the key to it.
+	UniqueStore UniqueVerdict = iota
+	// UniqueReplace: remove the holder, a debounced batch never handed out, then store the
+	// batch and give the key to it.
+	UniqueReplace
+	// UniqueSelf: the batch itself holds the key (a retried publish, a sweep of a row whose
+	// first publish landed): it is stored already; store nothing and report success.
+	UniqueSelf
+	// UniqueHeld: another batch holds the key: store nothing and return a *UniqueError.
+	UniqueHeld
+)
+
+// Judge is the rule every adapter applies, in the step that stores a unique batch id of mode
+// m, to the key's current holder h (see UniqueMode for what each mode holds). A key nobody
+// holds is UniqueStore without asking.
+func (h UniqueHolder) Judge(m UniqueMode, id string) UniqueVerdict {
+	var held bool
+	switch m {
+	case UniqueWindow:
+		held = h.InWindow
+	case UniqueUntilStarted:
+		held = h.Live && !h.Started
+	case UniqueUntilDone:
+		held = h.Live
+	case UniqueDebounce:
+		switch {
+		case h.Live && h.Batch == id:
+			return UniqueSelf
+		case h.Live && !h.Started:
+			return UniqueReplace
+		}
+		return UniqueStore
+	}
+	switch {
+	case !held:
+		return UniqueStore
+	case h.Batch == id:
+		return UniqueSelf
+	}
+	return UniqueHeld
+}

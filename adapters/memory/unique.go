@@ -24,25 +24,14 @@ func (q *queue) uniqueLocked(b core.OutgoingBatch, rec *record, now time.Time) (
 	u := b.Unique
 	h := q.uniq[u.Key]
 	if h != nil {
-		live := h.rec.state != stateGone
-		held := false
-		switch u.Mode {
-		case core.UniqueWindow:
-			held = now.Before(h.until)
-		case core.UniqueUntilStarted:
-			held = live && !h.rec.started
-		case core.UniqueUntilDone:
-			held = live
-		case core.UniqueDebounce:
-			if h.rec.id != b.ID && live && !h.rec.started {
-				q.removeUnclaimed(h.rec, now)
-			}
-		}
-		if h.rec.id == b.ID && (held || u.Mode == core.UniqueDebounce && live) {
+		hold := core.UniqueHolder{Batch: h.rec.id, InWindow: now.Before(h.until), Live: h.rec.state != stateGone, Started: h.rec.started}
+		switch hold.Judge(u.Mode, b.ID) {
+		case core.UniqueSelf:
 			return true, nil
-		}
-		if held {
+		case core.UniqueHeld:
 			return false, &core.UniqueError{Queue: b.Queue, Key: u.Key, Mode: u.Mode, Kept: h.rec.id}
+		case core.UniqueReplace:
+			q.removeUnclaimed(h.rec, now)
 		}
 	}
 	if q.uniq == nil {

@@ -78,30 +78,17 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 		if err := tx.QueryRowContext(ctx, be.sql.uniqueHolder, b.Queue, u.Key).Scan(&batchID, &jobID, &inWindow, &live, &st); err != nil {
 			return err
 		}
-		held := false
-		switch u.Mode {
-		case core.UniqueWindow:
-			held = inWindow
-		case core.UniqueUntilStarted:
-			held = live && !st
-		case core.UniqueUntilDone:
-			held = live
-		case core.UniqueDebounce:
-			if batchID == b.ID && live {
-				return errUniqueSelf
-			}
-			if live && !st {
-				if _, err := tx.ExecContext(ctx, be.sql.uniqueReplace, jobID); err != nil {
-					return err
-				}
-			}
-		}
-		if held {
+		h := core.UniqueHolder{Batch: batchID, InWindow: inWindow, Live: live, Started: st}
+		switch h.Judge(u.Mode, b.ID) {
+		case core.UniqueSelf:
+			return errUniqueSelf
+		case core.UniqueHeld:
 			kept = batchID
-			if batchID == b.ID {
-				return errUniqueSelf
-			}
 			return errUniqueHeld
+		case core.UniqueReplace:
+			if _, err := tx.ExecContext(ctx, be.sql.uniqueReplace, jobID); err != nil {
+				return err
+			}
 		}
 		if b.Key != "" {
 			if err := be.publishKeyed(ctx, tx, b, body, delayUs); err != nil {

@@ -85,6 +85,9 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	if !slices.Contains(versions, 1) {
 		return nil, fmt.Errorf("%w: sqlite: the jobs tables are missing from the database file; run sqlite.Migrate(ctx, db, opts) first (opening a sqlite:// backend URL does it for you)", core.ErrInvalidConfig)
 	}
+	if missing := missingVersions(versions); len(missing) > 0 {
+		return nil, fmt.Errorf("%w: sqlite: the jobs tables lack migrations %v of this version of txmq (unique keys, priorities); run sqlite.Migrate(ctx, db, opts) or txmq migrate first (opening a sqlite:// backend URL does it for you)", core.ErrInvalidConfig, missing)
+	}
 	var busy int64
 	if err := db.QueryRowContext(cctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
 		return nil, classify("reading busy_timeout", err)
@@ -123,10 +126,10 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	return be, nil
 }
 
-// sqlPublish stores one batch, due :delay µs after now.
+// sqlPublish stores one batch, due :delay µs after now, with its priority and lead.
 const sqlPublish = `
-INSERT INTO txmq_jobs (queue, batch_id, body, run_at, messages, created_at)
-VALUES (:queue, :batch, :body, :now + :delay, :messages, :now)`
+INSERT INTO txmq_jobs (queue, batch_id, body, run_at, messages, created_at, priority, lead_us)
+VALUES (:queue, :batch, :body, :now + :delay, :messages, :now, :prio, :lead)`
 
 // Publish stores the batch, claimable once its delay (b.DelayFrom) has passed, and wakes this
 // Backend's fetches waiting for its queue.
@@ -185,7 +188,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 // publishArgs are the arguments of sqlPublish (and, with :held and :key, sqlPublishKeyed).
 func publishArgs(b core.OutgoingBatch, body []byte, delayUs int64) []any {
 	return []any{nowArg(), sql.Named("queue", b.Queue), sql.Named("batch", b.ID), sql.Named("body", body),
-		sql.Named("delay", delayUs), sql.Named("messages", b.Messages)}
+		sql.Named("delay", delayUs), sql.Named("messages", b.Messages), sql.Named("prio", prio(b)), sql.Named("lead", micros(b.Lead))}
 }
 
 // sqlDepths counts each named queue's rows by derived state, reading the claim index only

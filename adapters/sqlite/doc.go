@@ -55,9 +55,10 @@
 //
 // Migrate turns the file to WAL mode (readers never wait for the writer; it stays with the
 // file) and creates, in one transaction, the table txmq_jobs (one row per batch: queue, batch
-// id, body, deliveries, run_at, lease owner and token, created time, ordering key; row ids
-// never reused), txmq_jobs_exclusive (the Exclusive locks), txmq_jobs_queues (fetch
-// heartbeats) and txmq_job_ids (dedup ids), and records its version in txmq_migrations.
+// id, body, deliveries, run_at, lease owner and token, created time, ordering key, priority
+// and lead; row ids never reused), txmq_jobs_exclusive (the Exclusive locks),
+// txmq_jobs_queues (fetch heartbeats) and txmq_job_ids (dedup ids), and records its versions
+// in txmq_migrations (New refuses a file that lacks one).
 // Times are INTEGER microseconds on the machine's clock: every process on a SQLite file runs
 // on the machine that holds it (SQLite on a network file system is not safe, and WAL needs
 // shared memory), so they share one clock. A row's state is derived from run_at and
@@ -132,8 +133,27 @@
 // transaction; a retry or a lost lease leaves the first row first. A keyed publish, ack, drop
 // and cancel run in BEGIN IMMEDIATE transactions, which the write lock serialises: SQLite
 // needs no key lock. HoldsKey (core.KeyHolder) is one probe of the (queue, order_key, id)
-// index. The fetch order (due time, then round-robin across queues) lives in one place,
-// Backend.pick.
+// index. The fetch order (due time, or due time minus lead on a prioritized queue, then
+// round-robin across queues) lives in one place, Backend.pick.
+//
+// # Priorities
+//
+// The Backend honours priorities (core.Prioritizer) as sqljobs and mysql do: a batch's
+// priority and lead are stored with its row (columns priority and lead_us) and never change,
+// so retries, leases, expired leases, expedites and a key's promotion keep them. A claim of a
+// prioritized queue reads its ready rows one priority at a time (ten scans of the covering
+// index (queue, priority, run_at, id, lead_us), each at most the queue's free slots), ranks
+// them by run_at minus lead, and reads the body of the rows it takes by primary key; never
+// early (run_at <= now as for every row). Per-key order comes first: a held row is not ready.
+// See priority.go.
+//
+// # Cluster-wide limits
+//
+// The Backend enforces a queue's ClusterLimit (core.ClusterLimiter): the claim's
+// BEGIN IMMEDIATE transaction, which holds the file's write lock, counts the queue's
+// unexpired leases and picks at most the room left, so no two claims of any process can both
+// take the last slot; a settled or expired lease gives its slot back by itself. KeyLimit
+// needs a Fair queue, which this adapter refuses. See clusterlimit.go.
 //
 // # Limits
 //
@@ -165,7 +185,9 @@
 //
 // A publish is one INSERT (a keyed or dedup one a transaction of a few statements). A claim is
 // a lock-free index probe per queue, then, when something is due, one transaction of two
-// statements (the pick and the lease UPDATE, plus one per Exclusive queue). A lone Ack or Drop
+// statements (the pick and the lease UPDATE, plus one per Exclusive queue, and one reading
+// the taken rows of prioritized queues, whose pick reads ten index ranges instead of one).
+// Every row has one more index entry for priorities. A lone Ack or Drop
 // is one DELETE; concurrent ones, and those of ordered or Exclusive batches, share one
 // transaction. An Extend is a transaction of a read and an UPDATE, shared by concurrent ones.
 // Every commit waits for the disk (synchronous=FULL, an fsync of the WAL).

@@ -21,7 +21,7 @@ const minTimer = 5 * time.Millisecond
 // scan of (queue, run_at) over run_at <= now, in due order. The parts of a request's queues
 // are joined with UNION ALL. It runs inside the claim's BEGIN IMMEDIATE transaction, which
 // holds the file's write lock: no other claimer can pick the same rows meanwhile.
-const sqlPickQueue = `SELECT * FROM (SELECT id, queue, batch_id, body, deliveries, order_key, run_at
+const sqlPickQueue = `SELECT * FROM (SELECT id, queue, batch_id, body, deliveries, order_key, run_at, 0, 0
 FROM txmq_jobs INDEXED BY txmq_jobs_claim_idx
 WHERE queue = :q{{i}} AND run_at <= :now
 ORDER BY run_at LIMIT :l{{i}})`
@@ -98,7 +98,9 @@ type claimParams struct {
 	excl   []bool
 	budget int
 	node   string
-	lease  int64 // µs
+	lease  int64  // µs
+	prio   []bool // the prioritized queues; nil when none is (see priority.go)
+	lim    []int  // the queues' cluster-wide limits, 0 for none; nil when none has one (see clusterlimit.go)
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -115,6 +117,18 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 	}
 	for i, s := range qs {
 		p.queues[i], p.excl[i] = s.Queue, s.Exclusive
+		if s.Prioritized {
+			if p.prio == nil {
+				p.prio = make([]bool, len(qs))
+			}
+			p.prio[i] = true
+		}
+		if s.Limit > 0 {
+			if p.lim == nil {
+				p.lim = make([]int, len(qs))
+			}
+			p.lim[i] = s.Limit
+		}
 	}
 	return p
 }
@@ -134,7 +148,9 @@ type picked struct {
 	deliveries int
 	key        sql.NullString
 	runAt      int64
-	rank       int // its place in its queue's pick, from 0
+	lead       int64 // µs: sorts as if due this much earlier (a prioritized queue's rows)
+	rank       int   // its place in its queue's pick, from 0
+	bare       bool  // read from the priority index only: batchID, body, deliveries, key unset
 }
 
 // claim runs the claim transaction once and returns the claims and, when there are none, how
@@ -154,7 +170,11 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 		claims = claims[:0]
 		return be.inTx(ctx, func(tx execer) error {
 			now := time.Now().UnixMicro()
-			cand, err := be.pick(ctx, tx, p, now)
+			room, err := p.withRoom(ctx, tx, now) // limited queues cut to the room left
+			if err != nil {
+				return err
+			}
+			cand, err := be.pick(ctx, tx, room, now)
 			if err != nil || len(cand) == 0 {
 				return err
 			}
@@ -171,7 +191,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 					}
 				}
 				ids = append(ids, c.id)
-				claims = append(claims, c.claim(be, until, p.exclusive(c.queue)))
+				claims = append(claims, c.claim(be, until, p.exclusive(c.queue), p.limited(c.queue)))
 			}
 			if len(ids) == 0 {
 				return nil
@@ -204,34 +224,33 @@ func parts(part string, n int) string {
 	return strings.Join(out, "\nUNION ALL\n")
 }
 
-// pick reads up to each queue's limit of claimable rows and returns those the request's
-// budget takes, round-robin across the queues (every queue's first row, then every second,
-// ...), in queue order within a round. This fetch order lives here alone.
+// pick reads up to each queue's limit of claimable rows (ten levels of a prioritized queue,
+// see priority.go) and returns those the request's budget takes, round-robin across the
+// queues (every queue's first row, then every second, ...), in queue order within a round;
+// within a queue by run_at minus lead. This fetch order lives here alone.
 func (be *Backend) pick(ctx context.Context, tx execer, p claimParams, now int64) ([]picked, error) {
-	args := make([]any, 0, 2*len(p.queues)+1)
-	for i, q := range p.queues {
-		args = append(args, sql.Named(fmt.Sprint("q", i), q), sql.Named(fmt.Sprint("l", i), p.limits[i]))
-	}
-	args = append(args, sql.Named("now", now))
 	var all []picked
 	var r picked
-	rows, err := tx.QueryContext(ctx, parts(sqlPickQueue, len(p.queues)), args...)
-	err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt}, func() error {
-		c := r
-		c.body = append([]byte(nil), r.body...)
-		all = append(all, c)
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	for chunk := range slices.Chunk(p.pickParts(), maxPickParts) {
+		stmt, args := pickStatement(chunk, now)
+		rows, err := tx.QueryContext(ctx, stmt, args...)
+		err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt, &r.lead, &r.bare}, func() error {
+			c := r
+			c.body = append([]byte(nil), r.body...)
+			all = append(all, c)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	sort.Slice(all, func(i, j int) bool {
 		a, b := all[i], all[j]
 		if a.queue != b.queue {
 			return a.queue < b.queue
 		}
-		if a.runAt != b.runAt {
-			return a.runAt < b.runAt
+		if a.runAt-a.lead != b.runAt-b.lead {
+			return a.runAt-a.lead < b.runAt-b.lead
 		}
 		return a.id < b.id
 	})
@@ -240,19 +259,23 @@ func (be *Backend) pick(ctx context.Context, tx execer, p claimParams, now int64
 			all[i].rank = all[i-1].rank + 1
 		}
 	}
+	if p.prio != nil { // a prioritized queue's levels read up to its limit each
+		all = slices.DeleteFunc(all, func(c picked) bool { return c.rank >= p.limit(c.queue) })
+	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank })
-	return all[:min(len(all), p.budget)], nil
+	all = all[:min(len(all), p.budget)]
+	return all, fillBare(ctx, tx, all)
 }
 
 // claim turns a leased row into a Claim.
-func (r picked) claim(be *Backend, until int64, excl bool) *core.Claim {
+func (r picked) claim(be *Backend, until int64, excl, limited bool) *core.Claim {
 	return &core.Claim{
 		Queue:      r.queue,
 		ID:         r.batchID,
 		Body:       r.body,
 		Deliveries: r.deliveries + 1,
 		LeaseUntil: time.UnixMicro(until),
-		Handle:     &handle{be: be, id: r.id, excl: excl, queue: r.queue, key: r.key.String},
+		Handle:     &handle{be: be, id: r.id, excl: excl, limited: limited, queue: r.queue, key: r.key.String},
 	}
 }
 

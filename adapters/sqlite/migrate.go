@@ -6,8 +6,10 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"slices"
 
 	"github.com/txmq/txmq/adapters/sqlite/internal/migrate"
+	"github.com/txmq/txmq/core/sqlmigrate"
 )
 
 // Component is the name the jobs tables' migrations are recorded under in txmq_migrations.
@@ -56,4 +58,19 @@ func appliedVersions(ctx context.Context, db *sql.DB) ([]int, error) {
 	rows, err := db.QueryContext(ctx, "SELECT version FROM txmq_migrations WHERE component = ?", Component)
 	err = eachRow(rows, err, []any{&v}, func() error { out = append(out, v); return nil })
 	return out, err
+}
+
+// missingVersions returns the versions of the adapter's migrations that applied lacks.
+func missingVersions(applied []int) []int {
+	files, err := sqlmigrate.List(Migrations())
+	if err != nil {
+		panic("sqlite: the embedded migrations do not list: " + err.Error())
+	}
+	var out []int
+	for _, f := range files {
+		if !slices.Contains(applied, f.Version) {
+			out = append(out, f.Version)
+		}
+	}
+	return out
 }

@@ -34,8 +34,13 @@ func TestStatementPlans(t *testing.T) {
 		}
 		return out
 	}
+	// a prioritized queue's ten levels and a plain queue, as one claim's pick statement
+	prioPick, prioArgs := pickStatement(claimParams{queues: []string{"q", "r"}, limits: []int{10, 10}, prio: []bool{true, false}}.pickParts(), 1)
 	stmts := []stmt{
 		{"pick", two(sqlPickQueue), qArgs},
+		{"pick prioritized", prioPick, prioArgs},
+		{"pick details", withList(sqlPickDetails, "id", 3), ids},
+		{"running leases", sqlRunning, named("queue", "q", "limit", 5)},
 		{"lease", withList(sqlLease, "id", 3), append(named("token", 7, "node", "n", "until", 1), ids...)},
 		{"peek", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlPeekQueue) + ") t", qArgs},
 		{"next due", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlNextDueQueue) + ") t", qArgs},
@@ -81,7 +86,7 @@ func TestStatementPlans(t *testing.T) {
 }
 
 // fill brings the jobs and ids tables to n rows (of 20 queues, a fifth keyed, a third
-// leased) and refreshes their statistics.
+// leased, priorities 0 to 6) and refreshes their statistics.
 func fill(t *testing.T, db *sql.DB, n int) {
 	t.Helper()
 	ctx := context.Background()
@@ -103,10 +108,10 @@ func fill(t *testing.T, db *sql.DB, n int) {
 			if k%3 == 0 {
 				token = fmt.Sprint(k)
 			}
-			jobs = append(jobs, fmt.Sprintf("('q%d', 'b%d', x'00', 1, %d, %s, %d, %s)", k%20, k, now+int64(k%1000-500)*1000, token, now, key))
+			jobs = append(jobs, fmt.Sprintf("('q%d', 'b%d', x'00', 1, %d, %s, %d, %s, %d, %d)", k%20, k, now+int64(k%1000-500)*1000, token, now, key, k%7, k%7*1000000))
 			idRows = append(idRows, fmt.Sprintf("('q%d', 'i%d', %d, 1)", k%20, k, now+int64(k%1000-500)*1000))
 		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO txmq_jobs (queue, batch_id, body, messages, run_at, lease_token, created_at, order_key) VALUES "+strings.Join(jobs, ",")); err != nil {
+		if _, err := db.ExecContext(ctx, "INSERT INTO txmq_jobs (queue, batch_id, body, messages, run_at, lease_token, created_at, order_key, priority, lead_us) VALUES "+strings.Join(jobs, ",")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, "INSERT INTO txmq_job_ids (queue, id, expires_at, token) VALUES "+strings.Join(idRows, ",")); err != nil {

@@ -20,6 +20,9 @@ type handle struct {
 	id    int64
 	token int64
 	excl  bool // claimed as an Exclusive queue's batch
+	// limited: claimed as the batch of a queue with a cluster-wide limit; its Ack and Drop
+	// wake the fetches waiting for the queue.
+	limited bool
 	// queue names the batch's queue; key its ordering key (empty on unordered queues): its
 	// Ack and Drop make the next batch of the key due.
 	queue, key string
@@ -162,6 +165,9 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 		if n > 0 {
 			reqs[0].ok = true
 			h.MarkSettled()
+			if h.limited {
+				be.wake.Signal(h.queue)
+			}
 		}
 		return nil
 	}
@@ -181,6 +187,9 @@ func (be *Backend) execDeletes(ctx context.Context, reqs []*groupReq) error {
 			return err
 		}
 		for _, q := range held {
+			if q.h.limited {
+				wake = append(wake, q.h.queue)
+			}
 			if q.h.excl {
 				if _, err := tx.ExecContext(ctx, sqlExclusiveRelease, sql.Named("queue", q.h.queue), sql.Named("job", q.h.id)); err != nil {
 					return err

@@ -78,30 +78,17 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 				js := sha256.Sum256(jbody)
 				st = !bytes.Equal(js[:], stored) // a retry rewrote it: it ran
 			}
-			held := false
-			switch u.Mode {
-			case core.UniqueWindow:
-				held = inWindow
-			case core.UniqueUntilStarted:
-				held = live && !st
-			case core.UniqueUntilDone:
-				held = live
-			case core.UniqueDebounce:
-				if batchID == b.ID && live {
-					return errUniqueSelf
-				}
-				if live && !st {
-					if _, err := tx.ExecContext(ctx, sqlUniqueReplace, sql.Named("id", jobID)); err != nil {
-						return err
-					}
-				}
-			}
-			if held {
+			h := core.UniqueHolder{Batch: batchID, InWindow: inWindow, Live: live, Started: st}
+			switch h.Judge(u.Mode, b.ID) {
+			case core.UniqueSelf:
+				return errUniqueSelf
+			case core.UniqueHeld:
 				kept = batchID
-				if batchID == b.ID {
-					return errUniqueSelf
-				}
 				return errUniqueHeld
+			case core.UniqueReplace:
+				if _, err := tx.ExecContext(ctx, sqlUniqueReplace, sql.Named("id", jobID)); err != nil {
+					return err
+				}
 			}
 		}
 		if b.Key != "" {

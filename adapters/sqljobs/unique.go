@@ -96,30 +96,17 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 			break
 		}
 		if !fresh {
-			held := false
-			switch u.Mode {
-			case core.UniqueWindow:
-				held = inWindow
-			case core.UniqueUntilStarted:
-				held = live && !st
-			case core.UniqueUntilDone:
-				held = live
-			case core.UniqueDebounce:
-				if batchID == b.ID && live {
-					return errUniqueSelf
-				}
-				if live && !st {
-					if err := execGuarded(ctx, q, be.sql.uniqueReplace, jobID); err != nil {
-						return err
-					}
-				}
-			}
-			if held {
+			h := core.UniqueHolder{Batch: batchID, InWindow: inWindow, Live: live, Started: st}
+			switch h.Judge(u.Mode, b.ID) {
+			case core.UniqueSelf:
+				return errUniqueSelf
+			case core.UniqueHeld:
 				kept = batchID
-				if batchID == b.ID {
-					return errUniqueSelf
-				}
 				return errUniqueHeld
+			case core.UniqueReplace:
+				if err := execGuarded(ctx, q, be.sql.uniqueReplace, jobID); err != nil {
+					return err
+				}
 			}
 		}
 		if b.Key != "" {
