@@ -104,7 +104,7 @@ type QueueConfig[T any] struct {
 	// dead-lettered) or its lease ends: a node that crashes, pauses or cannot extend its
 	// lease fences itself and its slots come back after the lease. Duplicate copies and
 	// redeliveries take a slot like any batch. The backend must honour it
-	// (core.ClusterLimiter: memory, sqljobs, redis): a node on one that does not refuses
+	// (core.ClusterLimiter: memory, sqljobs, mysql, redis, sqlite): a node on one that does not refuses
 	// the queue, naming it and the setting. Default 0: no cluster-wide limit. It cannot be
 	// combined with Exclusive. See "Cluster-wide limits" in docs/guide.md.
 	ClusterLimit int
@@ -115,7 +115,7 @@ type QueueConfig[T any] struct {
 	// which stores the key with each batch and hands the keys out in turn, so the batches of
 	// a key at its limit wait without holding back the other keys. It combines with
 	// ClusterLimit (both hold) and MaxConcurrentBatches, not with Exclusive. The backend must
-	// honour it (core.ClusterLimiter: memory, sqljobs). Default 0: no limit per key.
+	// honour it (core.ClusterLimiter and Fair: memory, sqljobs, mysql, redis). Default 0: no limit per key.
 	KeyLimit int
 	// MaxBatchMessages is the soft target for messages per batch, used to coalesce publishes;
 	// default 100. Listeners must not assume it as a hard cap.
@@ -145,7 +145,7 @@ type QueueConfig[T any] struct {
 	// the ready batches of lower priority q that became due less than (p-q)*PriorityAging
 	// before it; so a batch waits at most 9*PriorityAging behind higher-priority batches that
 	// became due after it, however many keep coming. The backend must honour it
-	// (core.Prioritizer: memory, sqljobs, mysql, redis): a node on one that does not (sqs,
+	// (core.Prioritizer: memory, sqljobs, mysql, redis, sqlite): a node on one that does not (sqs,
 	// nats) refuses the queue. Default false: Priority on the queue is an error.
 	Prioritized bool
 	// PriorityAging is a prioritized queue's aging step W: one priority level is worth W of
@@ -166,8 +166,8 @@ type QueueConfig[T any] struct {
 	// sweep, replay, the ledger's republisher, a drain), retries and splits; a schedule's
 	// ticks carry the empty key. Exclusive still allows one batch in flight (the turn picks
 	// which); a duplicate copy or a redelivery takes its key's turn like any batch. The backend must
-	// honour it (core.FairSharer: memory, sqljobs; with Prioritized also core.FairPrioritizer:
-	// memory): a node on one that does not refuses the queue.
+	// honour it (core.FairSharer: memory, sqljobs, mysql, redis; with Prioritized also
+	// core.FairPrioritizer: memory, redis): a node on one that does not refuses the queue.
 	// Default false: FairKey on the queue is an error. See "Fair share by key" in
 	// docs/guide.md.
 	Fair bool

@@ -28,6 +28,15 @@
 //   - txpickup: the transactional pickup latency at a steady rate: a RunInTx with one
 //     publish -txrate times a second (200), -samples x 10 messages; p50/p99/max of the time
 //     from the publish to the listener;
+//   - controls: what each scheduling control costs on each adapter (-ctl-backends: memory,
+//     SQL jobs on -url, Redis, MySQL/MariaDB, SQLite): a plain queue against the same with
+//     Prioritized, Fair, ClusterLimit 1000 and Unique (UniqueUntilDone), at -ctl-batches
+//     messages per batch, in -ctl-rounds interleaved rounds, as on/off ratios (not in the
+//     default -only);
+//   - riverprio: River's priorities (1-4) against txmq's (0-9) on SQL jobs, on the same server
+//     in -rounds-count interleaved rounds of -rounds-n jobs: River plain, River with
+//     priorities, txmq plain, txmq Prioritized, River tuned as in rounds (not in the default
+//     -only);
 //   - idle: the cost of 1,000 declared queues (-queues) with nothing to do, over -idle:
 //     statements sent, Postgres backend CPU of the scenario's connections, and this
 //     process's CPU.
@@ -106,6 +115,14 @@ func main() {
 
 	if run["rounds"] {
 		runRounds(ctx)
+	}
+
+	if run["controls"] {
+		runControls(ctx)
+	}
+
+	if run["riverprio"] {
+		runRiverPrio(ctx)
 	}
 
 	if run["backlog"] {

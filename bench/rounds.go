@@ -219,7 +219,8 @@ func sidePool(ctx context.Context, app string, counter *stmtCounter, session boo
 }
 
 // riverRound stores n jobs, then times a tuned River client working them.
-func riverRound(ctx context.Context, admin *pgxpool.Pool, n int) cost {
+// prio inserts job i at InsertOpts.Priority 1+i%4 (River's priorities are 1 to 4).
+func riverRound(ctx context.Context, admin *pgxpool.Pool, n int, prio bool) cost {
 	counter := &stmtCounter{}
 	pool := sidePool(ctx, "bench_river", counter, false, nil)
 	defer pool.Close()
@@ -234,7 +235,11 @@ func riverRound(ctx context.Context, admin *pgxpool.Pool, n int) cost {
 	})
 	params := make([]river.InsertManyParams, 0, 5000)
 	for i := range n {
-		params = append(params, river.InsertManyParams{Args: noopArgs{ID: i}})
+		p := river.InsertManyParams{Args: noopArgs{ID: i}}
+		if prio {
+			p.InsertOpts = &river.InsertOpts{Priority: 1 + i%4}
+		}
+		params = append(params, p)
 		if len(params) == cap(params) || i == n-1 {
 			if _, err := c.InsertManyFast(ctx, params); err != nil {
 				log.Fatal(err)
@@ -312,7 +317,7 @@ func runRounds(ctx context.Context) {
 			var c, fill cost
 			switch side {
 			case "river":
-				c = riverRound(ctx, admin, *roundsN)
+				c = riverRound(ctx, admin, *roundsN, false)
 			case "txmq":
 				fill, c = txmqRound(ctx, admin, *roundsN, true, false, nil)
 			case "txmq-guarded":

@@ -13,5 +13,5 @@ func (n *Engine) checkLimits(spec *Spec) error {
 	if spec.ClusterLimit <= 0 {
 		setting = fmt.Sprintf("KeyLimit %d", spec.KeyLimit)
 	}
-	return fmt.Errorf("txmq: queue %q sets %s but this node's backend cannot limit a queue's batches in flight cluster-wide; use an adapter that can (memory, sqljobs, redis for ClusterLimit: see \"Cluster-wide limits\" in docs/guide.md), or drop the setting (MaxConcurrentBatches caps each node instead): %w", spec.Name, setting, n.limitErr)
+	return fmt.Errorf("txmq: queue %q sets %s but this node's backend cannot limit a queue's batches in flight cluster-wide; use an adapter that can (memory, sqljobs, mysql, redis, sqlite for ClusterLimit; all but sqlite for KeyLimit: see \"Cluster-wide limits\" in docs/guide.md), or drop the setting (MaxConcurrentBatches caps each node instead): %w", spec.Name, setting, n.limitErr)
 }

@@ -8,5 +8,5 @@ func (n *Engine) checkPrioritized(spec *Spec) error {
 	if spec == nil || !spec.Prioritized || n.prioErr == nil {
 		return nil
 	}
-	return fmt.Errorf("txmq: queue %q is Prioritized but this node's backend cannot order batches by priority; use an adapter that can (memory, sqljobs, mysql, redis: see \"Priorities\" in docs/guide.md) or declare the queue without Prioritized: %w", spec.Name, n.prioErr)
+	return fmt.Errorf("txmq: queue %q is Prioritized but this node's backend cannot order batches by priority; use an adapter that can (memory, sqljobs, mysql, redis, sqlite: see \"Priorities\" in docs/guide.md) or declare the queue without Prioritized: %w", spec.Name, n.prioErr)
 }
