@@ -12,9 +12,10 @@
 //     interleaved rounds (River, txmq, River, txmq, ...), each with statements, WAL bytes and
 //     the CPU of every Postgres process and of this process per message; min/median/max and
 //     the per-round ratios; -sides adds txmq-guarded (a plan guard sent with each statement,
-//     as on the app's own pool), txmq-nofairidx (without the fair-key index) and
+//     as on the app's own pool), txmq-nofairidx (without the fair-key index),
+//     txmq-fullprioidx (the priority index over every row, as before migration 0008) and
 //     txmq-autoplans (the session guard at plan_cache_mode auto, as before generic plans were
-//     forced);
+//     forced); txmq sides also print the index entries written per message;
 //   - backlog: burning down a backlog (txmq with its default 100-message batches, txmq with
 //     one message per batch, River default at -workers and River tuned, one job per message),
 //     messages/s, one run each;

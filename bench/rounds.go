@@ -27,7 +27,7 @@ import (
 var (
 	roundsN     = flag.Int("rounds-n", 100000, "rounds scenario: one-message batches (River jobs) stored before each timed burn-down")
 	roundsCount = flag.Int("rounds-count", 3, "rounds scenario: interleaved rounds (one burn-down of each side per round)")
-	roundsSides = flag.String("sides", "river,txmq", "rounds scenario: sides of each round, in order: river, txmq (the pool has the plan guard per session, as Open's), txmq-guarded (the app's pool: a plan guard sent with each statement), txmq-nofairidx (txmq without the fair_key index), txmq-autoplans (txmq's pool at plan_cache_mode auto: a custom plan of the claim at every execution)")
+	roundsSides = flag.String("sides", "river,txmq", "rounds scenario: sides of each round, in order: river, txmq (the pool has the plan guard per session, as Open's), txmq-guarded (the app's pool: a plan guard sent with each statement), txmq-nofairidx (txmq without the fair_key index), txmq-fullprioidx (txmq with the full priority index of before migration 0008), txmq-autoplans (txmq's pool at plan_cache_mode auto: a custom plan of the claim at every execution)")
 	txWorkers   = flag.Int("txmq-workers", 100, "rounds scenario: txmq MaxConcurrentBatches")
 	rvWorkers   = flag.Int("river-workers", 2000, "River MaxWorkers when tuned (riverbench: 2,000)")
 	rvCooldown  = flag.Duration("river-cooldown", 2*time.Millisecond, "River FetchCooldown when tuned (riverbench: 2 ms)")
@@ -47,6 +47,7 @@ type cost struct {
 	wal     int64         // WAL bytes written
 	pgCPU   time.Duration // CPU of every process of the Postgres server; -1: not local
 	proc    time.Duration // CPU of this process
+	indexes int           // txmq: the jobs table's indexes a plain row is in; 0: not counted
 }
 
 func (c cost) rate() float64 { return float64(c.msgs) / c.elapsed.Seconds() }
@@ -59,7 +60,17 @@ func (c cost) String() string {
 		pg = fmt.Sprintf("%.1f", c.per(float64(c.pgCPU.Microseconds())))
 	}
 	return fmt.Sprintf("%8.0f msgs/s  %6.3f stmts/msg  %6.0f WAL B/msg  Postgres CPU %5s µs/msg  process CPU %5.1f µs/msg",
-		c.rate(), c.per(float64(c.stmts)), c.per(float64(c.wal)), pg, c.per(float64(c.proc.Microseconds())))
+		c.rate(), c.per(float64(c.stmts)), c.per(float64(c.wal)), pg, c.per(float64(c.proc.Microseconds()))) + c.entries()
+}
+
+// entries renders the index entries written per message: a publish and a claim each write one
+// to every index the row is in (the claim moves run_at, so it is never a HOT update; the
+// delete of the ack writes none).
+func (c cost) entries() string {
+	if c.indexes == 0 {
+		return ""
+	}
+	return fmt.Sprintf("  index entries %d/msg", 2*c.indexes)
 }
 
 // window holds the readings the server's counters at the start of a timed window.
@@ -264,7 +275,12 @@ func riverRound(ctx context.Context, admin *pgxpool.Pool, n int, prio bool) cost
 
 // txmqRound stores n one-message batches, then times one node with MaxConcurrentBatches
 // -txmq-workers consuming them; session gives the pool the plan guard per session.
-func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session, noFairIdx bool, params map[string]string) (fill, r cost) {
+//
+// ddl runs after the migrations (the side's variant of the schema, {{s}} its schema); the
+// round then prints how many of txmq_jobs' indexes a plain row (priority 0, no ordering or
+// fairness key) has an entry in: a publish and a claim (which moves run_at, so it is never a
+// HOT update) each write one entry to each.
+func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session bool, ddl []string, params map[string]string) (fill, r cost) {
 	counter := &stmtCounter{}
 	pool := sidePool(ctx, "bench_txmq", counter, session, params)
 	defer pool.Close()
@@ -272,10 +288,18 @@ func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session, noFairI
 	defer drop()
 	be := txmqBackend(ctx, pool, schema)
 	defer be.Close()
-	if noFairIdx {
-		if _, err := pool.Exec(ctx, "DROP INDEX IF EXISTS "+pgx.Identifier{schema, "txmq_jobs_fair_idx"}.Sanitize()); err != nil {
+	for _, d := range ddl {
+		if _, err := pool.Exec(ctx, strings.ReplaceAll(d, "{{s}}", pgx.Identifier{schema}.Sanitize())); err != nil {
 			log.Fatal(err)
 		}
+	}
+	// The indexes a plain row is in: those without a predicate, and the fair index's
+	// (fair_key is '' on a plain row) and the priority index's when they have none.
+	var idx int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.relname = 'txmq_jobs' AND i.indpred IS NULL`, schema).Scan(&idx); err != nil {
+		log.Fatal(err)
 	}
 	fw := startWindow(ctx, admin, counter)
 	reg, q, _ := txmqbench.Backlog(ctx, be, n, 1, *txWorkers, quiet)
@@ -286,6 +310,7 @@ func txmqRound(ctx context.Context, admin *pgxpool.Pool, n int, session, noFairI
 	txmqbench.BurnDown(ctx, be, reg, []*txmq.Queue[benchMsg]{q}, int64(n), quiet,
 		func() { m = startWindow(ctx, admin, counter) },
 		func() { r = m.stop(ctx, n) })
+	r.indexes = idx
 	return fill, r
 }
 
@@ -297,9 +322,9 @@ func runRounds(ctx context.Context) {
 	for i, s := range sides {
 		sides[i] = strings.TrimSpace(s)
 		switch sides[i] {
-		case "river", "txmq", "txmq-guarded", "txmq-nofairidx", "txmq-autoplans":
+		case "river", "txmq", "txmq-guarded", "txmq-nofairidx", "txmq-fullprioidx", "txmq-autoplans":
 		default:
-			log.Fatalf("-sides: unknown side %q; use river, txmq, txmq-guarded, txmq-nofairidx or txmq-autoplans", s)
+			log.Fatalf("-sides: unknown side %q; use river, txmq, txmq-guarded, txmq-nofairidx, txmq-fullprioidx or txmq-autoplans", s)
 		}
 	}
 	_, pss := serverStatements(ctx, admin)
@@ -319,26 +344,32 @@ func runRounds(ctx context.Context) {
 			case "river":
 				c = riverRound(ctx, admin, *roundsN, false)
 			case "txmq":
-				fill, c = txmqRound(ctx, admin, *roundsN, true, false, nil)
+				fill, c = txmqRound(ctx, admin, *roundsN, true, nil, nil)
 			case "txmq-guarded":
-				fill, c = txmqRound(ctx, admin, *roundsN, false, false, nil)
+				fill, c = txmqRound(ctx, admin, *roundsN, false, nil, nil)
 			case "txmq-nofairidx":
-				fill, c = txmqRound(ctx, admin, *roundsN, true, true, nil)
+				fill, c = txmqRound(ctx, admin, *roundsN, true, []string{"DROP INDEX {{s}}.txmq_jobs_fair_idx"}, nil)
+			case "txmq-fullprioidx":
+				// Before migration 0008: the priority index holds every row.
+				fill, c = txmqRound(ctx, admin, *roundsN, true, []string{
+					"CREATE INDEX txmq_jobs_priority_idx ON {{s}}.txmq_jobs (queue, priority, run_at)",
+					"DROP INDEX {{s}}.txmq_jobs_raised_idx"}, nil)
 			case "txmq-autoplans":
-				fill, c = txmqRound(ctx, admin, *roundsN, true, false, map[string]string{"plan_cache_mode": "auto"})
+				fill, c = txmqRound(ctx, admin, *roundsN, true, nil, map[string]string{"plan_cache_mode": "auto"})
 			}
+
 			if fill.msgs > 0 {
-				fmt.Printf("  round %d %-13s fill %s\n", r+1, side, fill)
+				fmt.Printf("  round %d %-16s fill %s\n", r+1, side, fill)
 			}
 			results[side] = append(results[side], c)
-			fmt.Printf("  round %d %-13s %s\n", r+1, side, c)
+			fmt.Printf("  round %d %-16s %s\n", r+1, side, c)
 		}
 	}
 	fmt.Printf("  load average at end: %s\n", loadAvg())
 	fmt.Printf("summary (min / median / max over rounds):\n")
 	for _, side := range sides {
 		cs := results[side]
-		fmt.Printf("  %-13s %s msgs/s; medians: %s\n", side, spread(cs, func(c cost) float64 { return c.rate() }, "%.0f"), medianCost(cs))
+		fmt.Printf("  %-16s %s msgs/s; medians: %s%s\n", side, spread(cs, func(c cost) float64 { return c.rate() }, "%.0f"), medianCost(cs), cs[0].entries())
 	}
 	if rv := results["river"]; len(rv) > 0 {
 		for _, side := range sides {

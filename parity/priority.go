@@ -17,7 +17,8 @@ import (
 // The group "priority" checks priorities (txmq.QueueConfig.Prioritized, core.Prioritizer):
 // higher first among ready batches, the aging bound that keeps a low priority from starving
 // under a flood of high ones, the priority kept through the outbox and through retries, and
-// per-key order before priority. On an adapter without the capability only "declare" runs
+// per-key order before priority, and batches stored before a queue's Prioritized setting
+// changed claimed after it (queue_switch). On an adapter without the capability only "declare" runs
 // for real (it asserts the refusal); every other property is counted as "not supported by the
 // adapter", never as passed.
 
@@ -29,6 +30,7 @@ func init() {
 		property{name: "through_outbox", run: priorityThroughOutbox},
 		property{name: "retry_keeps_priority", run: priorityRetry},
 		property{name: "key_order_before_priority", run: priorityKeyOrder},
+		property{name: "queue_switch", run: priorityQueueSwitch},
 	)
 }
 
