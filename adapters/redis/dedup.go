@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/txmq/txmq/core"
 )
 
@@ -35,3 +37,26 @@ func (be *Backend) publishDedup(ctx context.Context, k *queueKeys, b core.Outgoi
 	}
 	return &core.DuplicateError{Queue: b.Queue, IDs: ids}
 }
+
+// publishDedupScript is publishScript for a batch whose caller ids deduplicate
+// (core.IDDeduper). KEYS[11] is the queue's id set: a sorted set of id -> expiry (ms, server
+// time). ARGV[8] is the window in ms and ARGV[9..] the batch's ids. It forgets expired ids;
+// when any of the batch's ids is still held it stores nothing and returns those ids (a
+// table); else it records every id until now + window, keeps the set's own TTL at least the
+// window (so an idle queue's set goes away), and stores the batch as publishScript does.
+var publishDedupScript = goredis.NewScript(nowLua + bulkLua + fairLua + `
+local w = tonumber(ARGV[8])
+redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
+local taken = {}
+for i = 9, #ARGV do
+  if redis.call('ZSCORE', KEYS[11], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
+end
+if #taken > 0 then return taken end
+local add = {}
+for i = 9, #ARGV do
+  add[#add + 1] = now + w
+  add[#add + 1] = ARGV[i]
+end
+bulk('ZADD', KEYS[11], add)
+if redis.call('PTTL', KEYS[11]) < w then redis.call('PEXPIRE', KEYS[11], w) end
+` + publishLua)

@@ -119,29 +119,6 @@ if not ready or joined then redis.call('PUBLISH', ARGV[4], '1') end
 return 1
 `
 
-// publishDedupScript is publishScript for a batch whose caller ids deduplicate
-// (core.IDDeduper). KEYS[11] is the queue's id set: a sorted set of id -> expiry (ms, server
-// time). ARGV[8] is the window in ms and ARGV[9..] the batch's ids. It forgets expired ids;
-// when any of the batch's ids is still held it stores nothing and returns those ids (a
-// table); else it records every id until now + window, keeps the set's own TTL at least the
-// window (so an idle queue's set goes away), and stores the batch as publishScript does.
-var publishDedupScript = goredis.NewScript(nowLua + bulkLua + fairLua + `
-local w = tonumber(ARGV[8])
-redis.call('ZREMRANGEBYSCORE', KEYS[11], '-inf', now)
-local taken = {}
-for i = 9, #ARGV do
-  if redis.call('ZSCORE', KEYS[11], ARGV[i]) then taken[#taken + 1] = ARGV[i] end
-end
-if #taken > 0 then return taken end
-local add = {}
-for i = 9, #ARGV do
-  add[#add + 1] = now + w
-  add[#add + 1] = ARGV[i]
-end
-bulk('ZADD', KEYS[11], add)
-if redis.call('PTTL', KEYS[11]) < w then redis.call('PEXPIRE', KEYS[11], w) end
-` + publishLua)
-
 // claimScript reclaims expired leases and claims due batches. ARGV: max claims, lease ms,
 // token base, exclusive ('1' or '0'), reclaim limit, the queue's cluster-wide limit
 // (core.QueueSlots.Limit; '0' or absent: none), fair ('1': claim round-robin across the
