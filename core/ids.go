@@ -26,9 +26,15 @@ func init() {
 }
 
 // NewID returns a new batch or message id.
-func NewID() string {
+func NewID() string { return NewIDAt(time.Now()) }
+
+// NewIDAt is NewID with the time the caller has just read (the id's leading 48 bits are its
+// Unix milliseconds): a caller making many ids at once reads the clock once for all of them.
+// The ids stay unique within the process whatever t is (a counter follows the time); pass
+// the wall clock's time, not a fake clock's, so that ids sort by when they were made.
+func NewIDAt(t time.Time) string {
 	var b [16]byte
-	ms := uint64(time.Now().UnixMilli())
+	ms := uint64(t.UnixMilli())
 	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
 	copy(b[6:10], idProcess[:])
 	n := idCounter.Add(1)
