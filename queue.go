@@ -285,11 +285,11 @@ func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error)
 	if len(n.opts.RunMiddleware) > 0 || len(q.spec.runMW) > 0 {
 		return n.eng.Listen(q.listenWithMiddleware(n, fn))
 	}
-	l := &engine.Listener{Spec: &q.spec.Spec, Decode: func(body []byte) (*engine.Batch, error) {
+	l := &engine.Listener{Spec: &q.spec.Spec, Decode: func(body []byte, id string) (*engine.Batch, error) {
 		// One allocation per claim holds the envelope, the decoded view and the typed calls.
 		b := &typedBatch[T]{fn: fn, onErr: q.onError}
 		env := &b.env
-		if err := envelope.DecodeTypedInto(body, env, q.spec.Name, &b.one); err != nil {
+		if err := envelope.DecodeTypedInto(body, env, q.spec.Name, id, &b.one); err != nil {
 			return nil, err
 		}
 		if env.Queue != q.spec.Name {
