@@ -244,10 +244,10 @@ type mwBatch[T any] struct {
 // listenWithMiddleware returns the engine listener of q on n when run middleware applies.
 func (q *Queue[T]) listenWithMiddleware(n *Node, fn func(ctx context.Context, msgs []T) error) *engine.Listener {
 	chain := runChain(n.opts.RunMiddleware, q.spec.runMW)
-	return &engine.Listener{Spec: &q.spec.Spec, Decode: func(body []byte) (*engine.Batch, error) {
+	return &engine.Listener{Spec: &q.spec.Spec, Decode: func(body []byte, id string) (*engine.Batch, error) {
 		b := &mwBatch[T]{chain: chain, fn: fn, onErr: q.onError}
 		env := &b.env
-		if err := envelope.DecodeTypedInto(body, env, q.spec.Name, &b.one); err != nil {
+		if err := envelope.DecodeTypedInto(body, env, q.spec.Name, id, &b.one); err != nil {
 			return nil, err
 		}
 		if env.Queue != q.spec.Name {

@@ -120,10 +120,7 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	if len(msgs) == 0 {
 		return nil
 	}
-	var o publishOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := applyPublishOptions(opts)
 	if err := checkKey(q.spec, o); err != nil {
 		return err
 	}
@@ -170,16 +167,32 @@ func (q *Queue[T]) PublishMany(ctx context.Context, n *Node, msgs []T, opts ...P
 	}
 	flags := engine.PublishFlags{CallerIDs: o.ids != nil, Tick: o.tick}
 	if len(n.opts.PublishMiddleware) > 0 || len(q.spec.publishMW) > 0 {
-		return publishThrough(ctx, n, q.spec, o.key, encoded, func(ctx context.Context, msgs []core.Message) error {
-			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}, flags)
+		key := o.key // the closure captures a string, not the options (which would escape)
+		return publishThrough(ctx, n, q.spec, key, encoded, func(ctx context.Context, msgs []core.Message) error {
+			return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: msgs, NotBefore: due, Key: key, Priority: prio, FairKey: fair}, flags)
 		})
 	}
-	p := core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}
+	// The Pending is built where it lives: a local whose address is taken escaped, an
+	// allocation per Publish on top of the OnePublish that holds it.
 	if one != nil {
-		one.Pending = p
+		one.Pending = core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}
 		return n.eng.PublishOne(ctx, &q.spec.Spec, one, flags)
 	}
-	return n.eng.Publish(ctx, &q.spec.Spec, &p, flags)
+	return n.eng.Publish(ctx, &q.spec.Spec, &core.Pending{Queue: q.spec.Name, Messages: encoded, NotBefore: due, Key: o.key, Priority: prio, FairKey: fair}, flags)
+}
+
+// applyPublishOptions returns the options of a publish call. A call without options gets the
+// zero value without an allocation: applying an option takes the options' address, which
+// escapes (an option is a func), so only a call that has options pays for it.
+func applyPublishOptions(opts []PublishOption) publishOptions {
+	if len(opts) == 0 {
+		return publishOptions{}
+	}
+	o := new(publishOptions)
+	for _, opt := range opts {
+		opt(o)
+	}
+	return *o
 }
 
 // checkKey checks a publish call's ordering key against the queue's Ordered setting.
@@ -272,11 +285,11 @@ func (q *Queue[T]) Listen(n *Node, fn func(ctx context.Context, msgs []T) error)
 	if len(n.opts.RunMiddleware) > 0 || len(q.spec.runMW) > 0 {
 		return n.eng.Listen(q.listenWithMiddleware(n, fn))
 	}
-	l := &engine.Listener{Spec: &q.spec.Spec, Decode: func(body []byte) (*engine.Batch, error) {
+	l := &engine.Listener{Spec: &q.spec.Spec, Decode: func(body []byte, id string) (*engine.Batch, error) {
 		// One allocation per claim holds the envelope, the decoded view and the typed calls.
 		b := &typedBatch[T]{fn: fn, onErr: q.onError}
 		env := &b.env
-		if err := envelope.DecodeTypedInto(body, env, q.spec.Name, &b.one); err != nil {
+		if err := envelope.DecodeTypedInto(body, env, q.spec.Name, id, &b.one); err != nil {
 			return nil, err
 		}
 		if env.Queue != q.spec.Name {

@@ -40,6 +40,11 @@ func TestEncodeIDMatchesBase32(t *testing.T) {
 		b[i] = 0xff
 	}
 	check()
+	for bit := range 128 { // each bit alone lands in its character, at its place
+		b = [16]byte{}
+		b[bit/8] = 0x80 >> (bit % 8)
+		check()
+	}
 	r := mathrand.New(mathrand.NewPCG(1, 2))
 	for range 10000 {
 		for i := range b {

@@ -154,7 +154,7 @@ func (rn *runner) dropCancelled(r *running, l *Listener, d *Batch, ids []string)
 	}
 	n.record(c.Queue, "", left, core.BatchEvent{State: core.StateCancelled, Node: n.id})
 	keepIDs := env.MessageIDs
-	d2, err := safeDecode(l, envelope.Encode(env))
+	d2, err := safeDecode(l, envelope.Encode(env), env.ID)
 	if err != nil {
 		return d
 	}

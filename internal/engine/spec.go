@@ -99,8 +99,10 @@ func (s *Spec) limit() int {
 type Listener struct {
 	// Spec is the queue listened to.
 	Spec *Spec
-	// Decode decodes a stored batch body; an error wraps core.ErrUndecodable.
-	Decode func(body []byte) (*Batch, error)
+	// Decode decodes a stored batch body; an error wraps core.ErrUndecodable. id is the id the
+	// backend stored the batch under (core.Claim.ID), a hint: a decoded id equal to it is kept
+	// without a copy. It may be empty or differ; the decoded id is the body's.
+	Decode func(body []byte, id string) (*Batch, error)
 
 	history runHistory // runs per minute, for RunHistory
 }

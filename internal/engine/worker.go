@@ -170,7 +170,7 @@ func (rn *runner) workAs(l *Listener, c *core.Claim, gid uint64) {
 		rn.extendAsync(r)
 	}
 
-	d, err := safeDecode(l, c.Body)
+	d, err := safeDecode(l, c.Body, c.ID)
 	if err != nil {
 		rn.terminal(r, l.Spec, nil, core.ReasonUndecodable, err, 0)
 		return
@@ -497,13 +497,13 @@ func (n *Engine) guard(what string, fn func()) (err error) {
 }
 
 // safeDecode decodes a batch, turning a decoder panic into an error.
-func safeDecode(l *Listener, body []byte) (d *Batch, err error) {
+func safeDecode(l *Listener, body []byte, id string) (d *Batch, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: decoder panicked: %v", core.ErrUndecodable, r)
 		}
 	}()
-	return l.Decode(body)
+	return l.Decode(body, id)
 }
 
 // safeRun runs a batch's listener, turning a panic into an error (the app API's Calls

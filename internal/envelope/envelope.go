@@ -365,7 +365,7 @@ func checkTimes(times ...time.Time) error {
 // Encode writes it (see decodeTypedFast), with encoding/json for anything else.
 func DecodeTyped[T any](body []byte) (*Typed[T], error) {
 	e := new(Typed[T])
-	if err := DecodeTypedInto(body, e, "", nil); err != nil {
+	if err := DecodeTypedInto(body, e, "", "", nil); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -373,11 +373,12 @@ func DecodeTyped[T any](body []byte) (*Typed[T], error) {
 
 // DecodeTypedInto is DecodeTyped into *e, which it overwrites, with the caller's memory (a
 // node decodes one batch per claim): when the body names queue, e.Queue is queue itself
-// rather than a copy, and one, if not nil, may hold the message of a one-message batch
-// (e.Messages is then one[:]). On error *e and *one are left in an unspecified state.
-func DecodeTypedInto[T any](body []byte, e *Typed[T], queue string, one *[1]T) error {
+// rather than a copy, and likewise e.ID when the body's id equals id (the backend's id of the
+// batch: a hint, which may be empty); one, if not nil, may hold the message of a one-message
+// batch (e.Messages is then one[:]). On error *e and *one are left in an unspecified state.
+func DecodeTypedInto[T any](body []byte, e *Typed[T], queue, id string, one *[1]T) error {
 	*e = Typed[T]{}
-	if !decodeTypedFastInto(body, e, queue, one) {
+	if !decodeTypedFastInto(body, e, queue, id, one) {
 		*e = Typed[T]{}
 		if err := json.Unmarshal(body, e); err != nil {
 			return fmt.Errorf("%w: %v", core.ErrUndecodable, err)

@@ -211,21 +211,22 @@ func (r *fastReader) idCount() int {
 // decodeTypedFast is DecodeTyped's fast path; ok false means "use encoding/json", not "invalid".
 func decodeTypedFast[T any](body []byte) (e *Typed[T], ok bool) {
 	e = new(Typed[T])
-	if !decodeTypedFastInto(body, e, "", nil) {
+	if !decodeTypedFastInto(body, e, "", "", nil) {
 		return nil, false
 	}
 	return e, true
 }
 
 // decodeTypedFastInto is decodeTypedFast into e, which must be zero. A queue name equal to
-// queue is set to queue itself, without a copy; one, if not nil, holds a batch's only message.
+// queue, or an id equal to id, is set to that string itself, without a copy; one, if not nil,
+// holds a batch's only message.
 // After ok false e is partly filled.
-func decodeTypedFastInto[T any](body []byte, e *Typed[T], queue string, one *[1]T) (ok bool) {
+func decodeTypedFastInto[T any](body []byte, e *Typed[T], queue, id string, one *[1]T) (ok bool) {
 	r := fastReader{b: body, ok: true}
 	r.lit(`{"v":`)
 	e.Version = r.integer()
 	r.lit(`,"id":`)
-	e.ID = r.str()
+	e.ID = r.strAs(id)
 	r.lit(`,"q":`)
 	e.Queue = r.strAs(queue)
 	r.lit(`,"a":`)

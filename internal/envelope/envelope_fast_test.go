@@ -90,16 +90,20 @@ func checkFastAgrees[T any](t *testing.T, body []byte) bool {
 	}
 	// The node's way (DecodeTypedInto with the queue's name and its own one-message array,
 	// both reused from an earlier batch) gives the same.
-	queue := "q"
+	// The id hint is the backend's id of the batch: the body's own, or another (a backend
+	// that stores batches under ids of its own), or none.
+	queue, id := "q", "b"
 	if wantErr == nil {
-		queue = want.Queue
+		queue, id = want.Queue, want.ID
 	}
-	into := &Typed[T]{Messages: make([]T, 3)}
-	into.ID, into.Key = "stale", "stale"
-	var one [1]T
-	if intoErr := DecodeTypedInto(body, into, queue, &one); (intoErr == nil) != (wantErr == nil) ||
-		(intoErr != nil && intoErr.Error() != wantErr.Error()) || (intoErr == nil && !sameTyped(into, want)) {
-		t.Fatalf("%q: DecodeTypedInto gives %+v, %v; encoding/json %+v, %v", body, into, intoErr, want, wantErr)
+	for _, hint := range []string{id, "other" + id, ""} {
+		into := &Typed[T]{Messages: make([]T, 3)}
+		into.ID, into.Key = "stale", "stale"
+		var one [1]T
+		if intoErr := DecodeTypedInto(body, into, queue, hint, &one); (intoErr == nil) != (wantErr == nil) ||
+			(intoErr != nil && intoErr.Error() != wantErr.Error()) || (intoErr == nil && !sameTyped(into, want)) {
+			t.Fatalf("%q: DecodeTypedInto (id hint %q) gives %+v, %v; encoding/json %+v, %v", body, hint, into, intoErr, want, wantErr)
+		}
 	}
 	_, fast := decodeTypedFast[T](body)
 	return fast
