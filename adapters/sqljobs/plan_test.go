@@ -36,6 +36,12 @@ var planCases = []planCase{
 		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, 'off'`},
 	{"claim_fair_exclusive", func(s statements) string { return s.claimFair },
 		`'{q1}'::text[], '{1}'::int[], '{t}'::bool[], 100, 'node', 30000000, NULL`},
+	{"claim_fair_prioritized", func(s statements) string { return s.claimFairPrio },
+		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, 'off'`},
+	{"claim_fair_prioritized_exclusive", func(s statements) string { return s.claimFairPrio },
+		`'{q1}'::text[], '{1}'::int[], '{t}'::bool[], 100, 'node', 30000000, NULL`},
+	{"claim_fair_prioritized_key_limited", func(s statements) string { return s.claimFairPrioLimited },
+		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, NULL, 3, 2`},
 	{"claim_limited", func(s statements) string { return s.claimLimited },
 		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, NULL, 3`},
 	{"claim_prioritized_limited", func(s statements) string { return s.claimPrioLimited },
@@ -78,14 +84,15 @@ var planCases = []planCase{
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
 // spread over 20 queues, q1 holding half of them (a skewed, realistic distribution); a third
-// of the rows have one of 997 ordering keys, a fifth one of 50 fairness keys.
+// of the rows have one of 997 ordering keys, a fifth one of 50 fairness keys, a seventh a
+// priority 0..9 (lead a minute per level).
 func (w *world) fill(ctx context.Context, rows int) {
 	w.t.Helper()
 	if rows == 0 {
 		return
 	}
 	_, err := w.admin.Exec(ctx, fmt.Sprintf(`
-INSERT INTO %[1]s.txmq_jobs (queue, batch_id, body, messages, deliveries, run_at, lease_owner, lease_token, order_key, fair_key)
+INSERT INTO %[1]s.txmq_jobs (queue, batch_id, body, messages, deliveries, run_at, lease_owner, lease_token, order_key, fair_key, priority, lead_us)
 SELECT CASE WHEN g %% 2 = 0 THEN 'q1' ELSE 'q' || (g %% 20) END,
 	'b' || g, '\x7b7d'::bytea, 1,
 	CASE WHEN g %% 10 >= 8 THEN 1 ELSE 0 END,
@@ -94,7 +101,9 @@ SELECT CASE WHEN g %% 2 = 0 THEN 'q1' ELSE 'q' || (g %% 20) END,
 	CASE WHEN g %% 10 >= 8 THEN 'node' END,
 	CASE WHEN g %% 10 >= 8 THEN g END,
 	CASE WHEN g %% 3 = 0 THEN 'k' || (g %% 997) END,
-	CASE WHEN g %% 5 = 0 THEN 't' || (g %% 50) ELSE '' END
+	CASE WHEN g %% 5 = 0 THEN 't' || (g %% 50) ELSE '' END,
+	CASE WHEN g %% 7 = 0 THEN g %% 10 ELSE 0 END,
+	CASE WHEN g %% 7 = 0 THEN (g %% 10) * 60000000 ELSE 0 END
 FROM generate_series(1, %[2]d) AS g`, pgx.Identifier{w.schema}.Sanitize(), rows))
 	if err != nil {
 		w.t.Fatalf("filling %d rows: %v", rows, err)
