@@ -58,8 +58,8 @@ func running(q, k string) string {
 }
 
 // limited returns claim statement stmt (sqlClaim, sqlClaimPrio, sqlClaimFair or
-// sqlClaimFairPrio) with a queue's
-// limits applied: $lim is the queue's Limit (0: none), $keyLim (fair only) its KeyLimit.
+// sqlClaimFairPrio) with a queue's limits applied: $lim is the queue's Limit (0: none),
+// $keyLim (fair only) its KeyLimit.
 func limited(stmt string, lim int, keyLim int) string {
 	p := "$" + strconv.Itoa(lim) + "::int"
 	room := `CASE WHEN ` + p + ` > 0 THEN least(r.lim, greatest(` + p + ` - ` + running("r.q", "") + `, 0))::int ELSE r.lim END AS lim`
