@@ -166,8 +166,9 @@ type QueueConfig[T any] struct {
 	// sweep, replay, the ledger's republisher, a drain), retries and splits; a schedule's
 	// ticks carry the empty key. Exclusive still allows one batch in flight (the turn picks
 	// which); a duplicate copy or a redelivery takes its key's turn like any batch. The backend must
-	// honour it (core.FairSharer: memory, sqljobs, mysql, redis; with Prioritized also
-	// core.FairPrioritizer: memory, redis): a node on one that does not refuses the queue.
+	// honour it (core.FairSharer: memory, sqljobs, Redis, MySQL; with Prioritized also
+	// core.FairPrioritizer: memory, sqljobs, Redis, MySQL): a node on one that does not
+	// refuses the queue.
 	// Default false: FairKey on the queue is an error. See "Fair share by key" in
 	// docs/guide.md.
 	Fair bool

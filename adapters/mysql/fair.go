@@ -31,13 +31,20 @@ import (
 //   - moves the turn to the key of the last row claimed.
 //
 // A claim of one therefore takes the next key's first ready row, so a ready batch waits at
-// most one claim per other key with ready rows. Within a key rows go by run_at: a queue both
-// Fair and Prioritized is refused (SharesFairlyByPriority), as on sqljobs. Ordered queues:
+// most one claim per other key with ready rows. Within a key rows go by run_at; on a queue
+// both Fair and Prioritized (core.FairPrioritizer) by run_at minus lead, as on a prioritized
+// queue: each key's part is then its first ready rows by run_at (any priority) and the first
+// ready rows of each priority 1..9 (sqlPickKeyLevel, through (queue, fair_key, priority,
+// run_at, id), migration 0005), ranked by run_at minus lead and cut to the key's room. Exact:
+// a priority-0 row among the key's best n is among its first n by run_at, since every row due
+// before it ranks ahead of it. Fairness comes first: the turn picks the key. Ordered queues:
 // only a key's head is ever ready (the rows behind it are held), so per-key order comes first.
 //
 // Cost: one more index entry per row (every queue); a fair claim adds the turn row's lock and
 // update, the key listing (one probe per key it passes, at most fairScanKeys) and the rows
-// read per key, which stay locked only until the claim commits.
+// read per key, which stay locked only until the claim commits. A fair, prioritized claim
+// reads nine more range scans per key (up to ten times the rows, locked until the commit),
+// and every row has one more index entry.
 
 // fairScanKeys caps the keys one fair claim lists.
 const fairScanKeys = 1000
@@ -47,15 +54,11 @@ var _ core.FairSharer = (*Backend)(nil)
 // SharesFairly implements core.FairSharer: the jobs table shares claims fairly by key.
 func (be *Backend) SharesFairly() error { return nil }
 
-// SharesFairlyByPriority implements core.FairPrioritizer: not yet, within a key rows go by
-// their due time only.
-func (be *Backend) SharesFairlyByPriority() error { return errFairPrio }
+var _ core.FairPrioritizer = (*Backend)(nil)
 
-var errFairPrio = fairPrioError("mysql walks a fair queue's keys by due time only; declare the queue Fair or Prioritized, not both, on this backend")
-
-type fairPrioError string
-
-func (e fairPrioError) Error() string { return string(e) }
+// SharesFairlyByPriority implements core.FairPrioritizer: within each key of a fair queue the
+// jobs table ranks rows by run_at minus lead.
+func (be *Backend) SharesFairlyByPriority() error { return nil }
 
 // sqlFairRow makes sure a fair queue's turn row exists.
 const sqlFairRow = `INSERT IGNORE INTO {{s}}txmq_jobs_fair (queue, last_key) VALUES (?, '')`
@@ -80,15 +83,24 @@ const sqlFairBusy = `SELECT fair_key, COUNT(*) FROM {{s}}txmq_jobs FORCE INDEX (
 WHERE queue = ? AND run_at > {{now}} AND lease_token IS NOT NULL GROUP BY fair_key`
 
 // sqlPickKey is one key's part of a fair queue's pick. $1 queue, $2 key, $3 limit.
-const sqlPickKey = `(SELECT id, queue, batch_id, body, deliveries, order_key, run_at, {{now}}, fair_key
+const sqlPickKey = `(SELECT id, queue, batch_id, body, deliveries, order_key, run_at, {{now}}, fair_key, lead_us
 FROM {{s}}txmq_jobs FORCE INDEX (txmq_jobs_fair_idx)
 WHERE queue = ? AND fair_key = ? AND run_at <= {{now}}
 ORDER BY run_at LIMIT ?
 FOR UPDATE SKIP LOCKED)`
 
+// sqlPickKeyLevel is one priority level of one key's part of a fair, prioritized queue's pick.
+// $1 queue, $2 key, $3 priority, $4 limit.
+const sqlPickKeyLevel = `(SELECT id, queue, batch_id, body, deliveries, order_key, run_at, {{now}}, fair_key, lead_us
+FROM {{s}}txmq_jobs FORCE INDEX (txmq_jobs_fair_priority_idx)
+WHERE queue = ? AND fair_key = ? AND priority = ? AND run_at <= {{now}}
+ORDER BY run_at LIMIT ?
+FOR UPDATE SKIP LOCKED)`
+
 // pickFair locks the turn of fair queue and returns up to limit of its ready rows in fair
-// order (see the comment at the top of this file); keyLimit > 0 caps each key's live leases.
-func (be *Backend) pickFair(ctx context.Context, tx *sql.Tx, queue string, limit, keyLimit int) ([]picked, error) {
+// order (see the comment at the top of this file); keyLimit > 0 caps each key's live leases;
+// prio ranks each key's rows by run_at minus lead.
+func (be *Backend) pickFair(ctx context.Context, tx *sql.Tx, queue string, limit, keyLimit int, prio bool) ([]picked, error) {
 	var last string
 	if err := tx.QueryRowContext(ctx, be.sql.fairTurn, queue).Scan(&last); err != nil {
 		return nil, err
@@ -123,6 +135,7 @@ func (be *Backend) pickFair(ctx context.Context, tx *sql.Tx, queue string, limit
 	parts := make([]string, 0, len(keys))
 	args := make([]any, 0, 3*len(keys))
 	pos := make(map[string]int, len(keys))
+	rooms := make(map[string]int, len(keys))
 	for _, k := range keys {
 		room := limit
 		if keyLimit > 0 {
@@ -131,9 +144,15 @@ func (be *Backend) pickFair(ctx context.Context, tx *sql.Tx, queue string, limit
 		if room <= 0 {
 			continue
 		}
-		pos[k] = len(parts)
+		pos[k], rooms[k] = len(pos), room
 		parts = append(parts, be.sql.pickKey)
 		args = append(args, queue, k, room)
+		if prio {
+			for lvl := core.MinPriority + 1; lvl <= core.MaxPriority; lvl++ {
+				parts = append(parts, be.sql.pickKeyLevel)
+				args = append(args, queue, k, lvl, room)
+			}
+		}
 	}
 	if len(parts) == 0 {
 		return nil, nil
@@ -142,23 +161,31 @@ func (be *Backend) pickFair(ctx context.Context, tx *sql.Tx, queue string, limit
 		all []picked
 		r   picked
 	)
+	seen := map[int64]bool{} // a prioritized key's first rows by run_at and its levels' overlap
 	rows, err := tx.QueryContext(ctx, strings.Join(parts, "\nUNION ALL\n"), args...)
-	err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt, &r.now, &r.fairKey}, func() error {
+	err = eachRow(rows, err, []any{&r.id, &r.queue, &r.batchID, &r.body, &r.deliveries, &r.key, &r.runAt, &r.now, &r.fairKey, &r.lead}, func() error {
+		if seen[r.id] {
+			return nil
+		}
+		seen[r.id] = true
 		c := r
 		c.body = append([]byte(nil), r.body...)
+		if !prio {
+			c.lead = 0
+		}
 		all = append(all, c)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(all, func(i, j int) bool { // per key by run_at, keys in turn order
+	sort.Slice(all, func(i, j int) bool { // per key by run_at (minus lead), keys in turn order
 		a, b := all[i], all[j]
 		if a.fairKey != b.fairKey {
 			return pos[a.fairKey] < pos[b.fairKey]
 		}
-		if a.runAt != b.runAt {
-			return a.runAt < b.runAt
+		if a.runAt-a.lead != b.runAt-b.lead {
+			return a.runAt-a.lead < b.runAt-b.lead
 		}
 		return a.id < b.id
 	})
@@ -166,6 +193,9 @@ func (be *Backend) pickFair(ctx context.Context, tx *sql.Tx, queue string, limit
 		if i > 0 && all[i-1].fairKey == all[i].fairKey {
 			all[i].rank = all[i-1].rank + 1
 		}
+	}
+	if prio { // a key's levels read up to its room each
+		all = slices.DeleteFunc(all, func(c picked) bool { return c.rank >= rooms[c.fairKey] })
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank }) // round-robin
 	return all[:min(len(all), limit)], nil
@@ -192,7 +222,7 @@ func (be *Backend) applyFair(ctx context.Context, tx *sql.Tx, p claimParams) (cl
 		if !p.fair[i] {
 			continue
 		}
-		got, err := be.pickFair(ctx, tx, q, min(limits[i], p.budget-len(rows)), p.keyLim[i])
+		got, err := be.pickFair(ctx, tx, q, min(limits[i], p.budget-len(rows)), p.keyLim[i], p.prio != nil && p.prio[i])
 		if err != nil {
 			return p, nil, err
 		}

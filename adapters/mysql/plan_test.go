@@ -46,6 +46,7 @@ func TestStatementPlans(t *testing.T) {
 	next, nextArgs := twoQueues(s.nextDueQueue, "q")
 	level, levelArgs := twoQueues(s.pickLevel, "q", 9, 10)
 	pickKey, pickKeyArgs := twoQueues(s.pickKey, "q", "k1", 10)
+	pickKeyLevel, pickKeyLevelArgs := twoQueues(s.pickKeyLevel, "q", "k1", 9, 10)
 	stmts := []stmt{
 		{"pick", pick, pickArgs},
 		{"pick level", level, levelArgs},
@@ -88,6 +89,7 @@ func TestStatementPlans(t *testing.T) {
 		{"fair keys up to", s.fairKeysUpTo, []any{"q", "k", 10}},
 		{"fair busy", s.fairBusy, []any{"q"}},
 		{"pick key", pickKey, pickKeyArgs},
+		{"pick key level", pickKeyLevel, pickKeyLevelArgs},
 	}
 	for _, size := range []int{0, 10000} {
 		fill(t, db, w.schema, size)

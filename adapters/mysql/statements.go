@@ -14,7 +14,7 @@ type statements struct {
 	removeRow, reapQueues, reapPick, reapCount                     string
 	limitLock, limitCount                                          string
 	fairRow, fairTurn, fairMove, fairKeysAfter, fairKeysUpTo       string
-	fairBusy, pickKey                                              string
+	fairBusy, pickKey, pickKeyLevel                                string
 	uniqueTake, uniqueHolder, uniqueReplace, uniqueMove            string
 	pruneUnique                                                    string
 }
@@ -34,7 +34,7 @@ func renderAll(schema string) statements {
 		removeRow: r(sqlRemoveRow), reapQueues: r(sqlReapQueues), reapPick: r(sqlReapPick), reapCount: r(sqlReapCount),
 		limitLock: r(sqlLimitLock), limitCount: r(sqlLimitCount),
 		fairRow: r(sqlFairRow), fairTurn: r(sqlFairTurn), fairMove: r(sqlFairMove),
-		fairKeysAfter: r(sqlFairKeysAfter), fairKeysUpTo: r(sqlFairKeysUpTo), fairBusy: r(sqlFairBusy), pickKey: r(sqlPickKey),
+		fairKeysAfter: r(sqlFairKeysAfter), fairKeysUpTo: r(sqlFairKeysUpTo), fairBusy: r(sqlFairBusy), pickKey: r(sqlPickKey), pickKeyLevel: r(sqlPickKeyLevel),
 		uniqueTake: r(sqlUniqueTake), uniqueHolder: r(sqlUniqueHolder), uniqueReplace: r(sqlUniqueReplace),
 		uniqueMove: r(sqlUniqueMove), pruneUnique: r(sqlPruneUnique),
 	}

@@ -57,8 +57,9 @@ func running(q, k string) string {
 	return s + ` AND b.lease_token IS NOT NULL AND b.run_at > now())`
 }
 
-// limited returns claim statement stmt (sqlClaim, sqlClaimPrio or sqlClaimFair) with a queue's
-// limits applied: $lim is the queue's Limit (0: none), $keyLim (fair only) its KeyLimit.
+// limited returns claim statement stmt (sqlClaim, sqlClaimPrio, sqlClaimFair or
+// sqlClaimFairPrio) with a queue's limits applied: $lim is the queue's Limit (0: none),
+// $keyLim (fair only) its KeyLimit.
 func limited(stmt string, lim int, keyLim int) string {
 	p := "$" + strconv.Itoa(lim) + "::int"
 	room := `CASE WHEN ` + p + ` > 0 THEN least(r.lim, greatest(` + p + ` - ` + running("r.q", "") + `, 0))::int ELSE r.lim END AS lim`
@@ -71,7 +72,7 @@ func limited(stmt string, lim int, keyLim int) string {
 		return `(CASE WHEN ` + kp + ` > 0 THEN greatest(` + kp + ` - ` + running(q, k) + `, 0) ELSE 2147483647 END)`
 	}
 	out = replaceOnce(out, "j.fair_key = g.k AND j.run_at <= now()) THEN 1", "j.fair_key = g.k AND j.run_at <= now()) AND "+keyRoom("g.q", "g.k")+" > 0 THEN 1")
-	return replaceOnce(out, "ORDER BY j.run_at\n\t\t\tLIMIT r.lim", "ORDER BY j.run_at\n\t\t\tLIMIT least(r.lim, "+keyRoom("g.q", "g.k")+")")
+	return replaceOnce(out, "\n\t\t\tLIMIT r.lim\n", "\n\t\t\tLIMIT least(r.lim, "+keyRoom("g.q", "g.k")+")\n")
 }
 
 // replaceOnce replaces the one occurrence of old in s, and panics when there is not exactly
@@ -83,12 +84,14 @@ func replaceOnce(s, old, new string) string {
 	return strings.Replace(s, old, new, 1)
 }
 
-// The claim statements of a limited queue: sqlClaim and sqlClaimFair with $8 the Limit (and
-// $9 the KeyLimit), sqlClaimPrio with $9 the Limit.
+// The claim statements of a limited queue: sqlClaim, sqlClaimFair and sqlClaimFairPrio with
+// $8 the Limit (and $9 the KeyLimit), sqlClaimPrio with $9 the Limit.
 var (
 	sqlClaimLimited     = limited(sqlClaim, 8, 0)
 	sqlClaimPrioLimited = limited(sqlClaimPrio, 9, 0)
 	sqlClaimFairLimited = limited(sqlClaimFair, 8, 9)
+
+	sqlClaimFairPrioLimited = limited(sqlClaimFairPrio, 8, 9)
 )
 
 // queryLimited runs a limited queue's claim sql behind the plan guard (unless q's sessions

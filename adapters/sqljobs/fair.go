@@ -26,12 +26,21 @@ import (
 //     it. Two claims at once may read the same last_key and serve the same key twice: the
 //     bound of one batch per other key holds for claims that do not overlap.
 //
-// Within a key, rows go by run_at: a fair queue that is also prioritized is refused
-// (SharesFairlyByPriority), since its rows would have to be ranked by run_at minus lead per key.
+// Within a key, rows go by run_at; on a fair queue that is also prioritized
+// (core.QueueSlots.Prioritized: core.FairPrioritizer) by run_at minus lead, as on a
+// prioritized queue (priority.go): the claim runs sqlClaimFairPrio, whose pick reads, for each
+// key of the walk, its first ready rows by run_at (any priority, through the fair index) and
+// the first ready rows of each priority 1..9 (through (queue, fair_key, priority, run_at)
+// WHERE priority > 0, migration 0009), and ranks their union by run_at minus lead. Exact: a
+// priority-0 row among the key's best n is among its first n by run_at, since every row due
+// before it ranks ahead of it (its lead is 0, every other one's >= 0). The ring (which keys
+// have ready rows, and whose turn it is) is the same walk: fairness comes first, a key's
+// priorities never let it skip another key's turn.
 //
 // Cost: one more index entry per row (every row: the column is '' on other queues); a fair
 // claim costs two index probes per key it walks (the next key and its first row) and one
-// upsert of the turn row.
+// upsert of the turn row. A fair, prioritized claim costs nine more range scans per key it
+// takes rows of, and an index entry per row with a priority above 0.
 
 // fairScanKeys caps the keys one claim walks, so that a queue with very many keys of which
 // few are ready bounds each claim; the turn still moves on past them at the next claim.
@@ -40,19 +49,14 @@ const fairScanKeys = 1000
 // SharesFairly implements core.FairSharer: the jobs table shares claims fairly by key.
 func (be *Backend) SharesFairly() error { return nil }
 
-// SharesFairlyByPriority implements core.FairPrioritizer: not yet, within a key rows go by
-// their due time only.
-func (be *Backend) SharesFairlyByPriority() error {
-	return errFairPrio
-}
+// SharesFairlyByPriority implements core.FairPrioritizer: within each key of a fair queue,
+// the jobs table ranks rows by run_at minus lead (sqlClaimFairPrio).
+func (be *Backend) SharesFairlyByPriority() error { return nil }
 
-var errFairPrio = fairPrioError("sqljobs walks a fair queue's keys by due time only; declare the queue Fair or Prioritized, not both, on this backend")
-
-type fairPrioError string
-
-func (e fairPrioError) Error() string { return string(e) }
-
-var _ core.FairSharer = (*Backend)(nil)
+var (
+	_ core.FairSharer      = (*Backend)(nil)
+	_ core.FairPrioritizer = (*Backend)(nil)
+)
 
 // sqlClaimFair is sqlClaim for one fair queue ($1..$3 one-element arrays; the rest as
 // sqlClaim's own); see the comment at the top of this file.
@@ -104,6 +108,33 @@ cand AS MATERIALIZED (
 	FOR UPDATE OF j SKIP LOCKED
 ),
 ` + fairTail()
+
+// sqlClaimFairPrio is sqlClaimFair for one fair, prioritized queue: the pick of each key's
+// rows takes the union of its first ready rows by run_at and the first ready rows of each
+// priority 1..9, ranked by run_at minus lead (see the comment at the top of this file).
+var sqlClaimFairPrio = replaceOnce(sqlClaimFair, `
+		SELECT j.id, row_number() OVER (ORDER BY j.run_at, j.id) AS rn FROM (
+			SELECT j.id, j.run_at FROM {{s}}.txmq_jobs j
+			WHERE j.queue = g.q AND j.fair_key = g.k AND j.run_at <= now()
+			ORDER BY j.run_at
+			LIMIT r.lim
+		) j`, `
+		SELECT j.id, row_number() OVER (ORDER BY j.due, j.id) AS rn FROM (
+			SELECT j.id, j.due FROM (
+				SELECT j.id, j.run_at - j.lead_us * interval '1 microsecond' AS due FROM (
+					SELECT j.id, j.run_at, j.lead_us FROM {{s}}.txmq_jobs j
+					WHERE j.queue = g.q AND j.fair_key = g.k AND j.run_at <= now() ORDER BY j.run_at LIMIT r.lim
+				) j
+				UNION
+				SELECT j.id, j.run_at - j.lead_us * interval '1 microsecond' FROM unnest(ARRAY[`+upperLevels()+`]::int[]) AS l(lvl)
+				CROSS JOIN LATERAL (
+					SELECT j.id, j.run_at, j.lead_us FROM {{s}}.txmq_jobs j
+					WHERE j.queue = g.q AND j.fair_key = g.k AND j.priority > 0 AND j.priority = l.lvl AND j.run_at <= now() ORDER BY j.run_at LIMIT r.lim
+				) j
+			) j
+			ORDER BY j.due, j.id
+			LIMIT r.lim
+		) j`)
 
 func itoa(n int) string { return strconv.Itoa(n) }
 

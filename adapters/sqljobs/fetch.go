@@ -154,7 +154,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 		if p.limitedAt(i) {
 			one.lim, one.keyLim = []int32{p.lim[i]}, []int32{p.keyLim[i]}
 		}
-		if !fair && p.prio != nil && p.prio[i] {
+		if p.prio != nil && p.prio[i] {
 			one.prio = []bool{true}
 		}
 		cs, d, err := be.claimOnce(ctx, one, fair)
@@ -188,9 +188,10 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 	return claims, next, nil
 }
 
-// claimOnce runs one claim statement (sqlClaimFair for one fair queue when fair is set) and
-// returns the claims and, when there are none, how long until the next row of the queues
-// becomes claimable (-1 when it claimed some: the statement skips that probe, see sqlClaim).
+// claimOnce runs one claim statement (sqlClaimFair for one fair queue when fair is set,
+// sqlClaimFairPrio when it is also prioritized) and returns the claims and, when there are
+// none, how long until the next row of the queues becomes claimable (-1 when it claimed
+// some: the statement skips that probe, see sqlClaim).
 func (be *Backend) claimOnce(ctx context.Context, p claimParams, fair bool) ([]*core.Claim, time.Duration, error) {
 	claims := []*core.Claim{}
 	next := time.Duration(-1)
@@ -203,6 +204,10 @@ func (be *Backend) claimOnce(ctx context.Context, p claimParams, fair bool) ([]*
 		args := []any{p.queues, p.limits, p.excl, p.budget, p.node, p.lease, be.syncCommit(limited || slices.Contains(p.excl, true))}
 		stmt := be.sql.claim
 		switch {
+		case fair && p.prio != nil && limited:
+			stmt, args = be.sql.claimFairPrioLimited, append(args, p.lim[0], p.keyLim[0])
+		case fair && p.prio != nil:
+			stmt = be.sql.claimFairPrio
 		case fair && limited:
 			stmt, args = be.sql.claimFairLimited, append(args, p.lim[0], p.keyLim[0])
 		case fair:

@@ -36,6 +36,12 @@ var planCases = []planCase{
 		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, 'off'`},
 	{"claim_fair_exclusive", func(s statements) string { return s.claimFair },
 		`'{q1}'::text[], '{1}'::int[], '{t}'::bool[], 100, 'node', 30000000, NULL`},
+	{"claim_fair_prioritized", func(s statements) string { return s.claimFairPrio },
+		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, 'off'`},
+	{"claim_fair_prioritized_exclusive", func(s statements) string { return s.claimFairPrio },
+		`'{q1}'::text[], '{1}'::int[], '{t}'::bool[], 100, 'node', 30000000, NULL`},
+	{"claim_fair_prioritized_key_limited", func(s statements) string { return s.claimFairPrioLimited },
+		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, NULL, 3, 2`},
 	{"claim_limited", func(s statements) string { return s.claimLimited },
 		`'{q1}'::text[], '{5}'::int[], '{f}'::bool[], 100, 'node', 30000000, NULL, 3`},
 	{"claim_prioritized_limited", func(s statements) string { return s.claimPrioLimited },
@@ -78,7 +84,8 @@ var planCases = []planCase{
 
 // fill adds rows to the world's jobs table: of every 10, 6 ready, 2 delayed and 2 in flight,
 // spread over 20 queues, q1 holding half of them (a skewed, realistic distribution); a third
-// of the rows have one of 997 ordering keys, a fifth one of 50 fairness keys.
+// of the rows have one of 997 ordering keys, a fifth one of 50 fairness keys, a seventh a
+// priority 0..9 (lead a minute per level).
 func (w *world) fill(ctx context.Context, rows int) {
 	w.t.Helper()
 	if rows == 0 {

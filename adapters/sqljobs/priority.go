@@ -101,6 +101,12 @@ func levels() string {
 	return b.String()
 }
 
+// upperLevels is the priority levels above the lowest, as an SQL array's elements.
+func upperLevels() string {
+	_, rest, _ := strings.Cut(levels(), ",")
+	return rest
+}
+
 // claimTail is where sqlClaim's CTEs after cand begin.
 func claimTail() int {
 	i := strings.Index(sqlClaim, "\nlk AS (")

@@ -9,8 +9,9 @@ import (
 // statements holds the SQL of one schema, rendered once by New.
 type statements struct {
 	publish, claim, extend, ack, retry, depths, heartbeat string
-	claimPrio, claimFair                                  string
+	claimPrio, claimFair, claimFairPrio                   string
 	claimLimited, claimPrioLimited, claimFairLimited      string
+	claimFairPrioLimited                                  string
 	reapQueues, reapPick, reapDelete, reapCount           string
 	publishKeyed, ackKeyed, holdsKey                      string
 	inspectQueues, inspectPage, inspectFind               string
@@ -31,6 +32,9 @@ func render(schema string) statements {
 		claim:     r.Replace(sqlClaim),
 		claimPrio: r.Replace(sqlClaimPrio),
 		claimFair: r.Replace(sqlClaimFair),
+
+		claimFairPrio:        r.Replace(sqlClaimFairPrio),
+		claimFairPrioLimited: r.Replace(sqlClaimFairPrioLimited),
 
 		claimLimited:     r.Replace(sqlClaimLimited),
 		claimPrioLimited: r.Replace(sqlClaimPrioLimited),
