@@ -294,7 +294,8 @@ func uniqueDebounce(x *X) {
 // (nor stalls on it), the last publish of the window runs once, and another key's batches,
 // published before and after, all run.
 func uniqueDebounceFair(x *X) {
-	window := 2 * time.Second
+	// Five flushed publishes must land well within the window: longer on a loaded machine.
+	window := x.window(3 * time.Second)
 	x.needUnique(txmq.UniqueDebounce, window)
 	x.needFair()
 	q := declare(x, txmq.QueueConfig[Msg]{Fair: true, Unique: txmq.Unique{Mode: txmq.UniqueDebounce, Window: window}})
