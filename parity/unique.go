@@ -256,7 +256,7 @@ func uniqueUntilDone(x *X) {
 // uniqueDebounce: publishes of a key within the window replace each other; the last one runs,
 // once, after the key stayed quiet for the window; a publish after that runs too.
 func uniqueDebounce(x *X) {
-	window := 3 * time.Second
+	window := x.window(3 * time.Second) // the publishes must land well within it: longer on a loaded machine
 	x.needUnique(txmq.UniqueDebounce, window)
 	q := declare(x, txmq.QueueConfig[Msg]{Unique: txmq.Unique{Mode: txmq.UniqueDebounce, Window: window}})
 	a, b := x.node(txmq.NodeOptions{Lease: dedupLease}), x.node(txmq.NodeOptions{Lease: dedupLease})
