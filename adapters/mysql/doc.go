@@ -62,8 +62,8 @@
 // counts the queue's live leases and picks at most the limit minus that (clusterlimit.go).
 // Fair queues (core.FairSharer): the claim locks the queue's turn row (txmq_jobs_fair), lists
 // the keys with a ready row from the one after the last served and takes their first ready
-// rows round-robin, passing over keys at their KeyLimit (fair.go). A queue both Fair and
-// Prioritized is refused.
+// rows round-robin, passing over keys at their KeyLimit (fair.go); on a queue both Fair and
+// Prioritized each key's pick ranks its rows by run_at minus lead (core.FairPrioritizer).
 //
 // Exclusive queues: each has one row in txmq_jobs_exclusive, made the first time a Backend
 // claims the queue. A claim takes it (UPDATE ... WHERE lease_until <= now: the row lock

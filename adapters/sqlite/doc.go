@@ -136,9 +136,7 @@
 // index. The fetch order (due time, or due time minus lead on a prioritized queue, then
 // round-robin across queues) lives in one place, Backend.pick.
 //
-// # Priorities
-//
-// The Backend honours priorities (core.Prioritizer) as sqljobs and mysql do: a batch's
+// Priorities: the Backend honours them (core.Prioritizer) as sqljobs and mysql do: a batch's
 // priority and lead are stored with its row (columns priority and lead_us) and never change,
 // so retries, leases, expired leases, expedites and a key's promotion keep them. A claim of a
 // prioritized queue reads its ready rows one priority at a time (ten scans of the covering
@@ -147,15 +145,13 @@
 // early (run_at <= now as for every row). Per-key order comes first: a held row is not ready.
 // See priority.go.
 //
-// # Cluster-wide limits
+// # Limits
 //
-// The Backend enforces a queue's ClusterLimit (core.ClusterLimiter): the claim's
-// BEGIN IMMEDIATE transaction, which holds the file's write lock, counts the queue's
+// Cluster-wide limits: the Backend enforces a queue's ClusterLimit (core.ClusterLimiter):
+// the claim's BEGIN IMMEDIATE transaction, which holds the file's write lock, counts the queue's
 // unexpired leases and picks at most the room left, so no two claims of any process can both
 // take the last slot; a settled or expired lease gives its slot back by itself. KeyLimit
 // needs a Fair queue, which this adapter refuses. See clusterlimit.go.
-//
-// # Limits
 //
 // A batch body is at most MaxBatchBytes (SQLite's default SQLITE_MAX_LENGTH, 1e9 bytes, less
 // 64 KiB; the Backend implements core.SizeLimiter, so nodes cut batches below it): a larger
