@@ -142,8 +142,11 @@ func (x *X) eventually(cond func() bool, msgAndArgs ...any) {
 	txmqtest.Eventually(x.T, x.Caps.Timeout, cond, msgAndArgs...)
 }
 
-// maxProgressWait is how many Caps.Timeout a progressing wait lasts at most in all.
-const maxProgressWait = 8
+// maxProgressWait is how many Caps.Timeout a progressing wait lasts at most in all: long
+// enough for a machine at load 15 to 30 (SQLite's single writer beside other suites ran
+// ordering/thousand_keys_interleaved_dup at 15 batches a second there, 2,481 of its 4,000 in
+// eight Timeouts), short enough to end a livelock whose progress never completes.
+const maxProgressWait = 20
 
 // progressing waits for cond, as eventually does, in a wait bounded by throughput (many
 // batches through a loaded machine) rather than by one event: it lasts while progress (a

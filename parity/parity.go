@@ -79,7 +79,11 @@ type Caps struct {
 	// Timeout bounds every wait for something that must happen; default 20 s.
 	Timeout time.Duration
 
-	// Parallel is how many properties run at once; default 8.
+	// Parallel is how many of the suite's properties run at once; default 8. Every suite of
+	// one test binary also shares one budget, TXMQ_PARITY_PARALLEL properties at once (default
+	// 12), so that a package's suites can run side by side (parallel subtests of one
+	// TestParity) without loading the machine more than one wider suite would. The longest
+	// properties take their slots first.
 	Parallel int
 }
 
@@ -130,7 +134,7 @@ type suite struct {
 	h    Harness
 	caps Caps
 	opts Options
-	sem  chan struct{}
+	sem  *slots // this suite's Caps.Parallel
 
 	ran, passed, failed, skipped atomic.Int64
 	mu                           sync.Mutex
@@ -173,7 +177,7 @@ func RunWith(t *testing.T, h Harness, opts *Options) {
 	if opts != nil {
 		s.opts = *opts
 	}
-	s.sem = make(chan struct{}, s.caps.Parallel)
+	s.sem = newSlots(s.caps.Parallel)
 	machine.start()
 	start := time.Now()
 	if s.caps.MaxNativeDelay > 20*time.Second {
@@ -248,9 +252,12 @@ func (s *suite) runProp(t *testing.T, p property, dup bool) {
 	if dup {
 		name += "_dup"
 	}
+	heavy := heavyProps[p.group+"/"+p.name]
 	t.Run(name, func(t *testing.T) {
-		s.sem <- struct{}{}
-		defer func() { <-s.sem }()
+		s.sem.acquire(heavy)
+		defer s.sem.release()
+		process.acquire(heavy)
+		defer process.release()
 		s.ran.Add(1)
 		var x *X
 		began := time.Now()

@@ -14,14 +14,14 @@ import (
 	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
-// TestParityAppDB runs the parity suite with SQL jobs on MySQL/MariaDB and the outbox in the
+// parityAppDB runs the parity suite with SQL jobs on MySQL/MariaDB and the outbox in the
 // same server (package appdb): every property that publishes through the outbox
 // (transactions, routing modes, ordering through the outbox, poison rows, dead letters and
 // replay, outages handed to the outbox), and the pause, rate-limit and schedule properties on
 // the store's control tables, runs on MySQL end to end; the ones that need the app database on
 // PostgreSQL (the ledger, pgx savepoints) are reported as not supported. It runs the groups holding such
-// properties only (TestParity runs every group on this backend already).
-func TestParityAppDB(t *testing.T) {
+// properties only (TestParity's jobs subtest runs every group on this backend already).
+func parityAppDB(t *testing.T) {
 	parity.RunWith(t, appDBHarness{}, &parity.Options{AppDB: &mysqlAppDB{}, Groups: []string{
 		"transactions", "outages", "poison", "ordering", "identity", "middleware", "priority", "clock",
 		"messages", "pause", "ratelimit", "schedule", "unique",

