@@ -129,7 +129,12 @@
 // core.SizeLimiter, so nodes cut batches below it): a larger one is refused before it is
 // sent, with an error wrapping core.ErrRejected. Queue names, batch ids and message ids are at
 // most 255 bytes. Options.Schema must match ^[A-Za-z_][A-Za-z0-9_]{0,63}$. Delays have no cap.
-// Every statement is bounded by Options.QueryTimeout (default 10 s).
+// Every statement is bounded by Options.QueryTimeout (default 10 s). The connections of a
+// mysql:// URL set innodb_lock_wait_timeout to half of it (at least 1 s; a URL parameter of
+// that name overrides it), so that the server ends a lock wait before the caller gives up:
+// the driver cannot stop a statement the server is running, and one left waiting would hold
+// its transaction's locks for the server's default 50 s. A *sql.DB passed to New should set
+// it likewise (the DSN parameter innodb_lock_wait_timeout).
 //
 // Every statement on the jobs table names its index (FORCE INDEX) or goes by primary key, so
 // it plans as an index access whatever the table's size and statistics (TestStatementPlans

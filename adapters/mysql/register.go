@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -104,6 +105,12 @@ func parseConfig(u *url.URL) (*Options, bool, *gomysql.Config, error) {
 	}
 	if _, set := rest["maxAllowedPacket"]; !set {
 		cfg.MaxAllowedPacket = 0 // the server's max_allowed_packet, read at connect
+	}
+	if _, set := rest[lockWaitVar]; !set {
+		if cfg.Params == nil {
+			cfg.Params = map[string]string{}
+		}
+		cfg.Params[lockWaitVar] = strconv.Itoa(lockWaitSeconds(opts.QueryTimeout))
 	}
 	if opts.Schema == "" && cfg.DBName == "" {
 		return nil, false, nil, fmt.Errorf("%w: mysql: backend URL %s names no database; add /database to the URL or set txmq_schema", core.ErrInvalidConfig, core.RedactURL(u))

@@ -31,8 +31,8 @@ func TestParseURL(t *testing.T) {
 				if addr != "127.0.0.1:3307" || o.Schema != "jobs" || migrate || o.PollInterval != 50*time.Millisecond || o.QueryTimeout != 2*time.Second || o.ReapInterval != -time.Second || o.AbandonedAfter != time.Hour {
 					t.Errorf("got addr %s options %+v migrate %v", addr, o, migrate)
 				}
-				if len(params) != 0 {
-					t.Errorf("txmq_ parameters reached the driver: %v", params)
+				if len(params) != 1 || params[lockWaitVar] != "1" {
+					t.Errorf("driver params = %v; want only %s=1 (half of txmq_query_timeout): txmq_ parameters must not reach the driver", params, lockWaitVar)
 				}
 			}},
 		{name: "driver parameters pass", url: "mysql://u@h/d?readTimeout=5s&sql_mode=%27STRICT_ALL_TABLES%27", check: func(t *testing.T, _ *Options, _ bool, _, _, _, _ string, params map[string]string) {
@@ -111,4 +111,45 @@ func TestOpenURL(t *testing.T) {
 	if !errors.Is(err, core.ErrBackendUnavailable) || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("OpenBackend of a closed port = %v; want ErrBackendUnavailable without the password", err)
 	}
+}
+
+// TestLockWaitBelowQueryTimeout: the connections of a mysql:// URL end a lock wait on the
+// server at half of QueryTimeout (a statement the caller gave up on must not hold its locks
+// for the server's 50 s), unless the URL sets innodb_lock_wait_timeout itself.
+func TestLockWaitBelowQueryTimeout(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, query string
+		want        int
+	}{
+		{"default", "", 5},
+		{"query timeout 4s", "txmq_query_timeout=4s", 2},
+		{"query timeout 1s", "txmq_query_timeout=1s", 1},
+		{"set by the URL", "innodb_lock_wait_timeout=30", 30},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			u := *mysqlURL(t)
+			q := u.Query()
+			for k, v := range must(url.ParseQuery(c.query)) {
+				q[k] = v
+			}
+			u.RawQuery = q.Encode()
+			db := dbAt(t, &u, "")
+			var got int
+			if err := db.QueryRowContext(t.Context(), "SELECT @@SESSION.innodb_lock_wait_timeout").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != c.want {
+				t.Fatalf("innodb_lock_wait_timeout of a connection of %s = %d; want %d", u.Redacted(), got, c.want)
+			}
+		})
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
