@@ -90,5 +90,7 @@
 // how many such suites run at once; TestParity itself is not parallel, so the package's
 // other tests run after it rather than beside it). The longest properties (a backlog of
 // 10,000 batches, a thousand ordering keys, lease faults) take the next free slot of either
-// budget before any other, so they overlap the short ones instead of ending the suite.
+// budget before any other, so they overlap the short ones instead of ending the suite; at
+// most three of them run at once in a test binary, so that they do not all share the
+// machine at the start.
 package parity

@@ -254,6 +254,10 @@ func (s *suite) runProp(t *testing.T, p property, dup bool) {
 	}
 	heavy := heavyProps[p.group+"/"+p.name]
 	t.Run(name, func(t *testing.T) {
+		if heavy {
+			heavyTurns.acquire(true)
+			defer heavyTurns.release()
+		}
 		s.sem.acquire(heavy)
 		defer s.sem.release()
 		process.acquire(heavy)
