@@ -87,8 +87,9 @@ func publishBig(x *X, ctx context.Context, q *txmq.Queue[Msg], n *txmq.Node, cou
 }
 
 // waitBacklog waits until the backend holds want ready batches of q, as waitReady does but for
-// up to ten times Caps.Timeout while the count grows: storing 10,000 batches one row each takes
-// longer than one Timeout on a loaded machine, and the property is about what runs after.
+// up to maxProgressWait times Caps.Timeout while the count grows (as progressing does):
+// storing 10,000 batches one row each takes longer than one Timeout on a loaded machine, and
+// the property is about what runs after.
 func waitBacklog(x *X, q *txmq.Queue[Msg], want int64) {
 	x.T.Helper()
 	raw := x.rawClient()
@@ -96,15 +97,17 @@ func waitBacklog(x *X, q *txmq.Queue[Msg], want int64) {
 	start := time.Now()
 	deadline := start.Add(x.Caps.Timeout)
 	for {
-		d, err := raw.Depths(x.ctx(), []string{q.Name()})
+		ctx, cancel := context.WithTimeout(context.Background(), x.Caps.Timeout)
+		d, err := raw.Depths(ctx, []string{q.Name()})
+		cancel()
 		if err == nil {
 			got := d[q.Name()].Ready
 			if got >= want {
 				return
 			}
-			if got > last { // still storing: wait on, up to 10x Timeout in all
+			if got > last { // still storing: wait on, up to maxProgressWait Timeouts in all
 				deadline = time.Now().Add(x.Caps.Timeout)
-				if hard := start.Add(10 * x.Caps.Timeout); deadline.After(hard) {
+				if hard := start.Add(maxProgressWait * x.Caps.Timeout); deadline.After(hard) {
 					deadline = hard
 				}
 				last = got
