@@ -73,7 +73,9 @@ type Caps struct {
 	PollWait time.Duration
 
 	// DueTolerance is how late a delayed or scheduled batch may arrive after its due time;
-	// default 2 s. It is the only upper bound on timing the suite asserts.
+	// default 2 s. It is the only upper bound on timing the suite asserts. On a loaded machine
+	// the suite adds twice the latency it measured (see keptLease) and a lease per lease the
+	// listening node reports lost.
 	DueTolerance time.Duration
 
 	// Timeout bounds every wait for something that must happen; default 20 s.
