@@ -33,6 +33,7 @@ func init() {
 		property{name: "declare", run: limitsDeclare},
 		property{name: "global_peak_three_nodes", dup: true, run: limitsGlobal},
 		property{name: "per_key_peak_three_nodes", dup: true, run: limitsPerKey},
+		property{name: "per_key_peak_with_priorities", dup: true, run: limitsPerKeyPrioritized},
 		property{name: "limit_one_is_exclusive", dup: true, run: limitsOne},
 		property{name: "released_while_extend_fails", run: func(x *X) { limitsLeaseFault(x, "fail") }},
 		property{name: "released_across_node_pause", run: func(x *X) { limitsLeaseFault(x, "pause") }},
@@ -268,6 +269,39 @@ func limitsPerKey(x *X) {
 		assertSame(x, rec, keys)
 		ctr.check(x, c.clusterLimit, c.keyLimit)
 	}
+}
+
+// limitsPerKeyPrioritized: KeyLimit on a queue both Fair and Prioritized (each key's turn takes
+// its best batch by priority): three nodes, batches of three keys at mixed priorities, one
+// failing once every fifth; at most KeyLimit (1) of a key run at once, two keys do run at
+// once, and every batch runs. Adapters that cannot rank a fair queue by priority refuse the
+// queue (fairness/with_priorities asserts it) and count this as not supported.
+func limitsPerKeyPrioritized(x *X) {
+	x.needLimits()
+	x.needFair()
+	x.needPriority()
+	if err := core.SharesFairlyByPriority(x.rawClient()); err != nil {
+		x.unsupported.Store(true)
+		x.T.Skipf("parity[%s]: not supported by the adapter: %v", x.h.Name(), err)
+	}
+	q := declare(x, txmq.QueueConfig[Msg]{Fair: true, Prioritized: true, KeyLimit: 1, MaxBatchMessages: 1, MaxAttempts: 10})
+	ctr := newLimitCounter(2)
+	rec := newRecorder()
+	nodes := threeNodes(x, rec, q, ctr.listener(x, func(m Msg) string { return m.P }, failOnce(5)))
+	var keys []string
+	for _, tenant := range []string{"t1", "t2", "t3"} {
+		for i := range 8 {
+			m := Msg{K: fmt.Sprintf("%s-%d", tenant, i), P: tenant}
+			keys = append(keys, m.K)
+			if err := q.Publish(x.ctx(), nodes[i%3], m, txmq.FairKey(tenant), txmq.Priority(i%10)); err != nil {
+				x.T.Fatalf("Publish: %v", err)
+			}
+		}
+	}
+	waitDelivered(x, rec, keys)
+	x.idle(nodes...)
+	assertSame(x, rec, keys)
+	ctr.check(x, 0, 1)
 }
 
 // limitsOne: ClusterLimit 1 means what Exclusive means: three nodes, peak exactly 1.
