@@ -35,7 +35,7 @@ type driver struct {
 	reqSpecs   []*Spec // fetchRequest's buffers (the driver's own, outside mu)
 	reqLimits  []int
 	dispatched []dispatchStep // dispatchAll's buffer (the driver's own, outside mu)
-	pauseTimer *time.Timer // the driver's (pause)
+	pauseTimer *time.Timer    // the driver's (pause)
 
 	tokens    map[string]int // starts the Admitter granted the pending fetch (driver only)
 	tokenWait time.Duration  // until the Admitter may grant a queue that got none (driver only)
