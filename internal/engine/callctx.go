@@ -52,6 +52,16 @@ func newCall(parent context.Context, deadline time.Time) (ctx context.Context, c
 	return c, c, nil
 }
 
+// newCallIn is newCall that makes the call context in in (zeroed memory of the caller's, used
+// once) when it is not nil.
+func newCallIn(parent context.Context, deadline time.Time, in *callCtx) (ctx context.Context, c *callCtx, cancel context.CancelFunc) {
+	if in == nil || parent.Done() != nil {
+		return newCall(parent, deadline)
+	}
+	in.parent, in.deadline = parent, deadline
+	return in, in, nil
+}
+
 // newDetachedCall is newCallCtx on context.Background(), as a *callCtx: its caller ends it
 // with c.cancel(), without the CancelFunc's allocation (a settle per batch makes one).
 func newDetachedCall(deadline time.Time) *callCtx {

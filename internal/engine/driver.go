@@ -34,7 +34,8 @@ type driver struct {
 
 	reqSpecs   []*Spec // fetchRequest's buffers (the driver's own, outside mu)
 	reqLimits  []int
-	pauseTimer *time.Timer // the driver's (pause)
+	dispatched []dispatchStep // dispatchAll's buffer (the driver's own, outside mu)
+	pauseTimer *time.Timer    // the driver's (pause)
 
 	tokens    map[string]int // starts the Admitter granted the pending fetch (driver only)
 	tokenWait time.Duration  // until the Admitter may grant a queue that got none (driver only)
@@ -146,9 +147,7 @@ func (dr *driver) driveLoop() {
 			continue
 		}
 		claims, err := dr.fetch(req, start)
-		for _, c := range claims {
-			dr.dispatch(c)
-		}
+		dr.dispatchAll(claims)
 		dr.releaseTokens(claims)
 		switch {
 		case err != nil && n.stopCtx.Err() == nil:

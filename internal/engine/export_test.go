@@ -96,7 +96,7 @@ func (n *Engine) Spec(name string) *Spec { return n.specs.Lookup(name) }
 
 // Store writes one batch as a flush would, reporting whether the backend took it.
 func (n *Engine) Store(ctx context.Context, b core.OutgoingBatch) bool {
-	return n.pub.store(ctx, b, false) == storedBackend
+	return n.pub.store(ctx, b, false, nil) == storedBackend
 }
 
 // FlushPending flushes ps, Pendings of spec's queue made by Pending, as one buffer take.

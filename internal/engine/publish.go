@@ -253,7 +253,7 @@ func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer b
 		if b := all[0]; b.Key != "" {
 			pb.waitFlight(ctx, fl[[2]string{b.Queue, b.Key}])
 		}
-		pb.store(ctx, all[0], false)
+		pb.store(ctx, all[0], false, nil)
 		return
 	}
 	lanes := orderLanes(all)
@@ -262,6 +262,9 @@ func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer b
 	// or the batches of one ordered key, written one after the other in publish order: once
 	// one of them is handed to the outbox, the rest of the lane follows it there, so that the
 	// outbox publishes them after it.
+	// The writes' call contexts in one allocation, not one per batch (at one message per batch
+	// a batch per message); each batch's write has its own element.
+	calls := make([]callCtx, len(all))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range min(flushConcurrency, len(lanes)) {
@@ -276,7 +279,7 @@ func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer b
 				}
 				handedOff := false
 				for _, j := range lanes[i] {
-					handedOff = pb.store(ctx, all[j], handedOff) == storedHandedOff
+					handedOff = pb.store(ctx, all[j], handedOff, &calls[j]) == storedHandedOff
 					all[j] = core.OutgoingBatch{} // its body may be large: let it go once stored
 				}
 				pb.buf.landOne(f)
@@ -360,8 +363,9 @@ const (
 // bounded write (write), and what became of the batch: counted (written), dead-lettered
 // (rejected), or handed to the outbox on a context of its own, so that a publish that timed
 // out is still handed off (handOff). toOutbox skips the backend: an earlier batch of the same
-// ordered key was handed off.
-func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool) stored {
+// ordered key was handed off. call, if not nil, is zeroed memory for the write's call context
+// (see write).
+func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox bool, call *callCtx) stored {
 	n := pb.e
 	timeout, cf := pb.writeBound(ctx)
 	// The ledger's time of the publish (before any node can run the batch), and the start of
@@ -370,7 +374,7 @@ func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox b
 	err := pb.skipBackend(ctx, b, toOutbox, cf)
 	if err == nil {
 		var sb core.OutgoingBatch
-		if sb, err = pb.write(ctx, b, at.Add(timeout), cf); err == nil {
+		if sb, err = pb.write(ctx, b, at.Add(timeout), cf, call); err == nil {
 			if sb.Messages == 0 {
 				return storedBackend // every message was a duplicate of one already stored
 			}
@@ -422,10 +426,11 @@ func (pb *publisher) skipBackend(ctx context.Context, b core.OutgoingBatch, toOu
 // PublishWrappers, and returns it as stored. The write is registered for Close, which
 // shortens it to CloseFlushTimeout; a write registered after Close began is shortened here.
 // A failed write once Close began (cf, or Close beginning while it waited) sends the rest of
-// the final flush to the outbox, unless the backend refused the batch itself.
-func (pb *publisher) write(ctx context.Context, b core.OutgoingBatch, deadline time.Time, cf *closeFailed) (core.OutgoingBatch, error) {
+// the final flush to the outbox, unless the backend refused the batch itself. in, if not nil,
+// is zeroed memory for the call context (newCallIn).
+func (pb *publisher) write(ctx context.Context, b core.OutgoingBatch, deadline time.Time, cf *closeFailed, in *callCtx) (core.OutgoingBatch, error) {
 	n := pb.e
-	pctx, call, cancel := newCall(ctx, deadline)
+	pctx, call, cancel := newCallIn(ctx, deadline, in)
 	if call != nil {
 		defer call.cancel()
 	} else {

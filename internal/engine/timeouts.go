@@ -205,8 +205,11 @@ func (rn *runner) abandon(r *running) {
 
 // timeoutCause wraps runErr, a run's error, in ctx's cause when the run timeout cancelled it.
 func timeoutCause(ctx context.Context, runErr error) error {
+	if runErr == nil { // before the cause: a listener's context is then left unmade
+		return nil
+	}
 	cause := context.Cause(ctx)
-	if runErr == nil || !errors.Is(cause, core.ErrRunTimeout) || errors.Is(runErr, core.ErrRunTimeout) {
+	if !errors.Is(cause, core.ErrRunTimeout) || errors.Is(runErr, core.ErrRunTimeout) {
 		return runErr
 	}
 	return fmt.Errorf("%w; the listener returned: %w", cause, runErr)

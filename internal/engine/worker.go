@@ -63,8 +63,7 @@ func (rn *runner) start(l *Listener, c *core.Claim) {
 // the node's fence timer (fenceSet).
 type running struct {
 	claim     *core.Claim
-	ctx       listenerCtx // the listener's context
-	cancel    context.CancelCauseFunc
+	ctx       listenerCtx      // the listener's context (cancel cancels it)
 	ids       *envelope.IDList // the batch's message ids once decoded (MessageIDs)
 	lost      atomic.Bool      // the lease was lost or fenced; written under fs.mu
 	extending atomic.Bool      // an extension is in flight
@@ -90,22 +89,6 @@ type running struct {
 	stepAt   time.Time // the next step: the soft one, then the hard one
 	tIdx     int       // index in the timeout heap; -1 when out of it
 	step     runStep
-}
-
-// listenerCtx is a listener's context: the claim's cancel context, carrying its *running under
-// leaseKey{} (as context.WithValue would, without an allocation per claim). Cause, Done and
-// child contexts see the cancel context itself.
-type listenerCtx struct {
-	context.Context
-	r *running
-}
-
-// Value returns the claim's *running for leaseKey{}, else the cancel context's value.
-func (c *listenerCtx) Value(key any) any {
-	if _, ok := key.(leaseKey); ok {
-		return c.r
-	}
-	return c.Context.Value(key)
 }
 
 // work runs one claimed batch through the policy: decode first, then the run-count check, the
@@ -138,10 +121,9 @@ func (rn *runner) workAs(l *Listener, c *core.Claim, gid uint64) {
 	// The listener's context is not a child of runCtx (registering each one with a shared
 	// parent costs a lock and a map entry per claim): cancelRunning cancels every registered
 	// claim, and a claim registered after it sees runCtx done below.
-	cctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	r := &running{claim: c, cancel: cancel, fs: &rn.fences, idx: -1, tIdx: -1}
-	r.ctx = listenerCtx{Context: cctx, r: r}
+	r := &running{claim: c, fs: &rn.fences, idx: -1, tIdx: -1}
+	r.ctx.init(context.Background(), r)
+	defer r.cancel(nil)
 	_, held, extendNow := rn.startFence(r)
 	if !held {
 		n.stats.leaseLost.Add(1)
@@ -161,7 +143,7 @@ func (rn *runner) workAs(l *Listener, c *core.Claim, gid uint64) {
 		}
 	}()
 	if rn.runCtx.Err() != nil {
-		cancel(context.Canceled)
+		r.cancel(context.Canceled)
 	}
 	var ctx context.Context = &r.ctx
 	if extendNow {
@@ -238,7 +220,7 @@ func (rn *runner) afterRun(r *running, l *Listener, d *Batch, run int, ids []str
 	n := rn.e
 	c := r.claim
 	end := time.Now()
-	cause := context.Cause(&r.ctx)
+	cause := r.ctx.cause()
 	if n.halted.Load() {
 		return // a simulated crash: no settle
 	}
