@@ -18,6 +18,7 @@ package core
 //	InProcessFetcher   NewNode, once: the fetch loop yields before each turn (inprocess.go)
 //	ClusterLimiter     NewNode, once; a queue with a cluster-wide limit is refused without it
 //	                   (clusterlimit.go)
+//	PublishGrouper     NewNode, once: how many batches a flush writes at a time
 //
 // An adapter may also implement a store contract of stores.go: a node whose
 // NodeOptions.Limiter is nil uses a backend that is a Limiter.
@@ -36,6 +37,19 @@ import (
 type PollWaitHinter interface {
 	// PollWaitHint returns the Fetch wait the adapter recommends.
 	PollWaitHint() time.Duration
+}
+
+// PublishGrouper is implemented by adapters that store concurrent Publish calls together (one
+// statement for many plain batches, as the SQL jobs adapter does): a node's flush then writes
+// up to PublishGroup batches at a time, rather than its default of 8, so that the backend
+// finds company to group; an adapter that stores each batch on its own is written to by 8 at
+// a time, since each write may hold a connection of its own. Called by txmq.NewNode, once,
+// on the Backend it is given (wrappers are not looked through: a wrapper that groups says so
+// itself).
+type PublishGrouper interface {
+	// PublishGroup returns the most concurrent publishes the backend stores together; 8 or
+	// less changes nothing.
+	PublishGroup() int
 }
 
 // SizeLimiter is implemented by adapters whose backend cannot store an encoded batch over a

@@ -111,3 +111,15 @@ func (be *Backend) insertMany(ctx context.Context, reqs []*pubReq) error {
 	_, err := be.pool.Exec(ctx, be.sql.publishMany, queues, ids, bodies, delays, msgs, prios, leads, fair, be.channel)
 	return err
 }
+
+var _ core.PublishGrouper = (*Backend)(nil)
+
+// PublishGroup implements core.PublishGrouper: a node's flush writes up to Options.SettleBatch
+// batches at a time, which the publish group stores together (1, the node's default, when
+// grouping is off).
+func (be *Backend) PublishGroup() int {
+	if be.o.SettleWindow < 0 {
+		return 1
+	}
+	return be.o.SettleBatch
+}

@@ -27,6 +27,9 @@ type publisher struct {
 	handed          handedKeys    // keys this node handed to the outbox (see followsOutbox)
 	flushStop       chan struct{} // closed when the buffer is sealed: the flusher ends
 	stopFlusher     func()
+	// writers is how many batches one flush writes at a time: flushConcurrency, or more on a
+	// backend that stores concurrent publishes together (core.PublishGrouper).
+	writers int
 }
 
 // init sets the publisher up for e; the first buffered message starts its flusher.
@@ -36,6 +39,10 @@ func (pb *publisher) init(e *Engine) {
 		e.loops.Add(1)
 		go pb.flushLoop()
 	})
+	pb.writers = flushConcurrency
+	if g, ok := e.backend.(core.PublishGrouper); ok {
+		pb.writers = min(max(g.PublishGroup(), flushConcurrency), maxFlushWriters)
+	}
 	pb.flushStop = make(chan struct{})
 	pb.stopFlusher = sync.OnceFunc(func() { close(pb.flushStop) })
 }
@@ -209,8 +216,12 @@ func closeState(ctx context.Context) *closeFailed {
 	return cf
 }
 
-// flushConcurrency bounds parallel backend writes of one flush.
-const flushConcurrency = 8
+// flushConcurrency bounds parallel backend writes of one flush, unless the backend groups
+// concurrent publishes (core.PublishGrouper): then up to maxFlushWriters.
+const (
+	flushConcurrency = 8
+	maxFlushWriters  = 256
+)
 
 // flush encodes the given queue buffers into batches and stores them; a batch the backend
 // refuses goes to the outbox, and only if that fails too is it dropped, logged and counted.
@@ -257,14 +268,14 @@ func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer b
 		return
 	}
 	lanes := orderLanes(all)
-	// flushConcurrency writers take the lanes in order; a goroutine per batch grew a fresh
+	// pb.writers writers take the lanes in order; a goroutine per batch grew a fresh
 	// stack for each one (a tenth of the flush at one message per batch). A lane is one batch,
 	// or the batches of one ordered key, written one after the other in publish order: once
 	// one of them is handed to the outbox, the rest of the lane follows it there, so that the
 	// outbox publishes them after it.
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range min(flushConcurrency, len(lanes)) {
+	for range min(pb.writers, len(lanes)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
