@@ -39,17 +39,18 @@ type PollWaitHinter interface {
 	PollWaitHint() time.Duration
 }
 
-// PublishGrouper is implemented by adapters that store concurrent Publish calls together (one
-// statement for many plain batches, as the SQL jobs adapter does): a node's flush then writes
-// up to PublishGroup batches at a time, rather than its default of 8, so that the backend
-// finds company to group; an adapter that stores each batch on its own is written to by 8 at
-// a time, since each write may hold a connection of its own. Called by txmq.NewNode, once,
+// PublishGrouper is implemented by adapters that store concurrent Publish calls of plain
+// batches together (one statement for many, as the SQL jobs adapter does); plain means no
+// Key, no Unique and no DedupWindow, and a body of at most maxBody bytes. A node's flush then
+// writes up to size plain batches at a time, rather than its default of 8, so that the
+// backend finds company to group; every other batch is still written by at most 8 writers,
+// since each of those writes may hold a connection of its own. Called by txmq.NewNode, once,
 // on the Backend it is given (wrappers are not looked through: a wrapper that groups says so
 // itself).
 type PublishGrouper interface {
-	// PublishGroup returns the most concurrent publishes the backend stores together; 8 or
-	// less changes nothing.
-	PublishGroup() int
+	// PublishGroup returns the most concurrent plain publishes the backend stores together
+	// (8 or less changes nothing) and the largest body it groups.
+	PublishGroup() (size, maxBody int)
 }
 
 // SizeLimiter is implemented by adapters whose backend cannot store an encoded batch over a

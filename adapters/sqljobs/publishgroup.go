@@ -115,11 +115,11 @@ func (be *Backend) insertMany(ctx context.Context, reqs []*pubReq) error {
 var _ core.PublishGrouper = (*Backend)(nil)
 
 // PublishGroup implements core.PublishGrouper: a node's flush writes up to Options.SettleBatch
-// batches at a time, which the publish group stores together (1, the node's default, when
-// grouping is off).
-func (be *Backend) PublishGroup() int {
+// plain batches of up to 64 KiB at a time, which the publish group stores together (1, the
+// node's default, when grouping is off).
+func (be *Backend) PublishGroup() (size, maxBody int) {
 	if be.o.SettleWindow < 0 {
-		return 1
+		return 1, maxGroupedBody
 	}
-	return be.o.SettleBatch
+	return be.o.SettleBatch, maxGroupedBody
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,20 +11,40 @@ import (
 	"github.com/txmq/txmq/internal/engine"
 )
 
-// groupingBackend is a fake backend that stores concurrent publishes together
-// (core.PublishGrouper) in groups of up to group.
+// groupingBackend is a fake backend that stores concurrent plain publishes together
+// (core.PublishGrouper) in groups of up to group, bodies of up to 1 KiB.
 type groupingBackend struct {
 	*fakeBackend
 	group int
 }
 
-func (g groupingBackend) PublishGroup() int { return g.group }
+func (g groupingBackend) PublishGroup() (int, int) { return g.group, 1 << 10 }
 
-// TestFlushWritersFollowPublishGroup: a flush writes as many batches at a time as the backend
-// groups (here 32), not the default 8, and every batch is stored.
+// TestFlushWritersFollowPublishGroup: a flush writes as many plain batches at a time as the
+// backend groups (here 32), not the default 8, and every batch is stored; batches the backend
+// does not group (here bodies over its 1 KiB) are still written by 8 at most.
 func TestFlushWritersFollowPublishGroup(t *testing.T) {
 	t.Parallel()
-	const group, total = 32, 200
+	const group = 32
+	for _, tc := range []struct {
+		name string
+		body int
+		want int
+	}{{"plain", 10, group}, {"large", 2 << 10, engine.FlushConcurrency}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			if top := flushWriters(t, group, tc.body, tc.want); top != tc.want {
+				t.Fatalf("at most %d writes in flight; want %d", top, tc.want)
+			}
+		})
+	}
+}
+
+// flushWriters publishes 200 one-message batches of about body bytes on a node whose backend
+// groups up to group publishes, each write waiting until want writes were in flight once, and
+// returns the most writes that were in flight at a time.
+func flushWriters(t *testing.T, group, body, want int) int {
+	const total = 200
 	fb := &fakeBackend{}
 	var (
 		mu            sync.Mutex
@@ -35,12 +56,12 @@ func TestFlushWritersFollowPublishGroup(t *testing.T) {
 		mu.Lock()
 		inFlight++
 		top = max(top, inFlight)
-		reached := inFlight == group
+		reached := inFlight == want
 		mu.Unlock()
 		if reached {
 			fullOnce.Do(func() { close(full) })
 		}
-		select { // each write waits until the group's worth of writes is in flight once
+		select {
 		case <-full:
 		case <-ctx.Done():
 		}
@@ -50,8 +71,11 @@ func TestFlushWritersFollowPublishGroup(t *testing.T) {
 		return ctx.Err()
 	}
 	n := newTestNodeOn(t, groupingBackend{fakeBackend: fb, group: group}, nil)
-	q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[int]{Transactional: txmq.Try, MaxBatchMessages: 1})
-	msgs := make([]int, total)
+	q := txmq.MustDeclareIn(n.Registry(), "q", txmq.QueueConfig[string]{Transactional: txmq.Try, MaxBatchMessages: 1})
+	msgs := make([]string, total)
+	for i := range msgs {
+		msgs[i] = strings.Repeat("x", body)
+	}
 	if err := q.PublishMany(context.Background(), n, msgs); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +85,7 @@ func TestFlushWritersFollowPublishGroup(t *testing.T) {
 	if got := n.Stats().PublishedBatches; got != total {
 		t.Fatalf("%d of %d batches stored (handed off %d, dropped %v)", got, total, n.Stats().HandedOff, n.Stats().Dropped)
 	}
-	if top != group || group <= engine.FlushConcurrency {
-		t.Fatalf("at most %d writes in flight; want the backend's group of %d", top, group)
-	}
+	mu.Lock()
+	defer mu.Unlock()
+	return top
 }
