@@ -2,7 +2,7 @@ package sqljobs
 
 import (
 	"context"
-	"time"
+	"fmt"
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/groupcommit"
@@ -27,10 +27,10 @@ type pubReq struct {
 	b       core.OutgoingBatch
 	body    []byte // b.Body, never nil
 	delayUs int64
-	// deadline is the caller's (zero: none): the round's statement ends at its members'
-	// earliest, so that a caller whose time ran out gets the error it got alone and its batch
-	// is not stored behind its back.
-	deadline time.Time
+	// ctx is the caller's: when it ends (a deadline, or a Close of the node shortening it)
+	// the round's statement is cancelled, as the caller's lone statement was, so that no
+	// batch is stored behind the back of a caller told that its publish failed.
+	ctx context.Context
 	// err is this batch's own outcome when a grouped statement was refused for one batch's
 	// value and each batch of the round was stored alone.
 	err error
@@ -47,8 +47,7 @@ func (be *Backend) publishPlain(ctx context.Context, op string, b core.OutgoingB
 	if len(body) > maxGroupedBody {
 		return be.run(ctx, op, func(ctx context.Context) error { return be.insertOne(ctx, b, body, delayUs) })
 	}
-	req := &pubReq{b: b, body: body, delayUs: delayUs}
-	req.deadline, _ = ctx.Deadline()
+	req := &pubReq{b: b, body: body, delayUs: delayUs, ctx: ctx}
 	err := be.publishes.Do(ctx, req)
 	if err == nil {
 		err = req.err
@@ -57,22 +56,33 @@ func (be *Backend) publishPlain(ctx context.Context, op string, b core.OutgoingB
 }
 
 // execPublishes stores a round of plain publishes: one alone with the one-row statement, more
-// with one multi-row statement, bounded by the members' earliest deadline and QueryTimeout
+// with one multi-row statement, cancelled when any member's context ends, bounded by QueryTimeout
 // and tried again at once when the failure is retryable. When the database refuses the
 // statement for a value it cannot store (core.ErrRejected), each batch is stored alone, so
 // that only the offending batch is rejected.
 func (be *Backend) execPublishes(ctx context.Context, reqs []*pubReq) error {
-	var earliest time.Time
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stops := make([]func() bool, 0, len(reqs))
 	for _, r := range reqs {
-		if !r.deadline.IsZero() && (earliest.IsZero() || r.deadline.Before(earliest)) {
-			earliest = r.deadline
+		if r.ctx != nil {
+			stops = append(stops, context.AfterFunc(r.ctx, func() { cancel(context.Cause(r.ctx)) }))
 		}
 	}
-	if !earliest.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, earliest)
-		defer cancel()
+	err := be.execRound(ctx, reqs)
+	for _, stop := range stops {
+		stop()
 	}
+	if cause := context.Cause(ctx); err != nil && cause != nil {
+		// A member gave up and cut the statement short: its reason (a deadline is an outage,
+		// as for a lone publish) is every member's.
+		return fmt.Errorf("%w (the statement was cut short: a publish of its round gave up: %w)", err, cause)
+	}
+	return err
+}
+
+// execRound runs the statements of execPublishes.
+func (be *Backend) execRound(ctx context.Context, reqs []*pubReq) error {
 	if len(reqs) == 1 {
 		r := reqs[0]
 		return be.attempt(ctx, func(ctx context.Context) error { return be.insertOne(ctx, r.b, r.body, r.delayUs) })

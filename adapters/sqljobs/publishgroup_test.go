@@ -139,8 +139,9 @@ func TestPublishRound(t *testing.T) {
 	wg.Wait()
 }
 
-// TestGroupedPublishDeadline: a round's statement ends at its members' earliest deadline; a
-// publish whose context already ended stores nothing.
+// TestGroupedPublishDeadline: a round's statement is cancelled when a member's context ends,
+// and every member gets that member's reason (a deadline: an outage, as for a lone publish);
+// a publish whose context already ended stores nothing.
 func TestGroupedPublishDeadline(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
@@ -150,10 +151,14 @@ func TestGroupedPublishDeadline(t *testing.T) {
 	if err := be.Publish(ctx, core.OutgoingBatch{ID: "x", Queue: "pd", Body: []byte("{}"), Messages: 1}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("publish with an ended context: %v", err)
 	}
-	past := &pubReq{b: core.OutgoingBatch{ID: "p1", Queue: "pd", Messages: 1}, body: []byte("{}"), deadline: time.Now().Add(-time.Second)}
-	later := &pubReq{b: core.OutgoingBatch{ID: "p2", Queue: "pd", Messages: 1}, body: []byte("{}"), deadline: time.Now().Add(time.Minute)}
-	err := be.call.Explain("publish", be.execPublishes(context.Background(), []*pubReq{later, past}))
-	if !errors.Is(err, core.ErrBackendUnavailable) {
+	past, stop := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer stop()
+	reqs := []*pubReq{
+		{b: core.OutgoingBatch{ID: "p1", Queue: "pd", Messages: 1}, body: []byte("{}"), ctx: context.Background()},
+		{b: core.OutgoingBatch{ID: "p2", Queue: "pd", Messages: 1}, body: []byte("{}"), ctx: past},
+	}
+	err := be.call.Explain("publish", be.execPublishes(context.Background(), reqs))
+	if !errors.Is(err, core.ErrBackendUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a round past a member's deadline: %v; want the timeout, an outage as for a lone publish", err)
 	}
 	if d := depth(t, be, "pd"); d != (core.Depth{}) {
