@@ -61,6 +61,19 @@ func (be *Backend) publishPlain(ctx context.Context, op string, b core.OutgoingB
 // statement for a value it cannot store (core.ErrRejected), each batch is stored alone, so
 // that only the offending batch is rejected.
 func (be *Backend) execPublishes(ctx context.Context, reqs []*pubReq) error {
+	// A member that gave up while the round gathered is left out: its caller is told so
+	// (a leader learns it from its err), and its batch is not stored.
+	live := reqs[:0:0]
+	for _, r := range reqs {
+		if r.ctx != nil && r.ctx.Err() != nil {
+			r.err = r.ctx.Err()
+			continue
+		}
+		live = append(live, r)
+	}
+	if reqs = live; len(reqs) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stops := make([]func() bool, 0, len(reqs))

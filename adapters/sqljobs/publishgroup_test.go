@@ -157,11 +157,37 @@ func TestGroupedPublishDeadline(t *testing.T) {
 		{b: core.OutgoingBatch{ID: "p1", Queue: "pd", Messages: 1}, body: []byte("{}"), ctx: context.Background()},
 		{b: core.OutgoingBatch{ID: "p2", Queue: "pd", Messages: 1}, body: []byte("{}"), ctx: past},
 	}
-	err := be.call.Explain("publish", be.execPublishes(context.Background(), reqs))
-	if !errors.Is(err, core.ErrBackendUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a round past a member's deadline: %v; want the timeout, an outage as for a lone publish", err)
+	// A member whose time ran out before the round ran is left out, told so; the rest is stored.
+	if err := be.execPublishes(context.Background(), reqs); err != nil || reqs[0].err != nil {
+		t.Fatalf("a round with a member out of time: %v, first member %v; want it stored", err, reqs[0].err)
 	}
-	if d := depth(t, be, "pd"); d != (core.Depth{}) {
-		t.Fatalf("depth = %+v, want nothing stored", d)
+	if err := be.call.Explain("publish", reqs[1].err); !errors.Is(err, core.ErrBackendUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the member out of time: %v; want the timeout, an outage as for a lone publish", err)
+	}
+	if d := depth(t, be, "pd"); d != (core.Depth{Ready: 1}) {
+		t.Fatalf("depth = %+v, want only p1 stored", d)
+	}
+	// A member giving up while the statement runs cuts it short: every member gets its reason.
+	tx, err := w.admin.Begin(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	if _, err := tx.Exec(ctxT(t), fmt.Sprintf(`LOCK TABLE %s.txmq_jobs IN EXCLUSIVE MODE`, pgx.Identifier{w.schema}.Sanitize())); err != nil {
+		t.Fatal(err)
+	}
+	soon, stop2 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer stop2()
+	reqs = []*pubReq{
+		{b: core.OutgoingBatch{ID: "p3", Queue: "pd", Messages: 1}, body: []byte("{}"), ctx: context.Background()},
+		{b: core.OutgoingBatch{ID: "p4", Queue: "pd", Messages: 1}, body: []byte("{}"), ctx: soon},
+	}
+	err = be.call.Explain("publish", be.execPublishes(context.Background(), reqs)) // waits on the lock
+	if !errors.Is(err, core.ErrBackendUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a round cut short by a member's deadline: %v; want the timeout, an outage as for a lone publish", err)
+	}
+	_ = tx.Rollback(context.Background())
+	if d := depth(t, be, "pd"); d != (core.Depth{Ready: 1}) {
+		t.Fatalf("depth = %+v, want only p1 stored", d)
 	}
 }
