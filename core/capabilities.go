@@ -18,6 +18,7 @@ package core
 //	InProcessFetcher   NewNode, once: the fetch loop yields before each turn (inprocess.go)
 //	ClusterLimiter     NewNode, once; a queue with a cluster-wide limit is refused without it
 //	                   (clusterlimit.go)
+//	PublishGrouper     NewNode, once: how many batches a flush writes at a time
 //
 // An adapter may also implement a store contract of stores.go: a node whose
 // NodeOptions.Limiter is nil uses a backend that is a Limiter.
@@ -36,6 +37,20 @@ import (
 type PollWaitHinter interface {
 	// PollWaitHint returns the Fetch wait the adapter recommends.
 	PollWaitHint() time.Duration
+}
+
+// PublishGrouper is implemented by adapters that store concurrent Publish calls of plain
+// batches together (one statement for many, as the SQL jobs adapter does); plain means no
+// Key, no Unique and no DedupWindow, and a body of at most maxBody bytes. A node's flush then
+// writes up to size plain batches at a time, rather than its default of 8, so that the
+// backend finds company to group; every other batch is still written by at most 8 writers,
+// since each of those writes may hold a connection of its own. Called by txmq.NewNode, once,
+// on the Backend it is given (wrappers are not looked through: a wrapper that groups says so
+// itself).
+type PublishGrouper interface {
+	// PublishGroup returns the most concurrent plain publishes the backend stores together
+	// (8 or less changes nothing) and the largest body it groups.
+	PublishGroup() (size, maxBody int)
 }
 
 // SizeLimiter is implemented by adapters whose backend cannot store an encoded batch over a

@@ -38,6 +38,8 @@ type Backend struct {
 	wake    *pollwake.Waker
 	deletes *groupcommit.Group[*groupReq] // Acks and Drops
 	extends *groupcommit.Group[*groupReq] // Extends
+	// publishes groups plain publishes (publishgroup.go).
+	publishes *groupcommit.Group[*pubReq]
 
 	exclMu    sync.Mutex
 	exclReady map[string]bool // Exclusive queues whose lock row this Backend made sure of
@@ -92,6 +94,7 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
 	be.extends = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execExtends))
+	be.publishes = groupcommit.NewEager(o.SettleWindow, o.SettleBatch, be.execPublishes)
 	be.call = &sqlcall.Runner{Name: "mysql", Timeout: o.QueryTimeout, Retryable: retryable, Tries: deadlockTries, Classify: classify, Unavailable: Unavailable, Closed: &be.closed}
 	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
@@ -100,14 +103,20 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	return be, nil
 }
 
-// sqlPublish stores one batch, due its delay ($4 µs) after the database's now.
+// sqlPublish stores one batch, due its delay ($4 µs) after the database's now; a grouped
+// publish (publishgroup.go) repeats its row, sqlPublishRow, once per batch.
 const sqlPublish = `
 INSERT INTO {{s}}txmq_jobs (queue, batch_id, body, run_at, messages, created_at, priority, lead_us, fair_key)
-VALUES (?, ?, ?, {{now}} + ?, ?, {{now}}, ?, ?, ?)`
+VALUES ` + sqlPublishRow
+
+// sqlPublishRow is one batch's row of sqlPublish.
+const sqlPublishRow = `(?, ?, ?, {{now}} + ?, ?, {{now}}, ?, ?, ?)`
 
 // Publish stores the batch, claimable once its delay (b.DelayFrom) has passed on the
 // database's clock (its now plus the delay: the app's clock is never compared with the
-// database's), and wakes this Backend's fetches waiting for its queue.
+// database's), and wakes this Backend's fetches waiting for its queue. Concurrent plain
+// publishes (no DedupWindow, Unique or ordering Key) share one statement (see
+// Options.SettleWindow); each returns its own batch's outcome.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	op := fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue)
 	if err := be.usable(op); err != nil {
@@ -128,6 +137,13 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if body == nil {
 		body = []byte{}
 	}
+	if b.Unique.Mode == 0 && b.DedupWindow <= 0 && b.Key == "" {
+		err := be.publishPlain(ctx, op, b, body, delayUs) // grouped with concurrent ones
+		if err == nil {
+			be.wake.Signal(b.Queue)
+		}
+		return err
+	}
 	var dup *core.DuplicateError
 	var held *core.UniqueError
 	err := be.run(ctx, op, func(ctx context.Context) error {
@@ -145,11 +161,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 				return nil
 			}
 			return err
-		case b.Key != "":
+		default:
 			return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error { return be.publishKeyed(ctx, tx, b, body, delayUs) })
 		}
-		_, err := be.db.ExecContext(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, prio(b), micros(b.Lead), b.FairKey)
-		return err
 	})
 	if err == nil && dup != nil {
 		return dup

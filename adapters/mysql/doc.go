@@ -76,7 +76,9 @@
 // core.ErrLeaseLost. Settling the same claim again is a no-op. Retry with a body rewrites it
 // and restarts Deliveries at 0; with a nil body it is a retry in place. Concurrent Acks and
 // Drops share one transaction, and so do concurrent Extends (package core/groupcommit); each
-// call returns its own claim's outcome.
+// call returns its own claim's outcome. Concurrent plain publishes (no DedupWindow, Unique or
+// ordering Key; small bodies) share one multi-row INSERT, each returning its own batch's
+// outcome; a lone one goes at once (see Options.SettleWindow).
 //
 // Durability: every statement commits as the server is configured
 // (innodb_flush_log_at_trx_commit); MySQL has no per-transaction synchronous_commit, so

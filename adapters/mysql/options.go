@@ -21,10 +21,11 @@ const (
 	DefaultReapInterval = time.Hour
 	// DefaultReapBatch is how many batches one reaper transaction takes.
 	DefaultReapBatch = 100
-	// DefaultSettleWindow is how long a settle waits for others to share its transaction
-	// while one is already running.
+	// DefaultSettleWindow is how long a settle (or a plain publish) waits for others to share
+	// its transaction while one is already running.
 	DefaultSettleWindow = time.Millisecond
-	// DefaultSettleBatch is how many settles one transaction takes at most.
+	// DefaultSettleBatch is how many settles (or plain publishes) one transaction takes at
+	// most.
 	DefaultSettleBatch = 100
 	// DefaultPollInterval is how often a waiting Fetch claims again when no publish of this
 	// Backend woke it: MySQL has no NOTIFY, so batches published by other processes are found
@@ -53,15 +54,18 @@ type Options struct {
 	// therefore fails a call within about QueryTimeout. Default 10 s.
 	QueryTimeout time.Duration
 
-	// SettleWindow groups concurrent Acks and Drops (and, separately, Extends) into one
-	// transaction: when one of the kind is already running, a new one waits up to
-	// SettleWindow, or until SettleBatch claims are pending, for others to join it; when none
-	// is running it goes at once. Each call still returns only its own claim's outcome.
-	// Default 1 ms; a negative value runs one per call.
+	// SettleWindow groups concurrent Acks and Drops (and, separately, Extends, and plain
+	// Publishes) into one transaction: when one of the kind is already running, a new one
+	// waits up to SettleWindow, or until SettleBatch calls are pending, for others to join it;
+	// when none is running it goes at once. A Publish waits no longer than the statement it
+	// found running, and only a plain one is grouped: no DedupWindow, Unique or ordering Key,
+	// and a body of at most 64 KiB (less when max_allowed_packet could not carry SettleBatch
+	// of them twice over). Each call still returns only its own outcome. Default 1 ms; a
+	// negative value runs one per call.
 	SettleWindow time.Duration
 
-	// SettleBatch is the most claims one grouped transaction settles. Default 100; 1 turns
-	// grouping off.
+	// SettleBatch is the most calls one grouped transaction takes (claims settled or
+	// extended, batches published). Default 100; 1 turns grouping off.
 	SettleBatch int
 
 	// PollInterval is how often a waiting Fetch claims again. A publish or retry through this

@@ -4,6 +4,7 @@ package mysql
 // one, is filled per call with its placeholders).
 type statements struct {
 	publish, publishKeyed, depths, heartbeat                       string
+	publishRow                                                     string
 	pickQueue, lease, nextDueQueue                                 string
 	pickLevel                                                      string
 	exclusiveRow, exclusiveTake, exclusiveRelease, exclusiveExtend string
@@ -23,7 +24,7 @@ type statements struct {
 func renderAll(schema string) statements {
 	r := func(s string) string { return render(schema, s) }
 	return statements{
-		publish: r(sqlPublish), publishKeyed: r(sqlPublishKeyed), depths: r(sqlDepths), heartbeat: r(sqlHeartbeat),
+		publish: r(sqlPublish), publishRow: r(sqlPublishRow), publishKeyed: r(sqlPublishKeyed), depths: r(sqlDepths), heartbeat: r(sqlHeartbeat),
 		pickQueue: r(sqlPickQueue), lease: r(sqlLease), nextDueQueue: r(sqlNextDueQueue), pickLevel: r(sqlPickLevel),
 		exclusiveRow: r(sqlExclusiveRow), exclusiveTake: r(sqlExclusiveTake),
 		exclusiveRelease: r(sqlExclusiveRelease), exclusiveExtend: r(sqlExclusiveExtend),

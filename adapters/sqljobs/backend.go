@@ -45,6 +45,7 @@ type Backend struct {
 	extends *group // Extends
 	// keyedDeletes groups the Acks and Drops of ordered queues' batches (sqlAckKeyed).
 	keyedDeletes *group
+	publishes    *publishGroup // plain publishes
 
 	hb reaper.Heartbeats // the queue heartbeats this Backend wrote
 
@@ -95,6 +96,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 	be.deletes = newGroup(be, be.execDeletes)
 	be.keyedDeletes = newGroup(be, be.execKeyedDeletes)
 	be.extends = newGroup(be, be.execExtends)
+	be.publishes = newPublishGroup(be)
 	be.call = &sqlcall.Runner{Name: "sqljobs", Timeout: o.QueryTimeout, Retryable: retryable, Classify: classify, Unavailable: Unavailable, Closed: &be.closed}
 	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
@@ -105,7 +107,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts *Options) (*Backend, erro
 
 // Publish stores the batch, claimable once its delay (b.DelayFrom) has passed on the
 // database's clock (its now plus the delay: the app's clock is never compared with the
-// database's), and wakes nodes waiting for its queue.
+// database's), and wakes nodes waiting for its queue. Concurrent plain publishes (no
+// DedupWindow, Unique or ordering Key) share one statement (see Options.SettleWindow); each
+// returns its own batch's outcome.
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	op := fmt.Sprintf("publish batch %s to queue %q", b.ID, b.Queue)
 	if err := be.usable(op); err != nil {
@@ -122,6 +126,9 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	body := b.Body
 	if body == nil {
 		body = []byte{}
+	}
+	if b.DedupWindow <= 0 && b.Unique.Mode == 0 && b.Key == "" {
+		return be.publishPlain(ctx, op, b, body, delayUs) // grouped with concurrent ones
 	}
 	var dup *core.DuplicateError
 	var held *core.UniqueError
@@ -140,11 +147,7 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 			}
 			return err
 		}
-		if b.Key != "" {
-			return be.publishKeyed(ctx, b, body, delayUs)
-		}
-		_, err := be.pool.Exec(ctx, be.sql.publish, b.Queue, b.ID, body, delayUs, b.Messages, be.channel, prio(b), micros(b.Lead), b.FairKey)
-		return err
+		return be.publishKeyed(ctx, b, body, delayUs)
 	})
 	if err == nil && dup != nil {
 		return dup

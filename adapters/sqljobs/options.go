@@ -22,10 +22,10 @@ const (
 	DefaultReapInterval = time.Hour
 	// DefaultReapBatch is how many batches one reaper transaction takes.
 	DefaultReapBatch = 100
-	// DefaultSettleWindow is how long a settle waits for others to share its statement while
-	// one is already running.
+	// DefaultSettleWindow is how long a settle (or a plain publish) waits for others to share
+	// its statement while one is already running.
 	DefaultSettleWindow = time.Millisecond
-	// DefaultSettleBatch is how many settles one statement takes at most.
+	// DefaultSettleBatch is how many settles (or plain publishes) one statement takes at most.
 	DefaultSettleBatch = 100
 	// DefaultPollInterval is how often a waiting Fetch claims again when the Backend has no
 	// LISTEN connection (Options.PgBouncer without Options.ListenURL).
@@ -49,15 +49,17 @@ type Options struct {
 	// within about QueryTimeout (sooner when the connection is refused). Default 10 s.
 	QueryTimeout time.Duration
 
-	// SettleWindow groups concurrent Acks and Drops (and, separately, Extends) into one
-	// statement: when a statement of the kind is already running, a new one waits up to
-	// SettleWindow, or until SettleBatch claims are pending, for others to join it; when none
-	// is running it goes at once. Each call still returns only its own claim's outcome.
+	// SettleWindow groups concurrent Acks and Drops (and, separately, Extends, and plain
+	// Publishes) into one statement: when a statement of the kind is already running, a new
+	// one waits up to SettleWindow, or until SettleBatch calls are pending, for others to join
+	// it; when none is running it goes at once. A Publish waits no longer than the statement
+	// it found running, and only a plain one is grouped: no DedupWindow, Unique or ordering
+	// Key, and a body of at most 64 KiB. Each call still returns only its own outcome.
 	// Default 1 ms; a negative value runs one statement per call.
 	SettleWindow time.Duration
 
-	// SettleBatch is the most claims one grouped statement settles. Default 100; 1 turns
-	// grouping off.
+	// SettleBatch is the most calls one grouped statement takes (claims settled or extended,
+	// batches published). Default 100; 1 turns grouping off.
 	SettleBatch int
 
 	// DurableSettles makes claims, Acks, Drops and Extends wait for their commit to be flushed

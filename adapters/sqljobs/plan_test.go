@@ -20,7 +20,8 @@ type planCase struct {
 }
 
 // planCases lists every statement that touches the jobs table (publish is a plain INSERT and
-// the heartbeat touches the queues table only; the keyed publish reads the table first).
+// the heartbeat touches the queues table only; the keyed publish reads the table first; the
+// grouped publish inserts from its arrays and must read nothing of the table).
 var planCases = []planCase{
 	{"claim_capped", func(s statements) string { return s.claim },
 		`'{q1,q2}'::text[], '{1,5}'::int[], '{f,f}'::bool[], 100, 'node', 30000000, 'off'`},
@@ -61,6 +62,8 @@ var planCases = []planCase{
 	{"reap_pick", func(s statements) string { return s.reapPick }, `'q1', 3600000000, 100`},
 	{"reap_delete", func(s statements) string { return s.reapDelete }, `'{1,2,3}'::bigint[]`},
 	{"reap_count", func(s statements) string { return s.reapCount }, `'q1', 3600000000`},
+	{"publish_many", func(s statements) string { return s.publishMany },
+		`'{q1,q2,q1}'::text[], '{b1,b2,b3}'::text[], '{"\\x7b7d","\\x7b7d","\\x7b7d"}'::bytea[], '{0,1000000,0}'::bigint[], '{1,1,2}'::int[], '{0,3,0}'::smallint[], '{0,3000000,0}'::bigint[], '{"",t1,""}'::text[], 'chan'`},
 	{"publish_keyed", func(s statements) string { return s.publishKeyed },
 		`'q1', 'b', '\x7b7d'::bytea, 0, 1, 'chan', 'k7', 0, 0, ''`},
 	{"publish_keyed_delayed", func(s statements) string { return s.publishKeyed },

@@ -8,18 +8,19 @@ import (
 
 // statements holds the SQL of one schema, rendered once by New.
 type statements struct {
-	publish, claim, extend, ack, retry, depths, heartbeat string
-	claimPrio, claimFair, claimFairPrio                   string
-	claimLimited, claimPrioLimited, claimFairLimited      string
-	claimFairPrioLimited                                  string
-	reapQueues, reapPick, reapDelete, reapCount           string
-	publishKeyed, ackKeyed, holdsKey                      string
-	inspectQueues, inspectPage, inspectFind               string
-	replaceBody, removeUnclaimed, expedite                string
-	holdIDs, pruneIDs                                     string
-	uniqueTake, uniqueHolder, uniqueMove, uniqueReplace   string
-	pruneUnique                                           string
-	heartbeatQueues                                       string
+	publish, publishMany, claim, extend, ack, retry, depths string
+	heartbeat                                               string
+	claimPrio, claimFair, claimFairPrio                     string
+	claimLimited, claimPrioLimited, claimFairLimited        string
+	claimFairPrioLimited                                    string
+	reapQueues, reapPick, reapDelete, reapCount             string
+	publishKeyed, ackKeyed, holdsKey                        string
+	inspectQueues, inspectPage, inspectFind                 string
+	replaceBody, removeUnclaimed, expedite                  string
+	holdIDs, pruneIDs                                       string
+	uniqueTake, uniqueHolder, uniqueMove, uniqueReplace     string
+	pruneUnique                                             string
+	heartbeatQueues                                         string
 }
 
 // render substitutes the quoted schema into every statement. {{s}} is the quoted schema;
@@ -28,10 +29,11 @@ func render(schema string) statements {
 	q := pgx.Identifier{schema}.Sanitize()
 	r := strings.NewReplacer("{{s}}", q, "{{seq}}", "'"+q+".txmq_jobs_lease_seq'", "{{idseq}}", "'"+q+".txmq_jobs_id_seq'")
 	return statements{
-		publish:   r.Replace(sqlPublish),
-		claim:     r.Replace(sqlClaim),
-		claimPrio: r.Replace(sqlClaimPrio),
-		claimFair: r.Replace(sqlClaimFair),
+		publish:     r.Replace(sqlPublish),
+		publishMany: r.Replace(sqlPublishMany),
+		claim:       r.Replace(sqlClaim),
+		claimPrio:   r.Replace(sqlClaimPrio),
+		claimFair:   r.Replace(sqlClaimFair),
 
 		claimFairPrio:        r.Replace(sqlClaimFairPrio),
 		claimFairPrioLimited: r.Replace(sqlClaimFairPrioLimited),
@@ -88,6 +90,24 @@ WITH i AS (
 	RETURNING queue
 )
 SELECT pg_notify($6, queue) FROM i`
+
+// sqlPublishMany is sqlPublish for a round of plain publishes (see publishGroup): one row per
+// batch from the aligned arrays, each scheduled as sqlPublish schedules its one, and one
+// NOTIFY per distinct queue rather than per row. Rows go in in the arrays' order (their ids
+// too), and share the transaction's now(). $1 queues, $2 batch ids, $3 bodies, $4 delays in
+// microseconds, $5 messages, $6 priorities, $7 leads in microseconds, $8 fairness keys,
+// $9 channel.
+const sqlPublishMany = `
+WITH i AS (
+	INSERT INTO {{s}}.txmq_jobs (queue, batch_id, body, run_at, messages, priority, lead_us, fair_key)
+	SELECT r.q, r.b, r.body, CASE WHEN r.delay > 0 THEN clock_timestamp() + r.delay * interval '1 microsecond' ELSE now() END,
+		r.msgs, r.prio, r.lead, r.fk
+	FROM unnest($1::text[], $2::text[], $3::bytea[], $4::bigint[], $5::int[], $6::smallint[], $7::bigint[], $8::text[])
+		WITH ORDINALITY AS r(q, b, body, delay, msgs, prio, lead, fk, n)
+	ORDER BY r.n
+	RETURNING queue
+)
+SELECT pg_notify($9, q.queue) FROM (SELECT DISTINCT queue FROM i) q`
 
 // sqlClaim claims due batches for every requested queue in one statement:
 //

@@ -5,6 +5,8 @@
 // The first request of a round becomes its leader. When no statement of the group is running,
 // the leader runs its round at once (a lone request pays no wait); otherwise it gathers
 // requests for up to the window or until the batch size is pending, then runs them together.
+// An eager group (NewEager) also ends the gathering as soon as no statement of the group runs
+// any more, so a request waits at most for the statement it found running.
 // The statement runs detached from the callers' cancellation, since it settles other callers'
 // requests too; a caller whose ctx ends first returns ctx's error, and the statement's effect
 // on its request is still recorded wherever run records it.
@@ -22,9 +24,12 @@ type Group[R any] struct {
 	batch  int
 	run    func(ctx context.Context, reqs []R) error
 
+	eager bool // a leader stops gathering when no round runs (NewEager)
+
 	mu      sync.Mutex
-	cur     *round[R] // gathering, nil when none
-	running int       // rounds of this group in flight
+	cur     *round[R]     // gathering, nil when none
+	running int           // rounds of this group in flight
+	idle    chan struct{} // closed when running drops to 0; nil while none runs
 }
 
 // round is one statement's worth of requests.
@@ -41,6 +46,16 @@ type round[R any] struct {
 // one round takes (1 or less: every request runs alone).
 func New[R any](window time.Duration, batch int, run func(ctx context.Context, reqs []R) error) *Group[R] {
 	return &Group[R]{window: window, batch: batch, run: run}
+}
+
+// NewEager is New for a group whose requests come from a few concurrent callers (a handful of
+// writers each waiting for its own request): a leader that found a round running gathers only
+// until no round of the group runs any more (or the window passed, or the batch is pending),
+// so that a request never waits longer than the statement it found running, and the callers
+// released by that statement join the next round instead of meeting a window that waits for
+// callers who are not coming.
+func NewEager[R any](window time.Duration, batch int, run func(ctx context.Context, reqs []R) error) *Group[R] {
+	return &Group[R]{window: window, batch: batch, run: run, eager: true}
 }
 
 // Do runs req in a round and returns the round's error, or ctx's error when ctx ended first
@@ -63,7 +78,10 @@ func (g *Group[R]) Do(ctx context.Context, req R) error {
 		g.cur = nil // no one else joins
 		close(r.full)
 	}
-	busy := g.running > 0
+	busy, idle := g.running > 0, g.idle
+	if !g.eager {
+		idle = nil // never ready: only the window or a full batch ends the gathering
+	}
 	g.mu.Unlock()
 
 	if !leader {
@@ -79,6 +97,7 @@ func (g *Group[R]) Do(ctx context.Context, req R) error {
 		select {
 		case <-r.full:
 		case <-t.C:
+		case <-idle:
 		}
 		t.Stop()
 	}
@@ -86,11 +105,17 @@ func (g *Group[R]) Do(ctx context.Context, req R) error {
 	if g.cur == r {
 		g.cur = nil
 	}
+	if g.eager && g.running == 0 {
+		g.idle = make(chan struct{})
+	}
 	g.running++
 	g.mu.Unlock()
 	r.err = g.run(context.WithoutCancel(ctx), r.reqs)
 	g.mu.Lock()
-	g.running--
+	if g.running--; g.running == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
 	g.mu.Unlock()
 	close(r.done)
 	return r.err

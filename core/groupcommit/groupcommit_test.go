@@ -98,3 +98,50 @@ func TestUngrouped(t *testing.T) {
 		}
 	}
 }
+
+// TestEagerLeaderGoesWhenIdle: in an eager group, a leader that found a round running runs
+// its own as soon as that round ends, without waiting out the window; a plain group's leader
+// waits for the window (or a full batch) instead.
+func TestEagerLeaderGoesWhenIdle(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var sizes []int
+	g := NewEager(time.Hour, 100, func(_ context.Context, rs []*req) error {
+		mu.Lock()
+		sizes = append(sizes, len(rs))
+		n := len(sizes)
+		mu.Unlock()
+		if n == 1 {
+			started <- struct{}{}
+			<-release
+		}
+		return nil
+	})
+	first := make(chan error, 1)
+	go func() { first <- g.Do(context.Background(), &req{id: 0}) }()
+	<-started
+	second := make(chan error, 1)
+	go func() { second <- g.Do(context.Background(), &req{id: 1}) }()
+	// Wait until the second request gathers in its round behind the running one.
+	for {
+		g.mu.Lock()
+		gathering := g.cur != nil
+		g.mu.Unlock()
+		if gathering {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil { // an hour's window: only the idle group ends the wait
+		t.Fatal(err)
+	}
+	if len(sizes) != 2 || sizes[1] != 1 {
+		t.Fatalf("round sizes = %v; want [1 1]", sizes)
+	}
+}

@@ -27,6 +27,11 @@ type publisher struct {
 	handed          handedKeys    // keys this node handed to the outbox (see followsOutbox)
 	flushStop       chan struct{} // closed when the buffer is sealed: the flusher ends
 	stopFlusher     func()
+	// writers is how many batches one flush writes at a time: flushConcurrency, or more on a
+	// backend that stores concurrent plain publishes together (core.PublishGrouper), the
+	// writers past flushConcurrency writing only such batches (groupable).
+	writers      int
+	groupMaxBody int // the largest body the backend groups
 }
 
 // init sets the publisher up for e; the first buffered message starts its flusher.
@@ -36,6 +41,11 @@ func (pb *publisher) init(e *Engine) {
 		e.loops.Add(1)
 		go pb.flushLoop()
 	})
+	pb.writers = flushConcurrency
+	if g, ok := e.backend.(core.PublishGrouper); ok {
+		size, maxBody := g.PublishGroup()
+		pb.writers, pb.groupMaxBody = min(max(size, flushConcurrency), maxFlushWriters), maxBody
+	}
 	pb.flushStop = make(chan struct{})
 	pb.stopFlusher = sync.OnceFunc(func() { close(pb.flushStop) })
 }
@@ -209,8 +219,12 @@ func closeState(ctx context.Context) *closeFailed {
 	return cf
 }
 
-// flushConcurrency bounds parallel backend writes of one flush.
-const flushConcurrency = 8
+// flushConcurrency bounds parallel backend writes of one flush, unless the backend groups
+// concurrent publishes (core.PublishGrouper): then up to maxFlushWriters.
+const (
+	flushConcurrency = 8
+	maxFlushWriters  = 256
+)
 
 // flush encodes the given queue buffers into batches and stores them; a batch the backend
 // refuses goes to the outbox, and only if that fails too is it dropped, logged and counted.
@@ -256,29 +270,43 @@ func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer b
 		pb.store(ctx, all[0], false, nil)
 		return
 	}
-	lanes := orderLanes(all)
-	// flushConcurrency writers take the lanes in order; a goroutine per batch grew a fresh
-	// stack for each one (a tenth of the flush at one message per batch). A lane is one batch,
-	// or the batches of one ordered key, written one after the other in publish order: once
-	// one of them is handed to the outbox, the rest of the lane follows it there, so that the
-	// outbox publishes them after it.
+	lanes, plain := pb.splitLanes(all, orderLanes(all))
+	// Writers take the lanes in order; a goroutine per batch grew a fresh stack for each one
+	// (a tenth of the flush at one message per batch). A lane is one batch, or the batches of
+	// one ordered key, written one after the other in publish order: once one of them is
+	// handed to the outbox, the rest of the lane follows it there, so that the outbox
+	// publishes them after it. flushConcurrency writers take every lane, the others (on a
+	// backend that groups publishes) only the plain batches' (see splitLanes).
 	// The writes' call contexts in one allocation, not one per batch (at one message per batch
 	// a batch per message); each batch's write has its own element.
 	calls := make([]callCtx, len(all))
-	var next atomic.Int64
+	var next, nextPlain atomic.Int64
 	var wg sync.WaitGroup
-	for range min(flushConcurrency, len(lanes)) {
+	for w := range min(pb.writers, len(lanes)+len(plain)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(lanes)); i = next.Add(1) - 1 {
+			for {
+				var lane []int
+				if w < flushConcurrency {
+					if i := next.Add(1) - 1; i < int64(len(lanes)) {
+						lane = lanes[i]
+					}
+				}
+				if lane == nil {
+					i := nextPlain.Add(1) - 1
+					if i >= int64(len(plain)) {
+						return
+					}
+					lane = plain[i]
+				}
 				var f *flight
-				if b := all[lanes[i][0]]; b.Key != "" {
+				if b := all[lane[0]]; b.Key != "" {
 					f = fl[[2]string{b.Queue, b.Key}]
 					pb.waitFlight(ctx, f)
 				}
 				handedOff := false
-				for _, j := range lanes[i] {
+				for _, j := range lane {
 					handedOff = pb.store(ctx, all[j], handedOff, &calls[j]) == storedHandedOff
 					all[j] = core.OutgoingBatch{} // its body may be large: let it go once stored
 				}
@@ -287,6 +315,26 @@ func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer b
 		}()
 	}
 	wg.Wait()
+}
+
+// splitLanes returns the lanes that only the first flushConcurrency writers take, and the
+// lanes of plain batches, which every writer takes: all of them in the first list, unless the
+// backend groups concurrent plain publishes (core.PublishGrouper), when the lanes of one
+// batch without Key, Unique or DedupWindow whose body it groups form the second list.
+func (pb *publisher) splitLanes(all []core.OutgoingBatch, lanes [][]int) (other, plain [][]int) {
+	if pb.writers <= flushConcurrency {
+		return lanes, nil
+	}
+	other = lanes[:0:0]
+	for _, l := range lanes {
+		b := &all[l[0]]
+		if len(l) == 1 && b.Key == "" && b.Unique.Mode == 0 && b.DedupWindow <= 0 && len(b.Body) <= pb.groupMaxBody {
+			plain = append(plain, l)
+		} else {
+			other = append(other, l)
+		}
+	}
+	return other, plain
 }
 
 // keyFlights returns the flights of the ordered keys of qbs, by {queue, key}.
