@@ -1,10 +1,12 @@
 package outboxtest
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -22,6 +24,9 @@ const (
 	crashEnv    = "TXMQ_APPDB_CRASH_DB"
 	crashBizEnv = "TXMQ_APPDB_CRASH_BIZ"
 )
+
+// crashReady is the line a publisher writes on its stdout after its first commit.
+const crashReady = "txmq-appdb-crash: committed"
 
 // crashApp opens the app of the crash test: the adapter's SQL jobs and the outbox in the
 // database named name.
@@ -56,14 +61,8 @@ func CrashWindow(t *testing.T, target *Target) {
 	}
 	_ = app.Close(ctx)
 	for round := range 4 {
-		cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnv+"="+dbase.Name, crashBizEnv+"="+biz, "TXMQ_APPDB_CRASH_BASE="+strconv.Itoa(round*100000))
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(time.Duration(300+rand.IntN(700)) * time.Millisecond) // the crash moment, at random
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		crashRound(t, exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.count=1"),
+			crashEnv+"="+dbase.Name, crashBizEnv+"="+biz, "TXMQ_APPDB_CRASH_BASE="+strconv.Itoa(round*100000))
 	}
 	committed := map[int]bool{}
 	rows, err := db.Query("SELECT id FROM " + biz)
@@ -130,6 +129,49 @@ func CrashWindow(t *testing.T, target *Target) {
 	t.Logf("%d transactions committed before the kills, all delivered", len(committed))
 }
 
+// crashRound runs one publisher (cmd, with env added) and kills it at a random moment
+// within 700 ms of its first committed transaction, which it reports on its stdout: a
+// publisher slow to start on a loaded machine is waited for, not killed before it wrote
+// anything.
+func crashRound(t *testing.T, cmd *exec.Cmd, env ...string) {
+	t.Helper()
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ready, read := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == crashReady {
+				close(ready)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	var failed string
+	select {
+	case <-ready:
+		time.Sleep(time.Duration(rand.IntN(700)) * time.Millisecond) // the crash moment, at random
+	case <-read:
+		failed = "the publisher exited before it committed a transaction"
+	case <-time.After(time.Minute):
+		failed = "the publisher committed no transaction within a minute"
+	}
+	_ = cmd.Process.Kill()
+	<-read
+	_ = cmd.Wait()
+	if failed != "" {
+		t.Fatal(failed)
+	}
+}
+
 // crashChild publishes in transactions as fast as it can until it is killed: each commits a
 // business row and a message with its id, and one in five fails after publishing (rolled back).
 func crashChild(t *testing.T, target *Target, name string) {
@@ -143,6 +185,7 @@ func crashChild(t *testing.T, target *Target, name string) {
 	}
 	insert := "INSERT INTO " + os.Getenv(crashBizEnv) + " VALUES (?)"
 	boom := errors.New("rolled back on purpose")
+	committed := false
 	for i := base; ; i++ {
 		err := app.Store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, insert, i); err != nil {
@@ -158,6 +201,10 @@ func crashChild(t *testing.T, target *Target, name string) {
 		})
 		if err != nil && !errors.Is(err, boom) {
 			t.Fatal(err)
+		}
+		if err == nil && !committed {
+			committed = true
+			fmt.Println(crashReady) // the parent's cue: the kill may come from now on
 		}
 	}
 }
