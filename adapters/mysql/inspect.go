@@ -5,10 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
-	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/sqlinspect"
 )
 
 var (
@@ -77,49 +76,19 @@ func (be *Backend) InspectBatches(ctx context.Context, queues []string, fn func(
 
 // inspectQueue calls fn for each row of queue q, page by page; false means fn asked to stop.
 func (be *Backend) inspectQueue(ctx context.Context, q string, fn func(core.StoredBatch) bool) (bool, error) {
-	afterAt, afterID := int64(math.MinInt64), int64(0)
-	for {
-		var page []core.StoredBatch
+	return sqlinspect.Walk(q, inspectPage, func(afterAt, afterID int64) ([]sqlinspect.Row, error) {
+		var page []sqlinspect.Row
 		err := be.run(ctx, fmt.Sprintf("inspect batches of queue %q", q), func(ctx context.Context) error {
 			page = page[:0]
-			var (
-				id, runAt, now int64
-				b              core.StoredBatch
-				dueAt          sql.NullInt64
-				leased         bool
-			)
+			var r sqlinspect.Row
 			rows, err := be.db.QueryContext(ctx, be.sql.inspectPage, q, afterAt, afterAt, afterID, inspectPage)
-			return eachRow(rows, err, []any{&id, &b.ID, &b.Body, &b.Deliveries, &runAt, &dueAt, &leased, &now}, func() error {
-				s := core.StoredBatch{Queue: q, ID: b.ID, Body: append([]byte(nil), b.Body...), Deliveries: b.Deliveries, State: core.BatchReady}
-				held := runAt == heldAt
-				switch {
-				case leased && !held && runAt > now:
-					s.State = core.BatchInFlight
-				case held || runAt > now:
-					s.State = core.BatchDelayed
-					if dueAt.Valid {
-						s.Due = time.UnixMicro(dueAt.Int64)
-					} else if !held {
-						s.Due = time.UnixMicro(runAt)
-					}
-				}
-				page = append(page, s)
-				afterAt, afterID = runAt, id
+			return eachRow(rows, err, []any{&r.ID, &r.Batch.ID, &r.Batch.Body, &r.Batch.Deliveries, &r.RunAt, &r.DueAt, &r.Leased, &r.Now}, func() error {
+				page = append(page, r)
 				return nil
 			})
 		})
-		if err != nil {
-			return false, err
-		}
-		for _, s := range page {
-			if !fn(s) {
-				return false, nil
-			}
-		}
-		if len(page) < inspectPage {
-			return true, nil
-		}
-	}
+		return page, err
+	}, fn)
 }
 
 // errRunning ends ReplaceBatch's transaction when the batch is claimed under a live lease.

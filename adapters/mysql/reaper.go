@@ -114,47 +114,32 @@ func (s reapStore) Page(ctx context.Context, queue string, give func(*core.DeadL
 	err = be.run(ctx, fmt.Sprintf("reaper: dead-lettering queue %q", queue), func(ctx context.Context) error {
 		picked, given, wake = 0, 0, false
 		return inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error {
-			type row struct {
-				id   int64
-				dl   *core.DeadLetter
-				key  sql.NullString
-				held bool
-			}
 			var (
-				page                 []row
-				r                    row
+				page                 []reaper.Picked
+				id                   int64
+				key                  sql.NullString
+				held                 bool
 				batchID              string
 				body                 []byte
 				deliveries, messages int
 			)
 			rows, err := tx.QueryContext(ctx, be.sql.reapPick, queue, micros(be.o.AbandonedAfter), be.o.ReapBatch)
-			err = eachRow(rows, err, []any{&r.id, &batchID, &body, &deliveries, &messages, &r.key, &r.held}, func() error {
-				c := r
-				c.dl = be.reaper.DeadLetter(queue, batchID, append([]byte(nil), body...), deliveries, messages)
-				page = append(page, c)
+			err = eachRow(rows, err, []any{&id, &batchID, &body, &deliveries, &messages, &key, &held}, func() error {
+				dl := be.reaper.DeadLetter(queue, batchID, append([]byte(nil), body...), deliveries, messages)
+				page = append(page, reaper.Picked{ID: id, DeadLetter: dl, Key: key.String, Keyed: key.Valid, Held: held})
 				return nil
 			})
 			if err != nil {
 				return err
 			}
 			picked = len(page)
-			for _, r := range page {
-				if give(r.dl) != nil {
-					break
-				}
-				if _, err := tx.ExecContext(ctx, be.sql.removeRow, r.id); err != nil {
-					return err
-				}
-				if r.key.Valid && !r.held {
-					promoted, err := be.promoteNext(ctx, tx, queue, r.key.String, r.id)
-					if err != nil {
-						return err
-					}
-					wake = wake || promoted
-				}
-				given++
-			}
-			return nil
+			given, wake, err = reaper.Give(page, give, func(id int64) error {
+				_, err := tx.ExecContext(ctx, be.sql.removeRow, id)
+				return err
+			}, func(key string, id int64) (bool, error) {
+				return be.promoteNext(ctx, tx, queue, key, id)
+			})
+			return err
 		})
 	})
 	if err == nil && wake {

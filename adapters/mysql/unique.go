@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
-	"errors"
-	"fmt"
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/reaper"
@@ -51,13 +49,6 @@ DELETE FROM {{s}}txmq_jobs_unique
 WHERE expires_at <= {{now}} AND NOT EXISTS (SELECT 1 FROM {{s}}txmq_jobs j WHERE j.id = txmq_jobs_unique.job_id)
 ORDER BY expires_at LIMIT ?`
 
-// errUniqueHeld and errUniqueSelf roll back publishUnique's transaction: another batch holds
-// the key, or b itself does (stored already).
-var (
-	errUniqueHeld = errors.New("mysql: unique key held")
-	errUniqueSelf = errors.New("mysql: unique key held by the batch itself")
-)
-
 // publishUnique stores b, a unique batch, in one transaction with its key: it makes or locks
 // the key's row, judges the holder by b's mode, removes the unstarted batch a debounce
 // replaces, stores the batch and moves the key to it. A key held by another batch is a
@@ -65,7 +56,6 @@ var (
 func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body []byte, delayUs int64) error {
 	u := b.Unique
 	sum := sha256.Sum256(body)
-	var kept string
 	err := inTx(ctx, be.db, readCommitted, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, be.sql.uniqueTake, b.Queue, u.Key); err != nil {
 			return err
@@ -81,10 +71,9 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 		h := core.UniqueHolder{Batch: batchID, InWindow: inWindow, Live: live, Started: st}
 		switch h.Judge(u.Mode, b.ID) {
 		case core.UniqueSelf:
-			return errUniqueSelf
+			return &core.UniqueStop{Self: true}
 		case core.UniqueHeld:
-			kept = batchID
-			return errUniqueHeld
+			return &core.UniqueStop{Kept: batchID}
 		case core.UniqueReplace:
 			if _, err := tx.ExecContext(ctx, be.sql.uniqueReplace, jobID); err != nil {
 				return err
@@ -104,15 +93,7 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 		_, err := tx.ExecContext(ctx, be.sql.uniqueMove, b.ID, hex.EncodeToString(sum[:]), window, b.Queue, u.Key)
 		return err
 	})
-	switch {
-	case errors.Is(err, errUniqueSelf):
-		return nil
-	case errors.Is(err, errUniqueHeld):
-		return &core.UniqueError{Queue: b.Queue, Key: u.Key, Mode: u.Mode, Kept: kept}
-	case err != nil:
-		return fmt.Errorf("unique key %q (%v): %w", u.Key, u.Mode, err)
-	}
-	return nil
+	return core.UniqueOutcome(b.Queue, u, err)
 }
 
 // pruneUnique deletes the key rows no batch holds any more, in pages of ReapBatch.

@@ -3,13 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/backendtest"
 )
 
 // world is one test's database: a file of its own in t.TempDir(), migrated.
@@ -69,41 +68,12 @@ func (w *world) backendOn(db *sql.DB, opts *Options) *Backend {
 	return be
 }
 
-func publish(t testing.TB, be *Backend, queue, id string, delay time.Duration) {
-	t.Helper()
-	err := be.Publish(context.Background(), core.OutgoingBatch{ID: id, Queue: queue, Body: []byte("body-" + id), Delay: delay, Messages: 1})
-	if err != nil {
-		t.Fatalf("publish %s: %v", id, err)
-	}
-}
-
-func publishN(t testing.TB, be *Backend, queue string, n int) {
-	t.Helper()
-	for i := range n {
-		publish(t, be, queue, fmt.Sprintf("%s-%d", queue, i), 0)
-	}
-}
-
-// fetch claims with Wait 0 and the given lease (10 s when 0).
-func fetch(t testing.TB, be *Backend, lease time.Duration, slots ...core.QueueSlots) []*core.Claim {
-	t.Helper()
-	if lease == 0 {
-		lease = 10 * time.Second
-	}
-	cs, err := be.Fetch(context.Background(), core.FetchRequest{Node: "n1", Queues: slots, Lease: lease})
-	if err != nil {
-		t.Fatalf("fetch: %v", err)
-	}
-	return cs
-}
-
-func all(queue string) core.QueueSlots { return core.QueueSlots{Queue: queue, Free: core.Unlimited} }
-
-func depth(t testing.TB, be *Backend, queue string) core.Depth {
-	t.Helper()
-	d, err := be.Depths(context.Background(), []string{queue})
-	if err != nil {
-		t.Fatalf("depths: %v", err)
-	}
-	return d[queue].Counts()
-}
+// The helpers the SQL adapters' tests share (txmqtest/backendtest), under this package's
+// tests' names.
+var (
+	publish  = backendtest.Publish
+	publishN = backendtest.PublishN
+	fetch    = backendtest.Fetch
+	all      = backendtest.All
+	depth    = backendtest.Depth
+)

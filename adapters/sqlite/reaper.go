@@ -120,48 +120,33 @@ func (s reapStore) Page(ctx context.Context, queue string, give func(*core.DeadL
 	err = be.run(ctx, fmt.Sprintf("reaper: dead-lettering queue %q", queue), func(ctx context.Context) error {
 		picked, given, wake = 0, 0, false
 		return be.inTx(ctx, func(tx execer) error {
-			type row struct {
-				id   int64
-				dl   *core.DeadLetter
-				key  sql.NullString
-				held bool
-			}
 			var (
-				page                 []row
-				r                    row
+				page                 []reaper.Picked
+				id                   int64
+				key                  sql.NullString
+				held                 bool
 				batchID              string
 				body                 []byte
 				deliveries, messages int
 			)
 			now := time.Now().UnixMicro()
 			rows, err := tx.QueryContext(ctx, sqlReapPick, sql.Named("now", now), sql.Named("queue", queue), s.age(), sql.Named("limit", be.o.ReapBatch))
-			err = eachRow(rows, err, []any{&r.id, &batchID, &body, &deliveries, &messages, &r.key, &r.held}, func() error {
-				c := r
-				c.dl = be.reaper.DeadLetter(queue, batchID, append([]byte(nil), body...), deliveries, messages)
-				page = append(page, c)
+			err = eachRow(rows, err, []any{&id, &batchID, &body, &deliveries, &messages, &key, &held}, func() error {
+				dl := be.reaper.DeadLetter(queue, batchID, append([]byte(nil), body...), deliveries, messages)
+				page = append(page, reaper.Picked{ID: id, DeadLetter: dl, Key: key.String, Keyed: key.Valid, Held: held})
 				return nil
 			})
 			if err != nil {
 				return err
 			}
 			picked = len(page)
-			for _, r := range page {
-				if give(r.dl) != nil {
-					break
-				}
-				if _, err := tx.ExecContext(ctx, sqlRemoveRow, sql.Named("id", r.id)); err != nil {
-					return err
-				}
-				if r.key.Valid && !r.held {
-					promoted, err := promoteNext(ctx, tx, queue, r.key.String, r.id, now)
-					if err != nil {
-						return err
-					}
-					wake = wake || promoted
-				}
-				given++
-			}
-			return nil
+			given, wake, err = reaper.Give(page, give, func(id int64) error {
+				_, err := tx.ExecContext(ctx, sqlRemoveRow, sql.Named("id", id))
+				return err
+			}, func(key string, id int64) (bool, error) {
+				return promoteNext(ctx, tx, queue, key, id, now)
+			})
+			return err
 		})
 	})
 	if err == nil && wake {

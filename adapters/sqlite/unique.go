@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/reaper"
@@ -44,13 +43,6 @@ SELECT u.rowid FROM txmq_jobs_unique u INDEXED BY txmq_jobs_unique_expires_idx
 WHERE u.expires_at <= :now AND NOT EXISTS (SELECT 1 FROM txmq_jobs j WHERE j.id = u.job_id)
 ORDER BY u.expires_at LIMIT :limit)`
 
-// errUniqueHeld and errUniqueSelf roll back publishUnique's transaction: another batch holds
-// the key, or b itself does (stored already).
-var (
-	errUniqueHeld = errors.New("sqlite: unique key held")
-	errUniqueSelf = errors.New("sqlite: unique key held by the batch itself")
-)
-
 // publishUnique stores b, a unique batch, in one transaction with its key: it reads the key's
 // holder and judges it by b's mode, removes the unstarted batch a debounce replaces, stores the
 // batch and moves the key to it. A key held by another batch is a *core.UniqueError; one held
@@ -58,7 +50,6 @@ var (
 func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body []byte, delayUs int64) error {
 	u := b.Unique
 	sum := sha256.Sum256(body)
-	var kept string
 	err := be.inTx(ctx, func(tx execer) error {
 		now := nowArg()
 		var (
@@ -81,10 +72,9 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 			h := core.UniqueHolder{Batch: batchID, InWindow: inWindow, Live: live, Started: st}
 			switch h.Judge(u.Mode, b.ID) {
 			case core.UniqueSelf:
-				return errUniqueSelf
+				return &core.UniqueStop{Self: true}
 			case core.UniqueHeld:
-				kept = batchID
-				return errUniqueHeld
+				return &core.UniqueStop{Kept: batchID}
 			case core.UniqueReplace:
 				if _, err := tx.ExecContext(ctx, sqlUniqueReplace, sql.Named("id", jobID)); err != nil {
 					return err
@@ -106,15 +96,7 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 			sql.Named("sum", sum[:]), sql.Named("until", until))
 		return err
 	})
-	switch {
-	case errors.Is(err, errUniqueSelf):
-		return nil
-	case errors.Is(err, errUniqueHeld):
-		return &core.UniqueError{Queue: b.Queue, Key: u.Key, Mode: u.Mode, Kept: kept}
-	case err != nil:
-		return fmt.Errorf("unique key %q (%v): %w", u.Key, u.Mode, err)
-	}
-	return nil
+	return core.UniqueOutcome(b.Queue, u, err)
 }
 
 // pruneUnique deletes the key rows no batch holds any more, in pages of ReapBatch.

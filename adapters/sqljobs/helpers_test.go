@@ -2,7 +2,6 @@ package sqljobs
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/txmqtest"
+	"github.com/txmq/txmq/txmqtest/backendtest"
 	"github.com/txmq/txmq/txmqtest/testenv"
 )
 
@@ -92,39 +92,8 @@ func publish(t testing.TB, be *Backend, queue, id string, notBefore time.Time) {
 	}
 }
 
-func publishN(t testing.TB, be *Backend, queue string, n int) {
-	t.Helper()
-	for i := range n {
-		publish(t, be, queue, fmt.Sprintf("%s-%d", queue, i), time.Time{})
-	}
-}
-
-// fetch claims with Wait 0 and the given lease (10 s when 0).
-func fetch(t testing.TB, be *Backend, lease time.Duration, slots ...core.QueueSlots) []*core.Claim {
-	t.Helper()
-	if lease == 0 {
-		lease = 10 * time.Second
-	}
-	cs, err := be.Fetch(context.Background(), core.FetchRequest{Node: "n1", Queues: slots, Lease: lease})
-	if err != nil {
-		t.Fatalf("fetch: %v", err)
-	}
-	return cs
-}
-
-func all(queue string) core.QueueSlots { return core.QueueSlots{Queue: queue, Free: core.Unlimited} }
-
 func excl(queue string) core.QueueSlots {
 	return core.QueueSlots{Queue: queue, Free: 1, Exclusive: true}
-}
-
-func depth(t testing.TB, be *Backend, queue string) core.Depth {
-	t.Helper()
-	d, err := be.Depths(context.Background(), []string{queue})
-	if err != nil {
-		t.Fatalf("depths: %v", err)
-	}
-	return d[queue].Counts() // OldestReady is checked by the Depth tests
 }
 
 func ctxT(t testing.TB) context.Context {
@@ -152,3 +121,12 @@ func (c *countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx
 }
 
 func (c *countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// The helpers the SQL adapters' tests share (txmqtest/backendtest), under this package's
+// tests' names.
+var (
+	publishN = backendtest.PublishN
+	fetch    = backendtest.Fetch
+	all      = backendtest.All
+	depth    = backendtest.Depth
+)

@@ -3,7 +3,6 @@ package sqljobs
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,20 +55,12 @@ DELETE FROM {{s}}.txmq_jobs_unique WHERE ctid = ANY(ARRAY(
 	ORDER BY u.expires_at LIMIT $1
 ))`
 
-// errUniqueHeld rolls back publishUnique's transaction when another batch holds the key, and
-// errUniqueSelf when b itself does (stored already).
-var (
-	errUniqueHeld = errors.New("sqljobs: unique key held")
-	errUniqueSelf = errors.New("sqljobs: unique key held by the batch itself")
-)
-
 // publishUnique stores b, a unique batch, in one transaction with its key: it takes the key's
 // row (inserting it, or locking the one there and judging its holder by b's mode), stores the
 // batch (removing the unstarted one a debounce replaces) and moves the key to it. A key held
 // by another batch is a *core.UniqueError; one held by b itself (a retried publish) is nil.
 func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body []byte, delayUs int64) error {
 	u := b.Unique
-	var kept string
 	err := pgx.BeginFunc(ctx, be.pool, func(tx pgx.Tx) error {
 		q := be.on(tx)
 		var (
@@ -99,10 +90,9 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 			h := core.UniqueHolder{Batch: batchID, InWindow: inWindow, Live: live, Started: st}
 			switch h.Judge(u.Mode, b.ID) {
 			case core.UniqueSelf:
-				return errUniqueSelf
+				return &core.UniqueStop{Self: true}
 			case core.UniqueHeld:
-				kept = batchID
-				return errUniqueHeld
+				return &core.UniqueStop{Kept: batchID}
 			case core.UniqueReplace:
 				if err := execGuarded(ctx, q, be.sql.uniqueReplace, jobID); err != nil {
 					return err
@@ -127,15 +117,7 @@ func (be *Backend) publishUnique(ctx context.Context, b core.OutgoingBatch, body
 		}
 		return execGuarded(ctx, q, be.sql.uniqueMove, b.Queue, u.Key, b.ID, window, body)
 	})
-	switch {
-	case errors.Is(err, errUniqueSelf):
-		return nil
-	case errors.Is(err, errUniqueHeld):
-		return &core.UniqueError{Queue: b.Queue, Key: u.Key, Mode: u.Mode, Kept: kept}
-	case err != nil:
-		return fmt.Errorf("unique key %q (%v): %w", u.Key, u.Mode, err)
-	}
-	return nil
+	return core.UniqueOutcome(b.Queue, u, err)
 }
 
 // pruneUnique deletes the key rows no batch holds any more, in pages of ReapBatch.

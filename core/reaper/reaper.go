@@ -1,6 +1,7 @@
 // Package reaper is the abandoned-queue reaper the SQL jobs adapters share (sqljobs on
-// PostgreSQL, mysql on MySQL/MariaDB): what a run does, its logs and its counters, over the
-// few statements each adapter supplies (Store).
+// PostgreSQL, mysql on MySQL/MariaDB, sqlite): what a run does, its logs and its counters,
+// over the few statements each adapter supplies (Store). Give is what a page does with the
+// batches it picked, for the adapters whose Store.Page runs it row by row (mysql, sqlite).
 //
 // A queue is abandoned when it has batches and no node has fetched it within AbandonedAfter
 // (the adapters record a heartbeat per fetched queue). A run first prunes expired dedup ids,

@@ -1,6 +1,7 @@
-// Package sqlmigrate reads the embedded migration files of the SQL adapters (NNNN_name.sql)
-// and splits them into statements, for each adapter's own migration runner, which records
-// what it applied in its database.
+// Package sqlmigrate reads the embedded migration files of the SQL adapters (NNNN_name.sql),
+// splits them into statements, and applies those a migrations table does not record yet
+// (Apply), for each adapter's own migration runner, which creates that table and serialises
+// the processes migrating at once in its database's way.
 package sqlmigrate
 
 import (

@@ -14,6 +14,7 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/sqlcall"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/outbox/sqlread"
 )
 
 // The control tables (migration 0002): the queues' pause marks, the schedules' claimed ticks,
@@ -100,22 +101,9 @@ func (p pauseTable) Resume(ctx context.Context, queue string) error {
 func (p pauseTable) PausedQueues(ctx context.Context) ([]outbox.PausedQueue, error) {
 	var out []outbox.PausedQueue
 	err := p.d.call.Run(ctx, "reading paused queues", func(ctx context.Context) error {
-		out = out[:0]
-		rs, err := p.d.db.QueryContext(ctx, `SELECT queue, paused_at, paused_by FROM `+p.d.q+`txmq_paused`)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		for rs.Next() {
-			var q outbox.PausedQueue
-			var at int64
-			if err := rs.Scan(&q.Queue, &at, &q.PausedBy); err != nil {
-				return err
-			}
-			q.PausedAt = time.UnixMicro(at)
-			out = append(out, q)
-		}
-		return rs.Err()
+		var err error
+		out, err = sqlread.PausedQueues(ctx, p.d.db, p.d.q+"txmq_paused")
+		return err
 	})
 	return out, err
 }
@@ -175,17 +163,9 @@ func (t tickTx) Record(ctx context.Context, schedule, queue string, tick, next t
 func (t tickTable) LastTick(ctx context.Context, schedule string) (time.Time, error) {
 	var last time.Time
 	err := t.d.call.Run(ctx, "reading the last tick of schedule "+schedule, func(ctx context.Context) error {
-		var us int64
-		err := t.d.db.QueryRowContext(ctx, `SELECT last_tick FROM `+t.d.q+`txmq_schedules WHERE schedule = ?`, schedule).Scan(&us)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			last = time.Time{}
-			return nil
-		case err != nil:
-			return err
-		}
-		last = time.UnixMicro(us)
-		return nil
+		var err error
+		last, err = sqlread.LastTick(ctx, t.d.db, t.d.q+"txmq_schedules", schedule)
+		return err
 	})
 	return last, err
 }
@@ -194,20 +174,9 @@ func (t tickTable) LastTick(ctx context.Context, schedule string) (time.Time, er
 func (t tickTable) Recent(ctx context.Context, schedule string, n int) ([]time.Time, error) {
 	var out []time.Time
 	err := t.d.call.Run(ctx, "reading the recent ticks of schedule "+schedule, func(ctx context.Context) error {
-		out = out[:0]
-		rs, err := t.d.db.QueryContext(ctx, `SELECT tick FROM `+t.d.q+`txmq_schedule_ticks WHERE schedule = ? ORDER BY tick DESC LIMIT ?`, schedule, n)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		for rs.Next() {
-			var us int64
-			if err := rs.Scan(&us); err != nil {
-				return err
-			}
-			out = append(out, time.UnixMicro(us))
-		}
-		return rs.Err()
+		var err error
+		out, err = sqlread.RecentTicks(ctx, t.d.db, t.d.q+"txmq_schedule_ticks", schedule, n)
+		return err
 	})
 	return out, err
 }
@@ -216,26 +185,9 @@ func (t tickTable) Recent(ctx context.Context, schedule string, n int) ([]time.T
 func (t tickTable) Schedules(ctx context.Context) ([]outbox.ScheduleRow, error) {
 	var out []outbox.ScheduleRow
 	err := t.d.call.Run(ctx, "listing schedules", func(ctx context.Context) error {
-		out = out[:0]
-		rs, err := t.d.db.QueryContext(ctx, `SELECT schedule, queue, last_tick, next_tick FROM `+t.d.q+`txmq_schedules ORDER BY schedule`)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		for rs.Next() {
-			var r outbox.ScheduleRow
-			var last int64
-			var next sql.NullInt64
-			if err := rs.Scan(&r.Schedule, &r.Queue, &last, &next); err != nil {
-				return err
-			}
-			r.LastTick = time.UnixMicro(last)
-			if next.Valid {
-				r.NextTick = time.UnixMicro(next.Int64)
-			}
-			out = append(out, r)
-		}
-		return rs.Err()
+		var err error
+		out, err = sqlread.Schedules(ctx, t.d.db, t.d.q+"txmq_schedules")
+		return err
 	})
 	return out, err
 }
@@ -316,29 +268,14 @@ func (n nodeTable) List(ctx context.Context) ([]outbox.NodeRow, time.Time, error
 	var out []outbox.NodeRow
 	var now time.Time
 	err := n.d.call.Run(ctx, "reading node heartbeats", func(ctx context.Context) error {
-		out = out[:0]
 		var dbNow int64
 		if err := n.d.db.QueryRowContext(ctx, `SELECT `+sqlNow).Scan(&dbNow); err != nil {
 			return err
 		}
 		now = time.UnixMicro(dbNow)
-		rs, err := n.d.db.QueryContext(ctx, `SELECT node, queues, version, started_at, every_ms, last_seen, stopped
-			FROM `+n.d.q+`txmq_nodes ORDER BY last_seen DESC, node`)
-		if err != nil {
-			return err
-		}
-		defer rs.Close()
-		for rs.Next() {
-			var r outbox.NodeRow
-			var started, everyMS, seen int64
-			if err := rs.Scan(&r.Beat.Node, &r.QueuesJSON, &r.Beat.Version, &started, &everyMS, &seen, &r.Beat.Stopped); err != nil {
-				return err
-			}
-			r.Beat.StartedAt, r.Beat.LastSeen = time.UnixMicro(started), time.UnixMicro(seen)
-			r.Beat.Every = time.Duration(everyMS) * time.Millisecond
-			out = append(out, r)
-		}
-		return rs.Err()
+		var err error
+		out, err = sqlread.Nodes(ctx, n.d.db, n.d.q+"txmq_nodes")
+		return err
 	})
 	return out, now, err
 }

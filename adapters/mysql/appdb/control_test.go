@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,156 +12,17 @@ import (
 
 	gomysql "github.com/go-sql-driver/mysql"
 
-	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/adapters/mysql/appdb"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/outbox/outboxtest"
 )
 
-// peer opens another process's store on e's schema: a *sql.DB of its own, the same backend.
-func (e *env) peer(t *testing.T) *outbox.Store {
-	t.Helper()
-	d, err := appdb.NewDialect(openDB(t, mysqlURL(t)), e.schema)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := outbox.NewWithDialect(d, &outbox.Options{Backend: e.be, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close(context.Background()) })
-	return s
-}
-
-// TestControlTablesSet: a store on MySQL has Pauses, Ticks, Limits and Nodes (the dialect
-// keeps them), as one on PostgreSQL does.
-func TestControlTablesSet(t *testing.T) {
+// TestControl runs the control tables' suite (outboxtest.RunControl) on MySQL/MariaDB, each
+// process a *sql.DB of its own on the test's schema.
+func TestControl(t *testing.T) {
 	t.Parallel()
-	e := setup(t, nil)
-	if e.store.Pauses() == nil || e.store.Ticks() == nil || e.store.Limits() == nil || e.store.Nodes() == nil {
-		t.Fatalf("Pauses %v, Ticks %v, Limits %v, Nodes %v: want all set", e.store.Pauses(), e.store.Ticks(), e.store.Limits(), e.store.Nodes())
-	}
-}
-
-// TestPauses: a pause written by one process is read by another; pausing again keeps the
-// first mark; resuming removes it, and resuming a queue not paused does nothing.
-func TestPauses(t *testing.T) {
-	t.Parallel()
-	e := setup(t, nil)
-	other := e.peer(t)
-	ctx := context.Background()
-	var before int64
-	if err := e.db.QueryRow(`SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))`).Scan(&before); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.store.Pauses().Pause(ctx, "orders", "alice"); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Pauses().Pause(ctx, "orders", "bob"); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := other.Pauses().PausedQueues(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, ok := ps["orders"]
-	if len(ps) != 1 || !ok || p.PausedBy != "alice" || p.PausedAt.UnixMicro() < before {
-		t.Fatalf("PausedQueues = %+v, want orders paused by alice (the first mark) at or after %d", ps, before)
-	}
-	names, err := other.Pauses().Paused(ctx)
-	if err != nil || !slices.Equal(names, []string{"orders"}) {
-		t.Fatalf("Paused = %v, %v", names, err)
-	}
-	if err := other.Pauses().Resume(ctx, "orders"); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Pauses().Resume(ctx, "never-paused"); err != nil {
-		t.Fatal(err)
-	}
-	if names, err := e.store.Pauses().Paused(ctx); err != nil || len(names) != 0 {
-		t.Fatalf("Paused after Resume = %v, %v", names, err)
-	}
-}
-
-// TestTickClaimedOnceAcrossProcesses: four processes claim each of ten ticks of a schedule at
-// once; each tick is claimed by exactly one of them, its message is staged with the claim and
-// published once, and the schedule's last, next and recent ticks are recorded.
-func TestTickClaimedOnceAcrossProcesses(t *testing.T) {
-	t.Parallel()
-	e := setup(t, nil)
-	stores := []*outbox.Store{e.store, e.peer(t), e.peer(t), e.peer(t)}
-	ctx := context.Background()
-	base := time.Unix(1_700_000_000, 0)
-	const ticks = 10
-	for i := range ticks {
-		tick, next := base.Add(time.Duration(i)*time.Second), base.Add(time.Duration(i+1)*time.Second)
-		var claimed atomic.Int32
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for _, s := range stores {
-			wg.Go(func() {
-				<-start
-				ok, err := s.Ticks().ClaimTick(ctx, "every-second", "orders", tick, next, func(ctx context.Context) error {
-					return e.orders.Publish(ctx, e.node, msg{i})
-				})
-				if err != nil {
-					t.Errorf("ClaimTick(tick %d): %v", i, err)
-				}
-				if ok {
-					claimed.Add(1)
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		if n := claimed.Load(); n != 1 {
-			t.Fatalf("tick %d claimed %d times, want once", i, n)
-		}
-	}
-	want := make([]int, ticks)
-	for i := range want {
-		want[i] = i
-	}
-	waitFor(t, 10*time.Second, "every tick's message published", func() bool { return len(e.be.messages(t, "orders")) >= ticks })
-	for _, s := range stores {
-		_ = s.WaitIdle(ctx)
-	}
-	got := e.be.messages(t, "orders")
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Fatalf("published %v, want each tick once: %v", got, want)
-	}
-	last, err := stores[2].Ticks().LastTick(ctx, "every-second")
-	if err != nil || !last.Equal(base.Add((ticks-1)*time.Second)) {
-		t.Fatalf("LastTick = %v, %v", last, err)
-	}
-	rows, err := stores[1].Ticks().Schedules(ctx)
-	if err != nil || len(rows) != 1 || rows[0].Queue != "orders" || !rows[0].NextTick.Equal(base.Add(ticks*time.Second)) {
-		t.Fatalf("Schedules = %+v, %v", rows, err)
-	}
-	recent, err := e.store.Ticks().Recent(ctx, "every-second", 3)
-	if err != nil || len(recent) != 3 || !recent[0].Equal(last) || !recent[2].Equal(last.Add(-2*time.Second)) {
-		t.Fatalf("Recent = %v, %v", recent, err)
-	}
-	// A tick claimed before its last one does not move the last tick back.
-	if ok, err := e.store.Ticks().ClaimTick(ctx, "every-second", "orders", base.Add(-time.Hour), base, func(context.Context) error { return nil }); !ok || err != nil {
-		t.Fatalf("ClaimTick(an older tick) = %v, %v", ok, err)
-	}
-	if l, err := e.store.Ticks().LastTick(ctx, "every-second"); err != nil || !l.Equal(last) {
-		t.Fatalf("LastTick after an older claim = %v, %v; want %v", l, err, last)
-	}
-	// Ticks older than a day are pruned by the next claim.
-	old := base.Add(-48 * time.Hour)
-	if ok, err := e.store.Ticks().ClaimTick(ctx, "every-second", "orders", old, base, func(context.Context) error { return nil }); !ok || err != nil {
-		t.Fatalf("ClaimTick(old) = %v, %v", ok, err)
-	}
-	if ok, err := e.store.Ticks().ClaimTick(ctx, "every-second", "orders", base.Add(ticks*time.Second), time.Time{}, func(context.Context) error { return nil }); !ok || err != nil {
-		t.Fatalf("ClaimTick = %v, %v", ok, err)
-	}
-	var n int
-	if err := e.db.QueryRow("SELECT COUNT(*) FROM `"+e.schema+"`.txmq_schedule_ticks WHERE tick = ?", old.UnixMicro()).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("a tick older than a day kept (%d rows, %v)", n, err)
-	}
+	outboxtest.RunControl(t, target)
 }
 
 // TestTickRolledBackClaimIsTakenOnce: the first claimer of a tick fails after its claim while
@@ -172,7 +32,7 @@ func TestTickClaimedOnceAcrossProcesses(t *testing.T) {
 func TestTickRolledBackClaimIsTakenOnce(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
-	a, b, c := e.store, e.peer(t), e.peer(t)
+	a, b, c := e.Store, e.Peer(t), e.Peer(t)
 	ctx := context.Background()
 	tick := time.Unix(1_700_000_100, 0)
 	errPublish := errors.New("the first claimer's publish failed")
@@ -192,7 +52,7 @@ func TestTickRolledBackClaimIsTakenOnce(t *testing.T) {
 	for i, s := range []*outbox.Store{b, c} {
 		wg.Go(func() {
 			ok, err := s.Ticks().ClaimTick(ctx, "s", "orders", tick, time.Time{}, func(ctx context.Context) error {
-				return e.orders.Publish(ctx, e.node, msg{i})
+				return e.Orders.Publish(ctx, e.Node, msg{N: i})
 			})
 			if err != nil {
 				t.Errorf("ClaimTick of a waiting process: %v", err)
@@ -202,7 +62,7 @@ func TestTickRolledBackClaimIsTakenOnce(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, 20*time.Second, "two claims waiting for the first", func() bool { return lockWaits(t, e, 2) })
+	outboxtest.WaitFor(t, 20*time.Second, "two claims waiting for the first", func() bool { return lockWaits(t, e, 2) })
 	close(waiting)
 	if err := <-done; !errors.Is(err, errPublish) {
 		t.Fatalf("the failed claim returned %v, want its publish's error", err)
@@ -211,11 +71,11 @@ func TestTickRolledBackClaimIsTakenOnce(t *testing.T) {
 	if n := claimed.Load(); n != 1 {
 		t.Fatalf("the tick was claimed %d times after the first claimer rolled back, want once", n)
 	}
-	waitFor(t, 10*time.Second, "the tick's message published", func() bool { return len(e.be.messages(t, "orders")) >= 1 })
+	outboxtest.WaitFor(t, 10*time.Second, "the tick's message published", func() bool { return len(e.Backend.Messages(t, "orders")) >= 1 })
 	for _, s := range []*outbox.Store{a, b, c} {
 		_ = s.WaitIdle(ctx)
 	}
-	if got := e.be.messages(t, "orders"); len(got) != 1 {
+	if got := e.Backend.Messages(t, "orders"); len(got) != 1 {
 		t.Fatalf("published %v, want the tick's message once", got)
 	}
 }
@@ -226,125 +86,11 @@ func TestTickRolledBackClaimIsTakenOnce(t *testing.T) {
 func lockWaits(t *testing.T, e *env, n int) bool {
 	t.Helper()
 	var waits int
-	if err := e.db.QueryRow(`SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE info LIKE ?`,
+	if err := e.DB.QueryRow(`SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE info LIKE ?`,
 		"INSERT INTO `"+e.schema+"`.txmq_schedule_ticks%").Scan(&waits); err != nil {
 		t.Fatal(err)
 	}
 	return waits >= n
-}
-
-// TestLimitsShared: three processes take from one bucket at once: together they get exactly
-// its burst (the refill of 1 token an hour adds nothing), then nothing with a wait until the
-// next token; tokens given back are taken again, up to the burst.
-func TestLimitsShared(t *testing.T) {
-	t.Parallel()
-	e := setup(t, nil)
-	stores := []*outbox.Store{e.store, e.peer(t), e.peer(t)}
-	ctx := context.Background()
-	limit := core.RateLimit{Batches: 1, Per: time.Hour, Burst: 10}
-	var got atomic.Int64
-	var wg sync.WaitGroup
-	for i := range 24 {
-		s := stores[i%len(stores)]
-		wg.Go(func() {
-			n, wait, err := s.Limits().Take(ctx, "orders", 1+i%3, limit)
-			if err != nil {
-				t.Errorf("Take: %v", err)
-			}
-			if n == 0 && wait <= 0 {
-				t.Errorf("Take got none and no wait")
-			}
-			got.Add(int64(n))
-		})
-	}
-	wg.Wait()
-	if n := got.Load(); n != int64(limit.Burst) {
-		t.Fatalf("three processes took %d tokens of a bucket of %d refilled once an hour, want exactly the burst", n, limit.Burst)
-	}
-	n, wait, err := stores[1].Limits().Take(ctx, "orders", 1, limit)
-	if err != nil || n != 0 || wait < 59*time.Minute || wait > time.Hour {
-		t.Fatalf("Take from an empty bucket = %d, %v, %v; want 0 and a wait of about an hour", n, wait, err)
-	}
-	if err := stores[2].Limits().Return(ctx, "orders", 3, limit); err != nil {
-		t.Fatal(err)
-	}
-	if n, _, err := e.store.Limits().Take(ctx, "orders", 5, limit); err != nil || n != 3 {
-		t.Fatalf("Take after 3 given back = %d, %v; want 3", n, err)
-	}
-	if err := e.store.Limits().Return(ctx, "orders", 50, limit); err != nil {
-		t.Fatal(err)
-	}
-	if n, _, err := e.store.Limits().Take(ctx, "orders", 50, limit); err != nil || n != limit.Burst {
-		t.Fatalf("Take after more than the burst given back = %d, %v; want the burst %d", n, err, limit.Burst)
-	}
-}
-
-// TestLimitsRefill: a bucket emptied refills at its rate on the database's clock.
-func TestLimitsRefill(t *testing.T) {
-	t.Parallel()
-	e := setup(t, nil)
-	ctx := context.Background()
-	limit := core.RateLimit{Batches: 20, Per: time.Second, Burst: 2}
-	if n, _, err := e.store.Limits().Take(ctx, "orders", 5, limit); err != nil || n != 2 {
-		t.Fatalf("Take from a new bucket = %d, %v; want the burst", n, err)
-	}
-	n, wait, err := e.store.Limits().Take(ctx, "orders", 1, limit)
-	if err != nil || n != 0 || wait <= 0 || wait > 50*time.Millisecond {
-		t.Fatalf("Take from an empty bucket = %d, %v, %v; want 0 and a wait of at most 50 ms", n, wait, err)
-	}
-	var total int
-	waitFor(t, 10*time.Second, "the bucket refilled", func() bool {
-		n, _, err := e.store.Limits().Take(ctx, "orders", 1, limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		total += n
-		return total >= 2
-	})
-}
-
-// TestNodes: heartbeats of two processes are listed by either, most recent first, with their
-// queues, on the database's clock; a beat replaces its node's row; rows older than
-// NodeRetention are deleted by the next beat.
-func TestNodes(t *testing.T) {
-	t.Parallel()
-	e := setup(t, nil)
-	other := e.peer(t)
-	ctx := context.Background()
-	started := time.Now().Add(-time.Minute).Truncate(time.Microsecond)
-	beat := func(s *outbox.Store, node string, inUse int, stopped bool) {
-		t.Helper()
-		if err := s.Nodes().Beat(ctx, core.NodeBeat{Node: node, Version: "v1", StartedAt: started, Every: 5 * time.Second, Stopped: stopped,
-			Queues: []core.NodeQueue{{Queue: "orders", InUse: inUse, Cap: 4}}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	beat(e.store, "n1", 1, false)
-	beat(other, "n2", 2, false)
-	beat(e.store, "n1", 3, true)
-	if _, err := e.db.Exec("INSERT INTO `"+e.schema+"`.txmq_nodes (node, queues, started_at, every_ms, last_seen) VALUES ('gone', '[]', 0, 5000, ?)",
-		time.Now().Add(-outbox.NodeRetention-time.Hour).UnixMicro()); err != nil {
-		t.Fatal(err)
-	}
-	beat(other, "n2", 2, false)
-	list, now, err := e.store.Nodes().List(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list) != 2 || list[0].Node != "n2" || list[1].Node != "n1" {
-		t.Fatalf("List = %+v, want n2 then n1 (most recently seen first), the old row pruned", list)
-	}
-	n1 := list[1]
-	if !n1.Stopped || n1.Version != "v1" || !n1.StartedAt.Equal(started) || n1.Every != 5*time.Second ||
-		len(n1.Queues) != 1 || n1.Queues[0].InUse != 3 || n1.Queues[0].Cap != 4 {
-		t.Fatalf("n1 = %+v, want its last beat", n1)
-	}
-	if age := now.Sub(list[0].LastSeen); age < 0 || age > time.Minute {
-		t.Fatalf("n2 last seen %v before the database's now %v", age, now)
-	}
-	if err := e.store.Nodes().Beat(ctx, core.NodeBeat{}); !errors.Is(err, core.ErrInvalidConfig) {
-		t.Fatalf("Beat without a node id = %v", err)
-	}
 }
 
 // TestMigrateControlRerun: the control tables' migration runs again over existing tables (a
@@ -353,81 +99,19 @@ func TestMigrateControlRerun(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
 	ctx := context.Background()
-	if err := e.store.Pauses().Pause(ctx, "orders", "kept"); err != nil {
+	if err := e.Store.Pauses().Pause(ctx, "orders", "kept"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.db.Exec("DELETE FROM `"+e.schema+"`.txmq_migrations WHERE component = ? AND version = 2", appdb.Component); err != nil {
+	if _, err := e.DB.Exec("DELETE FROM `"+e.schema+"`.txmq_migrations WHERE component = ? AND version = 2", appdb.Component); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if err := appdb.Migrate(ctx, e.db, e.schema); err != nil {
+		if err := appdb.Migrate(ctx, e.DB, e.schema); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if ps, err := e.store.Pauses().PausedQueues(ctx); err != nil || ps["orders"].PausedBy != "kept" {
+	if ps, err := e.Store.Pauses().PausedQueues(ctx); err != nil || ps["orders"].PausedBy != "kept" {
 		t.Fatalf("PausedQueues after the migration ran again = %v, %v", ps, err)
-	}
-}
-
-// TestScheduleOnMySQL: two nodes on the same MySQL app database run a schedule ticking every
-// second through txmq.Open's wiring; each tick is published once, on a Never queue too.
-func TestScheduleOnMySQL(t *testing.T) {
-	t.Parallel()
-	u := mysqlURL(t)
-	schema := privateSchema(t, openDB(t, u))
-	ctx := context.Background()
-	reg := txmq.NewRegistry()
-	q := must(txmq.DeclareIn(reg, "ticks", txmq.QueueConfig[msg]{Transactional: txmq.Never}))
-	if err := q.Schedule("every-second", txmq.ScheduleConfig[msg]{Cron: "@every 1s", Messages: func(tick time.Time) []msg {
-		return []msg{{N: int(tick.Unix())}}
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	seen := map[int]int{}
-	var apps []*txmq.App
-	for range 2 {
-		app, err := txmq.Open(ctx, &txmq.Config{Backend: "memory://", DatabaseURL: u.String(), Schema: schema, Logger: quiet,
-			Node: txmq.NodeOptions{Registry: reg}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = app.Close(context.Background()) })
-		apps = append(apps, app)
-	}
-	// One listener: the memory backend is per app, and each tick is published through the
-	// outbox of the app that claimed it.
-	for _, app := range apps {
-		if err := q.Listen(app.Node, func(_ context.Context, msgs []msg) error {
-			mu.Lock()
-			defer mu.Unlock()
-			for _, m := range msgs {
-				seen[m.N]++
-			}
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		if err := app.Node.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 20*time.Second, "four ticks delivered", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(seen) >= 4
-	})
-	for _, app := range apps {
-		if err := app.Close(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for tick, n := range seen {
-		if n != 1 {
-			t.Errorf("tick %d delivered %d times across two nodes, want once", tick, n)
-		}
 	}
 }
 
@@ -442,7 +126,7 @@ func TestLimitsSimultaneousAssignment(t *testing.T) {
 		t.Fatal(err)
 	}
 	var mode string
-	if err := e.db.QueryRow("SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
+	if err := e.DB.QueryRow("SELECT @@SESSION.sql_mode").Scan(&mode); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Params = map[string]string{"sql_mode": "'" + mode + ",SIMULTANEOUS_ASSIGNMENT'"}
@@ -462,7 +146,7 @@ func TestLimitsSimultaneousAssignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := outbox.NewWithDialect(d, &outbox.Options{Backend: e.be, Logger: quiet})
+	s, err := outbox.NewWithDialect(d, &outbox.Options{Backend: e.Backend, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -477,11 +161,11 @@ func TestLimitsSimultaneousAssignment(t *testing.T) {
 	if err := s.Limits().Return(ctx, "orders", 3, limit); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, err := e.store.Limits().Take(ctx, "orders", 5, limit); err != nil || got != 3 {
+	if got, _, err := e.Store.Limits().Take(ctx, "orders", 5, limit); err != nil || got != 3 {
 		t.Fatalf("Take after 3 given back = %d, %v; want 3", got, err)
 	}
 	var tokens float64
-	if err := e.db.QueryRow("SELECT tokens FROM `" + e.schema + "`.txmq_rate_buckets WHERE queue = 'orders'").Scan(&tokens); err != nil || tokens >= 1 {
+	if err := e.DB.QueryRow("SELECT tokens FROM `" + e.schema + "`.txmq_rate_buckets WHERE queue = 'orders'").Scan(&tokens); err != nil || tokens >= 1 {
 		t.Fatalf("tokens left = %v, %v; want less than one", tokens, err)
 	}
 }

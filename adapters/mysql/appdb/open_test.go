@@ -11,6 +11,7 @@ import (
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/ledger"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/outbox/outboxtest"
 )
 
 // TestOpen: TXMQ_DATABASE_URL=mysql://... works through txmq.Open once this package is
@@ -23,7 +24,7 @@ func TestOpen(t *testing.T) {
 	schema := privateSchema(t, openDB(t, u))
 	ctx := context.Background()
 	reg := txmq.NewRegistry()
-	q := must(txmq.DeclareIn(reg, "orders", txmq.QueueConfig[msg]{Transactional: txmq.Require}))
+	q := outboxtest.Must(txmq.DeclareIn(reg, "orders", txmq.QueueConfig[msg]{Transactional: txmq.Require}))
 	cfg := &txmq.Config{Backend: "memory://", DatabaseURL: u.String(), Schema: schema, Logger: quiet,
 		Node: txmq.NodeOptions{Registry: reg}}
 	app, err := txmq.Open(ctx, cfg)
@@ -46,11 +47,11 @@ func TestOpen(t *testing.T) {
 	if err := app.Node.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Publish(ctx, app.Node, msg{1}); err == nil {
+	if err := q.Publish(ctx, app.Node, msg{N: 1}); err == nil {
 		t.Fatal("a Require publish outside a transaction succeeded")
 	}
 	if err := app.Store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
-		return q.Publish(ctx, app.Node, msg{7})
+		return q.Publish(ctx, app.Node, msg{N: 7})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/outbox/outboxtest"
 )
 
 // TestHandoffInsideTransaction: an ordered key's direct publish, still in the node's buffer
@@ -23,24 +24,24 @@ func TestHandoffInsideTransaction(t *testing.T) {
 	e := setup(t, nil)
 	ctx := context.Background()
 	reg := txmq.NewRegistry()
-	keyed := must(txmq.DeclareIn(reg, "keyed", txmq.QueueConfig[msg]{Transactional: txmq.Try, Ordered: true}))
+	keyed := outboxtest.Must(txmq.DeclareIn(reg, "keyed", txmq.QueueConfig[msg]{Transactional: txmq.Try, Ordered: true}))
 	var drops []string
-	node := must(txmq.NewNode(orderingBackend{e.be}, &txmq.NodeOptions{Registry: reg, Logger: quiet, Handoff: e.store,
+	node := outboxtest.Must(txmq.NewNode(orderingBackend{e.Backend}, &txmq.NodeOptions{Registry: reg, Logger: quiet, Handoff: e.Store,
 		FlushWindow: time.Hour, FlushCap: time.Hour, ClaimTimeout: 20 * time.Second,
 		Hooks: &txmq.Hooks{Dropped: func(q, reason string, n int) { drops = append(drops, reason) }}}))
 	defer node.Close(ctx)
-	e.be.setFail(fmt.Errorf("down: %w", core.ErrBackendUnavailable))
+	e.Backend.SetFail(fmt.Errorf("down: %w", core.ErrBackendUnavailable))
 	boom := errors.New("boom")
 	for i, commit := range []bool{true, false} {
-		if err := keyed.Publish(ctx, node, msg{10*i + 1}, txmq.Key("k")); err != nil { // buffered
+		if err := keyed.Publish(ctx, node, msg{N: 10*i + 1}, txmq.Key("k")); err != nil { // buffered
 			t.Fatal(err)
 		}
 		start := time.Now()
-		err := e.store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		err := e.Store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, "INSERT INTO biz VALUES (?)", i); err != nil {
 				return err
 			}
-			if err := keyed.Publish(ctx, node, msg{10*i + 2}, txmq.Key("k")); err != nil {
+			if err := keyed.Publish(ctx, node, msg{N: 10*i + 2}, txmq.Key("k")); err != nil {
 				return err
 			}
 			if !commit {
@@ -60,22 +61,22 @@ func TestHandoffInsideTransaction(t *testing.T) {
 	}
 	// In the outbox now: 1 and 2 (committed together), then 11 written again after the
 	// rollback; 12 was rolled back.
-	e.be.setFail(nil)
-	if err := e.store.WaitIdle(ctx); err != nil { // the rolled-back handoff, queued again
+	e.Backend.SetFail(nil)
+	if err := e.Store.WaitIdle(ctx); err != nil { // the rolled-back handoff, queued again
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := e.store.SweepOnce(ctx); err != nil {
+		if _, err := e.Store.SweepOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := e.be.messages(t, "keyed"); !slices.Equal(got, []int{1, 2, 11}) {
+	if got := e.Backend.Messages(t, "keyed"); !slices.Equal(got, []int{1, 2, 11}) {
 		t.Fatalf("published %v, want [1 2 11]", got)
 	}
 }
 
 // orderingBackend is the fake backend claiming per-key order (it publishes nothing out of the
 // order it is given, and delivers nothing).
-type orderingBackend struct{ *fakeBackend }
+type orderingBackend struct{ *outboxtest.Backend }
 
 func (orderingBackend) OrdersKeys() error { return nil }

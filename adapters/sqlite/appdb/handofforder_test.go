@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/outbox/outboxtest"
 )
 
 // The order of a key's handoffs while a transaction of the app holds SQLite's only writer
@@ -21,16 +22,16 @@ import (
 func publishedAfterSweeps(t *testing.T, e *env, q string) []int {
 	t.Helper()
 	ctx := context.Background()
-	e.be.setFail(nil)
-	if err := e.store.WaitIdle(ctx); err != nil {
+	e.Backend.SetFail(nil)
+	if err := e.Store.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if _, err := e.store.SweepOnce(ctx); err != nil {
+		if _, err := e.Store.SweepOnce(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return e.be.messages(t, q)
+	return e.Backend.Messages(t, q)
 }
 
 // TestHandoffInTxFollowsQueuedHandoff: handoff 1 of key k, made while a RunInSQLTx
@@ -40,14 +41,14 @@ func TestHandoffInTxFollowsQueuedHandoff(t *testing.T) {
 	t.Parallel()
 	for _, commit := range []bool{true, false} {
 		e := setup(t, nil)
-		e.be.setFail(errDown)
+		e.Backend.SetFail(errDown)
 		ctx := context.Background()
-		err := e.store.RunInSQLTx(ctx, func(tctx context.Context, tx *sql.Tx) error {
+		err := e.Store.RunInSQLTx(ctx, func(tctx context.Context, tx *sql.Tx) error {
 			// Outside the transaction: queued, returns once it has waited singleWriterWait.
-			if err := e.store.Handoff(ctx, []core.OutgoingBatch{batch("orders", "k", 1)}); err != nil {
+			if err := e.Store.Handoff(ctx, []core.OutgoingBatch{outboxtest.Batch("orders", "k", 1)}); err != nil {
 				return err
 			}
-			if err := e.store.Handoff(tctx, []core.OutgoingBatch{batch("orders", "k", 2)}); err != nil {
+			if err := e.Store.Handoff(tctx, []core.OutgoingBatch{outboxtest.Batch("orders", "k", 2)}); err != nil {
 				return err
 			}
 			if !commit {
@@ -81,11 +82,11 @@ func TestHandedKeyHeldUntilCommit(t *testing.T) {
 	t.Parallel()
 	for _, via := range []string{"RunInSQLTx", "WithSQLTx"} {
 		e := setup(t, nil)
-		e.be.setFail(errDown) // the rows stay in the outbox until publishedAfterSweeps
+		e.Backend.SetFail(errDown) // the rows stay in the outbox until publishedAfterSweeps
 		ctx := context.Background()
 		held := func() bool {
 			t.Helper()
-			h, err := e.store.HoldsKey(ctx, "orders", "k2")
+			h, err := e.Store.HoldsKey(ctx, "orders", "k2")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,19 +94,19 @@ func TestHandedKeyHeldUntilCommit(t *testing.T) {
 		}
 		inTx := func(tctx context.Context) error {
 			// k2's handoff waits for the writer; the transaction's publish writes it in first.
-			if err := e.store.Handoff(ctx, []core.OutgoingBatch{batch("orders", "k2", 1)}); err != nil {
+			if err := e.Store.Handoff(ctx, []core.OutgoingBatch{outboxtest.Batch("orders", "k2", 1)}); err != nil {
 				return err
 			}
 			if !held() {
 				t.Errorf("%s: k2 not held while its handoff is queued", via)
 			}
-			if err := e.orders.Publish(tctx, e.node, msg{2}); err != nil { // staged after the handoff
+			if err := e.Orders.Publish(tctx, e.Node, msg{N: 2}); err != nil { // staged after the handoff
 				return err
 			}
 			if !held() {
 				t.Errorf("%s: k2 not held while its row waits in the open transaction", via)
 			}
-			keys, err := e.store.HeldKeys(ctx, []string{"orders"})
+			keys, err := e.Store.HeldKeys(ctx, []string{"orders"})
 			if err != nil {
 				return err
 			}
@@ -116,20 +117,20 @@ func TestHandedKeyHeldUntilCommit(t *testing.T) {
 		}
 		var err error
 		if via == "RunInSQLTx" {
-			err = e.store.RunInSQLTx(ctx, func(tctx context.Context, _ *sql.Tx) error { return inTx(tctx) })
+			err = e.Store.RunInSQLTx(ctx, func(tctx context.Context, _ *sql.Tx) error { return inTx(tctx) })
 		} else {
 			var tx *sql.Tx
-			if tx, err = e.db.BeginTx(ctx, nil); err != nil {
+			if tx, err = e.DB.BeginTx(ctx, nil); err != nil {
 				t.Fatal(err)
 			}
-			if err = inTx(e.store.WithSQLTx(ctx, tx)); err == nil {
+			if err = inTx(e.Store.WithSQLTx(ctx, tx)); err == nil {
 				err = tx.Commit()
 			}
 		}
 		if err != nil {
 			t.Fatalf("%s: %v", via, err)
 		}
-		if err := e.store.WaitIdle(ctx); err != nil {
+		if err := e.Store.WaitIdle(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if !held() {

@@ -17,6 +17,7 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/ledger"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/outbox/outboxtest"
 )
 
 // TestOpen: TXMQ_DATABASE_URL=sqlite://... works through txmq.Open once this package is
@@ -28,7 +29,7 @@ func TestOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.db")
 	ctx := context.Background()
 	reg := txmq.NewRegistry()
-	q := must(txmq.DeclareIn(reg, "orders", txmq.QueueConfig[msg]{Transactional: txmq.Require}))
+	q := outboxtest.Must(txmq.DeclareIn(reg, "orders", txmq.QueueConfig[msg]{Transactional: txmq.Require}))
 	cfg := &txmq.Config{Backend: "memory://", DatabaseURL: "sqlite:" + path, Logger: quiet,
 		Node: txmq.NodeOptions{Registry: reg}}
 	app, err := txmq.Open(ctx, cfg)
@@ -51,14 +52,14 @@ func TestOpen(t *testing.T) {
 	if err := app.Node.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Publish(ctx, app.Node, msg{1}); !errors.Is(err, core.ErrNoTransaction) {
+	if err := q.Publish(ctx, app.Node, msg{N: 1}); !errors.Is(err, core.ErrNoTransaction) {
 		t.Fatalf("a Require publish outside a transaction = %v", err)
 	}
 	if err := app.Store.RunInSQLTx(ctx, func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, "CREATE TABLE orders (id INTEGER PRIMARY KEY)"); err != nil {
 			return err
 		}
-		return q.Publish(ctx, app.Node, msg{7})
+		return q.Publish(ctx, app.Node, msg{N: 7})
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +169,7 @@ func TestMigrateRace(t *testing.T) {
 	db, _ := appdb.OpenDB(path, nil)
 	defer db.Close()
 	var n int
-	want := len(must(fs.Glob(appdb.Migrations(), "*.sql")))
+	want := len(outboxtest.Must(fs.Glob(appdb.Migrations(), "*.sql")))
 	if err := db.QueryRow("SELECT COUNT(*) FROM txmq_migrations WHERE component = ?", appdb.Component).Scan(&n); err != nil || n != want {
 		t.Fatalf("migrations recorded = %d, %v; want each of the %d files once", n, err, want)
 	}
@@ -180,15 +181,15 @@ func TestReplayInProgress(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)
 	ctx := context.Background()
-	b := batch("orders", "", 1)
-	if err := e.store.DeadLetter(ctx, &core.DeadLetter{Queue: "orders", BatchID: b.ID, Body: b.Body, Reason: core.ReasonDeliveryExhausted, Error: "x", At: time.Now()}); err != nil {
+	b := outboxtest.Batch("orders", "", 1)
+	if err := e.Store.DeadLetter(ctx, &core.DeadLetter{Queue: "orders", BatchID: b.ID, Body: b.Body, Reason: core.ReasonDeliveryExhausted, Error: "x", At: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := e.store.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "orders"})
+	dead, err := e.Store.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "orders"})
 	if err != nil || len(dead) != 1 {
 		t.Fatalf("dead letters = %v, %v", dead, err)
 	}
-	d, err := appdb.NewDialect(e.db)
+	d, err := appdb.NewDialect(e.DB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestReplayInProgress(t *testing.T) {
 	if err := <-inner; !errors.Is(err, outbox.ErrAlreadyReplayed) || !strings.Contains(err.Error(), "being replayed") {
 		t.Fatalf("the concurrent replay = %v, want ErrAlreadyReplayed", err)
 	}
-	got, err := e.store.GetDeadLetter(ctx, dead[0].ID)
+	got, err := e.Store.GetDeadLetter(ctx, dead[0].ID)
 	if err != nil || got.Dead() || got.ReplayCount != 1 {
 		t.Fatalf("after the replay: %+v, %v", got, err)
 	}

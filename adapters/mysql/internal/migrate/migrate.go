@@ -66,38 +66,7 @@ func Run(ctx context.Context, db *sql.DB, schema, component string, files fs.FS)
 	if _, err := conn.ExecContext(ctx, strings.ReplaceAll(sqlMigrationsTable, "{{s}}", prefix)); err != nil {
 		return err
 	}
-	applied := map[int]bool{}
-	rows, err := conn.QueryContext(ctx, "SELECT version FROM "+prefix+"txmq_migrations WHERE component = ?", component)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return err
-		}
-		applied[v] = true
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	list, err := sqlmigrate.List(files)
-	if err != nil {
-		return err
-	}
-	for _, f := range list {
-		if applied[f.Version] {
-			continue
-		}
-		for _, stmt := range sqlmigrate.Statements(strings.ReplaceAll(f.SQL, "{{schema}}", prefix)) {
-			if _, err := conn.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migration %s: %w", f.Name, err)
-			}
-		}
-		if _, err := conn.ExecContext(ctx, "INSERT INTO "+prefix+"txmq_migrations (component, version) VALUES (?, ?)", component, f.Version); err != nil {
-			return fmt.Errorf("recording migration %s: %w", f.Name, err)
-		}
-	}
-	return nil
+	return sqlmigrate.Apply(ctx, conn, prefix+"txmq_migrations", component, files, func(text string) string {
+		return strings.ReplaceAll(text, "{{schema}}", prefix)
+	})
 }

@@ -72,38 +72,5 @@ func apply(ctx context.Context, c *sql.Conn, component string, files fs.FS) erro
 	if _, err := c.ExecContext(ctx, table); err != nil {
 		return err
 	}
-	applied := map[int]bool{}
-	rs, err := c.QueryContext(ctx, "SELECT version FROM txmq_migrations WHERE component = ?", component)
-	if err != nil {
-		return err
-	}
-	for rs.Next() {
-		var v int
-		if err := rs.Scan(&v); err != nil {
-			rs.Close()
-			return err
-		}
-		applied[v] = true
-	}
-	if err := rs.Close(); err != nil {
-		return err
-	}
-	list, err := sqlmigrate.List(files)
-	if err != nil {
-		return err
-	}
-	for _, f := range list {
-		if applied[f.Version] {
-			continue
-		}
-		for _, stmt := range sqlmigrate.Statements(f.SQL) {
-			if _, err := c.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migration %s: %w", f.Name, err)
-			}
-		}
-		if _, err := c.ExecContext(ctx, "INSERT INTO txmq_migrations (component, version) VALUES (?, ?)", component, f.Version); err != nil {
-			return fmt.Errorf("recording migration %s: %w", f.Name, err)
-		}
-	}
-	return nil
+	return sqlmigrate.Apply(ctx, c, "txmq_migrations", component, files, nil)
 }
