@@ -2,10 +2,10 @@ package mysql
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/groupcommit"
 )
 
 // maxGroupedBody is the largest body a grouped publish carries: a larger batch is stored by a
@@ -59,38 +59,14 @@ func (be *Backend) publishPlain(ctx context.Context, op string, b core.OutgoingB
 // a value it cannot store (core.ErrRejected), each batch is stored alone, so that only the
 // offending batch is rejected.
 func (be *Backend) execPublishes(ctx context.Context, reqs []*pubReq) error {
-	// A member that gave up while the round gathered is left out: its caller is told so
-	// (a leader learns it from its err), and its batch is not stored.
-	live := reqs[:0:0]
-	for _, r := range reqs {
-		if r.ctx != nil && r.ctx.Err() != nil {
-			r.err = r.ctx.Err()
-			continue
-		}
-		live = append(live, r)
-	}
-	if reqs = live; len(reqs) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stops := make([]func() bool, 0, len(reqs))
-	for _, r := range reqs {
-		if r.ctx != nil {
-			stops = append(stops, context.AfterFunc(r.ctx, func() { cancel(context.Cause(r.ctx)) }))
-		}
-	}
-	err := be.execRound(ctx, reqs)
-	for _, stop := range stops {
-		stop()
-	}
-	if cause := context.Cause(ctx); err != nil && cause != nil {
-		// A member gave up and cut the statement short: its reason (a deadline is an outage,
-		// as for a lone publish) is every member's.
-		return fmt.Errorf("%w (the statement was cut short: a publish of its round gave up: %w)", err, cause)
-	}
-	return err
+	return groupcommit.RunCancellable(ctx, reqs, be.execRound)
 }
+
+// CallerContext implements groupcommit.Caller.
+func (r *pubReq) CallerContext() context.Context { return r.ctx }
+
+// SetErr implements groupcommit.Caller.
+func (r *pubReq) SetErr(err error) { r.err = err }
 
 // execRound runs the statements of execPublishes.
 func (be *Backend) execRound(ctx context.Context, reqs []*pubReq) error {

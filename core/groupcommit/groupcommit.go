@@ -1,4 +1,4 @@
-// Package groupcommit runs concurrent requests of one kind (acks, lease extensions) as one
+// Package groupcommit runs concurrent requests of one kind (acks, lease extensions, publishes) as one
 // statement, the way a database group-commits. It is shared by the SQL adapters, whose settle
 // statements take many rows at once; it knows nothing of SQL.
 //
@@ -9,7 +9,9 @@
 // any more, so a request waits at most for the statement it found running.
 // The statement runs detached from the callers' cancellation, since it settles other callers'
 // requests too; a caller whose ctx ends first returns ctx's error, and the statement's effect
-// on its request is still recorded wherever run records it.
+// on its request is still recorded wherever run records it. A round that must not outlive any
+// of its callers (publishes: nothing stored behind a caller told it failed) runs its
+// statement through RunCancellable.
 package groupcommit
 
 import (

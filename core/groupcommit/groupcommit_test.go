@@ -145,3 +145,45 @@ func TestEagerLeaderGoesWhenIdle(t *testing.T) {
 		t.Fatalf("round sizes = %v; want [1 1]", sizes)
 	}
 }
+
+// caller is a request of TestRunCancellable.
+type caller struct {
+	ctx context.Context
+	err error
+}
+
+func (c *caller) CallerContext() context.Context { return c.ctx }
+func (c *caller) SetErr(err error)               { c.err = err }
+
+// TestRunCancellable: a member whose caller already gave up is left out with its caller's
+// error; a caller giving up during the statement cancels it, and its reason is the round's.
+func TestRunCancellable(t *testing.T) {
+	t.Parallel()
+	gone, cancelGone := context.WithCancel(context.Background())
+	cancelGone()
+	live, stop := context.WithCancelCause(context.Background())
+	reqs := []*caller{{ctx: gone}, {ctx: live}, {ctx: context.Background()}}
+	var ran int
+	reason := errors.New("the caller's deadline")
+	err := RunCancellable(context.Background(), reqs, func(ctx context.Context, rs []*caller) error {
+		ran = len(rs)
+		stop(reason)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if ran != 2 {
+		t.Fatalf("the statement ran %d members; want 2 (the one whose caller gave up before is left out)", ran)
+	}
+	if !errors.Is(reqs[0].err, context.Canceled) {
+		t.Fatalf("left-out member's error = %v; want its caller's context.Canceled", reqs[0].err)
+	}
+	if !errors.Is(err, reason) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("round error = %v; want the statement's error carrying the caller's reason", err)
+	}
+	if err := RunCancellable(context.Background(), []*caller{{ctx: gone}}, func(context.Context, []*caller) error {
+		t.Fatal("a round of members that all gave up ran its statement")
+		return nil
+	}); err != nil {
+		t.Fatalf("round of members that all gave up = %v; want nil (each told through SetErr)", err)
+	}
+}
