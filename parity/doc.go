@@ -81,16 +81,12 @@
 // a small CI machine), which would serialize the suite. Every property uses its own Env
 // (namespace), registry and queue names, so they do not interfere.
 //
-// Every suite of one test binary shares a second budget, TXMQ_PARITY_PARALLEL properties at
-// once (default 12). A package with several suites (a backend in two connection modes, or
-// with its outbox in another app database) runs them as parallel subtests of one TestParity,
-// so that they run side by side within that budget: the package takes about as long as its
-// properties' total time over the budget rather than the sum of its suites, each ending on
-// a few long properties running alone (go test's -parallel, GOMAXPROCS by default, bounds
-// how many such suites run at once; TestParity itself is not parallel, so the package's
-// other tests run after it rather than beside it). The longest properties (a backlog of
-// 10,000 batches, a thousand ordering keys, lease faults) take the next free slot of either
-// budget before any other, so they overlap the short ones instead of ending the suite; at
-// most three of them run at once in a test binary, so that they do not all share the
-// machine at the start.
+// Every suite of one test binary also shares a second budget, TXMQ_PARITY_PARALLEL properties
+// at once (default 12), which bounds suites a package runs side by side. txmq's own packages
+// with several suites (a backend in two connection modes, or with its outbox in another app
+// database) run them one after the other, as subtests of one TestParity: side by side they
+// shared a CI machine's busy cores and made the package longer, not shorter. The longest
+// properties (a backlog of 10,000 batches, a thousand ordering keys, lease faults) take the
+// next free slot before any other, so they overlap the short ones instead of ending the
+// suite; at most three of them run at once in a test binary.
 package parity

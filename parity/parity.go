@@ -83,9 +83,8 @@ type Caps struct {
 
 	// Parallel is how many of the suite's properties run at once; default 8. Every suite of
 	// one test binary also shares one budget, TXMQ_PARITY_PARALLEL properties at once (default
-	// 12), so that a package's suites can run side by side (parallel subtests of one
-	// TestParity) without loading the machine more than one wider suite would. The longest
-	// properties take their slots first.
+	// 12), which bounds suites a package runs side by side. The longest properties take their
+	// slots first.
 	Parallel int
 }
 

@@ -27,12 +27,11 @@ import (
 // of this backend (parity.Options.PostgresURL's default), as for every non-PostgreSQL
 // backend; the appdb subtest (parity_appdb_test.go) runs them with the outbox on SQLite.
 //
-// Its subtests run side by side (sharing the parity suites' budget of properties at once;
-// the package's other tests run after them): jobs, the suite described here, and appdb, the
+// Its subtests run one after the other: jobs, the suite described here, and appdb, the
 // outbox in the app database too (parityAppDB).
 func TestParity(t *testing.T) {
-	t.Run("jobs", func(t *testing.T) { t.Parallel(); parity.Run(t, parityHarness{}) })
-	t.Run("appdb", func(t *testing.T) { t.Parallel(); parityAppDB(t) })
+	t.Run("jobs", func(t *testing.T) { parity.Run(t, parityHarness{}) })
+	t.Run("appdb", func(t *testing.T) { parityAppDB(t) })
 }
 
 type parityHarness struct{}

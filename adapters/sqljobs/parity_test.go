@@ -16,8 +16,9 @@ import (
 )
 
 // TestParity runs the shared conformance suite against the real Postgres, in each way a
-// node can reach it, side by side (parallel subtests sharing the parity suites' budget of
-// properties at once; the package's other tests run after them):
+// node can reach it, one after the other (run side by side, the three suites made the
+// package longer on a CI machine whose cores were busy: the suites share the CPU, not just
+// time):
 //
 //   - direct: each property gets its own schema and its own TCP proxy in front of the
 //     server; every client (node) gets its own pool through that proxy, so nodes are as
@@ -26,9 +27,9 @@ import (
 //     (SessionPlanGuard, as Open's pool does): statements go without a guard of their own.
 //   - pgbouncer: through PgBouncer in transaction pooling mode (parityPgBouncer).
 func TestParity(t *testing.T) {
-	t.Run("direct", func(t *testing.T) { t.Parallel(); parity.Run(t, parityHarness{}) })
-	t.Run("session_guard", func(t *testing.T) { t.Parallel(); parity.Run(t, parityHarness{session: true}) })
-	t.Run("pgbouncer", func(t *testing.T) { t.Parallel(); parityPgBouncer(t) })
+	t.Run("direct", func(t *testing.T) { parity.Run(t, parityHarness{}) })
+	t.Run("session_guard", func(t *testing.T) { parity.Run(t, parityHarness{session: true}) })
+	t.Run("pgbouncer", func(t *testing.T) { parityPgBouncer(t) })
 }
 
 // parityHarness opens sqljobs nodes; session gives their pools SessionPlanGuard.
