@@ -48,7 +48,7 @@ func (s *slots) release() {
 }
 
 // processParallel is how many properties run at once in one test binary, across every suite
-// it runs (a package's suites run side by side: see RunWith): the TXMQ_PARITY_PARALLEL
+// it runs at the same time (suites a package runs side by side): the TXMQ_PARITY_PARALLEL
 // environment variable, default 12. Each suite also keeps to its own Caps.Parallel.
 func processParallel() int {
 	if n, err := strconv.Atoi(os.Getenv("TXMQ_PARITY_PARALLEL")); err == nil && n > 0 {
