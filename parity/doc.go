@@ -81,12 +81,8 @@
 // a small CI machine), which would serialize the suite. Every property uses its own Env
 // (namespace), registry and queue names, so they do not interfere.
 //
-// Every suite of one test binary also shares a second budget, TXMQ_PARITY_PARALLEL properties
-// at once (default 12), which bounds suites a package runs side by side. txmq's own packages
-// with several suites (a backend in two connection modes, or with its outbox in another app
-// database) run them one after the other, as subtests of one TestParity: side by side they
-// shared a CI machine's busy cores and made the package longer, not shorter. The longest
-// properties (a backlog of 10,000 batches, a thousand ordering keys, lease faults) take the
-// next free slot before any other, so they overlap the short ones instead of ending the
-// suite; at most three of them run at once in a test binary.
+// txmq's own packages with several suites (a backend in two connection modes, or with its
+// outbox in another app database) run them one after the other, as subtests of one
+// TestParity: side by side they shared a CI machine's busy cores and made the package longer,
+// not shorter.
 package parity

@@ -81,10 +81,7 @@ type Caps struct {
 	// Timeout bounds every wait for something that must happen; default 20 s.
 	Timeout time.Duration
 
-	// Parallel is how many of the suite's properties run at once; default 8. Every suite of
-	// one test binary also shares one budget, TXMQ_PARITY_PARALLEL properties at once (default
-	// 12), which bounds suites a package runs side by side. The longest properties take their
-	// slots first.
+	// Parallel is how many properties run at once; default 8.
 	Parallel int
 }
 
@@ -135,7 +132,7 @@ type suite struct {
 	h    Harness
 	caps Caps
 	opts Options
-	sem  *slots // this suite's Caps.Parallel
+	sem  chan struct{}
 
 	ran, passed, failed, skipped atomic.Int64
 	mu                           sync.Mutex
@@ -178,7 +175,7 @@ func RunWith(t *testing.T, h Harness, opts *Options) {
 	if opts != nil {
 		s.opts = *opts
 	}
-	s.sem = newSlots(s.caps.Parallel)
+	s.sem = make(chan struct{}, s.caps.Parallel)
 	machine.start()
 	start := time.Now()
 	if s.caps.MaxNativeDelay > 20*time.Second {
@@ -253,16 +250,9 @@ func (s *suite) runProp(t *testing.T, p property, dup bool) {
 	if dup {
 		name += "_dup"
 	}
-	heavy := heavyProps[p.group+"/"+p.name]
 	t.Run(name, func(t *testing.T) {
-		if heavy {
-			heavyTurns.acquire(true)
-			defer heavyTurns.release()
-		}
-		s.sem.acquire(heavy)
-		defer s.sem.release()
-		process.acquire(heavy)
-		defer process.release()
+		s.sem <- struct{}{}
+		defer func() { <-s.sem }()
 		s.ran.Add(1)
 		var x *X
 		began := time.Now()
