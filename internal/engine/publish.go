@@ -422,7 +422,15 @@ func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox b
 	err := pb.skipBackend(ctx, b, toOutbox, cf)
 	if err == nil {
 		var sb core.OutgoingBatch
-		if sb, err = pb.write(ctx, b, at.Add(timeout), cf, call); err == nil {
+		sb, err = pb.write(ctx, b, at.Add(timeout), cf, call)
+		if err != nil && pb.writeAgain(ctx, err, cf) {
+			// No outbox to hand the batch to: the bound its handoff would have had goes to one
+			// more write, so a backend slow for one ClaimTimeout (a SQLite file's writer, a
+			// cluster creating streams) does not cost the batch. A key's later flush waits for
+			// up to two bounds (waitFlight), one write and one handoff, so order is kept.
+			sb, err = pb.write(ctx, b, time.Now().Add(timeout), nil, nil)
+		}
+		if err == nil {
 			if sb.Messages == 0 {
 				return storedBackend // every message was a duplicate of one already stored
 			}
@@ -435,6 +443,16 @@ func (pb *publisher) store(ctx context.Context, b core.OutgoingBatch, toOutbox b
 		return storedLost
 	}
 	return pb.handOff(ctx, b, err)
+}
+
+// writeAgain reports whether a write that failed with err is tried once more: when the node
+// has no outbox (the batch would be dropped), the failure is an outage rather than a refusal,
+// and Close has not begun (its flush keeps its own bound).
+func (pb *publisher) writeAgain(ctx context.Context, err error, cf *closeFailed) bool {
+	if pb.e.opts.Handoff != nil || cf != nil || pb.closeFlushState.Load() != nil || ctx.Err() != nil {
+		return false
+	}
+	return isUnavailable(err)
 }
 
 // writeBound returns how long a write may take, and the state of the node's final flush when
