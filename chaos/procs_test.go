@@ -92,6 +92,9 @@ func startProc(t testing.TB, s procSpec) (*proc, error) {
 	t.Cleanup(func() {
 		p.kill()
 		if t.Failed() {
+			if r := p.firstRace(); r != "" {
+				t.Logf("%s reported a data race; the first report:\n%s", p.name, r)
+			}
 			t.Logf("%s output (last 4 KiB):\n%s", p.name, p.tail(4096))
 		}
 	})
@@ -135,6 +138,23 @@ func (p *proc) tail(n int) string {
 	s := p.out.String()
 	if len(s) > n {
 		s = s[len(s)-n:]
+	}
+	return s
+}
+
+// firstRace returns the race detector's first report in the output (its stacks are longer
+// than the tail printed on a failure), or "" if there is none.
+func (p *proc) firstRace() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.out.String()
+	i := strings.Index(s, "WARNING: DATA RACE")
+	if i < 0 {
+		return ""
+	}
+	s = s[i:]
+	if j := strings.Index(s, "\n=================="); j >= 0 {
+		s = s[:j]
 	}
 	return s
 }
