@@ -2,8 +2,6 @@ package nats
 
 import (
 	"context"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,13 +9,24 @@ import (
 
 	"github.com/txmq/txmq/adapters/nats/natstest"
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest"
 )
 
-// pollGoroutines counts the goroutines running a pull of this package.
-func pollGoroutines() int {
-	buf := make([]byte, 1<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	return strings.Count(string(buf), "adapters/nats.(*Backend).poll(")
+// outstandingPulls counts be's pull requests still outstanding, over every lane of every
+// queue (a count of the process's goroutines would include other tests' backends).
+func outstandingPulls(be *Backend) int {
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	n := 0
+	for _, q := range be.queues {
+		if q.lane != nil {
+			n += q.pulls
+		}
+		for _, p := range q.parts {
+			n += p.pulls
+		}
+	}
+	return n
 }
 
 // Close leaves no pull running: it waits for a pull still outstanding (a long poll that
@@ -43,13 +52,23 @@ func TestCloseStopsOutstandingPulls(t *testing.T) {
 			}
 			lease := 4 * time.Second // pulls of up to 1s
 			fetchWait(t, be, 0, lease, all("q"))
-			before := pollGoroutines()
+			// The pull of that fetch may outlive it (the queue is idle): let it end, so that
+			// the pull outstanding below is the cancelled Fetch's own, with its whole wait left.
+			txmqtest.Eventually(t, 10*time.Second, func() bool { return outstandingPulls(be) == 0 },
+				"the first fetch's pull ended")
 			ctx, cancel := context.WithCancel(context.Background())
-			go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+			defer cancel()
+			go func() {
+				// Cancel the Fetch once its pull is outstanding, not after a guessed time.
+				for outstandingPulls(be) == 0 && ctx.Err() == nil {
+					time.Sleep(time.Millisecond)
+				}
+				cancel()
+			}()
 			if _, err := be.Fetch(ctx, core.FetchRequest{Node: "n", Lease: lease, Wait: lease, Queues: []core.QueueSlots{all("q")}}); err != nil {
 				t.Fatal(err)
 			}
-			if n := pollGoroutines(); n <= before {
+			if outstandingPulls(be) == 0 {
 				t.Fatalf("no pull outstanding after the cancelled Fetch")
 			}
 			start := time.Now()
@@ -57,8 +76,8 @@ func TestCloseStopsOutstandingPulls(t *testing.T) {
 			if took := time.Since(start); took > lease/4+time.Second {
 				t.Fatalf("Close took %v; a pull waits at most %v", took, lease/4)
 			}
-			if n := pollGoroutines(); n > before {
-				t.Fatalf("%d pulls still running after Close", n-before)
+			if n := outstandingPulls(be); n > 0 {
+				t.Fatalf("%d pulls still outstanding after Close", n)
 			}
 		})
 	}
