@@ -231,13 +231,14 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
-// nodeGoroutines counts goroutines running core's node code.
+// nodeGoroutines counts the goroutines running the engine's code (a node's loops, flushes,
+// fetches, workers and the listeners they call), not this test package's own.
 func nodeGoroutines() int {
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, 8<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	count := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "core.(*Node).") && !strings.Contains(g, "core.nodeGoroutines") {
+		if strings.Contains(g, "txmq/internal/engine.") {
 			count++
 		}
 	}
@@ -280,6 +281,10 @@ func TestNoGoroutinesAfterClose(t *testing.T) {
 		claims <- &core.Claim{Queue: "q", ID: "a", Body: batchBody(t, 0, "1"), Deliveries: 1, LeaseUntil: time.Now().Add(time.Minute)}
 		claims <- &core.Claim{Queue: "q", ID: "b", Body: batchBody(t, 0, "2"), Deliveries: 1, LeaseUntil: time.Now().Add(time.Minute)}
 		waitFor(t, "both runs", func() bool { return n.Stats().Runs == 2 })
+		if running := nodeGoroutines(); running <= before {
+			// The count must see the running node, or the check below could never fail.
+			t.Fatalf("%d engine goroutines while the node runs, %d before it started", running, before)
+		}
 		if halt {
 			engine.Of(n).Halt()
 		} else {
