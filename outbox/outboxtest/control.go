@@ -12,6 +12,7 @@ import (
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // RunControl runs the control tables' tests on target, each a parallel subtest, several
@@ -113,7 +114,7 @@ func testTickClaimedOnceAcrossProcesses(t *testing.T, target *Target) {
 	for i := range want {
 		want[i] = i
 	}
-	WaitFor(t, 10*time.Second, "every tick's message published", func() bool { return len(e.Backend.Messages(t, "orders")) >= ticks })
+	txmqtest.Eventually(t, 10*time.Second, func() bool { return len(e.Backend.Messages(t, "orders")) >= ticks }, "every tick's message published")
 	for _, s := range stores {
 		_ = s.WaitIdle(ctx)
 	}
@@ -215,14 +216,14 @@ func testLimitsRefill(t *testing.T, target *Target) {
 		t.Fatalf("Take from an empty bucket = %d, %v, %v; want 0 and a wait of at most 50 ms", n, wait, err)
 	}
 	var total int
-	WaitFor(t, 10*time.Second, "the bucket refilled", func() bool {
+	txmqtest.Eventually(t, 10*time.Second, func() bool {
 		n, _, err := e.Store.Limits().Take(ctx, "orders", 1, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
 		total += n
 		return total >= 2
-	})
+	}, "the bucket refilled")
 }
 
 // Nodes: heartbeats of two processes are listed by either, most recent first, with their
@@ -311,11 +312,11 @@ func testScheduleTwoNodes(t *testing.T, target *Target) {
 			t.Fatal(err)
 		}
 	}
-	WaitFor(t, 20*time.Second, "four ticks delivered", func() bool {
+	txmqtest.Eventually(t, 20*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(seen) >= 4
-	})
+	}, "four ticks delivered")
 	for _, app := range apps {
 		if err := app.Close(ctx); err != nil {
 			t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // crashEnv names the child's database (a Database.Name) and crashBizEnv its business
@@ -106,7 +107,7 @@ func CrashWindow(t *testing.T, target *Target) {
 	if err := app2.Node.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, target.CrashWait, "every committed message delivered", func() bool {
+	txmqtest.Eventually(t, target.CrashWait, func() bool {
 		if _, err := app2.Store.SweepOnce(ctx); err != nil {
 			t.Log(err)
 		}
@@ -118,7 +119,7 @@ func CrashWindow(t *testing.T, target *Target) {
 			}
 		}
 		return true
-	})
+	}, "every committed message delivered")
 	mu.Lock()
 	defer mu.Unlock()
 	for id := range delivered {

@@ -101,18 +101,6 @@ func Must[T any](v T, err error) T {
 	return v
 }
 
-// WaitFor polls cond every 5 ms until it holds, or fails the test once d has passed.
-func WaitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // Pct returns the p-quantile (0 to 1) of d.
 func Pct(d []time.Duration, p float64) time.Duration {
 	s := slices.Clone(d)

@@ -14,6 +14,7 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/internal/envelope"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // timingBackend records when each message number was published.
@@ -136,7 +137,7 @@ func Figures(t *testing.T, target *Target) {
 				}
 				committed = time.Now()
 			}
-			WaitFor(t, 10*time.Second, "the publish", func() bool { _, ok := be.when(id); return ok })
+			txmqtest.Eventually(t, 10*time.Second, func() bool { _, ok := be.when(id); return ok }, "the publish")
 			at, _ := be.when(id)
 			out = append(out, at.Sub(committed))
 		}

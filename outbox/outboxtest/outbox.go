@@ -12,6 +12,7 @@ import (
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // RunOutbox runs the outbox's tests on target, each a parallel subtest: RunInSQLTx,
@@ -66,9 +67,9 @@ func testRunInSQLTx(t *testing.T, target *Target) {
 	if !errors.Is(err, boom) {
 		t.Fatalf("RunInSQLTx = %v, want fn's error", err)
 	}
-	WaitFor(t, 5*time.Second, "the outbox rows published", func() bool {
+	txmqtest.Eventually(t, 5*time.Second, func() bool {
 		return len(e.Backend.Messages(t, "orders")) == 3 && len(e.Backend.Messages(t, "strict")) == 3 && e.Count(t, "txmq_outbox") == 0
-	})
+	}, "the outbox rows published")
 	if err := e.Node.Close(ctx); err != nil { // flushes the Never messages' buffer
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func testSQLSavepoints(t *testing.T, target *Target) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	WaitFor(t, 5*time.Second, "the outbox rows published", func() bool { return e.Count(t, "txmq_outbox") == 0 && len(e.Backend.Messages(t, "orders")) >= 3 })
+	txmqtest.Eventually(t, 5*time.Second, func() bool { return e.Count(t, "txmq_outbox") == 0 && len(e.Backend.Messages(t, "orders")) >= 3 }, "the outbox rows published")
 	if err := e.Node.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func testWithSQLTx(t *testing.T, target *Target) {
 			t.Fatal(err)
 		}
 	}
-	WaitFor(t, 5*time.Second, "the committed rows published", func() bool { return len(e.Backend.Messages(t, "strict")) == 2 })
+	txmqtest.Eventually(t, 5*time.Second, func() bool { return len(e.Backend.Messages(t, "strict")) == 2 }, "the committed rows published")
 	got := e.Backend.Messages(t, "strict")
 	slices.Sort(got)
 	if !slices.Equal(got, []int{0, 2}) {

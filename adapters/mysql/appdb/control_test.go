@@ -16,6 +16,7 @@ import (
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/outbox"
 	"github.com/txmq/txmq/outbox/outboxtest"
+	"github.com/txmq/txmq/txmqtest"
 )
 
 // TestControl runs the control tables' suite (outboxtest.RunControl) on MySQL/MariaDB, each
@@ -62,7 +63,7 @@ func TestTickRolledBackClaimIsTakenOnce(t *testing.T) {
 			}
 		})
 	}
-	outboxtest.WaitFor(t, 20*time.Second, "two claims waiting for the first", func() bool { return lockWaits(t, e, 2) })
+	txmqtest.Eventually(t, 20*time.Second, func() bool { return lockWaits(t, e, 2) }, "two claims waiting for the first")
 	close(waiting)
 	if err := <-done; !errors.Is(err, errPublish) {
 		t.Fatalf("the failed claim returned %v, want its publish's error", err)
@@ -71,7 +72,7 @@ func TestTickRolledBackClaimIsTakenOnce(t *testing.T) {
 	if n := claimed.Load(); n != 1 {
 		t.Fatalf("the tick was claimed %d times after the first claimer rolled back, want once", n)
 	}
-	outboxtest.WaitFor(t, 10*time.Second, "the tick's message published", func() bool { return len(e.Backend.Messages(t, "orders")) >= 1 })
+	txmqtest.Eventually(t, 10*time.Second, func() bool { return len(e.Backend.Messages(t, "orders")) >= 1 }, "the tick's message published")
 	for _, s := range []*outbox.Store{a, b, c} {
 		_ = s.WaitIdle(ctx)
 	}
