@@ -39,7 +39,7 @@ type Backend struct {
 	deletes *groupcommit.Group[*groupReq] // Acks and Drops
 	extends *groupcommit.Group[*groupReq] // Extends
 	// publishes groups plain publishes (publishgroup.go).
-	publishes *groupcommit.Group[*pubReq]
+	publishes *groupcommit.Publishes
 
 	exclMu    sync.Mutex
 	exclReady map[string]bool // Exclusive queues whose lock row this Backend made sure of
@@ -94,8 +94,8 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	}
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
 	be.extends = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execExtends))
-	be.publishes = groupcommit.NewEager(o.SettleWindow, o.SettleBatch, be.execPublishes)
 	be.call = &sqlcall.Runner{Name: "mysql", Timeout: o.QueryTimeout, Retryable: retryable, Tries: deadlockTries, Classify: classify, Unavailable: Unavailable, Closed: &be.closed}
+	be.publishes = be.newPublishes()
 	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
 		be.wg.Go(func() { be.reaper.Loop(be.done, o.ReapInterval) })

@@ -28,8 +28,9 @@ import (
 // settle of a limited batch signals this process's waiting fetches at once; other processes
 // find the free slot at their next poll (Options.PollInterval), as for Exclusive.
 //
-// KeyLimit needs a Fair queue, which this adapter does not share (nodes refuse it), so no
-// node sends one.
+// KeyLimit (a fair queue's cap per fairness key) is enforced in the fair queue's pick, under
+// the queue's turn row lock: it counts each key's live leases and passes over the keys at
+// their limit (fair.go).
 //
 // Cost: a limited queue's claim adds a locking read of one row and an index-only count of
 // the queue's rows with run_at after now (in flight and delayed) through

@@ -9,10 +9,13 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
+
+	"github.com/txmq/txmq/txmqtest/backendtest"
 )
 
 // TestStatementPlans: every statement the Backend runs on its tables is an index access
-// (or a primary key access) at 0 and at 10,000 rows, with fresh statistics: EXPLAIN shows no
+// (or a primary key access) at 0 and at 10,000 rows (TXMQ_PLAN_ROWS sets other sizes, e.g.
+// 0,10000,1000000), with fresh statistics: EXPLAIN shows no
 // full table scan (type ALL) and no full index scan (type index), except the loose index scan
 // that lists a table's queues ("Using index for group-by"). The statements name their index
 // (FORCE INDEX), so this holds whatever the statistics say; without the hints MariaDB picks a
@@ -91,7 +94,7 @@ func TestStatementPlans(t *testing.T) {
 		{"pick key", pickKey, pickKeyArgs},
 		{"pick key level", pickKeyLevel, pickKeyLevelArgs},
 	}
-	for _, size := range []int{0, 10000} {
+	for _, size := range backendtest.PlanRows(t, 0, 10000) {
 		fill(t, db, w.schema, size)
 		for _, st := range stmts {
 			for _, bad := range badPlanRows(t, db, st.sql, st.args) {
@@ -113,7 +116,7 @@ func fill(t *testing.T, db *sql.DB, schema string, n int) {
 	}
 	now := time.Now().UnixMicro()
 	for have < n {
-		chunk := min(1000, n-have)
+		chunk := min(5000, n-have)
 		var jobs, idRows []string
 		for i := range chunk {
 			k := have + i

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/groupcommit"
 )
 
 // TestGroupedPublishesEachStored publishes many plain batches at once, to two queues, with
@@ -83,14 +84,14 @@ func TestPublishRound(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	be := w.backend(nil)
-	round := func(ids ...string) []*pubReq {
-		reqs := make([]*pubReq, len(ids))
+	round := func(ids ...string) []*groupcommit.Publish {
+		reqs := make([]*groupcommit.Publish, len(ids))
 		for i, id := range ids {
-			reqs[i] = &pubReq{b: core.OutgoingBatch{ID: id, Queue: "pr" + id[:1], Messages: 1}, body: []byte("{}")}
+			reqs[i] = &groupcommit.Publish{Batch: core.OutgoingBatch{ID: id, Queue: "pr" + id[:1], Messages: 1}, Body: []byte("{}")}
 		}
 		return reqs
 	}
-	if err := be.execPublishes(context.Background(), round("a1", "a2", "b1", "a3")); err != nil {
+	if err := be.publishes.Run(context.Background(), round("a1", "a2", "b1", "a3")); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := depth(t, be, "pra").Ready, depth(t, be, "prb").Ready; a != 3 || b != 1 {
@@ -100,11 +101,11 @@ func TestPublishRound(t *testing.T) {
 	// An id over the column's 255 bytes (Publish refuses it before the server sees it): strict
 	// mode refuses the value.
 	reqs := round("c1", "c"+strings.Repeat("x", 300), "c3")
-	if err := be.execPublishes(context.Background(), reqs); err != nil {
+	if err := be.publishes.Run(context.Background(), reqs); err != nil {
 		t.Fatalf("a round with one refused value: %v; want each batch's own outcome", err)
 	}
 	for i, r := range reqs {
-		err := be.call.Explain("publish", r.err)
+		err := be.call.Explain("publish", r.Err())
 		if rej := errors.Is(err, core.ErrRejected) && !errors.Is(err, core.ErrBackendUnavailable); rej != (i == 1) {
 			t.Errorf("batch %d: %v", i, err)
 		}

@@ -37,6 +37,8 @@ type Backend struct {
 	wake    *pollwake.Waker
 	deletes *groupcommit.Group[*groupReq] // Acks and Drops
 	extends *groupcommit.Group[*groupReq] // Extends
+	// publishes groups plain publishes (publishgroup.go).
+	publishes *groupcommit.Publishes
 
 	exclMu    sync.Mutex
 	exclReady map[string]bool // Exclusive queues whose lock row this Backend made sure of
@@ -119,6 +121,7 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	be.deletes = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execDeletes))
 	be.extends = groupcommit.New(o.SettleWindow, o.SettleBatch, be.groupRun(be.execExtends))
 	be.call = &sqlcall.Runner{Name: "sqlite", Timeout: o.QueryTimeout, Retryable: retryable, Classify: classify, Unavailable: Unavailable, Closed: &be.closed}
+	be.publishes = be.newPublishes()
 	be.reaper = be.newReaper()
 	if o.ReapInterval > 0 {
 		be.wg.Go(func() { be.reaper.Loop(be.done, o.ReapInterval) })
@@ -126,10 +129,11 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	return be, nil
 }
 
-// sqlPublish stores one batch, due :delay µs after now, with its priority and lead.
+// sqlPublish stores one batch, due :delay µs after now, with its priority, lead and fairness
+// key.
 const sqlPublish = `
-INSERT INTO txmq_jobs (queue, batch_id, body, run_at, messages, created_at, priority, lead_us)
-VALUES (:queue, :batch, :body, :now + :delay, :messages, :now, :prio, :lead)`
+INSERT INTO txmq_jobs (queue, batch_id, body, run_at, messages, created_at, priority, lead_us, fair_key)
+VALUES (:queue, :batch, :body, :now + :delay, :messages, :now, :prio, :lead, :fair)`
 
 // Publish stores the batch, claimable once its delay (b.DelayFrom) has passed, and wakes this
 // Backend's fetches waiting for its queue.
@@ -150,6 +154,13 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if body == nil {
 		body = []byte{}
 	}
+	if b.Unique.Mode == 0 && b.DedupWindow <= 0 && b.Key == "" {
+		err := be.publishPlain(ctx, op, b, body, delayUs) // grouped with concurrent ones
+		if err == nil {
+			be.wake.Signal(b.Queue)
+		}
+		return err
+	}
 	var dup *core.DuplicateError
 	var held *core.UniqueError
 	err := be.run(ctx, op, func(ctx context.Context) error {
@@ -167,11 +178,8 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 				return nil
 			}
 			return err
-		case b.Key != "":
-			return be.inTx(ctx, func(tx execer) error { return be.publishKeyed(ctx, tx, b, body, delayUs) })
 		}
-		_, err := be.exec(ctx, sqlPublish, publishArgs(b, body, delayUs)...)
-		return err
+		return be.inTx(ctx, func(tx execer) error { return be.publishKeyed(ctx, tx, b, body, delayUs) })
 	})
 	if err == nil && dup != nil {
 		return dup
@@ -188,7 +196,8 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 // publishArgs are the arguments of sqlPublish (and, with :held and :key, sqlPublishKeyed).
 func publishArgs(b core.OutgoingBatch, body []byte, delayUs int64) []any {
 	return []any{nowArg(), sql.Named("queue", b.Queue), sql.Named("batch", b.ID), sql.Named("body", body),
-		sql.Named("delay", delayUs), sql.Named("messages", b.Messages), sql.Named("prio", prio(b)), sql.Named("lead", micros(b.Lead))}
+		sql.Named("delay", delayUs), sql.Named("messages", b.Messages), sql.Named("prio", prio(b)), sql.Named("lead", micros(b.Lead)),
+		sql.Named("fair", b.FairKey)}
 }
 
 // sqlDepths counts each named queue's rows by derived state, reading the claim index only

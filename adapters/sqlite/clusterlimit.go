@@ -21,8 +21,9 @@ var _ core.ClusterLimiter = (*Backend)(nil)
 // limited queue's batch wakes this process's fetches waiting for the queue, as releasing an
 // Exclusive lock does (a Retry always does); other processes find the slot at their next poll.
 //
-// KeyLimit is for fair queues only, and this adapter does not share fairly (a Fair queue is
-// refused by the node), so no node sends it one.
+// KeyLimit (a fair queue's cap per fairness key) is enforced in the fair queue's pick, in the
+// same transaction: it reads the fairness keys of the queue's unexpired leases and passes over
+// the keys at their limit, which keep their place in the turn (fair.go).
 //
 // Cost: one count per limited queue in its claim, a range scan of the claim index (it holds
 // lease_token) over the queue's rows with run_at > now, stopped after Limit leased rows; none

@@ -134,7 +134,8 @@
 // and cancel run in BEGIN IMMEDIATE transactions, which the write lock serialises: SQLite
 // needs no key lock. HoldsKey (core.KeyHolder) is one probe of the (queue, order_key, id)
 // index. The fetch order (due time, or due time minus lead on a prioritized queue, then
-// round-robin across queues) lives in one place, Backend.pick.
+// round-robin across queues) lives in one place, Backend.pick; a fair queue's (round-robin
+// across its keys) in pickFair.
 //
 // Priorities: the Backend honours them (core.Prioritizer) as sqljobs and mysql do: a batch's
 // priority and lead are stored with its row (columns priority and lead_us) and never change,
@@ -145,13 +146,29 @@
 // early (run_at <= now as for every row). Per-key order comes first: a held row is not ready.
 // See priority.go.
 //
+// # Fair share by key
+//
+// The Backend shares a fair queue's claims round-robin across its fairness keys
+// (core.FairSharer), as sqljobs and mysql do, and ranks each key's batches by run_at minus
+// lead on a queue also Prioritized (core.FairPrioritizer). A batch's key is stored with its
+// row (column fair_key, migration 0004) by every publish path and never changes. The claim,
+// inside its BEGIN IMMEDIATE transaction (so fair claims of all processes take turns with no
+// row lock), reads the queue's turn (txmq_jobs_fair: the last key served), walks the keys from
+// the one after it (one probe of the (queue, fair_key, run_at, id, lead_us) index per key,
+// which also tells whether the key has a ready row; at most 1,000 keys per claim), reads the
+// chosen keys' first ready rows from that index, takes them one per key per round and
+// records the last key claimed as the turn. A ready batch therefore waits at most one claim
+// per other key with ready batches. Ordering keys come first (only a key's head is ready),
+// then fairness, then priority. See fair.go.
+//
 // # Limits
 //
 // Cluster-wide limits: the Backend enforces a queue's ClusterLimit (core.ClusterLimiter):
 // the claim's BEGIN IMMEDIATE transaction, which holds the file's write lock, counts the queue's
 // unexpired leases and picks at most the room left, so no two claims of any process can both
-// take the last slot; a settled or expired lease gives its slot back by itself. KeyLimit
-// needs a Fair queue, which this adapter refuses. See clusterlimit.go.
+// take the last slot; a settled or expired lease gives its slot back by itself. See
+// clusterlimit.go. A fair queue's KeyLimit is enforced the same way: its claim counts each
+// key's unexpired leases and passes over the keys at their limit (fair.go).
 //
 // A batch body is at most MaxBatchBytes (SQLite's default SQLITE_MAX_LENGTH, 1e9 bytes, less
 // 64 KiB; the Backend implements core.SizeLimiter, so nodes cut batches below it): a larger
@@ -179,11 +196,17 @@
 //
 // # Cost
 //
-// A publish is one INSERT (a keyed or dedup one a transaction of a few statements). A claim is
+// A publish is one INSERT; concurrent plain publishes (no ordering key, DedupWindow or
+// Unique; bodies up to 64 KiB) share one multi-row INSERT, so one commit and one turn of the
+// write lock, grouped as settles are (Options.SettleWindow and SettleBatch; the Backend
+// implements core.PublishGrouper, so a node's flush writes up to SettleBatch plain batches at
+// a time); a keyed, dedup or unique one is a transaction of a few statements. A claim is
 // a lock-free index probe per queue, then, when something is due, one transaction of two
 // statements (the pick and the lease UPDATE, plus one per Exclusive queue, and one reading
-// the taken rows of prioritized queues, whose pick reads ten index ranges instead of one).
-// Every row has one more index entry for priorities. A lone Ack or Drop
+// the taken rows of prioritized and fair queues, whose pick reads ten index ranges instead of
+// one, or one probe per key walked and one range per key taken). Every row has two more
+// index entries: one for priorities and one for fair share by key (rows of prioritized
+// queues one more, in a partial index). A lone Ack or Drop
 // is one DELETE; concurrent ones, and those of ordered or Exclusive batches, share one
 // transaction. An Extend is a transaction of a read and an UPDATE, shared by concurrent ones.
 // Every commit waits for the disk (synchronous=FULL, an fsync of the WAL).

@@ -101,6 +101,8 @@ type claimParams struct {
 	lease  int64  // µs
 	prio   []bool // the prioritized queues; nil when none is (see priority.go)
 	lim    []int  // the queues' cluster-wide limits, 0 for none; nil when none has one (see clusterlimit.go)
+	fair   []bool // the fair queues; nil when none is (see fair.go)
+	keyLim []int  // the fair queues' limits per key (0: none); set with fair
 }
 
 // claimParamsOf turns a normalised request into statement arguments (core's ScanLimits:
@@ -122,6 +124,12 @@ func claimParamsOf(req core.FetchRequest) claimParams {
 				p.prio = make([]bool, len(qs))
 			}
 			p.prio[i] = true
+		}
+		if s.Fair {
+			if p.fair == nil {
+				p.fair, p.keyLim = make([]bool, len(qs)), make([]int, len(qs))
+			}
+			p.fair[i], p.keyLim[i] = true, max(s.KeyLimit, 0)
 		}
 		if s.Limit > 0 {
 			if p.lim == nil {
@@ -148,9 +156,10 @@ type picked struct {
 	deliveries int
 	key        sql.NullString
 	runAt      int64
-	lead       int64 // µs: sorts as if due this much earlier (a prioritized queue's rows)
-	rank       int   // its place in its queue's pick, from 0
-	bare       bool  // read from the priority index only: batchID, body, deliveries, key unset
+	lead       int64  // µs: sorts as if due this much earlier (a prioritized queue's rows)
+	fairKey    string // a fair queue's rows: the row's fairness key
+	rank       int    // its place in its queue's pick, from 0
+	bare       bool   // read from an index only: batchID, body, deliveries, key unset
 }
 
 // claim runs the claim transaction once and returns the claims and, when there are none, how
@@ -174,12 +183,21 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 			if err != nil {
 				return err
 			}
-			cand, err := be.pick(ctx, tx, room, now)
-			if err != nil || len(cand) == 0 {
+			room, fairRows, err := be.applyFair(ctx, tx, room, now) // fair queues' rows first
+			if err != nil {
 				return err
+			}
+			cand, err := be.pick(ctx, tx, room, now)
+			if err != nil {
+				return err
+			}
+			cand = append(fairRows, cand...)
+			if len(cand) == 0 {
+				return nil
 			}
 			until := now + p.lease
 			ids := make([]int64, 0, len(cand))
+			turns := map[string]string{} // fair queue -> key of its last row claimed
 			for _, c := range cand {
 				if p.exclusive(c.queue) {
 					n, err := affected(ctx, tx, sqlExclusiveTake, sql.Named("job", c.id), sql.Named("until", until), sql.Named("queue", c.queue), sql.Named("now", now))
@@ -191,10 +209,16 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 					}
 				}
 				ids = append(ids, c.id)
-				claims = append(claims, c.claim(be, until, p.exclusive(c.queue), p.limited(c.queue)))
+				claims = append(claims, c.claim(be, until, p.exclusive(c.queue), p.limited(c.queue) || p.fairQueue(c.queue)))
+				if p.fairQueue(c.queue) {
+					turns[c.queue] = c.fairKey
+				}
 			}
 			if len(ids) == 0 {
 				return nil
+			}
+			if err := moveTurns(ctx, tx, turns); err != nil {
+				return err
 			}
 			token := newToken()
 			for _, c := range claims {

@@ -26,7 +26,8 @@ const (
 	// DefaultSettleWindow is how long a settle waits for others to share its transaction
 	// while one is already running.
 	DefaultSettleWindow = time.Millisecond
-	// DefaultSettleBatch is how many settles one transaction takes at most.
+	// DefaultSettleBatch is how many settles (or plain publishes) one transaction takes at
+	// most.
 	DefaultSettleBatch = 100
 	// DefaultPollInterval is how often a waiting Fetch claims again when no publish of this
 	// Backend woke it: SQLite has no NOTIFY, so batches published by other processes are
@@ -53,15 +54,16 @@ type Options struct {
 	// connections of a *sql.DB it is given: open it with _pragma=busy_timeout(5000).
 	BusyTimeout time.Duration
 
-	// SettleWindow groups concurrent Acks and Drops (and, separately, Extends) into one
-	// transaction: when one of the kind is already running, a new one waits up to
-	// SettleWindow, or until SettleBatch claims are pending, for others to join it; when none
-	// is running it goes at once. Each call still returns only its own claim's outcome.
-	// Default 1 ms; a negative value runs one per call.
+	// SettleWindow groups concurrent Acks and Drops (and, separately, Extends, and plain
+	// Publishes) into one transaction: when one of the kind is already running, a new one
+	// waits up to SettleWindow, or until SettleBatch claims are pending, for others to join it
+	// (a publish no longer than the statement it found running); when none is running it goes
+	// at once. Each call still returns only its own outcome. Default 1 ms; a negative value
+	// runs one per call.
 	SettleWindow time.Duration
 
-	// SettleBatch is the most claims one grouped transaction settles. Default 100; 1 turns
-	// grouping off.
+	// SettleBatch is the most claims one grouped transaction settles (and the most plain
+	// batches one grouped INSERT stores). Default 100; 1 turns grouping off.
 	SettleBatch int
 
 	// PollInterval is how often a waiting Fetch claims again. A publish or retry through this

@@ -23,9 +23,9 @@ WHERE queue = :queue AND order_key = :key ORDER BY id LIMIT 1`
 // as any row; a row behind others of its key is held (run_at the largest INTEGER, counted as
 // delayed) with its own due time in due_at.
 const sqlPublishKeyed = `
-INSERT INTO txmq_jobs (queue, batch_id, body, run_at, messages, created_at, order_key, due_at, priority, lead_us)
+INSERT INTO txmq_jobs (queue, batch_id, body, run_at, messages, created_at, order_key, due_at, priority, lead_us, fair_key)
 VALUES (:queue, :batch, :body, CASE WHEN :held THEN 9223372036854775807 ELSE :now + :delay END,
-	:messages, :now, :key, CASE WHEN :delay > 0 THEN :now + :delay END, :prio, :lead)`
+	:messages, :now, :key, CASE WHEN :delay > 0 THEN :now + :delay END, :prio, :lead, :fair)`
 
 // sqlNextOfKey finds the row after :id of a queue's key: the one an ack of :id makes due.
 const sqlNextOfKey = `

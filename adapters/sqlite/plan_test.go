@@ -7,10 +7,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/txmq/txmq/txmqtest/backendtest"
 )
 
 // TestStatementPlans: every statement the Backend runs on its tables is an index access (or a
-// primary key access) at 0 and at 10,000 rows, with fresh statistics (ANALYZE): EXPLAIN QUERY
+// primary key access) at 0 and at 10,000 rows (TXMQ_PLAN_ROWS sets other sizes, e.g.
+// 0,10000,1000000), with fresh statistics (ANALYZE): EXPLAIN QUERY
 // PLAN shows no SCAN of a txmq table (a full table scan, or a full scan of an index) and no
 // temporary B-tree for an ORDER BY. The statements name their index (INDEXED BY), so SQLite
 // fails to prepare them rather than plan a scan if the index could not be used.
@@ -36,11 +39,25 @@ func TestStatementPlans(t *testing.T) {
 	}
 	// a prioritized queue's ten levels and a plain queue, as one claim's pick statement
 	prioPick, prioArgs := pickStatement(claimParams{queues: []string{"q", "r"}, limits: []int{10, 10}, prio: []bool{true, false}}.pickParts(), 1)
+	// a fair, prioritized queue's parts for two keys (each key's first rows and nine levels)
+	var fp []fairPart
+	for _, k := range []string{"f1", "f2"} {
+		for lvl := range 10 {
+			fp = append(fp, fairPart{key: k, room: 5, level: lvl})
+		}
+	}
+	fairPick, fairArgs := fairPickStatement("q", fp, 1)
 	stmts := []stmt{
 		{"pick", two(sqlPickQueue), qArgs},
 		{"pick prioritized", prioPick, prioArgs},
 		{"pick details", withList(sqlPickDetails, "id", 3), ids},
 		{"running leases", sqlRunning, named("queue", "q", "limit", 5)},
+		{"fair turn", sqlFairTurn, named("queue", "q")},
+		{"fair move", sqlFairMove, named("queue", "q", "key", "k")},
+		{"fair next key", sqlFairNextKey, named("queue", "q", "after", "f1")},
+		{"fair first key", sqlFairFirstKey, named("queue", "q")},
+		{"fair busy", sqlFairBusy, named("queue", "q")},
+		{"fair pick", fairPick, fairArgs},
 		{"lease", withList(sqlLease, "id", 3), append(named("token", 7, "node", "n", "until", 1), ids...)},
 		{"peek", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlPeekQueue) + ") t", qArgs},
 		{"next due", "SELECT MIN(t.run_at) - :now FROM (" + two(sqlNextDueQueue) + ") t", qArgs},
@@ -75,7 +92,7 @@ func TestStatementPlans(t *testing.T) {
 		{"reap pick", sqlReapPick, named("queue", "q", "age", 1, "limit", 100)},
 		{"reap count", sqlReapCount, named("queue", "q", "age", 1)},
 	}
-	for _, size := range []int{0, 10000} {
+	for _, size := range backendtest.PlanRows(t, 0, 10000) {
 		fill(t, db, size)
 		for _, st := range stmts {
 			for _, bad := range badPlanRows(t, db, st.sql, st.args) {
@@ -86,7 +103,7 @@ func TestStatementPlans(t *testing.T) {
 }
 
 // fill brings the jobs and ids tables to n rows (of 20 queues, a fifth keyed, a third
-// leased, priorities 0 to 6) and refreshes their statistics.
+// leased, priorities 0 to 6, fairness keys f0 to f10) and refreshes their statistics.
 func fill(t *testing.T, db *sql.DB, n int) {
 	t.Helper()
 	ctx := context.Background()
@@ -96,7 +113,7 @@ func fill(t *testing.T, db *sql.DB, n int) {
 	}
 	now := time.Now().UnixMicro()
 	for have < n {
-		chunk := min(1000, n-have)
+		chunk := min(5000, n-have)
 		var jobs, idRows []string
 		for i := range chunk {
 			k := have + i
@@ -108,10 +125,10 @@ func fill(t *testing.T, db *sql.DB, n int) {
 			if k%3 == 0 {
 				token = fmt.Sprint(k)
 			}
-			jobs = append(jobs, fmt.Sprintf("('q%d', 'b%d', x'00', 1, %d, %s, %d, %s, %d, %d)", k%20, k, now+int64(k%1000-500)*1000, token, now, key, k%7, k%7*1000000))
+			jobs = append(jobs, fmt.Sprintf("('q%d', 'b%d', x'00', 1, %d, %s, %d, %s, %d, %d, 'f%d')", k%20, k, now+int64(k%1000-500)*1000, token, now, key, k%7, k%7*1000000, k%11))
 			idRows = append(idRows, fmt.Sprintf("('q%d', 'i%d', %d, 1)", k%20, k, now+int64(k%1000-500)*1000))
 		}
-		if _, err := db.ExecContext(ctx, "INSERT INTO txmq_jobs (queue, batch_id, body, messages, run_at, lease_token, created_at, order_key, priority, lead_us) VALUES "+strings.Join(jobs, ",")); err != nil {
+		if _, err := db.ExecContext(ctx, "INSERT INTO txmq_jobs (queue, batch_id, body, messages, run_at, lease_token, created_at, order_key, priority, lead_us, fair_key) VALUES "+strings.Join(jobs, ",")); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.ExecContext(ctx, "INSERT INTO txmq_job_ids (queue, id, expires_at, token) VALUES "+strings.Join(idRows, ",")); err != nil {

@@ -67,6 +67,9 @@ type pickPart struct {
 func (p claimParams) pickParts() []pickPart {
 	out := make([]pickPart, 0, len(p.queues))
 	for i, q := range p.queues {
+		if p.fair != nil && p.fair[i] {
+			continue // picked by applyFair (fair.go)
+		}
 		if p.prio == nil || !p.prio[i] {
 			out = append(out, pickPart{queue: q, limit: p.limits[i], level: -1})
 			continue

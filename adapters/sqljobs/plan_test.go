@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/txmq/txmq/txmqtest/backendtest"
 )
 
 // planCase is one statement of the adapter with literal arguments for EXPLAIN EXECUTE.
@@ -202,17 +203,7 @@ func outline(v any, indent string) string {
 // TXMQ_PLAN_ROWS (comma-separated) overrides the sizes, e.g. 0,10000,1000000,5000000.
 func TestStatementPlans(t *testing.T) {
 	t.Parallel()
-	sizes := []int{0, 10_000, 100_000}
-	if s := os.Getenv("TXMQ_PLAN_ROWS"); s != "" {
-		sizes = nil
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				t.Fatalf("TXMQ_PLAN_ROWS=%q: %v", s, err)
-			}
-			sizes = append(sizes, n)
-		}
-	}
+	sizes := backendtest.PlanRows(t, 0, 10_000, 100_000)
 	type scenario struct {
 		name  string
 		rows  int

@@ -3,6 +3,9 @@ package backendtest
 import (
 	"context"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,4 +53,24 @@ func Depth(t testing.TB, be core.Backend, queue string) core.Depth {
 		t.Fatalf("depths: %v", err)
 	}
 	return d[queue].Counts()
+}
+
+// PlanRows returns the table sizes a statement-plan test checks: the environment variable
+// TXMQ_PLAN_ROWS (comma-separated row counts, e.g. 0,10000,1000000) when set, else defaults.
+// A malformed value fails the test, naming the variable.
+func PlanRows(t testing.TB, defaults ...int) []int {
+	t.Helper()
+	s := os.Getenv("TXMQ_PLAN_ROWS")
+	if s == "" {
+		return defaults
+	}
+	var sizes []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			t.Fatalf("TXMQ_PLAN_ROWS=%q: each size must be a row count of 0 or more (e.g. 0,10000,1000000)", s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
 }
