@@ -146,9 +146,7 @@
 // early (run_at <= now as for every row). Per-key order comes first: a held row is not ready.
 // See priority.go.
 //
-// # Fair share by key
-//
-// The Backend shares a fair queue's claims round-robin across its fairness keys
+// Fair share by key: the Backend shares a fair queue's claims round-robin across its fairness keys
 // (core.FairSharer), as sqljobs and mysql do, and ranks each key's batches by run_at minus
 // lead on a queue also Prioritized (core.FairPrioritizer). A batch's key is stored with its
 // row (column fair_key, migration 0004) by every publish path and never changes. The claim,

@@ -17,7 +17,7 @@ func TestSQLiteBackendCommands(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ops.db")
 	backend := "sqlite://" + path
-	if out, _ := cli(t, exitOK, "migrate", "--backend", backend, "--database-url", ""); !strings.Contains(out, "sqlite_jobs: applied 3 migration(s) in file "+path+": 0001_init.sql, 0002_unique.sql, 0003_priority.sql") {
+	if out, _ := cli(t, exitOK, "migrate", "--backend", backend, "--database-url", ""); !strings.Contains(out, "sqlite_jobs: applied 4 migration(s) in file "+path+": 0001_init.sql, 0002_unique.sql, 0003_priority.sql, 0004_fair.sql") {
 		t.Fatalf("migrate: %s", out)
 	}
 	if out, _ := cli(t, exitOK, "migrate", "--backend", backend, "--database-url", ""); !strings.Contains(out, "is up to date") {
@@ -68,7 +68,7 @@ func TestSQLiteAppDatabaseCommands(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "app.db")
 	url := "sqlite://" + path
-	if out, _ := cli(t, exitOK, "migrate", "--backend", url, "--database-url", url); !strings.Contains(out, "sqlite_jobs: applied 3 migration(s)") || !strings.Contains(out, "outbox and dead-letter tables (and the pause, schedule, rate-limit and heartbeat tables) of file "+path+" (sqlite) are up to date") {
+	if out, _ := cli(t, exitOK, "migrate", "--backend", url, "--database-url", url); !strings.Contains(out, "sqlite_jobs: applied 4 migration(s)") || !strings.Contains(out, "outbox and dead-letter tables (and the pause, schedule, rate-limit and heartbeat tables) of file "+path+" (sqlite) are up to date") {
 		t.Fatalf("migrate: %s", out)
 	}
 	if out, _ := cli(t, exitOK, "migrate", "--backend", url, "--database-url", "sqlite:"+path); !strings.Contains(out, "up to date") {
