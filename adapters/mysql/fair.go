@@ -4,10 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/roundrobin"
 )
 
 // Fair share by key (core.FairSharer). A batch's fairness key (core.OutgoingBatch.FairKey) is
@@ -179,25 +179,15 @@ func (be *Backend) pickFair(ctx context.Context, tx *sql.Tx, queue string, limit
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(all, func(i, j int) bool { // per key by run_at (minus lead), keys in turn order
-		a, b := all[i], all[j]
-		if a.fairKey != b.fairKey {
-			return pos[a.fairKey] < pos[b.fairKey]
-		}
-		if a.runAt-a.lead != b.runAt-b.lead {
-			return a.runAt-a.lead < b.runAt-b.lead
-		}
-		return a.id < b.id
-	})
-	for i := range all {
-		if i > 0 && all[i-1].fairKey == all[i].fairKey {
-			all[i].rank = all[i-1].rank + 1
-		}
+	// per key by run_at (minus lead), keys in turn order, each cut to its room (a prioritized
+	// key's levels read up to its room each), then round-robin
+	lanes := make([]int, len(pos))
+	for k, i := range pos {
+		lanes[i] = rooms[k]
 	}
-	if prio { // a key's levels read up to its room each
-		all = slices.DeleteFunc(all, func(c picked) bool { return c.rank >= rooms[c.fairKey] })
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank }) // round-robin
+	all = roundrobin.Order(all, func(c *picked) roundrobin.Row {
+		return roundrobin.Row{Lane: pos[c.fairKey], Due: c.runAt - c.lead, ID: c.id}
+	}, func(lane int) int { return lanes[lane] })
 	return all[:min(len(all), limit)], nil
 }
 

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/roundrobin"
 )
 
 // minTimer is the shortest timer a waiting Fetch arms, so rounding cannot make it spin.
@@ -153,7 +153,6 @@ type picked struct {
 	runAt, now int64
 	lead       int64  // µs: sorts as if due this much earlier (a prioritized queue's rows)
 	fairKey    string // a fair queue's rows: the row's fairness key
-	rank       int    // its place in its queue's pick, from 0
 }
 
 // claim runs the claim transaction once and returns the claims and, when there are none, how
@@ -256,26 +255,16 @@ func (be *Backend) pick(ctx context.Context, tx *sql.Tx, p claimParams) ([]picke
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(all, func(i, j int) bool {
-		a, b := all[i], all[j]
-		if a.queue != b.queue {
-			return a.queue < b.queue
-		}
-		if a.runAt-a.lead != b.runAt-b.lead {
-			return a.runAt-a.lead < b.runAt-b.lead
-		}
-		return a.id < b.id
-	})
-	for i := range all {
-		if i > 0 && all[i-1].queue == all[i].queue {
-			all[i].rank = all[i-1].rank + 1
-		}
-	}
-	if p.prio != nil { // a prioritized queue's levels read up to its limit each
-		all = slices.DeleteFunc(all, func(c picked) bool { return c.rank >= p.limit(c.queue) })
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank })
+	// a prioritized queue's levels read up to its limit each: each queue keeps its limit
+	all = roundrobin.Order(all, p.lane, func(lane int) int { return p.limits[lane] })
 	return all[:min(len(all), p.budget)], nil
+}
+
+// lane is c's place in the pick's round-robin (package core/roundrobin): its queue's index
+// in p.queues (sorted by claimParamsOf), then its due time minus lead.
+func (p claimParams) lane(c *picked) roundrobin.Row {
+	i, _ := slices.BinarySearch(p.queues, c.queue)
+	return roundrobin.Row{Lane: i, Due: c.runAt - c.lead, ID: c.id}
 }
 
 // claim turns a leased row into a Claim.

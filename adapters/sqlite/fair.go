@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/core/roundrobin"
 )
 
 // Fair share by key (core.FairSharer), as in sqljobs and mysql. A batch's fairness key
@@ -185,25 +185,11 @@ func pickFair(ctx context.Context, tx execer, queue string, limit, keyLimit int,
 	for i, k := range keys {
 		pos[k.key] = i
 	}
-	sort.Slice(all, func(i, j int) bool { // per key by run_at (minus lead), keys in turn order
-		a, b := all[i], all[j]
-		if a.fairKey != b.fairKey {
-			return pos[a.fairKey] < pos[b.fairKey]
-		}
-		if a.runAt-a.lead != b.runAt-b.lead {
-			return a.runAt-a.lead < b.runAt-b.lead
-		}
-		return a.id < b.id
-	})
-	for i := range all {
-		if i > 0 && all[i-1].fairKey == all[i].fairKey {
-			all[i].rank = all[i-1].rank + 1
-		}
-	}
-	if prio { // a key's levels read up to its room each
-		all = slices.DeleteFunc(all, func(c picked) bool { return c.rank >= keys[pos[c.fairKey]].room })
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].rank < all[j].rank }) // round-robin
+	// per key by run_at (minus lead), keys in turn order, each cut to its room (a prioritized
+	// key's levels read up to its room each), then round-robin
+	all = roundrobin.Order(all, func(c *picked) roundrobin.Row {
+		return roundrobin.Row{Lane: pos[c.fairKey], Due: c.runAt - c.lead, ID: c.id}
+	}, func(lane int) int { return keys[lane].room })
 	return all[:min(len(all), limit)], nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest/backendtest"
 )
 
 // fairIDs returns the claims' ids joined by spaces.
@@ -23,28 +24,7 @@ func fairIDs(cs []*core.Claim) string {
 // next claim starts after the last key served; a key at its KeyLimit is passed over.
 func TestFairClaimRoundRobin(t *testing.T) {
 	t.Parallel()
-	be := newWorld(t).backend(nil)
-	ctx := context.Background()
-	const queue = "rr"
-	pub := func(id, key string) {
-		t.Helper()
-		if err := be.Publish(ctx, core.OutgoingBatch{ID: id, Queue: queue, Body: []byte(id), FairKey: key}); err != nil {
-			t.Fatalf("publish %s: %v", id, err)
-		}
-	}
-	for i := range 6 {
-		pub(fmt.Sprint("a", i), "a")
-	}
-	pub("b0", "b")
-	pub("c0", "c")
-	fair := core.QueueSlots{Queue: queue, Free: 4, Fair: true}
-	if got := fairIDs(fetch(t, be, time.Minute, fair)); got != "a0 b0 c0 a1" {
-		t.Fatalf("a claim of 4 across keys a (6 batches), b and c (1 each) handed out %q; want a0 b0 c0 a1", got)
-	}
-	fair.Free, fair.KeyLimit = 4, 3 // key a runs 2 and may take 1 more; b and c have nothing ready
-	if got := fairIDs(fetch(t, be, time.Minute, fair)); got != "a2" {
-		t.Fatalf("with KeyLimit 3 and 2 of key a running, a claim handed out %q; want a2", got)
-	}
+	backendtest.FairRoundRobin(t, newWorld(t).backend(nil), "rr")
 }
 
 // Claims of one go round every key with a ready batch, the empty key included, starting after

@@ -2,10 +2,12 @@ package backendtest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,4 +75,101 @@ func PlanRows(t testing.TB, defaults ...int) []int {
 		sizes = append(sizes, n)
 	}
 	return sizes
+}
+
+// FairRoundRobin checks a fair claim of several batches on a fresh queue of be: it goes round
+// the keys, one batch per key per round, the next claim starting after the last key served;
+// a key at its KeyLimit is passed over (core.FairSharer, with KeyLimit).
+func FairRoundRobin(t testing.TB, be core.Backend, queue string) {
+	t.Helper()
+	ctx := context.Background()
+	pub := func(id, key string) {
+		t.Helper()
+		if err := be.Publish(ctx, core.OutgoingBatch{ID: id, Queue: queue, Body: []byte(id), FairKey: key}); err != nil {
+			t.Fatalf("publish %s: %v", id, err)
+		}
+	}
+	for i := range 6 {
+		pub(fmt.Sprint("a", i), "a")
+	}
+	pub("b0", "b")
+	pub("c0", "c")
+	ids := func(cs []*core.Claim) string {
+		out := make([]string, len(cs))
+		for i, c := range cs {
+			out[i] = c.ID
+		}
+		return strings.Join(out, " ")
+	}
+	fair := core.QueueSlots{Queue: queue, Free: 4, Fair: true}
+	if got := ids(Fetch(t, be, time.Minute, fair)); got != "a0 b0 c0 a1" {
+		t.Fatalf("a claim of 4 across keys a (6 batches), b and c (1 each) handed out %q; want a0 b0 c0 a1", got)
+	}
+	fair.KeyLimit = 3 // key a runs 2 and may take 1 more; b and c have nothing ready
+	if got := ids(Fetch(t, be, time.Minute, fair)); got != "a2" {
+		t.Fatalf("with KeyLimit 3 and 2 of key a running, a claim handed out %q; want a2", got)
+	}
+}
+
+// GroupedPublishes publishes 60 plain batches of be at once (a grouping backend stores them
+// with shared statements), to queues pga and pgb, with priorities, fairness keys and, for the
+// last, a delay: each call must return nil and every batch be stored with its own columns.
+// rows reads the jobs table's batch_id, queue, body, messages, priority, lead_us (µs) and
+// fair_key, in that order.
+func GroupedPublishes(t testing.TB, be core.Backend, rows func() (*sql.Rows, error)) {
+	t.Helper()
+	const n = 60
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() {
+			b := core.OutgoingBatch{ID: fmt.Sprint("pg-", i), Queue: []string{"pga", "pgb"}[i%2], Body: fmt.Appendf(nil, "body-%d", i),
+				Messages: 1 + i%3, Priority: i % 10, Lead: time.Duration(i%10) * time.Second, FairKey: fmt.Sprint("k", i%4)}
+			if i == n-1 {
+				b.NotBefore = time.Now().Add(time.Hour)
+			}
+			errs[i] = be.Publish(context.Background(), b)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("publish %d: %v", i, err)
+		}
+	}
+	if d := Depth(t, be, "pga"); d != (core.Depth{Ready: n / 2}) {
+		t.Errorf("pga depth = %+v, want %d ready", d, n/2)
+	}
+	if d := Depth(t, be, "pgb"); d != (core.Depth{Ready: n/2 - 1, Delayed: 1}) {
+		t.Errorf("pgb depth = %+v, want %d ready and 1 delayed", d, n/2-1)
+	}
+	rs, err := rows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rs.Close()
+	seen := 0
+	for rs.Next() {
+		var (
+			id, queue, fair string
+			body            []byte
+			msgs, prio      int
+			lead            int64
+		)
+		if err := rs.Scan(&id, &queue, &body, &msgs, &prio, &lead, &fair); err != nil {
+			t.Fatal(err)
+		}
+		var i int
+		if _, err := fmt.Sscanf(id, "pg-%d", &i); err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("%s body-%d %d %d %d k%d", []string{"pga", "pgb"}[i%2], i, 1+i%3, i%10, int64(i%10)*1e6, i%4)
+		if got := fmt.Sprintf("%s %s %d %d %d %s", queue, body, msgs, prio, lead, fair); got != want {
+			t.Errorf("row %s = %q, want %q", id, got, want)
+		}
+		seen++
+	}
+	if err := rs.Err(); err != nil || seen != n {
+		t.Fatalf("read %d rows, want %d: %v", seen, n, err)
+	}
 }
