@@ -1,6 +1,7 @@
 package parity
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -63,8 +64,8 @@ func lostLeaseEverySettle(x *X) {
 		last = c.stale.LeaseUntil
 	}
 	sleep(time.Until(last) + 100*time.Millisecond)
-	ops := claimOps(x, a)
 	for _, c := range cases {
+		ctx, ops := x.ctx(), claimOps(x, a) // a Caps.Timeout for each case, as for each pair below
 		name := fmt.Sprintf("%s of a claim whose lease ran out (claimed again: %v)", c.op, c.reclaimed)
 		var current *core.Claim
 		if c.reclaimed {
@@ -104,9 +105,10 @@ func lostLeaseEverySettle(x *X) {
 // settleTwiceEveryPair: after a settle (Ack, Drop, or Retry with a new body and an hour's
 // delay) succeeded, a second settle of any kind and an Extend of the claim return nil and
 // change nothing: the depths stay as the first settle left them (exact depths) and nothing is
-// handed out.
+// handed out. Each pair has a Caps.Timeout of its own (nine pairs, each on a new queue, may
+// take longer than one on a loaded machine: SQS made 21.9 s of them once).
 func settleTwiceEveryPair(x *X) {
-	ctx := x.ctx()
+	var ctx context.Context // the current pair's, read by the settles
 	b := x.rawClient()
 	lease := 3 * x.Caps.Lease
 	settles := map[string]func(c *core.Claim) error{
@@ -116,6 +118,7 @@ func settleTwiceEveryPair(x *X) {
 	}
 	for _, firstOp := range []string{"Ack", "Drop", "Retry"} {
 		for _, secondOp := range []string{"Ack", "Drop", "Retry"} {
+			ctx = x.ctx()
 			qn := x.queueName()
 			if err := b.Publish(ctx, rawBatch(qn, false, firstOp+secondOp)); err != nil {
 				x.T.Fatalf("Publish: %v", err)
