@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"slices"
 
 	"github.com/txmq/txmq/core"
 )
@@ -37,15 +36,6 @@ func (be *Backend) levelParts(parts []string, args []any, queue string, limit in
 		args = append(args, queue, lvl, limit)
 	}
 	return parts, args
-}
-
-// limit is queue's scan limit in the request.
-func (p claimParams) limit(queue string) int {
-	i, ok := slices.BinarySearch(p.queues, queue) // sorted by claimParamsOf
-	if !ok {
-		return 0
-	}
-	return p.limits[i]
 }
 
 // prio is the priority column of b's row.

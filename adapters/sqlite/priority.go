@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/txmq/txmq/core"
@@ -94,15 +93,6 @@ func pickStatement(parts []pickPart, now int64) (string, []any) {
 		args = append(args, sql.Named(fmt.Sprint("q", i), pt.queue), sql.Named(fmt.Sprint("l", i), pt.limit))
 	}
 	return strings.Join(stmts, "\nUNION ALL\n"), append(args, sql.Named("now", now))
-}
-
-// limit is queue's scan limit in the request.
-func (p claimParams) limit(queue string) int {
-	i, ok := slices.BinarySearch(p.queues, queue) // sorted by claimParamsOf
-	if !ok {
-		return 0
-	}
-	return p.limits[i]
 }
 
 // prio is the priority column of b's row.
