@@ -187,7 +187,7 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 			now := cand[0].now
 			until := now + p.lease
 			ids := make([]int64, 0, len(cand))
-			turns := map[string]string{} // fair queue -> key of its last row claimed
+			var turns map[string]string // fair queue -> key of its last row claimed
 			for _, c := range cand {
 				if p.exclusive(c.queue) {
 					n, err := affected(ctx, tx, be.sql.exclusiveTake, c.id, until, c.queue)
@@ -201,6 +201,9 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 				ids = append(ids, c.id)
 				claims = append(claims, c.claim(be, until, p.exclusive(c.queue), p.limited(c.queue) || p.fairQueue(c.queue)))
 				if p.fairQueue(c.queue) {
+					if turns == nil {
+						turns = map[string]string{}
+					}
 					turns[c.queue] = c.fairKey
 				}
 			}

@@ -1,7 +1,6 @@
 package mysql
 
 import (
-
 	"github.com/txmq/txmq/core"
 )
 

@@ -2,7 +2,6 @@ package mysql
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,8 +21,8 @@ func TestGroupedPublishesEachStored(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	be := w.backend(&Options{SettleWindow: 50 * time.Millisecond})
-	backendtest.GroupedPublishes(t, be, func() (*sql.Rows, error) {
-		return w.admin.QueryContext(context.Background(), fmt.Sprintf(`SELECT batch_id, queue, body, messages, priority, lead_us, fair_key FROM %stxmq_jobs`, qualifier(w.schema)))
+	backendtest.GroupedPublishes(t, be, nil, func() ([]backendtest.GroupedRow, error) {
+		return backendtest.SQLGroupedRows(w.admin.QueryContext(context.Background(), fmt.Sprintf(`SELECT batch_id, queue, body, messages, priority, lead_us, fair_key FROM %stxmq_jobs`, qualifier(w.schema))))
 	})
 }
 

@@ -120,8 +120,8 @@ func (p claimParams) fairQueue(queue string) bool {
 }
 
 // applyFair picks the rows of each fair queue of p (in queue order, within the request's
-// budget; their details read) and returns p with those queues left out of the plain pick and
-// the budget reduced.
+// budget; bare, the claim reads their details) and returns p with those queues left out of
+// the plain pick and the budget reduced.
 func (be *Backend) applyFair(ctx context.Context, tx execer, p claimParams, now int64) (claimParams, []picked, error) {
 	if p.fair == nil {
 		return p, nil, nil
@@ -141,7 +141,7 @@ func (be *Backend) applyFair(ctx context.Context, tx execer, p claimParams, now 
 	}
 	p.limits = limits
 	p.budget -= len(rows)
-	return p, rows, fillBare(ctx, tx, rows)
+	return p, rows, nil
 }
 
 // pickFair returns up to limit of fair queue's ready rows in fair order (see the comment at

@@ -194,9 +194,12 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 			if len(cand) == 0 {
 				return nil
 			}
+			if err := fillBare(ctx, tx, cand); err != nil { // the rows read from an index only
+				return err
+			}
 			until := now + p.lease
 			ids := make([]int64, 0, len(cand))
-			turns := map[string]string{} // fair queue -> key of its last row claimed
+			var turns map[string]string // fair queue -> key of its last row claimed
 			for _, c := range cand {
 				if p.exclusive(c.queue) {
 					n, err := affected(ctx, tx, sqlExclusiveTake, sql.Named("job", c.id), sql.Named("until", until), sql.Named("queue", c.queue), sql.Named("now", now))
@@ -210,6 +213,9 @@ func (be *Backend) claim(ctx context.Context, p claimParams) ([]*core.Claim, tim
 				ids = append(ids, c.id)
 				claims = append(claims, c.claim(be, until, p.exclusive(c.queue), p.limited(c.queue) || p.fairQueue(c.queue)))
 				if p.fairQueue(c.queue) {
+					if turns == nil {
+						turns = map[string]string{}
+					}
 					turns[c.queue] = c.fairKey
 				}
 			}
@@ -250,7 +256,8 @@ func parts(part string, n int) string {
 // pick reads up to each queue's limit of claimable rows (ten levels of a prioritized queue,
 // see priority.go) and returns those the request's budget takes, round-robin across the
 // queues (every queue's first row, then every second, ...), in queue order within a round;
-// within a queue by run_at minus lead. This fetch order lives here alone.
+// within a queue by run_at minus lead (core/roundrobin). A prioritized queue's rows are bare:
+// the claim reads the details of the rows it takes (fillBare), with the fair queues'.
 func (be *Backend) pick(ctx context.Context, tx execer, p claimParams, now int64) ([]picked, error) {
 	var all []picked
 	var r picked
@@ -269,8 +276,7 @@ func (be *Backend) pick(ctx context.Context, tx execer, p claimParams, now int64
 	}
 	// a prioritized queue's levels read up to its limit each: each queue keeps its limit
 	all = roundrobin.Order(all, p.lane, func(lane int) int { return p.limits[lane] })
-	all = all[:min(len(all), p.budget)]
-	return all, fillBare(ctx, tx, all)
+	return all[:min(len(all), p.budget)], nil
 }
 
 // lane is c's place in the pick's round-robin (package core/roundrobin): its queue's index

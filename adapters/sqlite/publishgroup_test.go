@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"testing"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 func TestGroupedPublishesEachStored(t *testing.T) {
 	t.Parallel()
 	be := newWorld(t).backend(&Options{SettleWindow: 50 * time.Millisecond})
-	backendtest.GroupedPublishes(t, be, func() (*sql.Rows, error) {
-		return be.DB().QueryContext(context.Background(), `SELECT batch_id, queue, body, messages, priority, lead_us, fair_key FROM txmq_jobs`)
+	backendtest.GroupedPublishes(t, be, nil, func() ([]backendtest.GroupedRow, error) {
+		return backendtest.SQLGroupedRows(be.DB().QueryContext(context.Background(), `SELECT batch_id, queue, body, messages, priority, lead_us, fair_key FROM txmq_jobs`))
 	})
 }

@@ -1,6 +1,7 @@
 package sqljobs
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/txmqtest/backendtest"
 )
 
 // TestGroupedPublishesEachStored publishes many plain batches at once, to two queues, with
@@ -22,61 +24,30 @@ func TestGroupedPublishesEachStored(t *testing.T) {
 	w := newWorld(t)
 	tr := &countingTracer{}
 	be := w.backendOn(w.pool(tr), &Options{SettleWindow: 50 * time.Millisecond})
-	const n = 60
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() {
-			b := core.OutgoingBatch{ID: fmt.Sprint("pg-", i), Queue: []string{"pga", "pgb"}[i%2], Body: fmt.Appendf(nil, "body-%d", i),
-				Messages: 1 + i%3, Priority: i % 10, Lead: time.Duration(i%10) * time.Second, FairKey: fmt.Sprint("k", i%4)}
-			if i == n-1 {
-				b.NotBefore = time.Now().Add(time.Hour)
-			}
-			errs[i] = be.Publish(ctxT(t), b)
-		})
+	const n = 60 // the batches GroupedPublishes publishes
+	published := func() {
+		if stmts := tr.n.Load(); stmts >= n/2 {
+			t.Errorf("%d concurrent publishes ran %d statements; want them grouped", n, stmts)
+		}
 	}
-	wg.Wait()
-	for i, err := range errs {
+	backendtest.GroupedPublishes(t, be, published, func() ([]backendtest.GroupedRow, error) {
+		rows, err := w.admin.Query(ctxT(t), fmt.Sprintf(`SELECT batch_id, queue, body, messages, priority, lead_us, fair_key FROM %s.txmq_jobs`, pgx.Identifier{w.schema}.Sanitize()))
 		if err != nil {
-			t.Errorf("publish %d: %v", i, err)
+			return nil, err
 		}
-	}
-	if stmts := tr.n.Load(); stmts >= n/2 {
-		t.Errorf("%d concurrent publishes ran %d statements; want them grouped", n, stmts)
-	}
-	if d := depth(t, be, "pga"); d != (core.Depth{Ready: n / 2}) {
-		t.Errorf("pga depth = %+v, want %d ready", d, n/2)
-	}
-	if d := depth(t, be, "pgb"); d != (core.Depth{Ready: n/2 - 1, Delayed: 1}) {
-		t.Errorf("pgb depth = %+v, want %d ready and 1 delayed", d, n/2-1)
-	}
-	rows, err := w.admin.Query(ctxT(t), fmt.Sprintf(`SELECT batch_id, queue, body, messages, priority, lead_us, fair_key FROM %s.txmq_jobs`, pgx.Identifier{w.schema}.Sanitize()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		id, queue, fair string
-		body            []byte
-		msgs            int
-		prio            int16
-		lead            int64
-		seen            int
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &queue, &body, &msgs, &prio, &lead, &fair}, func() error {
-		var i int
-		if _, err := fmt.Sscanf(id, "pg-%d", &i); err != nil {
-			return err
-		}
-		want := fmt.Sprintf("%s body-%d %d %d %d k%d", []string{"pga", "pgb"}[i%2], i, 1+i%3, i%10, int64(i%10)*1e6, i%4)
-		if got := fmt.Sprintf("%s %s %d %d %d %s", queue, body, msgs, prio, lead, fair); got != want {
-			t.Errorf("row %s = %q, want %q", id, got, want)
-		}
-		seen++
-		return nil
+		var (
+			out  []backendtest.GroupedRow
+			r    backendtest.GroupedRow
+			prio int16
+		)
+		_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.Queue, &r.Body, &r.Messages, &prio, &r.LeadUs, &r.FairKey}, func() error {
+			c := r
+			c.Prio, c.Body = int(prio), bytes.Clone(r.Body) // pgx may reuse the buffer
+			out = append(out, c)
+			return nil
+		})
+		return out, err
 	})
-	if err != nil || seen != n {
-		t.Fatalf("read %d rows, want %d: %v", seen, n, err)
-	}
 }
 
 // TestPublishRound runs rounds of the publish group directly: one multi-row statement stores

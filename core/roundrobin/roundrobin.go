@@ -24,8 +24,18 @@ type Row struct {
 }
 
 // Order returns rows in claim order (see the package doc), keeping at most room(lane) rows of
-// each lane, the first by (Due, ID); key reads each row's Row. rows is not changed.
+// each lane, the first by (Due, ID); key reads each row's Row. rows is not changed
+// (the result may be rows itself, or share its array, when it holds at most one row).
 func Order[T any](rows []T, key func(*T) Row, room func(lane int) int) []T {
+	switch { // a claim of one row (one message per batch) needs no sorting
+	case len(rows) == 0:
+		return rows
+	case len(rows) == 1:
+		if room(key(&rows[0]).Lane) < 1 {
+			return rows[:0]
+		}
+		return rows
+	}
 	keys := make([]Row, len(rows))
 	idx := make([]int, len(rows))
 	for i := range rows {

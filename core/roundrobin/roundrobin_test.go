@@ -23,6 +23,8 @@ func TestOrder(t *testing.T) {
 		want string
 	}{
 		{name: "empty", rows: nil, room: unlimited, want: "[]"},
+		{name: "one row", rows: []row{{"a", 0, 1, 1}}, room: unlimited, want: "[a]"},
+		{name: "one row, no room", rows: []row{{"a", 1, 1, 1}}, room: func(lane int) int { return []int{5, 0}[lane] }, want: "[]"},
 		{name: "one lane by due then id", rows: []row{{"c", 0, 5, 3}, {"a", 0, 1, 9}, {"b", 0, 5, 2}}, room: unlimited, want: "[a b c]"},
 		{name: "round-robin in lane order", rows: []row{{"b1", 1, 1, 1}, {"a2", 0, 2, 2}, {"a1", 0, 1, 3}, {"c1", 2, 9, 4}, {"a3", 0, 3, 5}, {"b2", 1, 2, 6}},
 			room: unlimited, want: "[a1 b1 c1 a2 b2 a3]"},

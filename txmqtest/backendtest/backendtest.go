@@ -111,12 +111,21 @@ func FairRoundRobin(t testing.TB, be core.Backend, queue string) {
 	}
 }
 
+// GroupedRow is one jobs-table row GroupedPublishes reads back.
+type GroupedRow struct {
+	ID, Queue      string
+	Body           []byte
+	Messages, Prio int
+	LeadUs         int64
+	FairKey        string
+}
+
 // GroupedPublishes publishes 60 plain batches of be at once (a grouping backend stores them
 // with shared statements), to queues pga and pgb, with priorities, fairness keys and, for the
 // last, a delay: each call must return nil and every batch be stored with its own columns.
-// rows reads the jobs table's batch_id, queue, body, messages, priority, lead_us (µs) and
-// fair_key, in that order.
-func GroupedPublishes(t testing.TB, be core.Backend, rows func() (*sql.Rows, error)) {
+// published, when not nil, runs once the publishes returned, before the checks (a test that
+// counts statements reads its count there); rows reads the jobs table's rows.
+func GroupedPublishes(t testing.TB, be core.Backend, published func(), rows func() ([]GroupedRow, error)) {
 	t.Helper()
 	const n = 60
 	var wg sync.WaitGroup
@@ -137,39 +146,48 @@ func GroupedPublishes(t testing.TB, be core.Backend, rows func() (*sql.Rows, err
 			t.Errorf("publish %d: %v", i, err)
 		}
 	}
+	if published != nil {
+		published()
+	}
 	if d := Depth(t, be, "pga"); d != (core.Depth{Ready: n / 2}) {
 		t.Errorf("pga depth = %+v, want %d ready", d, n/2)
 	}
 	if d := Depth(t, be, "pgb"); d != (core.Depth{Ready: n/2 - 1, Delayed: 1}) {
 		t.Errorf("pgb depth = %+v, want %d ready and 1 delayed", d, n/2-1)
 	}
-	rs, err := rows()
+	got, err := rows()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rs.Close()
-	seen := 0
-	for rs.Next() {
-		var (
-			id, queue, fair string
-			body            []byte
-			msgs, prio      int
-			lead            int64
-		)
-		if err := rs.Scan(&id, &queue, &body, &msgs, &prio, &lead, &fair); err != nil {
-			t.Fatal(err)
-		}
+	for _, r := range got {
 		var i int
-		if _, err := fmt.Sscanf(id, "pg-%d", &i); err != nil {
+		if _, err := fmt.Sscanf(r.ID, "pg-%d", &i); err != nil {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("%s body-%d %d %d %d k%d", []string{"pga", "pgb"}[i%2], i, 1+i%3, i%10, int64(i%10)*1e6, i%4)
-		if got := fmt.Sprintf("%s %s %d %d %d %s", queue, body, msgs, prio, lead, fair); got != want {
-			t.Errorf("row %s = %q, want %q", id, got, want)
+		if have := fmt.Sprintf("%s %s %d %d %d %s", r.Queue, r.Body, r.Messages, r.Prio, r.LeadUs, r.FairKey); have != want {
+			t.Errorf("row %s = %q, want %q", r.ID, have, want)
 		}
-		seen++
 	}
-	if err := rs.Err(); err != nil || seen != n {
-		t.Fatalf("read %d rows, want %d: %v", seen, n, err)
+	if len(got) != n {
+		t.Fatalf("read %d rows, want %d", len(got), n)
 	}
+}
+
+// SQLGroupedRows reads GroupedPublishes' rows from a database/sql query selecting batch_id,
+// queue, body, messages, priority, lead_us and fair_key, in that order.
+func SQLGroupedRows(rs *sql.Rows, err error) ([]GroupedRow, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Close()
+	var out []GroupedRow
+	for rs.Next() {
+		var r GroupedRow
+		if err := rs.Scan(&r.ID, &r.Queue, &r.Body, &r.Messages, &r.Prio, &r.LeadUs, &r.FairKey); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
 }
