@@ -308,3 +308,18 @@ func (be *Backend) signalLocked() {
 func visibility(lease time.Duration) int32 {
 	return max(seconds(lease, MaxVisibility), 1)
 }
+
+// maxLeaseMargin is the most leaseEnd keeps between a claim's LeaseUntil and the server's
+// visibility deadline.
+const maxLeaseMargin = 200 * time.Millisecond
+
+// leaseEnd is a claim's LeaseUntil for a visibility timeout of vis seconds counted from
+// from: a margin (a tenth of the timeout, at most maxLeaseMargin) before the server's own
+// deadline. SQS counts visibility on its clock and its granularity (a server was seen to
+// release a message 53 ms before the timeout measured from the request's start), and a
+// client that settles or counts an Exclusive queue's batch as held until the last
+// millisecond would act on a message another node may have received already.
+func leaseEnd(from time.Time, vis int32) time.Time {
+	d := time.Duration(vis) * time.Second
+	return from.Add(d - min(d/10, maxLeaseMargin))
+}

@@ -274,7 +274,7 @@ func (be *Backend) freshen(ctx context.Context, claims []*core.Claim, lease time
 			continue
 		}
 		if err == nil {
-			c.LeaseUntil = start.Add(time.Duration(vis) * time.Second)
+			c.LeaseUntil = leaseEnd(start, vis)
 		}
 		out = append(out, c)
 	}

@@ -90,7 +90,7 @@ func (be *Backend) receive(ctx context.Context, k pollKey, exclusive bool, n, vi
 		return nil, 0, wrap("fetch", k.queue, err)
 	}
 	now := time.Now()
-	leaseUntil := maxTime(start, now.Add(-leaseSlack)).Add(time.Duration(vis) * time.Second)
+	leaseUntil := leaseEnd(maxTime(start, now.Add(-leaseSlack)), vis)
 	var got []*pending
 	batches := 0
 	for _, m := range out.Messages {

@@ -127,7 +127,7 @@ func (be *Backend) Extend(ctx context.Context, c *core.Claim, lease time.Duratio
 	if err := be.changeVisibility(ctx, h.url, h.receipt, vis); err != nil {
 		return wrapSettle("extend", c, err)
 	}
-	c.LeaseUntil = start.Add(time.Duration(vis) * time.Second)
+	c.LeaseUntil = leaseEnd(start, vis)
 	return nil
 }
 
