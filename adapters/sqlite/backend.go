@@ -31,7 +31,8 @@ type Backend struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup // the reaper
 
-	writes chan struct{} // this Backend's write turn (lockWrites)
+	writes chan struct{} // the write turn of this process's Backends on the file (writeturn.go)
+	file   string        // the database file's name; "" for none
 	flock  *fileLock     // the lock file beside the database; nil for none
 
 	wake    *pollwake.Waker
@@ -111,10 +112,11 @@ func New(ctx context.Context, db *sql.DB, opts *Options) (*Backend, error) {
 	}
 	be := &Backend{
 		flock:     flock,
+		file:      file,
 		db:        db,
 		o:         o,
 		done:      make(chan struct{}),
-		writes:    make(chan struct{}, 1),
+		writes:    acquireTurn(file),
 		wake:      pollwake.New(),
 		exclReady: map[string]bool{},
 	}
@@ -266,10 +268,13 @@ func (be *Backend) Close() error {
 			// (or after QueryTimeout, when another process holds the lock that long).
 			select {
 			case be.writes <- struct{}{}:
+				be.flock.close()
+				<-be.writes // the turn is shared with the process's other Backends on the file
 			case <-time.After(be.o.QueryTimeout):
+				be.flock.close()
 			}
-			be.flock.close()
 		}
+		releaseTurn(be.file)
 		if be.ownDB {
 			_ = be.db.Close()
 		}

@@ -68,9 +68,10 @@
 // SQLite has one writer at a time per file. Every claim, grouped settle, keyed or dedup
 // publish, cancel and reaper page is one BEGIN IMMEDIATE transaction, which takes the write
 // lock when it begins, so it never fails half-way for a lock and needs no row locks: the write
-// lock serialises it with every other writer in every process. Writers of one Backend queue in
-// the process; the Backends of all processes then queue at an advisory lock (flock) on the
-// file beside the database (app.db-txmqlock, LockSuffix), which wakes the next one as soon as
+// lock serialises it with every other writer in every process. The writers of all of a
+// process's Backends on the file queue in the process, first come, first served; then one of
+// them at a time queues with the other processes at an advisory lock (flock) on the file
+// beside the database (app.db-txmqlock, LockSuffix), which wakes the next one as soon as
 // the holder lets go, where SQLite's own lock makes a waiter sleep and retry (and lose to
 // newcomers); other writers on the file (the app's own) meet txmq at SQLite's lock, waiting up
 // to busy_timeout (Options.BusyTimeout, default 5 s).

@@ -74,8 +74,9 @@ func affected(ctx context.Context, q execer, stmt string, args ...any) (int64, e
 	return res.RowsAffected()
 }
 
-// lockWrites takes this Backend's write turn: SQLite has one writer per file, so the
-// Backend's own writers queue here (a Go channel, woken at once) and then, with the other
+// lockWrites takes this Backend's write turn: SQLite has one writer per file, so the writers
+// of every Backend of this process on the file queue here (a Go channel shared by them,
+// writeturn.go: first come, first served, woken at once) and then, with the other
 // processes' Backends, at the lock file beside the database (fileLock, woken at once too),
 // instead of in SQLite's busy handler (which sleeps and polls). The returned func gives the
 // turn back. When ctx ends while the lock file is awaited, the turn is given back only once
