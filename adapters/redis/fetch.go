@@ -202,7 +202,11 @@ func (be *Backend) claim(ctx context.Context, req core.FetchRequest) ([]*core.Cl
 			continue
 		}
 		got, nx, perr := parseClaims(be, qs, cmd, leaseUntil)
-		claims = append(claims, got...)
+		if len(claims) == 0 && len(got) > 0 {
+			claims = got // most fetches claim from one queue: no copy
+		} else if len(got) > 0 {
+			claims = append(claims, got...)
+		}
 		if perr != nil {
 			if firstErr == nil {
 				firstErr = be.wrap(fmt.Sprintf("fetch from queue %q", qs.Queue), perr)
@@ -251,6 +255,9 @@ func parseClaims(be *Backend, qs core.QueueSlots, cmd *goredis.Cmd, leaseUntil t
 		next = time.Duration(nextMs) * time.Millisecond
 	}
 	var claims []*core.Claim
+	if k := (len(vals) - 2) / 4; k > 0 {
+		claims = make([]*core.Claim, 0, k)
+	}
 	for j := 2; j < len(vals); j += 4 {
 		id, ok1 := vals[j].(string)
 		body, ok2 := vals[j+1].(string)
@@ -259,16 +266,21 @@ func parseClaims(be *Backend, qs core.QueueSlots, cmd *goredis.Cmd, leaseUntil t
 		if !ok1 || !ok2 || !ok3 || !ok4 {
 			return claims, next, fmt.Errorf("unexpected claim reply types %T %T %T %T", vals[j], vals[j+1], vals[j+2], vals[j+3])
 		}
-		claims = append(claims, &core.Claim{
-			Queue:      qs.Queue,
-			ID:         id,
-			Body:       []byte(body),
-			Deliveries: int(dlv),
-			LeaseUntil: leaseUntil,
-			Handle:     &handle{owner: be, token: tok, exclusive: qs.Exclusive || qs.Limit > 0 || qs.KeyLimit > 0, fair: qs.Fair, idArg: vals[j], tokenArg: vals[j+3]},
-		})
+		ch := &claimHandle{
+			c: core.Claim{Queue: qs.Queue, ID: id, Body: []byte(body), Deliveries: int(dlv), LeaseUntil: leaseUntil},
+			h: handle{owner: be, token: tok, exclusive: qs.Exclusive || qs.Limit > 0 || qs.KeyLimit > 0, fair: qs.Fair, idArg: vals[j], tokenArg: vals[j+3]},
+		}
+		ch.c.Handle = &ch.h
+		claims = append(claims, &ch.c)
 	}
 	return claims, next, nil
+}
+
+// claimHandle is a claim and its handle in one allocation (at one message per batch, a claim
+// per message).
+type claimHandle struct {
+	c core.Claim
+	h handle
 }
 
 // newTokenBase returns a random prefix for the lease tokens of one claim round trip; the

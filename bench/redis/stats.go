@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -73,6 +74,8 @@ type cpuMeter struct {
 	node, server float64 // µs per message, set by stop
 	usec0        map[string][2]int64
 	usec         string // server time and calls per message by command, set by stop
+	mallocs0     uint64
+	allocs       float64 // heap allocations of this process per message, set by stop
 }
 
 // commandUsec reads the server's cumulative calls and µs per command (INFO commandstats).
@@ -107,13 +110,22 @@ func (m *cpuMeter) start(ctx context.Context) {
 	if *stats {
 		m.server0 = serverCPU(ctx, m.rdb)
 		m.usec0 = commandUsec(ctx, m.rdb)
+		m.mallocs0 = mallocs()
 	}
+}
+
+// mallocs returns the heap allocations this process made so far.
+func mallocs() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.Mallocs
 }
 
 // stop sets the CPU used since start per message, for n messages.
 func (m *cpuMeter) stop(ctx context.Context, n int) {
 	m.node = float64((processCPU() - m.node0).Microseconds()) / float64(n)
 	if *stats {
+		m.allocs = float64(mallocs()-m.mallocs0) / float64(n)
 		m.server = (serverCPU(ctx, m.rdb) - m.server0) * 1e6 / float64(n)
 		var parts []string
 		for name, v := range commandUsec(ctx, m.rdb) {
@@ -130,7 +142,7 @@ func (m *cpuMeter) stop(ctx context.Context, n int) {
 // print prints the figures of stop (with -stats).
 func (m *cpuMeter) print() {
 	if *stats {
-		fmt.Printf("    CPU per message while draining: process %.1f µs, Redis server %.1f µs, total %.1f µs\n", m.node, m.server, m.node+m.server)
+		fmt.Printf("    CPU per message while draining: process %.1f µs, Redis server %.1f µs, total %.1f µs; process heap allocations %.1f per message\n", m.node, m.server, m.node+m.server, m.allocs)
 		fmt.Printf("    server commands per message while draining (calls, µs): %s\n", m.usec)
 	}
 }
