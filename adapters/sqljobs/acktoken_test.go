@@ -2,7 +2,6 @@ package sqljobs
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -70,6 +69,6 @@ func TestAckNeedsTheRowsOwnToken(t *testing.T) {
 		}
 	}
 	if d := depth(t, be, "tok"); d != (core.Depth{}) {
-		t.Fatal(fmt.Sprintf("after every Ack: %+v, want an empty queue", d))
+		t.Fatalf("after every Ack: %+v, want an empty queue", d)
 	}
 }
