@@ -74,7 +74,9 @@ func longListenerKeepsLease(x *X) {
 
 // lostLeaseSettleErrors: a claim whose lease expired and whose batch another client claimed
 // again can no longer be settled or extended: ErrLeaseLost. The new claim counts the
-// delivery and settles fine.
+// delivery and settles fine. And the other client never has the batch before the first
+// claim's LeaseUntil: until then its holder may still run and settle it (a server whose
+// lease clock ran early made an Exclusive queue's batch run twice at once on SQS once).
 func lostLeaseSettleErrors(x *X) {
 	ctx := x.ctx()
 	b1, b2 := x.rawClient(), x.rawClient()
@@ -93,6 +95,9 @@ func lostLeaseSettleErrors(x *X) {
 	// Only after c1's lease ran out. Three leases keep c2 safe through the checks below without
 	// making a backend whose lease is one shared setting (JetStream's AckWait) wait long.
 	c2 := fetchOne(x, b2, qn, x.Caps.Lease*3)
+	if at := time.Now(); at.Before(c1.LeaseUntil) {
+		x.T.Fatalf("another client claimed the batch %v before the first claim's LeaseUntil", c1.LeaseUntil.Sub(at))
+	}
 	if c2.Deliveries < 2 {
 		x.T.Errorf("second claim after an expired lease has Deliveries %d; want 2", c2.Deliveries)
 	}
