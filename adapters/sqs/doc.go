@@ -77,12 +77,13 @@
 // Extend is ChangeMessageVisibility. A claim's LeaseUntil is counted from the start of the
 // receive (or from shortly before the response of a long poll) and ends a tenth of the
 // timeout (at most 200 ms) before it, so it is never later than SQS's own deadline, even on a
-// server whose visibility clock runs a little early. A settle (Ack, Drop, Retry) or Extend after LeaseUntil returns
-// core.ErrLeaseLost without calling SQS: DeleteMessage with a receipt handle from an earlier
-// receive can succeed in real SQS, deleting a message another node now runs, so the client-side
-// check is what makes a stale settle safe; SQS's own refusals (ReceiptHandleIsInvalid,
-// MessageNotInflight, InvalidParameterValue for an expired handle) also map to
-// core.ErrLeaseLost. Settling a settled claim again is a no-op. Ack and Drop are DeleteMessage.
+// server whose visibility clock runs a little early. A settle (Ack, Drop, Retry) or Extend
+// after LeaseUntil returns core.ErrLeaseLost without calling SQS: DeleteMessage with a
+// receipt handle from an earlier receive can succeed in real SQS, deleting a message another
+// node now runs, so the client-side check is what makes a stale settle safe; SQS's own
+// refusals (ReceiptHandleIsInvalid, MessageNotInflight, InvalidParameterValue for an expired
+// handle) also map to core.ErrLeaseLost. Settling a settled claim again is a no-op. Ack and
+// Drop are DeleteMessage.
 //
 // Deliveries and the engine's attempt count: Claim.Deliveries is SQS's ApproximateReceiveCount
 // plus a txmq-base attribute (0 unless the adapter itself moved the message, see below). The
