@@ -201,26 +201,18 @@ func (p claimParams) fairQueue(queue string) bool {
 }
 
 // applyFair picks the rows of each fair queue of p (in queue order, within the request's
-// budget) and returns p with those queues left out of the plain pick and the budget reduced.
+// budget: roundrobin.FairFirst) and returns p with those queues left out of the plain pick and the budget reduced.
 func (be *Backend) applyFair(ctx context.Context, tx *sql.Tx, p claimParams) (claimParams, []picked, error) {
 	if p.fair == nil {
 		return p, nil, nil
 	}
-	limits := append([]int(nil), p.limits...)
-	var rows []picked
-	for i, q := range p.queues {
-		if !p.fair[i] {
-			continue
-		}
-		got, err := be.pickFair(ctx, tx, q, min(limits[i], p.budget-len(rows)), p.keyLim[i], p.prio != nil && p.prio[i])
-		if err != nil {
-			return p, nil, err
-		}
-		rows = append(rows, got...)
-		limits[i] = 0
+	limits, budget, rows, err := roundrobin.FairFirst(p.fair, p.limits, p.budget, func(i, n int) ([]picked, error) {
+		return be.pickFair(ctx, tx, p.queues[i], n, p.keyLim[i], p.prio != nil && p.prio[i])
+	})
+	if err != nil {
+		return p, nil, err
 	}
-	p.limits = limits
-	p.budget -= len(rows)
+	p.limits, p.budget = limits, budget
 	return p, rows, nil
 }
 

@@ -120,27 +120,19 @@ func (p claimParams) fairQueue(queue string) bool {
 }
 
 // applyFair picks the rows of each fair queue of p (in queue order, within the request's
-// budget; bare, the claim reads their details) and returns p with those queues left out of
-// the plain pick and the budget reduced.
+// budget: roundrobin.FairFirst; bare, the claim reads their details) and returns p with those
+// queues left out of the plain pick and the budget reduced.
 func (be *Backend) applyFair(ctx context.Context, tx execer, p claimParams, now int64) (claimParams, []picked, error) {
 	if p.fair == nil {
 		return p, nil, nil
 	}
-	limits := slices.Clone(p.limits)
-	var rows []picked
-	for i, q := range p.queues {
-		if !p.fair[i] {
-			continue
-		}
-		got, err := pickFair(ctx, tx, q, min(limits[i], p.budget-len(rows)), p.keyLim[i], p.prio != nil && p.prio[i], now)
-		if err != nil {
-			return p, nil, err
-		}
-		rows = append(rows, got...)
-		limits[i] = 0
+	limits, budget, rows, err := roundrobin.FairFirst(p.fair, p.limits, p.budget, func(i, n int) ([]picked, error) {
+		return pickFair(ctx, tx, p.queues[i], n, p.keyLim[i], p.prio != nil && p.prio[i], now)
+	})
+	if err != nil {
+		return p, nil, err
 	}
-	p.limits = limits
-	p.budget -= len(rows)
+	p.limits, p.budget = limits, budget
 	return p, rows, nil
 }
 
