@@ -2,9 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"strings"
+	"time"
 
 	"github.com/txmq/txmq/core"
 	"github.com/txmq/txmq/core/groupcommit"
@@ -23,8 +22,9 @@ const maxGroupedBody = 64 << 10
 // (Options.SettleBatch at most). A round SQLite refuses for one batch's value stores each
 // batch alone, so only that batch is rejected.
 
-// sqlPublishRow is one row of a grouped publish ({{i}} its index in the round).
-const sqlPublishRow = `(:queue{{i}}, :batch{{i}}, :body{{i}}, :now + :delay{{i}}, :messages{{i}}, :now, :prio{{i}}, :lead{{i}}, :fair{{i}})`
+// sqlPublishRow is one row of a grouped publish, its values positional in the columns
+// order of sqlPublishMany (run_at and created_at given by insertMany).
+const sqlPublishRow = `(?, ?, ?, ?, ?, ?, ?, ?, ?)`
 
 // newPublishes returns the Backend's publish group.
 func (be *Backend) newPublishes() *groupcommit.Publishes {
@@ -52,20 +52,17 @@ func (be *Backend) publishPlain(ctx context.Context, op string, b core.OutgoingB
 }
 
 // insertMany stores a round's batches with one INSERT of a row each, in order, in one write
-// turn.
+// turn; every row is stored at the same now (run_at now plus its delay), as the one-row
+// statement stores its own.
 func (be *Backend) insertMany(ctx context.Context, ps []*groupcommit.Publish) error {
-	rows := make([]string, len(ps))
-	args := make([]any, 0, 8*len(ps)+1)
-	for i, p := range ps {
-		rows[i] = strings.ReplaceAll(sqlPublishRow, "{{i}}", fmt.Sprint(i))
+	now := time.Now().UnixMicro()
+	args := make([]any, 0, 9*len(ps))
+	for _, p := range ps {
 		b := p.Batch
-		args = append(args, sql.Named(fmt.Sprint("queue", i), b.Queue), sql.Named(fmt.Sprint("batch", i), b.ID),
-			sql.Named(fmt.Sprint("body", i), p.Body), sql.Named(fmt.Sprint("delay", i), p.DelayUs),
-			sql.Named(fmt.Sprint("messages", i), b.Messages), sql.Named(fmt.Sprint("prio", i), prio(b)),
-			sql.Named(fmt.Sprint("lead", i), micros(b.Lead)), sql.Named(fmt.Sprint("fair", i), b.FairKey))
+		args = append(args, b.Queue, b.ID, p.Body, now+p.DelayUs, b.Messages, now, prio(b), micros(b.Lead), b.FairKey)
 	}
-	stmt := sqlPublishMany + strings.Join(rows, ", ")
-	_, err := be.exec(ctx, stmt, append(args, nowArg())...)
+	stmt := sqlPublishMany + sqlPublishRow + strings.Repeat(", "+sqlPublishRow, len(ps)-1)
+	_, err := be.exec(ctx, stmt, args...)
 	return err
 }
 
