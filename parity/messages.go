@@ -64,7 +64,9 @@ func waitState(x *X, in *txmq.Inspector, id string, want core.MessageState) core
 	x.eventually(func() bool {
 		last, lastErr = in.Get(context.Background(), id)
 		return lastErr == nil && last.State == want
-	}, fmt.Sprintf("message %q in state %s (last seen: %+v, error %v)", id, want, last, lastErr))
+	}, func() string { // read at the failure: the last lookup, not the zero values before the first
+		return fmt.Sprintf("message %q in state %s (last seen: %+v, error %v)", id, want, last, lastErr)
+	})
 	return last
 }
 

@@ -92,7 +92,7 @@ func scheduleOnce(x *X) {
 		}
 		sort.Slice(ticks, func(i, j int) bool { return ticks[i] < ticks[j] })
 		return len(ticks) >= 5 && ticks[len(ticks)-1]-ticks[0]+1 == int64(len(ticks))
-	}, fmt.Sprintf("consecutive ticks delivered (have %v)", ticks))
+	}, func() string { return fmt.Sprintf("consecutive ticks delivered (have %v)", ticks) })
 	pub.mu.Lock()
 	defer pub.mu.Unlock()
 	for id, n := range pub.seen {
