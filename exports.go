@@ -39,6 +39,9 @@ var (
 	// ErrRunTimeout: a run took longer than its queue's RunTimeout; the listener's ctx is
 	// cancelled with it as cause, and the failed run's error wraps it.
 	ErrRunTimeout = core.ErrRunTimeout
+	// ErrStillStored: a dead-letter replay found the original batch still stored (its drop
+	// did not land); replay again once it is gone.
+	ErrStillStored = core.ErrStillStored
 	// ErrNoDatabase: a transactional call (App.RunInTx, WithTx, WithSQLTx) on an app opened
 	// without a database; it names TXMQ_DATABASE_URL.
 	ErrNoDatabase = outbox.ErrNoDatabase

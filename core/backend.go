@@ -137,7 +137,12 @@ type OutgoingBatch struct {
 	// batch (SQS FIFO's deduplication id): empty means ID, so a repeat of the same publish (an
 	// outbox sweep running twice) is stored once. A deliberate new publish of a batch whose id
 	// was published before (a dead-letter replay) sets its own, so that it is not taken for a
-	// repeat and silently dropped. At most 128 printable ASCII bytes.
+	// repeat and silently dropped. At most 128 printable ASCII bytes. A backend that keeps one
+	// batch per id and still stores the id with another body (the original, dead-lettered but
+	// not yet dropped) stores nothing and returns an error wrapping ErrStillStored; one that
+	// stores each publish apart stores it (the node that dead-lettered the original drops the
+	// original again when it comes back and runs the replay: see the envelope's replay
+	// generation).
 	PublishID string
 	// DedupWindow, when positive, asks an adapter that implements IDDeduper to deduplicate the
 	// batch's messages by DedupIDs for that long (see IDDeduper); 0 for every other batch.

@@ -113,7 +113,8 @@ type KeyLister interface {
 //
 // The terminal path (dead letter, OnError) runs once per batch id: a batch whose Drop failed
 // comes back after its lease expires, possibly on another node. A node remembers the batch ids
-// it dead-lettered (bounded, in memory) and drops such a batch again quietly; a sink makes that
+// it dead-lettered, with their replay generation (bounded, in memory), and drops such a batch
+// again quietly (a replay of it is a new generation, which runs); a sink makes that
 // hold across nodes and restarts by returning ErrAlreadyDeadLettered for a batch id it already
 // holds (keeping the first reason, error and attempts), and the engine then skips OnError.
 // Without a sink, the guarantee is per node only: another node may call OnError a second time.

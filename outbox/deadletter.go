@@ -171,7 +171,12 @@ func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, er
 // history, until Purge; if the batch fails again, DeadLetter marks it dead again. The row is
 // locked while it is published, so concurrent replays of one id publish it once; a row already
 // replayed (and not failed since) is refused with ErrAlreadyReplayed. A publish error leaves the
-// row dead and is returned.
+// row dead and is returned; so does a backend that keeps one batch per id and still stores the
+// original (dead-lettered while its Drop did not land): the error wraps core.ErrStillStored,
+// and a replay after the original's lease, once the node has dropped it, succeeds. The
+// replayed batch carries a replay generation one above any before it, so the node that
+// dead-lettered the original runs it (and, if it fails for good again, dead-letters it again)
+// instead of taking it for the original coming back.
 func (s *Store) Replay(ctx context.Context, id int64) error {
 	if s == nil {
 		return errNoStore("Replay")
@@ -183,12 +188,14 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 			return fmt.Errorf("txmq outbox: dead letter %d (queue %q, batch %s) was replayed at %s and has not failed since: %w",
 				id, d.Queue, d.BatchID, d.ReplayedAt.Format(time.RFC3339), ErrAlreadyReplayed)
 		}
-		body, err := envelope.ReencodeAttempt(d.Body, 0)
+		env, err := envelope.Decode(d.Body)
 		if err != nil {
 			return fmt.Errorf("txmq outbox: dead letter %d of queue %q (reason %s) is not a readable batch and cannot be replayed; inspect it and purge it: %w",
 				id, d.Queue, d.Reason, err)
 		}
-		env, err := envelope.Decode(body)
+		// The replay's generation grows with every replay of the row and of the batch, so a
+		// node that dead-lettered an earlier generation runs this one (see envelope.Replays).
+		body, err := envelope.ReencodeReplay(d.Body, max(env.Replays, d.ReplayCount)+1)
 		if err != nil {
 			return fmt.Errorf("txmq outbox: dead letter %d of queue %q: %w", id, d.Queue, err)
 		}
@@ -205,6 +212,10 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 		pctx, cancel := context.WithTimeout(ctx, s.o.PublishTimeout)
 		err = s.publishOne(pctx, b)
 		cancel()
+		if errors.Is(err, core.ErrStillStored) {
+			return fmt.Errorf("txmq outbox: replaying dead letter %d (queue %q, batch %s): the backend still stores the original batch (its drop did not land before its lease ran out); it is dropped when it comes back, so replay again after its lease; the row stays dead: %w",
+				id, d.Queue, env.ID, err)
+		}
 		if err != nil {
 			return fmt.Errorf("txmq outbox: replaying dead letter %d (queue %q, batch %s): the backend refused it, the row stays dead; retry later: %w",
 				id, d.Queue, env.ID, err)

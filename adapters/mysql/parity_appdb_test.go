@@ -24,7 +24,7 @@ import (
 func parityAppDB(t *testing.T) {
 	parity.RunWith(t, appDBHarness{}, &parity.Options{AppDB: &mysqlAppDB{}, Groups: []string{
 		"transactions", "outages", "poison", "ordering", "identity", "middleware", "priority", "clock",
-		"messages", "pause", "ratelimit", "schedule", "unique",
+		"messages", "pause", "ratelimit", "schedule", "unique", "deadletters",
 	}})
 }
 

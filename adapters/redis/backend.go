@@ -80,7 +80,8 @@ func (be *Backend) Client() goredis.UniversalClient { return be.rdb }
 // Publish stores the batch, claimable once its delay (b.DelayFrom) has passed. The due time is
 // the server's TIME plus the delay, rounded up to the millisecond, so a skewed client clock
 // cannot make a batch due early or late. Publishing an id that is already stored
-// is a no-op.
+// is a no-op, but for a deliberate re-publish (b.PublishID set: a dead-letter replay) with
+// another body, which is refused with core.ErrStillStored (the queue keeps one batch per id).
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := be.usable("publish", b.Queue); err != nil {
 		return err
@@ -108,6 +109,10 @@ func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 		}
 	case b.DedupWindow > 0:
 		err = be.publishDedup(ctx, k, b, delayMs)
+	case b.PublishID != "":
+		if err = be.republish(ctx, k, b, delayMs); errors.Is(err, core.ErrStillStored) {
+			return err
+		}
 	default:
 		err = publishScript.Run(ctx, be.rdb, k.script, b.ID, b.Body, delayMs, k.wake, b.Key, leadMs(b.Lead), fairKeyArg(b)).Err()
 	}

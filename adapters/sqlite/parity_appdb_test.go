@@ -22,7 +22,7 @@ import (
 func parityAppDB(t *testing.T) {
 	parity.RunWith(t, appDBHarness{}, &parity.Options{AppDB: &sqliteAppDB{}, Groups: []string{
 		"transactions", "outages", "poison", "ordering", "identity", "middleware", "priority", "clock",
-		"messages", "pause", "ratelimit", "schedule",
+		"messages", "pause", "ratelimit", "schedule", "deadletters",
 	}})
 }
 

@@ -18,10 +18,16 @@ func Messages(body []byte) (ids []string, msgs []json.RawMessage, err error) {
 	return env.MessageIDs, env.Messages, nil
 }
 
-// ForReplay returns body with its attempt count reset to zero, as a dead-letter replay
-// publishes it again: the replayed batch gets the queue's whole retry budget. Everything else
-// in body (batch id, queue, message ids, trace contexts) is kept. A Body that is not an
-// envelope returns the decoder's error. Adapters never call it (see the package doc).
+// ForReplay returns body as a dead-letter replay publishes it again: its attempt count reset to
+// zero (the replayed batch gets the queue's whole retry budget) and its replay generation one
+// higher (a node that dead-lettered the original tells the replay from the original coming
+// back). Everything else in body (batch id, queue, message ids, trace contexts) is kept. A
+// Body that is not an envelope returns the decoder's error. Adapters never call it (see the
+// package doc).
 func ForReplay(body []byte) ([]byte, error) {
-	return inner.ReencodeAttempt(body, 0)
+	e, err := inner.Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	return inner.ReencodeReplay(body, e.Replays+1)
 }

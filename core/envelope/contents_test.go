@@ -3,6 +3,7 @@ package envelope_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/txmq/txmq/core"
@@ -20,6 +21,10 @@ func TestMessagesAndForReplay(t *testing.T) {
 	replay, err := envelope.ForReplay(b.Body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	twice, err := envelope.ForReplay(replay)
+	if err != nil || !strings.Contains(string(replay), `"rp":1`) || !strings.Contains(string(twice), `"rp":2`) {
+		t.Fatalf("ForReplay gives generations %q then %q (%v); want rp 1 then 2", replay, twice, err)
 	}
 	ids2, msgs2, err := envelope.Messages(replay)
 	if err != nil || len(ids2) != 2 || ids2[1] != "m2" || string(msgs2[1]) != `"two"` {

@@ -42,10 +42,11 @@ type outcomeGroup struct {
 const maxDerivedBase = 64
 
 // derivedID is the batch id of group g of a split of the batch base with attempt runs spent
-// before its stored copy: <base>/<attempt>/<kind>-<hash of the group's ids, delay and reason>.
+// before its stored copy: <base>/<attempt>/<kind>-<hash of the group's ids, delay and reason>,
+// with <attempt>.r<replays> in a dead-letter replay's generation replays (above 0).
 // A second copy of the same split (duplicate delivery, or a redelivery after a crash between
 // the steps) gets the same id; a different split of the same copy gets another.
-func derivedID(base string, attempt int, g *outcomeGroup, ids []string) string {
+func derivedID(base string, attempt, replays int, g *outcomeGroup, ids []string) string {
 	if len(base) > maxDerivedBase {
 		sum := sha256.Sum256([]byte(base))
 		base = "h" + hex.EncodeToString(sum[:12])
@@ -58,6 +59,9 @@ func derivedID(base string, attempt int, g *outcomeGroup, ids []string) string {
 	h.Write([]byte(strconv.FormatInt(int64(g.delay), 10)))
 	h.Write([]byte{0})
 	h.Write([]byte(g.reason))
+	if replays > 0 { // a replay's parts are not the original's (see envelope.Replays)
+		return fmt.Sprintf("%s/%d.r%d/%s-%08x", base, attempt, replays, g.kind, h.Sum32())
+	}
 	return fmt.Sprintf("%s/%d/%s-%08x", base, attempt, g.kind, h.Sum32())
 }
 
@@ -262,7 +266,7 @@ func (rn *runner) settleSplit(r *running, l *Listener, d *Batch, run int, ids []
 			failed = true
 			rn.deadLetterGroup(r, spec, d, env, g, run)
 		case core.OutcomeDiscard:
-			rn.discarded(c.Queue, derivedID(d.ID, d.Attempt, g, env.MessageIDs), ids, g, run)
+			rn.discarded(c.Queue, derivedID(d.ID, d.Attempt, d.Replays, g, env.MessageIDs), ids, g, run)
 		case core.OutcomeDone:
 			// recorded once the claim is settled
 		default:
@@ -375,7 +379,7 @@ func holdKey(groups []*outcomeGroup, count int) ([]*outcomeGroup, *outcomeGroup)
 // snooze (a snooze), due after g.delay.
 func (rn *runner) part(spec *Spec, env *envelope.Envelope, d *Batch, g *outcomeGroup, run int) core.Part {
 	p := *env
-	p.ID = derivedID(d.ID, d.Attempt, g, env.MessageIDs)
+	p.ID = derivedID(d.ID, d.Attempt, d.Replays, g, env.MessageIDs)
 	p.Attempt = run
 	if g.kind == core.OutcomeSnooze {
 		p.Attempt, p.Snoozes = run-1, env.Snoozes+1
@@ -428,7 +432,7 @@ func (rn *runner) deadLetterGroup(r *running, spec *Spec, d *Batch, env *envelop
 	c := r.claim
 	p := rn.part(spec, env, d, g, run)
 	msgs := len(g.idx)
-	key := terminalKey(c.Queue, p.ID)
+	key := terminalKey(c.Queue, p.ID, d.Replays)
 	if rn.terminals.seen(key) {
 		return
 	}

@@ -15,26 +15,27 @@ func TestDerivedID(t *testing.T) {
 	t.Parallel()
 	ids := []string{"m0", "m1", "m2"}
 	g := &outcomeGroup{kind: core.OutcomeRetry, delay: time.Second, idx: []int{1, 2}}
-	a := derivedID("b1", 2, g, ids)
-	if a != derivedID("b1", 2, g, ids) {
+	a := derivedID("b1", 2, 0, g, ids)
+	if a != derivedID("b1", 2, 0, g, ids) {
 		t.Fatal("derivedID is not stable")
 	}
 	if !strings.HasPrefix(a, "b1/2/retry-") {
 		t.Errorf("derivedID = %q; want b1/2/retry-<hash>", a)
 	}
 	for name, other := range map[string]string{
-		"another attempt": derivedID("b1", 3, g, ids),
-		"another batch":   derivedID("b2", 2, g, ids),
-		"other messages":  derivedID("b1", 2, &outcomeGroup{kind: core.OutcomeRetry, delay: time.Second, idx: []int{0}}, ids),
-		"another delay":   derivedID("b1", 2, &outcomeGroup{kind: core.OutcomeRetry, delay: 2 * time.Second, idx: []int{1, 2}}, ids),
-		"another kind":    derivedID("b1", 2, &outcomeGroup{kind: core.OutcomeSnooze, delay: time.Second, idx: []int{1, 2}}, ids),
+		"another attempt": derivedID("b1", 3, 0, g, ids),
+		"a replay":        derivedID("b1", 2, 1, g, ids),
+		"another batch":   derivedID("b2", 2, 0, g, ids),
+		"other messages":  derivedID("b1", 2, 0, &outcomeGroup{kind: core.OutcomeRetry, delay: time.Second, idx: []int{0}}, ids),
+		"another delay":   derivedID("b1", 2, 0, &outcomeGroup{kind: core.OutcomeRetry, delay: 2 * time.Second, idx: []int{1, 2}}, ids),
+		"another kind":    derivedID("b1", 2, 0, &outcomeGroup{kind: core.OutcomeSnooze, delay: time.Second, idx: []int{1, 2}}, ids),
 	} {
 		if other == a {
 			t.Errorf("%s gives the same id %q", name, a)
 		}
 	}
 	long := strings.Repeat("x", 200)
-	if got := derivedID(long, 1, g, ids); len(got) > maxDerivedBase+32 {
+	if got := derivedID(long, 1, 0, g, ids); len(got) > maxDerivedBase+32 {
 		t.Errorf("derived id of a long base is %d bytes: %q", len(got), got)
 	}
 }

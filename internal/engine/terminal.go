@@ -1,14 +1,19 @@
 package engine
 
-import "sync"
+import (
+	"strconv"
+	"sync"
+)
 
 // terminalMemorySize bounds how many terminal batch ids a node remembers.
 const terminalMemorySize = 10_000
 
 // terminalMemory is a node's bounded memory of the batches it took down the terminal path
-// (dead letter, OnError), by queue and batch id: when such a batch comes back (its Drop failed
-// and its lease expired), the node drops it again without a second dead letter or OnError. The
-// oldest ids are forgotten first.
+// (dead letter, OnError), by queue, batch id and replay generation: when such a batch comes
+// back (its Drop failed and its lease expired), the node drops it again without a second dead
+// letter or OnError. A replay of the batch (a higher generation, see envelope.Replays) is not
+// the batch coming back: it runs, and when it fails for good it takes the terminal path again.
+// The oldest ids are forgotten first.
 type terminalMemory struct {
 	mu   sync.Mutex
 	set  map[string]struct{}
@@ -16,7 +21,10 @@ type terminalMemory struct {
 	next int
 }
 
-func terminalKey(queue, id string) string { return queue + "\x00" + id }
+// terminalKey is the memory's key of generation replays of batch id of queue.
+func terminalKey(queue, id string, replays int) string {
+	return queue + "\x00" + id + "\x00" + strconv.Itoa(replays)
+}
 
 // add remembers key.
 func (m *terminalMemory) add(key string) {

@@ -412,14 +412,14 @@ func (rn *runner) settleErr(c *core.Claim, op string, err error) {
 func (rn *runner) terminal(r *running, spec *Spec, d *Batch, reason string, cause error, attempts int) {
 	n := rn.e
 	c := r.claim
-	msgs, id := 0, c.ID
+	msgs, id, replays := 0, c.ID, 0
 	if d != nil {
-		msgs, id = d.Count, d.ID
+		msgs, id, replays = d.Count, d.ID, d.Replays
 	}
 	drop := func() {
 		rn.settleErr(c, "drop", rn.settle(r, "Drop", func(ctx context.Context) error { return n.backend.Drop(ctx, c, reason) }))
 	}
-	key := terminalKey(c.Queue, id)
+	key := terminalKey(c.Queue, id, replays)
 	if id != "" && rn.terminals.seen(key) {
 		n.log.Warn("txmq: batch came back after this node dead-lettered it (its Drop failed); dropping it again", "queue", c.Queue, "batch", id, "reason", reason)
 		drop()

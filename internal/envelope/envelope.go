@@ -69,6 +69,13 @@ type Envelope struct {
 	// Snoozes counts the times the batch's messages were snoozed (txmq.Snooze, Results.Snooze),
 	// bounded by the queue's MaxSnoozes; 0 and absent for a batch never snoozed.
 	Snoozes int `json:"sz,omitempty"`
+	// Replays is how many times the batch was replayed from the dead letters (the replay's
+	// generation): 0 and absent for a batch never replayed. A node remembers the batches it
+	// dead-lettered by id and generation, so that the original coming back after a failed
+	// Drop is dropped again while a replay of it runs (see internal/engine's terminalMemory).
+	// Written after the header the fast decoder reads: a replayed batch decodes by
+	// encoding/json.
+	Replays int `json:"rp,omitempty"`
 	// UniqueKey, UniqueMode and UniqueMillis are a unique batch's key, mode and window in
 	// milliseconds (see core.OutgoingBatch.Unique), absent otherwise: they ride in the
 	// envelope so that the outbox's relay and sweep and the ledger's republisher ask the
@@ -111,6 +118,7 @@ type Header struct {
 	TraceOf     []int               `json:"ti,omitempty"`
 	Headers     []map[string]string `json:"h,omitempty"`
 	Snoozes     int                 `json:"sz,omitempty"`
+	Replays     int                 `json:"rp,omitempty"`
 	UniqueKey   string              `json:"uk,omitempty"`
 	UniqueMode  int                 `json:"um,omitempty"`
 	UniqueMilli int64               `json:"uw,omitempty"`
@@ -268,6 +276,10 @@ func Encode(e *Envelope) []byte {
 		buf.WriteString(`,"sz":`)
 		buf.WriteString(strconv.Itoa(e.Snoozes))
 	}
+	if e.Replays > 0 {
+		buf.WriteString(`,"rp":`)
+		buf.WriteString(strconv.Itoa(e.Replays))
+	}
 	if e.UniqueMode != 0 {
 		buf.WriteString(`,"uk":`)
 		writeJSONString(buf, e.UniqueKey)
@@ -422,6 +434,17 @@ func ReencodeAttempt(body []byte, attempt int) ([]byte, error) {
 		return nil, err
 	}
 	e.Attempt = attempt
+	return Encode(e), nil
+}
+
+// ReencodeReplay returns body as a dead-letter replay publishes it: attempt count 0 (the whole
+// retry budget) and replay generation replays; an error if body is not an envelope.
+func ReencodeReplay(body []byte, replays int) ([]byte, error) {
+	e, err := Decode(body)
+	if err != nil {
+		return nil, err
+	}
+	e.Attempt, e.Replays = 0, replays
 	return Encode(e), nil
 }
 

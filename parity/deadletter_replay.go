@@ -1,0 +1,136 @@
+package parity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/txmq/txmq"
+	"github.com/txmq/txmq/core"
+	"github.com/txmq/txmq/outbox"
+)
+
+func init() {
+	register("deadletters",
+		property{name: "replay_fails_again_dead_again", run: replayFailsAgain},
+		property{name: "replay_while_original_stored", run: replayWhileStored},
+	)
+}
+
+// replayFailsAgain: a replayed batch that fails for good again, on the node that dead-lettered
+// it the first time, takes the whole terminal path again: its dead letter is dead once more
+// (replayed once), OnError fires again, the drop is counted again. The node's memory of the
+// batches it dead-lettered (which drops a batch that comes back after a failed Drop without a
+// second dead letter) must not take the replay for the original coming back.
+func replayFailsAgain(x *X) {
+	var onErr atomic.Int64
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1, OnError: func([]Msg, error, int) error { onErr.Add(1); return nil }})
+	s := x.store(x.rawClient(), outbox.Options{})
+	n := x.node(txmq.NodeOptions{DeadLetters: s})
+	rec := newRecorder()
+	listen(x, rec, q, n, func(context.Context, []Msg) error { return errBoom })
+	publishKeys(x, q, n, "again", 1, 1)
+	dl := waitDead(x, s, q.Name(), 0)
+	if err := s.Replay(x.ctx(), dl.ID); err != nil {
+		x.T.Fatalf("Replay: %v", err)
+	}
+	waitDead(x, s, q.Name(), 1)
+	x.eventually(func() bool { return onErr.Load() >= 2 && rec.Runs() >= 2 }, func() string {
+		return fmt.Sprintf("OnError fired %d times, the listener ran %d times; want 2 each (the first run and the replay's)", onErr.Load(), rec.Runs())
+	})
+	x.idle(n)
+	if got := sumDropped(core.ReasonDeliveryExhausted, n); got != 2 {
+		x.T.Fatalf("%d drops counted with reason %s; want 2 (the first run's and the replay's)", got, core.ReasonDeliveryExhausted)
+	}
+	if got := onErr.Load(); got != 2 {
+		x.T.Fatalf("OnError fired %d times; want 2", got)
+	}
+}
+
+// replayWhileStored: a batch is dead-lettered but its Drop fails, so the backend still stores
+// it (leased, then back after its lease) when the operator replays the dead letter. The
+// replay either publishes a batch that runs (a backend that stores each publish apart), or
+// is refused with core.ErrStillStored (a backend that keeps one batch per id) and succeeds
+// once the original is dropped. Never does Replay report success for a batch that does not
+// run: the original coming back is dropped without a second dead letter, the replay runs.
+func replayWhileStored(x *X) {
+	var (
+		mu      sync.Mutex
+		failing = true
+		ok      atomic.Int64
+	)
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1})
+	s := x.store(x.rawClient(), outbox.Options{})
+	n, f := x.faultyNode(txmq.NodeOptions{DeadLetters: s})
+	f.dropFails.Store(1 << 40)
+	rec := newRecorder()
+	listen(x, rec, q, n, func(context.Context, []Msg) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return errBoom
+		}
+		ok.Add(1)
+		return nil
+	})
+	publishKeys(x, q, n, "stored", 1, 1)
+	dl := waitDead(x, s, q.Name(), 0)
+	x.eventually(func() bool { return f.drops.Load() >= 1 }, "the dead-lettering node tried to drop the batch")
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	err := s.Replay(x.ctx(), dl.ID)
+	refused := errors.Is(err, core.ErrStillStored)
+	if err != nil && !refused {
+		x.T.Fatalf("Replay while the original is stored: %v; want nil or an error wrapping core.ErrStillStored", err)
+	}
+	f.dropFails.Store(0)
+	if refused {
+		x.eventually(func() bool {
+			err = s.Replay(x.ctx(), dl.ID)
+			if err != nil && !errors.Is(err, core.ErrStillStored) {
+				x.T.Fatalf("Replay once the original is dropped: %v", err)
+			}
+			return err == nil
+		}, func() string { return fmt.Sprintf("Replay accepted once the original is dropped; last: %v", err) })
+	}
+	x.eventually(func() bool { return ok.Load() >= 1 }, func() string {
+		return fmt.Sprintf("the replayed batch ran (Replay refused first: %v); runs: %s", refused, rec.Summary())
+	})
+	probe := x.rawClient()
+	x.eventually(func() bool { return depths(x, probe, q.Name()) == core.Depth{} }, func() string {
+		return fmt.Sprintf("the original and the replay gone from the backend (depths %s)", depthString(depths(x, probe, q.Name())))
+	})
+	x.idle(n)
+	got, err := s.GetDeadLetter(x.ctx(), dl.ID)
+	if err != nil {
+		x.T.Fatalf("GetDeadLetter: %v", err)
+	}
+	if got.Dead() || got.ReplayCount != 1 {
+		x.T.Fatalf("dead letter after the replay ran: dead %v, replayed %d times; want replayed once and not dead (the original coming back is not a new failure)", got.Dead(), got.ReplayCount)
+	}
+}
+
+// waitDead waits until queue has exactly one dead letter, dead now and replayed replays times,
+// and returns it.
+func waitDead(x *X, s *outbox.Store, queue string, replays int) outbox.DeadLetterRow {
+	x.T.Helper()
+	var last []outbox.DeadLetterRow
+	x.eventually(func() bool {
+		var err error
+		last, err = s.ListDeadLetters(x.ctx(), outbox.DLQFilter{Queue: queue})
+		if err != nil {
+			x.T.Fatalf("ListDeadLetters: %v", err)
+		}
+		return len(last) == 1 && last[0].Dead() && last[0].ReplayCount == replays
+	}, func() string {
+		rows := make([]string, len(last))
+		for i, r := range last {
+			rows[i] = fmt.Sprintf("{dead %v, replays %d}", r.Dead(), r.ReplayCount)
+		}
+		return fmt.Sprintf("one dead letter of queue %s, dead, replayed %d times; have %v", queue, replays, rows)
+	})
+	return last[0]
+}
