@@ -145,6 +145,12 @@ type DeadLetter struct {
 	Exclusive bool
 	// At is when the engine gave up.
 	At time.Time
+	// Replays is the batch's replay generation (how many times it was replayed from the dead
+	// letters; 0 for a batch never replayed). A sink that holds the batch as replayed takes a
+	// dead letter of a generation below its replay count for the original (or an earlier
+	// replay) coming back after a failed Drop, not a failure of the replay: it keeps its row
+	// and answers ErrAlreadyDeadLettered, as for a batch still dead.
+	Replays int
 }
 
 // MessageRecorder receives the life of the messages a node publishes and runs (the ledger):

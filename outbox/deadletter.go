@@ -75,8 +75,10 @@ func (r *DeadLetterRow) Dead() bool { return r.ReplayedAt.IsZero() }
 // already stored and still dead (same queue and batch id, not replayed since) keeps its row, with
 // the first reason, error and attempts, and the call returns an error wrapping
 // core.ErrAlreadyDeadLettered, so that core does not call OnError a second time. A batch that
-// was replayed and failed again has its row updated and becomes dead again. It implements
-// core.DeadLetterSink.
+// was replayed and failed again (dl.Replays, its replay generation, at least the row's replay
+// count) has its row updated and becomes dead again; one of an earlier generation is the
+// original, or an earlier replay, coming back after its Drop failed: the row is kept and the
+// call answers core.ErrAlreadyDeadLettered. It implements core.DeadLetterSink.
 func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
 	if s == nil {
 		return errNoStore("DeadLetter")
@@ -90,7 +92,7 @@ func (s *Store) DeadLetter(ctx context.Context, dl *core.DeadLetter) error {
 	}
 	stored, err := s.db.DeadLetter(ctx, &core.DeadLetter{Queue: dl.Queue, BatchID: dl.BatchID, Body: dl.Body,
 		Exclusive: dl.Exclusive, Reason: dl.Reason, Error: errorText(dl.Error, maxDeadErrorText), Attempts: dl.Attempts,
-		Messages: dl.Messages, At: at})
+		Messages: dl.Messages, At: at, Replays: dl.Replays})
 	if err != nil {
 		return fmt.Errorf("txmq outbox: storing dead letter of queue %q (batch %s, reason %s) in %s: %w; check the app database and that outbox.Migrate ran",
 			dl.Queue, dl.BatchID, dl.Reason, s.dead, err)

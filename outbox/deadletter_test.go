@@ -71,8 +71,8 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatalf("replay published %+v", pub)
 	}
 	env, err := envelope.Decode(pub[0].Body)
-	if err != nil || env.Attempt != 0 {
-		t.Fatalf("replayed envelope attempt = %v, %v; want 0", env, err)
+	if err != nil || env.Attempt != 0 || env.Replays != 1 {
+		t.Fatalf("replayed envelope = %+v, %v; want attempt 0, replay generation 1", env, err)
 	}
 	if err := s.Replay(ctx, orders[0].ID); !errors.Is(err, outbox.ErrAlreadyReplayed) {
 		t.Fatalf("second Replay = %v, want ErrAlreadyReplayed", err)
@@ -85,8 +85,17 @@ func TestDeadLetters(t *testing.T) {
 	if err != nil || counts["orders"] != 2 || counts["strict"] != 1 {
 		t.Fatalf("DeadLetterCounts = %v, %v", counts, err)
 	}
-	// Failing again makes it dead again, keeping its replay history.
-	if err := s.DeadLetter(ctx, a); err != nil {
+	// The original coming back (generation 0) is not a failure of the replay.
+	if err := s.DeadLetter(ctx, a); !errors.Is(err, core.ErrAlreadyDeadLettered) {
+		t.Fatalf("dead letter of the original after its replay = %v, want ErrAlreadyDeadLettered", err)
+	}
+	if got, _ = s.GetDeadLetter(ctx, orders[0].ID); got.Dead() {
+		t.Fatalf("the original coming back made the replayed row dead: %+v", got)
+	}
+	// The replay failing again makes it dead again, keeping its replay history.
+	replayed := *a
+	replayed.Replays = 1
+	if err := s.DeadLetter(ctx, &replayed); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = s.GetDeadLetter(ctx, orders[0].ID)

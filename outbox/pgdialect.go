@@ -141,7 +141,7 @@ func (p *pgPageTx) MoveToDeadLetters(ctx context.Context, id int64, dl *core.Dea
 		return nil, err
 	}
 	_, merr := sp.Exec(ctx, deadLetterRowSQL(p.d.dead), dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason,
-		dl.Error, dl.Attempts, dl.Messages, dl.At)
+		dl.Error, dl.Attempts, dl.Messages, dl.At, dl.Replays)
 	if merr == nil {
 		_, merr = sp.Exec(ctx, `DELETE FROM `+p.d.outbox+` WHERE id = $1`, id)
 	}
@@ -159,7 +159,7 @@ func (p *pgPageTx) MoveToDeadLetters(ctx context.Context, id int64, dl *core.Dea
 
 func (d *pgDialect) DeadLetter(ctx context.Context, dl *core.DeadLetter) (bool, error) {
 	tag, err := d.pool.Exec(ctx, deadLetterRowSQL(d.dead),
-		dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, dl.At)
+		dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, dl.At, dl.Replays)
 	if err != nil {
 		return false, err
 	}

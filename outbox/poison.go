@@ -34,8 +34,10 @@ func poisonReason(err error, attempts, budget int) string {
 }
 
 // deadLetterRowSQL is the insert of a poison row into the dead-letter table dead: the columns of
-// Store.DeadLetter. A batch already there and still dead keeps its row (first reason, error and
-// attempts); one replayed since becomes dead again with this reason.
+// Store.DeadLetter ($10 the batch's replay generation). A batch already there and still dead
+// keeps its row (first reason, error and attempts); one replayed since becomes dead again with
+// this reason, unless its generation is below the row's replay count (the original, or an
+// earlier replay, coming back: see core.DeadLetter.Replays).
 func deadLetterRowSQL(dead string) string {
 	return `INSERT INTO ` + dead + ` AS d (queue, batch_id, body, exclusive, reason, last_error,
 			attempts, messages, first_failed_at, last_failed_at)
@@ -44,7 +46,7 @@ func deadLetterRowSQL(dead string) string {
 			body = EXCLUDED.body, exclusive = EXCLUDED.exclusive, reason = EXCLUDED.reason,
 			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
 			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL
-		WHERE d.replayed_at IS NOT NULL`
+		WHERE d.replayed_at IS NOT NULL AND d.replay_count <= $10`
 }
 
 // deadLetterRow moves r to the dead-letter table in a savepoint of tx. moved is false when
@@ -52,16 +54,16 @@ func deadLetterRowSQL(dead string) string {
 // usual, and the row is tried again later. err is an error that ends the page (the savepoint
 // could not even be released or rolled back).
 func (s *Store) deadLetterRow(db context.Context, tx PageTx, r row, via, reason string, attempts int, cause error) (moved bool, err error) {
-	msgs := 0
+	msgs, replays := 0, 0
 	if env, derr := envelope.Decode(r.batch.Body); derr == nil {
-		msgs = len(env.Messages)
+		msgs, replays = len(env.Messages), env.Replays
 	}
 	text := cause.Error()
 	if reason == core.ReasonPublishExhausted {
 		text = fmt.Sprintf("the outbox's publish failed %d times (Options.MaxAttempts); last error: %s", attempts, text)
 	}
 	dl := &core.DeadLetter{Queue: r.batch.Queue, BatchID: r.batch.ID, Body: r.batch.Body, Reason: reason,
-		Error: errorText(text, maxDeadErrorText), Messages: msgs, Exclusive: r.batch.Exclusive, At: time.Now()}
+		Error: errorText(text, maxDeadErrorText), Messages: msgs, Exclusive: r.batch.Exclusive, At: time.Now(), Replays: replays}
 	merr, err := tx.MoveToDeadLetters(db, r.id, dl)
 	if err != nil {
 		return false, fmt.Errorf("txmq outbox: dead-lettering row %d (queue %q): %w", r.id, r.batch.Queue, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/txmq/txmq"
 	"github.com/txmq/txmq/core"
@@ -16,6 +17,7 @@ func init() {
 	register("deadletters",
 		property{name: "replay_fails_again_dead_again", run: replayFailsAgain},
 		property{name: "replay_while_original_stored", run: replayWhileStored},
+		property{name: "replay_original_back_on_another_node", run: replayOriginalElsewhere},
 	)
 }
 
@@ -110,6 +112,67 @@ func replayWhileStored(x *X) {
 	}
 	if got.Dead() || got.ReplayCount != 1 {
 		x.T.Fatalf("dead letter after the replay ran: dead %v, replayed %d times; want replayed once and not dead (the original coming back is not a new failure)", got.Dead(), got.ReplayCount)
+	}
+}
+
+// replayOriginalElsewhere: node A dead-letters a batch but cannot drop it, and closes; the
+// operator replays the dead letter; node B, which never saw the batch, gets the original back
+// after its lease as well as the replay. The original is not a failure of the replay: the
+// dead-letter store refuses it as already dead-lettered (core.ErrAlreadyDeadLettered), so B
+// drops it without OnError, without a count and without marking the row dead again, and runs
+// the replay. On a backend that refuses the replay while the original is stored
+// (core.ErrStillStored), B drops the original against the row that is still dead, and the
+// replay made after that runs.
+func replayOriginalElsewhere(x *X) {
+	var (
+		onErr atomic.Int64
+		ok    atomic.Int64
+	)
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1, OnError: func([]Msg, error, int) error { onErr.Add(1); return nil }})
+	s := x.store(x.rawClient(), outbox.Options{})
+	a, f := x.faultyNode(txmq.NodeOptions{DeadLetters: s})
+	f.dropFails.Store(1 << 40)
+	rec := newRecorder()
+	listen(x, rec, q, a, func(context.Context, []Msg) error { return errBoom })
+	publishKeys(x, q, a, "elsewhere", 1, 1)
+	dl := waitDead(x, s, q.Name(), 0)
+	x.eventually(func() bool { return f.drops.Load() >= 1 }, "node A tried to drop the dead-lettered batch")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = a.Close(ctx) // its Drop keeps failing: the original stays stored
+	err := s.Replay(x.ctx(), dl.ID)
+	refused := errors.Is(err, core.ErrStillStored)
+	if err != nil && !refused {
+		x.T.Fatalf("Replay: %v; want nil or an error wrapping core.ErrStillStored", err)
+	}
+	b := x.node(txmq.NodeOptions{DeadLetters: s})
+	listen(x, rec, q, b, func(context.Context, []Msg) error { ok.Add(1); return nil })
+	if refused {
+		x.eventually(func() bool {
+			err = s.Replay(x.ctx(), dl.ID)
+			if err != nil && !errors.Is(err, core.ErrStillStored) {
+				x.T.Fatalf("Replay once node B dropped the original: %v", err)
+			}
+			return err == nil
+		}, func() string { return fmt.Sprintf("Replay accepted once node B dropped the original; last: %v", err) })
+	}
+	probe := x.rawClient()
+	x.eventually(func() bool { return ok.Load() >= 1 && depths(x, probe, q.Name()) == core.Depth{} }, func() string {
+		return fmt.Sprintf("the replay ran on node B (%d runs) and the original is gone (depths %s)", ok.Load(), depthString(depths(x, probe, q.Name())))
+	})
+	x.idle(b)
+	if got := onErr.Load(); got != 1 {
+		x.T.Fatalf("OnError fired %d times; want once (node A's): the original coming back to node B is not a new failure", got)
+	}
+	if got := sumDropped(core.ReasonDeliveryExhausted, b) + sumDropped(core.ReasonWorkerLost, b); got != 0 {
+		x.T.Fatalf("node B counted %d drops; want none (the original is a dead letter already)", got)
+	}
+	got, err := s.GetDeadLetter(x.ctx(), dl.ID)
+	if err != nil {
+		x.T.Fatalf("GetDeadLetter: %v", err)
+	}
+	if got.Dead() || got.ReplayCount != 1 {
+		x.T.Fatalf("dead letter: dead %v, replayed %d times, reason %q; want replayed once and not dead (the original came back, the replay ran)", got.Dead(), got.ReplayCount, got.Reason)
 	}
 }
 

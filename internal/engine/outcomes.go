@@ -442,7 +442,7 @@ func (rn *runner) deadLetterGroup(r *running, spec *Spec, d *Batch, env *envelop
 			ctx, cancel := n.claimCtx()
 			defer cancel()
 			err = sink.DeadLetter(ctx, &core.DeadLetter{Queue: c.Queue, BatchID: p.ID, Body: p.Body, Reason: g.reason,
-				Error: errText(g.err), Attempts: run, Messages: msgs, Exclusive: spec.Exclusive, At: time.Now()})
+				Error: errText(g.err), Attempts: run, Messages: msgs, Exclusive: spec.Exclusive, At: time.Now(), Replays: d.Replays})
 		}); perr != nil {
 			err = perr
 		}

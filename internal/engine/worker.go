@@ -431,7 +431,7 @@ func (rn *runner) terminal(r *running, spec *Spec, d *Batch, reason string, caus
 			ctx, cancel := n.claimCtx()
 			defer cancel()
 			err = sink.DeadLetter(ctx, &core.DeadLetter{Queue: c.Queue, BatchID: id, Body: c.Body, Reason: reason,
-				Error: errText(cause), Attempts: attempts, Messages: msgs, Exclusive: spec.Exclusive, At: time.Now()})
+				Error: errText(cause), Attempts: attempts, Messages: msgs, Exclusive: spec.Exclusive, At: time.Now(), Replays: replays})
 		}); perr != nil {
 			err = perr
 		}

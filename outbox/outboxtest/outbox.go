@@ -230,8 +230,17 @@ func testSweepBackoffDeadLetterReplay(t *testing.T, target *Target) {
 	if got := e.Backend.Messages(t, "orders"); !slices.Equal(got, []int{1}) {
 		t.Fatalf("published %v, want [1]", got)
 	}
-	// Failing again after the replay makes it dead again.
-	if err := e.Store.DeadLetter(ctx, &core.DeadLetter{Queue: "orders", BatchID: dead[0].BatchID, Body: dead[0].Body, Reason: core.ReasonDeliveryExhausted, Error: "again", Attempts: 5}); err != nil {
+	// The original coming back (generation 0, below the row's one replay) is not a failure of
+	// the replay: the row stays replayed.
+	err = e.Store.DeadLetter(ctx, &core.DeadLetter{Queue: "orders", BatchID: dead[0].BatchID, Body: dead[0].Body, Reason: core.ReasonWorkerLost, Error: "stale", Attempts: 2})
+	if !errors.Is(err, core.ErrAlreadyDeadLettered) {
+		t.Fatalf("dead letter of the original after its replay = %v, want ErrAlreadyDeadLettered", err)
+	}
+	if got, err := e.Store.GetDeadLetter(ctx, dead[0].ID); err != nil || got.Dead() || got.Reason != core.ReasonPublishExhausted {
+		t.Fatalf("dead letter after the original came back = %+v, %v; want it replayed, first reason kept", got, err)
+	}
+	// The replay (generation 1) failing again makes it dead again.
+	if err := e.Store.DeadLetter(ctx, &core.DeadLetter{Queue: "orders", BatchID: dead[0].BatchID, Body: dead[0].Body, Reason: core.ReasonDeliveryExhausted, Error: "again", Attempts: 5, Replays: 1}); err != nil {
 		t.Fatal(err)
 	}
 	got, err := e.Store.GetDeadLetter(ctx, dead[0].ID)

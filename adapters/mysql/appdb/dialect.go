@@ -260,22 +260,33 @@ func (p *pageTx) MoveToDeadLetters(ctx context.Context, id int64, dl *core.DeadL
 
 // deadLetterStmt inserts a dead letter; a batch already there keeps its row while it is
 // still dead (no column changes: 0 rows affected), and one replayed since is updated and dead
-// again. The assignments read replayed_at before the last one clears it.
+// again, unless the batch's replay generation is below the row's replay count (the original,
+// or an earlier replay, coming back: see core.DeadLetter.Replays). The assignments read
+// replayed_at and replay_count before the last one clears replayed_at; each reads the
+// generation from a placeholder of its own (deadLetterArgs repeats it).
 func (d *Dialect) deadLetterStmt() string {
+	const stays = `(replayed_at IS NULL OR replay_count > ?)`
 	keep := func(col string) string {
-		return col + ` = IF(replayed_at IS NULL, ` + col + `, VALUES(` + col + `))`
+		return col + ` = IF(` + stays + `, ` + col + `, VALUES(` + col + `))`
 	}
 	return `INSERT INTO ` + d.dead + ` (queue, batch_id, body, exclusive, reason, last_error, attempts, messages,
 			first_failed_at, last_failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON DUPLICATE KEY UPDATE ` + strings.Join([]string{keep("body"), keep("exclusive"), keep("reason"),
 		keep("last_error"), keep("attempts"), keep("messages"),
-		`last_failed_at = IF(replayed_at IS NULL, last_failed_at, GREATEST(last_failed_at, VALUES(last_failed_at)))`,
-		`replayed_at = NULL`}, ", ")
+		`last_failed_at = IF(` + stays + `, last_failed_at, GREATEST(last_failed_at, VALUES(last_failed_at)))`,
+		`replayed_at = IF(` + stays + `, replayed_at, NULL)`}, ", ")
 }
+
+// deadLetterGens is how many times deadLetterStmt reads the replay generation.
+const deadLetterGens = 8
 
 func (d *Dialect) deadLetterArgs(dl *core.DeadLetter) []any {
 	at := dl.At.UnixMicro()
-	return []any{dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, at, at}
+	args := []any{dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, at, at}
+	for range deadLetterGens {
+		args = append(args, dl.Replays)
+	}
+	return args
 }
 
 // DeadLetter implements outbox.Dialect. The driver reports changed rows (not found ones):
