@@ -197,7 +197,8 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 		}
 		// The replay's generation grows with every replay of the row and of the batch, so a
 		// node that dead-lettered an earlier generation runs this one (see envelope.Replays).
-		body, err := envelope.ReencodeReplay(d.Body, max(env.Replays, d.ReplayCount)+1)
+		gen := max(env.Replays, d.ReplayCount) + 1
+		body, err := envelope.ReencodeReplay(d.Body, gen)
 		if err != nil {
 			return fmt.Errorf("txmq outbox: dead letter %d of queue %q: %w", id, d.Queue, err)
 		}
@@ -210,7 +211,7 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 		// for five minutes) must not take the replay for a repeat of the original publish.
 		b := core.OutgoingBatch{ID: env.ID, Queue: d.Queue, Body: body, Exclusive: d.Exclusive, Key: env.Key,
 			Priority: env.Priority, Lead: time.Duration(env.LeadMicros) * time.Microsecond, FairKey: env.FairKey,
-			PublishID: fmt.Sprintf("%s-replay-%d", env.ID, d.ReplayCount+1)}
+			PublishID: fmt.Sprintf("%s-replay-%d", env.ID, gen)}
 		pctx, cancel := context.WithTimeout(ctx, s.o.PublishTimeout)
 		err = s.publishOne(pctx, b)
 		cancel()
