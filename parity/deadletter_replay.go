@@ -18,6 +18,7 @@ func init() {
 		property{name: "replay_fails_again_dead_again", run: replayFailsAgain},
 		property{name: "replay_while_original_stored", run: replayWhileStored},
 		property{name: "replay_original_back_on_another_node", run: replayOriginalElsewhere},
+		property{name: "replay_on_unique_queue", run: replayUnique},
 	)
 }
 
@@ -173,6 +174,49 @@ func replayOriginalElsewhere(x *X) {
 	}
 	if got.Dead() || got.ReplayCount != 1 {
 		x.T.Fatalf("dead letter: dead %v, replayed %d times, reason %q; want replayed once and not dead (the original came back, the replay ran)", got.Dead(), got.ReplayCount, got.Reason)
+	}
+}
+
+// replayUnique: a dead letter of a unique queue (UniqueWindow, whose key the original holds
+// for the whole window whatever became of it) is replayed: the operator asked for that batch
+// again, so the replay is stored and runs, whoever holds the key, and is not taken for a
+// repeat of the original's publish (the same batch id holding the key).
+func replayUnique(x *X) {
+	const window = time.Hour
+	x.needUnique(txmq.UniqueWindow, window)
+	var (
+		mu      sync.Mutex
+		failing = true
+		ok      atomic.Int64
+	)
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1, Unique: txmq.Unique{Mode: txmq.UniqueWindow, Window: window}})
+	s := x.store(x.rawClient(), outbox.Options{})
+	n := x.node(txmq.NodeOptions{DeadLetters: s})
+	if err := q.Listen(n, func(context.Context, []Msg) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return errBoom
+		}
+		ok.Add(1)
+		return nil
+	}); err != nil {
+		x.T.Fatalf("Listen: %v", err)
+	}
+	pubK(x, q, n, "u#1", "u")
+	dl := waitDead(x, s, q.Name(), 0)
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	if err := s.Replay(x.ctx(), dl.ID); err != nil {
+		x.T.Fatalf("Replay of a unique queue's dead letter: %v", err)
+	}
+	x.eventually(func() bool { return ok.Load() >= 1 }, func() string {
+		return fmt.Sprintf("the replayed batch of unique key u ran (%d runs); the original holds the key for %v", ok.Load(), window)
+	})
+	x.idle(n)
+	if got, err := s.GetDeadLetter(x.ctx(), dl.ID); err != nil || got.Dead() || got.ReplayCount != 1 {
+		x.T.Fatalf("dead letter after its replay ran: %+v, %v; want replayed once, not dead", got, err)
 	}
 }
 
