@@ -97,13 +97,17 @@
 // Panics in listeners are failures; panics and errors in OnError, the sink and metrics hooks
 // are logged and swallowed and never cause a redelivery.
 //
-// A batch takes the terminal path (dead letter, OnError) once per batch id. Settles (Ack, Retry,
-// Drop) that fail with ErrBackendUnavailable are tried three times with a short backoff within
-// the claim's fence; a batch whose Drop still failed comes back after its lease expires and is
-// then recognised by its id: by the node's bounded memory of the batches it dead-lettered, and
-// across nodes by a DeadLetterSink that answers ErrAlreadyDeadLettered (the outbox's store does,
-// keeping the first reason, error and attempts). Such a batch is dropped again without a second
-// dead letter, drop count or OnError. Without a sink the guarantee holds per node only.
+// A batch takes the terminal path (dead letter, OnError) once per batch id and replay. Settles
+// (Ack, Retry, Drop) that fail with ErrBackendUnavailable are tried three times with a short
+// backoff within the claim's fence; a batch whose Drop still failed comes back after its lease
+// expires and is then recognised by its id and replay generation: by the node's bounded memory
+// of the batches it dead-lettered, and across nodes by a DeadLetterSink that answers
+// ErrAlreadyDeadLettered (the outbox's store does, keeping the first reason, error and
+// attempts, and for an earlier generation than its last replay). Such a batch is dropped again
+// without a second dead letter, drop count or OnError. Without a sink the guarantee holds per
+// node only. A replay of the dead letter is a new generation, which runs, and takes the
+// terminal path again if it fails for good; on a backend that keeps one batch per id (Redis)
+// a replay made while the original is still stored is refused with ErrStillStored.
 //
 // # Retries
 //
