@@ -59,47 +59,19 @@ func replayFailsAgain(x *X) {
 // once the original is dropped. Never does Replay report success for a batch that does not
 // run: the original coming back is dropped without a second dead letter, the replay runs.
 func replayWhileStored(x *X) {
-	var (
-		mu      sync.Mutex
-		failing = true
-		ok      atomic.Int64
-	)
+	var l fixable
 	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1})
 	s := x.store(x.rawClient(), outbox.Options{})
 	n, f := x.faultyNode(txmq.NodeOptions{DeadLetters: s})
 	f.dropFails.Store(1 << 40)
 	rec := newRecorder()
-	listen(x, rec, q, n, func(context.Context, []Msg) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if failing {
-			return errBoom
-		}
-		ok.Add(1)
-		return nil
-	})
+	listen(x, rec, q, n, l.run)
 	publishKeys(x, q, n, "stored", 1, 1)
 	dl := waitDead(x, s, q.Name(), 0)
 	x.eventually(func() bool { return f.drops.Load() >= 1 }, "the dead-lettering node tried to drop the batch")
-	mu.Lock()
-	failing = false
-	mu.Unlock()
-	err := s.Replay(x.ctx(), dl.ID)
-	refused := errors.Is(err, core.ErrStillStored)
-	if err != nil && !refused {
-		x.T.Fatalf("Replay while the original is stored: %v; want nil or an error wrapping core.ErrStillStored", err)
-	}
-	f.dropFails.Store(0)
-	if refused {
-		x.eventually(func() bool {
-			err = s.Replay(x.ctx(), dl.ID)
-			if err != nil && !errors.Is(err, core.ErrStillStored) {
-				x.T.Fatalf("Replay once the original is dropped: %v", err)
-			}
-			return err == nil
-		}, func() string { return fmt.Sprintf("Replay accepted once the original is dropped; last: %v", err) })
-	}
-	x.eventually(func() bool { return ok.Load() >= 1 }, func() string {
+	l.fix()
+	refused := replayPerhapsRefused(x, s, dl.ID, func() { f.dropFails.Store(0) })
+	x.eventually(func() bool { return l.ok.Load() >= 1 }, func() string {
 		return fmt.Sprintf("the replayed batch ran (Replay refused first: %v); runs: %s", refused, rec.Summary())
 	})
 	probe := x.rawClient()
@@ -107,13 +79,7 @@ func replayWhileStored(x *X) {
 		return fmt.Sprintf("the original and the replay gone from the backend (depths %s)", depthString(depths(x, probe, q.Name())))
 	})
 	x.idle(n)
-	got, err := s.GetDeadLetter(x.ctx(), dl.ID)
-	if err != nil {
-		x.T.Fatalf("GetDeadLetter: %v", err)
-	}
-	if got.Dead() || got.ReplayCount != 1 {
-		x.T.Fatalf("dead letter after the replay ran: dead %v, replayed %d times; want replayed once and not dead (the original coming back is not a new failure)", got.Dead(), got.ReplayCount)
-	}
+	wantReplayedOnce(x, s, dl.ID, "the original coming back is not a new failure")
 }
 
 // replayOriginalElsewhere: node A dead-letters a batch but cannot drop it, and closes; the
@@ -141,22 +107,11 @@ func replayOriginalElsewhere(x *X) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_ = a.Close(ctx) // its Drop keeps failing: the original stays stored
-	err := s.Replay(x.ctx(), dl.ID)
-	refused := errors.Is(err, core.ErrStillStored)
-	if err != nil && !refused {
-		x.T.Fatalf("Replay: %v; want nil or an error wrapping core.ErrStillStored", err)
-	}
-	b := x.node(txmq.NodeOptions{DeadLetters: s})
-	listen(x, rec, q, b, func(context.Context, []Msg) error { ok.Add(1); return nil })
-	if refused {
-		x.eventually(func() bool {
-			err = s.Replay(x.ctx(), dl.ID)
-			if err != nil && !errors.Is(err, core.ErrStillStored) {
-				x.T.Fatalf("Replay once node B dropped the original: %v", err)
-			}
-			return err == nil
-		}, func() string { return fmt.Sprintf("Replay accepted once node B dropped the original; last: %v", err) })
-	}
+	var b *txmq.Node
+	replayPerhapsRefused(x, s, dl.ID, func() {
+		b = x.node(txmq.NodeOptions{DeadLetters: s})
+		listen(x, rec, q, b, func(context.Context, []Msg) error { ok.Add(1); return nil })
+	})
 	probe := x.rawClient()
 	x.eventually(func() bool { return ok.Load() >= 1 && depths(x, probe, q.Name()) == core.Depth{} }, func() string {
 		return fmt.Sprintf("the replay ran on node B (%d runs) and the original is gone (depths %s)", ok.Load(), depthString(depths(x, probe, q.Name())))
@@ -168,13 +123,7 @@ func replayOriginalElsewhere(x *X) {
 	if got := sumDropped(core.ReasonDeliveryExhausted, b) + sumDropped(core.ReasonWorkerLost, b); got != 0 {
 		x.T.Fatalf("node B counted %d drops; want none (the original is a dead letter already)", got)
 	}
-	got, err := s.GetDeadLetter(x.ctx(), dl.ID)
-	if err != nil {
-		x.T.Fatalf("GetDeadLetter: %v", err)
-	}
-	if got.Dead() || got.ReplayCount != 1 {
-		x.T.Fatalf("dead letter: dead %v, replayed %d times, reason %q; want replayed once and not dead (the original came back, the replay ran)", got.Dead(), got.ReplayCount, got.Reason)
-	}
+	wantReplayedOnce(x, s, dl.ID, "the original came back, the replay ran")
 }
 
 // replayUnique: a dead letter of a unique queue (UniqueWindow, whose key the original holds
@@ -184,39 +133,78 @@ func replayOriginalElsewhere(x *X) {
 func replayUnique(x *X) {
 	const window = time.Hour
 	x.needUnique(txmq.UniqueWindow, window)
-	var (
-		mu      sync.Mutex
-		failing = true
-		ok      atomic.Int64
-	)
+	var l fixable
 	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1, Unique: txmq.Unique{Mode: txmq.UniqueWindow, Window: window}})
 	s := x.store(x.rawClient(), outbox.Options{})
 	n := x.node(txmq.NodeOptions{DeadLetters: s})
-	if err := q.Listen(n, func(context.Context, []Msg) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if failing {
-			return errBoom
-		}
-		ok.Add(1)
-		return nil
-	}); err != nil {
-		x.T.Fatalf("Listen: %v", err)
-	}
+	listen(x, newRecorder(), q, n, l.run)
 	pubK(x, q, n, "u#1", "u")
 	dl := waitDead(x, s, q.Name(), 0)
-	mu.Lock()
-	failing = false
-	mu.Unlock()
+	l.fix()
 	if err := s.Replay(x.ctx(), dl.ID); err != nil {
 		x.T.Fatalf("Replay of a unique queue's dead letter: %v", err)
 	}
-	x.eventually(func() bool { return ok.Load() >= 1 }, func() string {
-		return fmt.Sprintf("the replayed batch of unique key u ran (%d runs); the original holds the key for %v", ok.Load(), window)
+	x.eventually(func() bool { return l.ok.Load() >= 1 }, func() string {
+		return fmt.Sprintf("the replayed batch of unique key u ran (%d runs); the original holds the key for %v", l.ok.Load(), window)
 	})
 	x.idle(n)
-	if got, err := s.GetDeadLetter(x.ctx(), dl.ID); err != nil || got.Dead() || got.ReplayCount != 1 {
-		x.T.Fatalf("dead letter after its replay ran: %+v, %v; want replayed once, not dead", got, err)
+	wantReplayedOnce(x, s, dl.ID, "its replay ran")
+}
+
+// fixable is a listener that fails with errBoom until fix, then succeeds, counting its
+// successful runs in ok.
+type fixable struct {
+	mu    sync.Mutex
+	fixed bool
+	ok    atomic.Int64
+}
+
+func (l *fixable) run(context.Context, []Msg) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.fixed {
+		return errBoom
+	}
+	l.ok.Add(1)
+	return nil
+}
+
+func (l *fixable) fix() { l.mu.Lock(); l.fixed = true; l.mu.Unlock() }
+
+// replayPerhapsRefused replays dead letter id while its original may still be stored: Replay
+// succeeds, or is refused with core.ErrStillStored (a backend that keeps one batch per id),
+// and then, once then has run (what lets the original go), is tried until it succeeds. then
+// runs either way. It reports whether the first Replay was refused.
+func replayPerhapsRefused(x *X, s *outbox.Store, id int64, then func()) bool {
+	x.T.Helper()
+	err := s.Replay(x.ctx(), id)
+	refused := errors.Is(err, core.ErrStillStored)
+	if err != nil && !refused {
+		x.T.Fatalf("Replay while the original may be stored: %v; want nil or an error wrapping core.ErrStillStored", err)
+	}
+	then()
+	if refused {
+		x.eventually(func() bool {
+			err = s.Replay(x.ctx(), id)
+			if err != nil && !errors.Is(err, core.ErrStillStored) {
+				x.T.Fatalf("Replay once the original can be dropped: %v", err)
+			}
+			return err == nil
+		}, func() string { return fmt.Sprintf("Replay accepted once the original is dropped; last: %v", err) })
+	}
+	return refused
+}
+
+// wantReplayedOnce fails unless dead letter id was replayed once and is not dead (why says
+// what happened to the batch).
+func wantReplayedOnce(x *X, s *outbox.Store, id int64, why string) {
+	x.T.Helper()
+	got, err := s.GetDeadLetter(x.ctx(), id)
+	if err != nil {
+		x.T.Fatalf("GetDeadLetter: %v", err)
+	}
+	if got.Dead() || got.ReplayCount != 1 {
+		x.T.Fatalf("dead letter: dead %v, replayed %d times, reason %q; want replayed once and not dead (%s)", got.Dead(), got.ReplayCount, got.Reason, why)
 	}
 }
 
