@@ -107,7 +107,8 @@
 // without a second dead letter, drop count or OnError. Without a sink the guarantee holds per
 // node only. A replay of the dead letter is a new generation, which runs, and takes the
 // terminal path again if it fails for good; on a backend that keeps one batch per id (Redis)
-// a replay made while the original is still stored is refused with ErrStillStored.
+// a replay made while the original is still stored under a live lease is refused with
+// ErrStillStored, and takes the original's place once that lease has ended.
 //
 // # Retries
 //

@@ -59,9 +59,10 @@ var (
 
 	// ErrStillStored is what Publish returns (wrapped) for a deliberate re-publish of a batch
 	// (OutgoingBatch.PublishID set: a dead-letter replay) whose id a backend that keeps one
-	// batch per id still stores with another body: the earlier batch was dead-lettered but its
-	// Drop did not land, and it is dropped when it comes back after its lease. Nothing was
-	// stored; publish again once it is gone. A backend that stores each publish apart stores
-	// the re-publish and never returns it.
+	// batch per id still stores, with another body, under a live lease: the earlier batch was
+	// dead-lettered but its Drop did not land, and its holder may still settle it. Nothing was
+	// stored; publish again once the lease has ended (the re-publish then takes the earlier
+	// batch's place). A backend that stores each publish apart stores the re-publish and never
+	// returns it.
 	ErrStillStored = errors.New("txmq: the batch id is still stored in the backend")
 )

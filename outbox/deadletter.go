@@ -173,9 +173,10 @@ func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, er
 // history, until Purge; if the batch fails again, DeadLetter marks it dead again. The row is
 // locked while it is published, so concurrent replays of one id publish it once; a row already
 // replayed (and not failed since) is refused with ErrAlreadyReplayed. A publish error leaves the
-// row dead and is returned; so does a backend that keeps one batch per id and still stores the
-// original (dead-lettered while its Drop did not land): the error wraps core.ErrStillStored,
-// and a replay after the original's lease, once the node has dropped it, succeeds. The
+// row dead and is returned; so does a backend that keeps one batch per id while the original
+// (dead-lettered, its Drop not landed) is still under a live lease: the error wraps
+// core.ErrStillStored, and a replay once that lease has ended succeeds (the replay then takes
+// the original's place if it is still stored). The
 // replayed batch carries a replay generation one above any before it, so the node that
 // dead-lettered the original runs it (and, if it fails for good again, dead-letters it again)
 // instead of taking it for the original coming back.
@@ -216,7 +217,7 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 		err = s.publishOne(pctx, b)
 		cancel()
 		if errors.Is(err, core.ErrStillStored) {
-			return fmt.Errorf("txmq outbox: replaying dead letter %d (queue %q, batch %s): the backend still stores the original batch (its drop did not land before its lease ran out); it is dropped when it comes back, so replay again after its lease; the row stays dead: %w",
+			return fmt.Errorf("txmq outbox: replaying dead letter %d (queue %q, batch %s): the backend still holds the original batch under a live lease (it was dead-lettered but its drop did not land); replay again once that lease ends; the row stays dead: %w",
 				id, d.Queue, env.ID, err)
 		}
 		if err != nil {

@@ -19,6 +19,7 @@ func init() {
 		property{name: "replay_while_original_stored", run: replayWhileStored},
 		property{name: "replay_original_back_on_another_node", run: replayOriginalElsewhere},
 		property{name: "replay_on_unique_queue", run: replayUnique},
+		property{name: "replay_while_no_node_runs", run: replayNoNode},
 	)
 }
 
@@ -55,8 +56,8 @@ func replayFailsAgain(x *X) {
 // replayWhileStored: a batch is dead-lettered but its Drop fails, so the backend still stores
 // it (leased, then back after its lease) when the operator replays the dead letter. The
 // replay either publishes a batch that runs (a backend that stores each publish apart), or
-// is refused with core.ErrStillStored (a backend that keeps one batch per id) and succeeds
-// once the original is dropped. Never does Replay report success for a batch that does not
+// is refused with core.ErrStillStored (a backend that keeps one batch per id, while the
+// original's lease is live) and succeeds once the original is dropped or its lease ended. Never does Replay report success for a batch that does not
 // run: the original coming back is dropped without a second dead letter, the replay runs.
 func replayWhileStored(x *X) {
 	var l fixable
@@ -87,9 +88,9 @@ func replayWhileStored(x *X) {
 // after its lease as well as the replay. The original is not a failure of the replay: the
 // dead-letter store refuses it as already dead-lettered (core.ErrAlreadyDeadLettered), so B
 // drops it without OnError, without a count and without marking the row dead again, and runs
-// the replay. On a backend that refuses the replay while the original is stored
-// (core.ErrStillStored), B drops the original against the row that is still dead, and the
-// replay made after that runs.
+// the replay. On a backend that refuses the replay while the original is leased
+// (core.ErrStillStored), B drops the original against the row that is still dead, or the
+// replay takes its place once its lease ended; either way the replay runs.
 func replayOriginalElsewhere(x *X) {
 	var (
 		onErr atomic.Int64
@@ -124,6 +125,39 @@ func replayOriginalElsewhere(x *X) {
 		x.T.Fatalf("node B counted %d drops; want none (the original is a dead letter already)", got)
 	}
 	wantReplayedOnce(x, s, dl.ID, "the original came back, the replay ran")
+}
+
+// replayNoNode: the node that dead-lettered a batch could not drop it and is gone, and no
+// other node runs (the app is down while the operator fixes the listener and replays its dead
+// letters). Replay must succeed without a node: at once on a backend that stores each publish
+// apart, and once the original's lease has run out on one that keeps one batch per id (the
+// replay takes the original's place). The node started afterwards runs the replay, and drops
+// the original, if still there, as the dead letter it is.
+func replayNoNode(x *X) {
+	var onErr, ok atomic.Int64
+	q := declare(x, txmq.QueueConfig[Msg]{MaxAttempts: 1, OnError: func([]Msg, error, int) error { onErr.Add(1); return nil }})
+	s := x.store(x.rawClient(), outbox.Options{})
+	a, f := x.faultyNode(txmq.NodeOptions{DeadLetters: s})
+	f.dropFails.Store(1 << 40)
+	listen(x, newRecorder(), q, a, func(context.Context, []Msg) error { return errBoom })
+	publishKeys(x, q, a, "nonode", 1, 1)
+	dl := waitDead(x, s, q.Name(), 0)
+	x.eventually(func() bool { return f.drops.Load() >= 1 }, "node A tried to drop the dead-lettered batch")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = a.Close(ctx)
+	replayPerhapsRefused(x, s, dl.ID, func() {})
+	b := x.node(txmq.NodeOptions{DeadLetters: s})
+	listen(x, newRecorder(), q, b, func(context.Context, []Msg) error { ok.Add(1); return nil })
+	probe := x.rawClient()
+	x.eventually(func() bool { return ok.Load() >= 1 && depths(x, probe, q.Name()) == core.Depth{} }, func() string {
+		return fmt.Sprintf("the replay ran on node B (%d runs) and the original is gone (depths %s)", ok.Load(), depthString(depths(x, probe, q.Name())))
+	})
+	x.idle(b)
+	if got := onErr.Load(); got != 1 {
+		x.T.Fatalf("OnError fired %d times; want once (node A's)", got)
+	}
+	wantReplayedOnce(x, s, dl.ID, "replayed while no node ran, then run")
 }
 
 // replayUnique: a dead letter of a unique queue (UniqueWindow, whose key the original holds

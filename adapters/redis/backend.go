@@ -81,7 +81,8 @@ func (be *Backend) Client() goredis.UniversalClient { return be.rdb }
 // the server's TIME plus the delay, rounded up to the millisecond, so a skewed client clock
 // cannot make a batch due early or late. Publishing an id that is already stored
 // is a no-op, but for a deliberate re-publish (b.PublishID set: a dead-letter replay) with
-// another body, which is refused with core.ErrStillStored (the queue keeps one batch per id).
+// another body: the queue keeps one batch per id, so that is refused with core.ErrStillStored
+// while the stored batch is leased, and takes its place otherwise (see republishScript).
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := be.usable("publish", b.Queue); err != nil {
 		return err
