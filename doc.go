@@ -108,7 +108,7 @@
 // node only. A replay of the dead letter is a new generation, which runs, and takes the
 // terminal path again if it fails for good; on a backend that keeps one batch per id (Redis)
 // a replay made while the original is still stored under a live lease is refused with
-// ErrStillStored, and takes the original's place once that lease has ended.
+// ErrStillStored; once that lease has ended the original is removed and the replay stored.
 //
 // # Retries
 //

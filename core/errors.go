@@ -61,8 +61,8 @@ var (
 	// (OutgoingBatch.PublishID set: a dead-letter replay) whose id a backend that keeps one
 	// batch per id still stores, with another body, under a live lease: the earlier batch was
 	// dead-lettered but its Drop did not land, and its holder may still settle it. Nothing was
-	// stored; publish again once the lease has ended (the re-publish then takes the earlier
-	// batch's place). A backend that stores each publish apart stores the re-publish and never
+	// stored; publish again once the lease has ended (the backend then removes the earlier batch
+	// and stores the re-publish like any publish). A backend that stores each publish apart stores the re-publish and never
 	// returns it.
 	ErrStillStored = errors.New("txmq: the batch id is still stored in the backend")
 )

@@ -175,8 +175,8 @@ func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, er
 // replayed (and not failed since) is refused with ErrAlreadyReplayed. A publish error leaves the
 // row dead and is returned; so does a backend that keeps one batch per id while the original
 // (dead-lettered, its Drop not landed) is still under a live lease: the error wraps
-// core.ErrStillStored, and a replay once that lease has ended succeeds (the replay then takes
-// the original's place if it is still stored). The
+// core.ErrStillStored, and a replay once that lease has ended succeeds (the backend then
+// removes the original if it is still stored). The
 // replayed batch carries a replay generation one above any before it, so the node that
 // dead-lettered the original runs it (and, if it fails for good again, dead-letters it again)
 // instead of taking it for the original coming back.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ func init() {
 		property{name: "replay_original_back_on_another_node", run: replayOriginalElsewhere},
 		property{name: "replay_on_unique_queue", run: replayUnique},
 		property{name: "replay_while_no_node_runs", run: replayNoNode},
+		property{name: "replay_ordered_while_original_stored", run: replayOrderedStored},
 	)
 }
 
@@ -90,7 +92,7 @@ func replayWhileStored(x *X) {
 // drops it without OnError, without a count and without marking the row dead again, and runs
 // the replay. On a backend that refuses the replay while the original is leased
 // (core.ErrStillStored), B drops the original against the row that is still dead, or the
-// replay takes its place once its lease ended; either way the replay runs.
+// backend removes it once its lease ended; either way the replay runs.
 func replayOriginalElsewhere(x *X) {
 	var (
 		onErr atomic.Int64
@@ -130,8 +132,8 @@ func replayOriginalElsewhere(x *X) {
 // replayNoNode: the node that dead-lettered a batch could not drop it and is gone, and no
 // other node runs (the app is down while the operator fixes the listener and replays its dead
 // letters). Replay must succeed without a node: at once on a backend that stores each publish
-// apart, and once the original's lease has run out on one that keeps one batch per id (the
-// replay takes the original's place). The node started afterwards runs the replay, and drops
+// apart, and once the original's lease has run out on one that keeps one batch per id (which
+// removes the original then). The node started afterwards runs the replay, and drops
 // the original, if still there, as the dead letter it is.
 func replayNoNode(x *X) {
 	var onErr, ok atomic.Int64
@@ -158,6 +160,60 @@ func replayNoNode(x *X) {
 		x.T.Fatalf("OnError fired %d times; want once (node A's)", got)
 	}
 	wantReplayedOnce(x, s, dl.ID, "replayed while no node ran, then run")
+}
+
+// replayOrderedStored: key o's head o#0 is dead-lettered but cannot be dropped, so it still
+// holds o#1 and o#2 behind it when its node is gone and the dead letter is replayed. The
+// replay goes to the back of its key, as every replay does, whichever way the backend makes
+// room for it: the next node runs o#1, o#2, then the replayed o#0.
+func replayOrderedStored(x *X) {
+	x.needOrdering()
+	q := ordered(x, txmq.QueueConfig[Msg]{MaxBatchMessages: 1, MaxAttempts: 1})
+	s := x.store(x.rawClient(), outbox.Options{})
+	a, f := x.faultyNode(txmq.NodeOptions{DeadLetters: s})
+	f.dropFails.Store(1 << 40)
+	listen(x, newRecorder(), q, a, func(context.Context, []Msg) error { return errBoom })
+	for seq := range 3 {
+		if err := q.Publish(context.Background(), a, seqMsg("o", seq), txmq.Key("o")); err != nil {
+			x.T.Fatalf("Publish o#%d: %v", seq, err)
+		}
+	}
+	dl := waitDead(x, s, q.Name(), 0)
+	x.eventually(func() bool { return f.drops.Load() >= 1 }, "node A tried to drop o#0")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = a.Close(ctx)
+	replayPerhapsRefused(x, s, dl.ID, func() {})
+	var (
+		mu   sync.Mutex
+		runs []string
+	)
+	b := x.node(txmq.NodeOptions{DeadLetters: s})
+	listen(x, newRecorder(), q, b, func(_ context.Context, msgs []Msg) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Contains(runs, msgs[0].K) { // a duplicate copy keeps its first place
+			runs = append(runs, msgs[0].K)
+		}
+		return nil
+	})
+	probe := x.rawClient()
+	x.eventually(func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(runs) == 3 && depths(x, probe, q.Name()) == core.Depth{}
+	}, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return fmt.Sprintf("node B ran o#1, o#2 and the replayed o#0 (ran %v; depths %s)", runs, depthString(depths(x, probe, q.Name())))
+	})
+	x.idle(b)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"o#1", "o#2", "o#0"}; !slices.Equal(runs, want) {
+		x.T.Fatalf("runs of key o on node B: %v; want %v (the replayed o#0 at the back of its key)", runs, want)
+	}
+	wantReplayedOnce(x, s, dl.ID, "replayed to the back of its key, then run")
 }
 
 // replayUnique: a dead letter of a unique queue (UniqueWindow, whose key the original holds

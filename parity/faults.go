@@ -49,6 +49,10 @@ func (f *faulty) Drop(ctx context.Context, c *core.Claim, reason string) error {
 	return f.Backend.Drop(ctx, c, reason)
 }
 
+// Unwrap exposes the wrapped client, so that a node finds its capabilities (per-key order,
+// splits, ...) as it does through checked; the faults stay on the calls faulty makes itself.
+func (f *faulty) Unwrap() core.Backend { return f.Backend }
+
 // faultyNode returns a started node on a new checked client wrapped in faulty.
 func (x *X) faultyNode(o txmq.NodeOptions) (*txmq.Node, *faulty) {
 	x.T.Helper()
