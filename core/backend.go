@@ -139,9 +139,9 @@ type OutgoingBatch struct {
 	// was published before (a dead-letter replay) sets its own, so that it is not taken for a
 	// repeat and silently dropped. At most 128 printable ASCII bytes. A backend that keeps one
 	// batch per id and still stores the id with another body (the original, dead-lettered but
-	// not yet dropped) stores nothing and returns an error wrapping ErrStillStored while the
-	// original's lease is live, and once it is not removes the original and stores the
-	// re-publish like any publish (due now, at the back of its ordering key); one that
+	// not yet dropped) stores nothing and returns an error wrapping ErrStillStored (the caller
+	// removes the original through BatchEditor once it is not in flight and publishes again,
+	// due now at the back of its ordering key); one that
 	// stores each publish apart stores it (the node that dead-lettered the original drops the
 	// original again when it comes back and runs the replay: see the envelope's replay
 	// generation).

@@ -59,10 +59,10 @@ var (
 
 	// ErrStillStored is what Publish returns (wrapped) for a deliberate re-publish of a batch
 	// (OutgoingBatch.PublishID set: a dead-letter replay) whose id a backend that keeps one
-	// batch per id still stores, with another body, under a live lease: the earlier batch was
-	// dead-lettered but its Drop did not land, and its holder may still settle it. Nothing was
-	// stored; publish again once the lease has ended (the backend then removes the earlier batch
-	// and stores the re-publish like any publish). A backend that stores each publish apart stores the re-publish and never
-	// returns it.
+	// batch per id still stores with another body: the earlier batch was dead-lettered but its
+	// Drop did not land. Nothing was stored. The caller removes the earlier batch through
+	// BatchEditor, which refuses one in flight (its holder may still settle it), and
+	// publishes again: outbox.Store.Replay does. A backend that stores each publish apart
+	// stores the re-publish and never returns it.
 	ErrStillStored = errors.New("txmq: the batch id is still stored in the backend")
 )

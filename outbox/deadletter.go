@@ -175,8 +175,8 @@ func (s *Store) GetDeadLetter(ctx context.Context, id int64) (*DeadLetterRow, er
 // replayed (and not failed since) is refused with ErrAlreadyReplayed. A publish error leaves the
 // row dead and is returned; so does a backend that keeps one batch per id while the original
 // (dead-lettered, its Drop not landed) is still under a live lease: the error wraps
-// core.ErrStillStored, and a replay once that lease has ended succeeds (the backend then
-// removes the original if it is still stored). The
+// core.ErrStillStored, and a replay once that lease has ended succeeds (publishReplay then
+// removes the original, if it is still stored, through core.BatchEditor). The
 // replayed batch carries a replay generation one above any before it, so the node that
 // dead-lettered the original runs it (and, if it fails for good again, dead-letters it again)
 // instead of taking it for the original coming back.
@@ -214,7 +214,7 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 			Priority: env.Priority, Lead: time.Duration(env.LeadMicros) * time.Microsecond, FairKey: env.FairKey,
 			PublishID: fmt.Sprintf("%s-replay-%d", env.ID, gen)}
 		pctx, cancel := context.WithTimeout(ctx, s.o.PublishTimeout)
-		err = s.publishOne(pctx, b)
+		err = s.publishReplay(pctx, b)
 		cancel()
 		if errors.Is(err, core.ErrStillStored) {
 			return fmt.Errorf("txmq outbox: replaying dead letter %d (queue %q, batch %s): the backend still holds the original batch under a live lease (it was dead-lettered but its drop did not land); replay again once that lease ends; the row stays dead: %w",
@@ -239,6 +239,28 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 		return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, ErrNotFound)
 	}
 	return fmt.Errorf("txmq outbox: replaying dead letter %d: %w", id, err)
+}
+
+// publishReplay publishes a replay. A backend that keeps one batch per id and still stores
+// the original (dead-lettered, its Drop not landed) refuses it with core.ErrStillStored; the
+// original is then removed as a cancel removes a batch (core.BatchEditor: an ordered key's
+// next batch moves up), unless it is in flight, and the replay published again, due now at
+// the back of its key like any publish. An original in flight keeps the refusal: its holder
+// may still settle it.
+func (s *Store) publishReplay(ctx context.Context, b core.OutgoingBatch) error {
+	err := s.publishOne(ctx, b)
+	ed, ok := s.backend.(core.BatchEditor)
+	if !ok || !errors.Is(err, core.ErrStillStored) {
+		return err
+	}
+	switch rerr := ed.ReplaceBatch(ctx, b.Queue, b.ID, nil); {
+	case rerr == nil, errors.Is(rerr, core.ErrMessageNotFound):
+		return s.publishOne(ctx, b)
+	case errors.Is(rerr, core.ErrNotCancellable):
+		return err
+	default:
+		return fmt.Errorf("removing the stored original to replay it: %w", rerr)
+	}
 }
 
 // ErrMarkReplayed is wrapped by a Dialect's ReplayDeadLetter in the error of the statement

@@ -82,7 +82,6 @@ func (be *Backend) Client() goredis.UniversalClient { return be.rdb }
 // cannot make a batch due early or late. Publishing an id that is already stored
 // is a no-op, but for a deliberate re-publish (b.PublishID set: a dead-letter replay) with
 // another body: the queue keeps one batch per id, so that is refused with core.ErrStillStored
-// while the stored batch is leased, and otherwise stored once the stored one is removed
 // (see republish).
 func (be *Backend) Publish(ctx context.Context, b core.OutgoingBatch) error {
 	if err := be.usable("publish", b.Queue); err != nil {
