@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -21,7 +22,7 @@ func init() {
 }
 
 const benchSynopsis = `bench --backend URL [--messages N] [--batch 100] [--concurrency C] [--size BYTES]
-             [--rate MSGS_PER_S --duration D] [--json]
+             [--rate MSGS_PER_S --duration D] [--json] [--cpuprofile FILE]
 
 Runs one node on the backend with a new queue (bench-<random>), publishes --messages messages in
 a burst (or, with --rate, at a steady rate for --duration), waits until every one was delivered,
@@ -70,6 +71,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	asJSON := fs.Bool("json", false, "print JSON")
 	verbose := fs.Bool("v", false, "print the engine's logs")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (for go tool pprof)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -150,6 +152,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer func() { _ = node.Close(context.WithoutCancel(ctx)) }()
 
 	pad := strings.Repeat("x", max(0, *size-40))
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	start := time.Now()
 	pubErr := make(chan error, 1)
 	go func() { pubErr <- benchPublish(ctx, q, node, n, *rate, pad) }()
@@ -282,6 +291,19 @@ func (p *pickups) percentiles() (p50, p99, pmax time.Duration) {
 	slices.Sort(s)
 	at := func(f float64) time.Duration { return s[min(len(s)-1, int(f*float64(len(s))))] }
 	return at(0.50), at(0.99), s[len(s)-1]
+}
+
+// startCPUProfile starts a CPU profile written to path; the returned func stops it.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
