@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/txmq/txmq/core"
@@ -73,8 +74,14 @@ type dueKey struct {
 // due time minus the publishing node's clock now (now itself when the Pending carries no
 // clock).
 func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatch, error) {
+	return appendFlushBatches(nil, ps, now, dedup)
+}
+
+// appendFlushBatches is batches appending to out, which it grows once for the batches
+// MaxBatchMessages makes (a flush reuses one slice across its parts).
+func appendFlushBatches(out []core.OutgoingBatch, ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatch, error) {
 	if len(ps) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	m0 := meta(ps[0])
 	if m0 == nil {
@@ -104,7 +111,7 @@ func batches(ps []*core.Pending, now time.Time, dedup bool) ([]core.OutgoingBatc
 	for i := range gr.groups {
 		want += (gr.groups[i].n + spec.MaxBatch - 1) / spec.MaxBatch
 	}
-	out := make([]core.OutgoingBatch, 0, want)
+	out = slices.Grow(out, want)
 	var seen map[string]struct{} // the caller ids met so far, across the groups
 	for i := range gr.groups {
 		var err error

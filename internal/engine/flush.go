@@ -31,32 +31,29 @@ func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer b
 		defer pb.buf.landed(qbs)
 	}
 	fl := keyFlights(qbs)
+	var scratch []core.OutgoingBatch // one part's batches, its memory reused by the next
 	for _, part := range flushParts(qbs) {
-		pb.flushPart(ctx, part, fl)
+		scratch = pb.flushPart(ctx, part, fl, scratch[:0])
 	}
 }
 
 // flushPart encodes and stores one part of a flush (see flush); fl are the flush's flights of
-// ordered keys.
-func (pb *publisher) flushPart(ctx context.Context, qbs []*queueBuffer, fl map[[2]string]*flight) {
+// ordered keys. It appends the part's batches to all and returns it, every element zeroed
+// once stored, for the next part to reuse.
+func (pb *publisher) flushPart(ctx context.Context, qbs []*queueBuffer, fl map[[2]string]*flight, all []core.OutgoingBatch) []core.OutgoingBatch {
 	n := pb.e
 	now := n.clock.Now()
-	var all []core.OutgoingBatch
 	for _, qb := range qbs {
 		if qb.spec.IDWindow > 0 {
 			n.stats.deduplicated.Add(int64(repeatedIDs(qb.pending)))
 		}
-		bs, err := batches(qb.pending, now, true)
+		bs, err := appendFlushBatches(all, qb.pending, now, true)
 		if err != nil {
 			// Dedup failed: store the messages as they are rather than lose them.
 			n.log.Error("txmq: Dedup failed; storing the messages without dedup (fix the queue's Dedup func)", "queue", qb.spec.Name, "error", err)
-			bs, _ = batches(qb.pending, now, false)
+			bs, _ = appendFlushBatches(all, qb.pending, now, false)
 		}
-		if all == nil {
-			all = bs // most flushes hold one queue: no copy
-		} else {
-			all = append(all, bs...)
-		}
+		all = bs
 		// The envelopes hold copies of the messages: let the encoded messages go now, so a
 		// large message is not held twice while it is stored.
 		qb.pending = nil
@@ -66,7 +63,8 @@ func (pb *publisher) flushPart(ctx context.Context, qbs []*queueBuffer, fl map[[
 			pb.waitFlight(ctx, fl[[2]string{b.Queue, b.Key}])
 		}
 		pb.store(ctx, all[0], false, nil)
-		return
+		all[0] = core.OutgoingBatch{}
+		return all
 	}
 	lanes, plain := pb.splitLanes(all, orderLanes(all))
 	// Writers take the lanes in order; a goroutine per batch grew a fresh stack for each one
@@ -113,6 +111,7 @@ func (pb *publisher) flushPart(ctx context.Context, qbs []*queueBuffer, fl map[[
 		}()
 	}
 	wg.Wait()
+	return all
 }
 
 // splitLanes returns the lanes that only the first flushConcurrency writers take, and the
