@@ -37,9 +37,10 @@
 //     returns, see core.OutgoingBatch), and every claim of the batch hands out that copy,
 //     read-only; the batch is claimable no earlier than its delay after the publish,
 //     on the backend's clock (Options.Clock).
-//   - Fetch picks due batches in a random order, never FIFO, so listeners that silently depend
-//     on publish order fail in tests rather than in production. Options.Seed makes the order
-//     reproducible (still not FIFO).
+//   - Fetch picks each due batch at random among the 16 that have been ready longest: close
+//     to publish order over a backlog, like the other backends, but never FIFO, so listeners
+//     that silently depend on publish order fail in tests rather than in production.
+//     Options.Seed makes the order reproducible (still not FIFO).
 //   - Exclusive queues (QueueSlots.Exclusive) have at most one claimed batch across every node
 //     sharing the Backend, released on Ack, Retry, Drop and lease expiry.
 //   - A claim holds a lease until Claim.LeaseUntil; an expired lease makes the batch claimable by

@@ -153,6 +153,36 @@ func TestNotFIFO(t *testing.T) {
 	}
 }
 
+// TestPickNearOldest: each claim is one of the pickWindow oldest ready batches, so a backlog
+// drains close to publish order (and its oldest batch waits for at most pickWindow claims),
+// yet the order is not FIFO.
+func TestPickNearOldest(t *testing.T) {
+	t.Parallel()
+	be, _ := newFake(t)
+	const n = 200
+	publishN(t, be, "q", n)
+	left := make([]string, 0, n) // the ready batches, oldest first
+	for i := range n {
+		left = append(left, "q-"+strconv.Itoa(i))
+	}
+	fifo := true
+	for range n {
+		cs := fetch(t, be, one("q"))
+		if len(cs) != 1 {
+			t.Fatalf("claimed %d, want 1", len(cs))
+		}
+		at := slices.Index(left, cs[0].ID)
+		if at < 0 || at >= pickWindow {
+			t.Fatalf("claimed %s, number %d by age of the %d ready; want one of the %d oldest", cs[0].ID, at, len(left), pickWindow)
+		}
+		fifo = fifo && at == 0
+		left = slices.Delete(left, at, at+1)
+	}
+	if fifo {
+		t.Fatal("the batches came out in publish order; the memory backend must not be FIFO")
+	}
+}
+
 func TestSeedReproducible(t *testing.T) {
 	t.Parallel()
 	order := func() []string {

@@ -38,8 +38,9 @@ type record struct {
 type queue struct {
 	name string
 
-	// ready holds due, unclaimed records in no particular order; a claim swap-removes a
-	// random index, so picks are O(1) and never FIFO. Unused once the queue is ranked.
+	// ready holds due, unclaimed records, oldest first but for the picks' swaps; a claim takes
+	// a random one of the first pickWindow, swapping the first into its place, so picks are
+	// O(1) and never FIFO. Unused once the queue is ranked.
 	ready []*record
 	// ranked: a batch with a lead (a priority) was published to the queue; from then on its
 	// ready records are in rank, a min-heap by claimable-since minus lead, and a claim takes
@@ -111,8 +112,8 @@ func (q *queue) oldestReady() time.Time {
 	return oldest
 }
 
-// takeRandom removes and returns a random ready record (the first by rank on a ranked
-// queue); the queue must have one (readyLen).
+// takeRandom removes and returns a random ready record among the pickWindow oldest (the first
+// by rank on a ranked queue); the queue must have one (readyLen).
 func (q *queue) takeRandom(rng *rand.Rand) *record {
 	if q.fair != nil {
 		return q.fairTake(rng)
@@ -120,12 +121,13 @@ func (q *queue) takeRandom(rng *rand.Rand) *record {
 	if q.ranked {
 		return q.rank.pop()
 	}
-	n := len(q.ready)
-	i := rng.IntN(n)
+	i := rng.IntN(min(len(q.ready), pickWindow))
 	r := q.ready[i]
-	q.ready[i] = q.ready[n-1]
-	q.ready[n-1] = nil
-	q.ready = q.ready[:n-1]
+	q.ready[i] = q.ready[0]
+	q.ready[0] = nil
+	if q.ready = q.ready[1:]; len(q.ready) == 0 {
+		q.ready = nil // let the array go: the next push starts a small one
+	}
 	return r
 }
 
@@ -178,3 +180,10 @@ func (q *queue) notify() {
 		}
 	}
 }
+
+// pickWindow is how many of the oldest ready records a claim picks from at random. Over a
+// backlog, claims follow publish order loosely (never FIFO: a listener that depends on order
+// still breaks in tests) and read records and bodies stored next to each other; a pick from
+// the whole backlog read cold memory for each claim (measured: 11% of the throughput at one
+// message per batch).
+const pickWindow = 16
