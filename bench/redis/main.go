@@ -135,8 +135,7 @@ func main() {
 		aq = asynqBacklog(ctx, rdb, *msgs/4)
 		fmt.Printf("  asynq (1 task/msg):          %9.0f msgs/s\n", aq)
 	}
-	fmt.Printf("  ratios: txmq(100)/asynq %.1fx, txmq(1)/asynq %.2fx; txmq/raw at 100 msgs/batch %.0f%%, at 1 msg/batch %.0f%%\n",
-		tx100/aq, tx1/aq, 100*tx100/raw100, 100*tx1/raw1)
+	printRatios(tx100, tx1, aq, raw100, raw1)
 
 	if !want("latency") {
 		return
@@ -339,4 +338,24 @@ func txPickupScenario(ctx context.Context, rdb *goredis.Client) {
 	defer be.Close()
 	p50, p99, top := txmqbench.TxPickup(ctx, pool, be, *samples*10, *txRate, quiet)
 	fmt.Printf("transactional pickup (redis, RunInTx at %d/s, publish to listener, %d messages): p50 %v  p99 %v  max %v\n", *txRate, *samples*10, p50, p99, top)
+}
+
+// printRatios prints the ratios whose two sides ran (a side that did not run is 0).
+func printRatios(tx100, tx1, aq, raw100, raw1 float64) {
+	var parts []string
+	if tx100 > 0 && aq > 0 {
+		parts = append(parts, fmt.Sprintf("txmq(100)/asynq %.1fx", tx100/aq))
+	}
+	if tx1 > 0 && aq > 0 {
+		parts = append(parts, fmt.Sprintf("txmq(1)/asynq %.2fx", tx1/aq))
+	}
+	if tx100 > 0 && raw100 > 0 {
+		parts = append(parts, fmt.Sprintf("txmq/raw at 100 msgs/batch %.0f%%", 100*tx100/raw100))
+	}
+	if tx1 > 0 && raw1 > 0 {
+		parts = append(parts, fmt.Sprintf("txmq/raw at 1 msg/batch %.0f%%", 100*tx1/raw1))
+	}
+	if len(parts) > 0 {
+		fmt.Printf("  ratios: %s\n", strings.Join(parts, ", "))
+	}
 }
