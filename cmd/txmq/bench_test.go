@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -21,6 +23,28 @@ func TestBench(t *testing.T) {
 	}
 	if res.Messages != 100 || res.MsgsPerSec <= 0 || res.PickupP99Ms < res.PickupP50Ms || res.RatePerSec != 200 {
 		t.Fatalf("bench --json: %+v", res)
+	}
+}
+
+// TestBenchCPUProfile: --cpuprofile writes a profile of the run, and a path it cannot create
+// fails the command naming the flag.
+func TestBenchCPUProfile(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	out, errOut := cli(t, exitOK, "bench", "--backend", "memory://", "--messages", "200", "--batch", "1", "--cpuprofile", path)
+	if !strings.Contains(out, "delivered    200 messages") {
+		t.Fatalf("bench output lacks the delivery line:\n%s%s", out, errOut)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b { // pprof writes a gzipped protobuf
+		t.Fatalf("--cpuprofile wrote %d bytes that are not a gzipped profile", len(b))
+	}
+	_, errOut = cli(t, exitError, "bench", "--backend", "memory://", "--messages", "10", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir", "cpu.prof"))
+	if !strings.Contains(errOut, "--cpuprofile") {
+		t.Fatalf("stderr does not name --cpuprofile:\n%s", errOut)
 	}
 }
 

@@ -101,8 +101,15 @@ func (n *Engine) Store(ctx context.Context, b core.OutgoingBatch) bool {
 
 // FlushPending flushes ps, Pendings of spec's queue made by Pending, as one buffer take.
 func (n *Engine) FlushPending(ctx context.Context, spec *Spec, ps []*core.Pending) {
-	n.pub.flush(ctx, []*queueBuffer{{spec: spec, pending: ps}}, false)
+	msgs := 0
+	for _, p := range ps {
+		msgs += len(p.Messages)
+	}
+	n.pub.flush(ctx, []*queueBuffer{{spec: spec, pending: ps, messages: msgs}}, false)
 }
+
+// FlushPartBatches is about how many batches one part of a flush holds.
+const FlushPartBatches = flushPartBatches
 
 // PendingOpts are the engine's data of a test's Pending.
 type PendingOpts struct {
