@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,7 @@ func init() {
 		property{name: "replay_on_unique_queue", run: replayUnique},
 		property{name: "replay_while_no_node_runs", run: replayNoNode},
 		property{name: "replay_ordered_while_original_stored", run: replayOrderedStored},
+		property{name: "replay_on_exclusive_queue", run: replayOnExclusive},
 	)
 }
 
@@ -238,6 +240,46 @@ func replayUnique(x *X) {
 		return fmt.Sprintf("the replayed batch of unique key u ran (%d runs); the original holds the key for %v", l.ok.Load(), window)
 	})
 	x.idle(n)
+	wantReplayedOnce(x, s, dl.ID, "its replay ran")
+}
+
+// replayOnExclusive: a dead letter of an Exclusive queue, replayed while the queue's other
+// batches run on two nodes, obeys Exclusive like every batch of the queue: at most one of the
+// queue's batches runs at any time across the nodes, the replay's run included, and the
+// replay runs (the replay publishes with the Exclusive flag its dead letter stored).
+func replayOnExclusive(x *X) {
+	var fixed atomic.Bool
+	var replayed atomic.Int64
+	q := declare(x, txmq.QueueConfig[Msg]{Exclusive: true, MaxBatchMessages: 1, MaxAttempts: 1})
+	s := x.store(x.rawClient(), outbox.Options{})
+	a, b := x.steadyNode(s), x.steadyNode(s)
+	rec := newRecorder()
+	run := func(ctx context.Context, msgs []Msg) error {
+		for _, m := range msgs {
+			if strings.HasPrefix(m.K, "bad") {
+				if !fixed.Load() {
+					return errBoom
+				}
+				replayed.Add(1)
+			}
+		}
+		return sleepy(5*time.Millisecond)(ctx, msgs)
+	}
+	listen(x, rec, q, a, run)
+	listen(x, rec, q, b, run)
+	publishKeys(x, q, a, "bad", 1, 1)
+	dl := waitDead(x, s, q.Name(), 0)
+	fixed.Store(true)
+	keys := publishKeys(x, q, b, "x", 12, 12)
+	replayPerhapsRefused(x, s, dl.ID, func() {})
+	waitDelivered(x, rec, keys)
+	x.eventually(func() bool { return replayed.Load() >= 1 }, func() string {
+		return fmt.Sprintf("the replay of the Exclusive queue's dead letter ran; runs: %s", rec.Summary())
+	})
+	x.idle(a, b)
+	if p := rec.Peak(q.Name()); p != 1 {
+		x.T.Fatalf("Exclusive queue peaked at %d concurrent batches across two nodes with a replay among them; want exactly 1", p)
+	}
 	wantReplayedOnce(x, s, dl.ID, "its replay ran")
 }
 
