@@ -149,7 +149,8 @@ type DeadLetter struct {
 	// letters; 0 for a batch never replayed). A sink that holds the batch as replayed takes a
 	// dead letter of a generation below its replay count for the original (or an earlier
 	// replay) coming back after a failed Drop, not a failure of the replay: it keeps its row
-	// and answers ErrAlreadyDeadLettered, as for a batch still dead.
+	// and answers ErrAlreadyDeadLettered, as for a batch still dead. A sink that makes a new
+	// row for the batch (its earlier one purged) starts the row's replay count at Replays.
 	Replays int
 }
 

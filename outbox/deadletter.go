@@ -61,7 +61,8 @@ type DeadLetterRow struct {
 	Messages int
 	// FirstFailedAt and LastFailedAt are when the engine first and last gave up on the batch.
 	FirstFailedAt, LastFailedAt time.Time
-	// ReplayCount is how many times the batch was replayed.
+	// ReplayCount is how many times the batch was replayed. A row made for a batch that had
+	// been replayed before (its earlier row purged) starts at the batch's replay generation.
 	ReplayCount int
 	// ReplayedAt is the last replay, zero if it is dead now (never replayed, or failed again
 	// since).

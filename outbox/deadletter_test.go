@@ -140,6 +140,49 @@ func TestDeadLetters(t *testing.T) {
 	}
 }
 
+// TestDeadLetterAfterPurgeStartsAtGeneration: a batch replayed twice, its row purged, that
+// fails for good again gets a new row whose replay count is its generation, so that once
+// replayed again a stale copy of the earlier generation is refused as already dead-lettered
+// instead of making the row dead while its replay runs.
+func TestDeadLetterAfterPurgeStartsAtGeneration(t *testing.T) {
+	t.Parallel()
+	e := setup(t, nil)
+	ctx := context.Background()
+	s := e.store
+	dl := deadBatch(t, "purged", 5)
+	dl.Replays = 2
+	if err := s.DeadLetter(ctx, dl); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "purged"})
+	if err != nil || len(rows) != 1 || !rows[0].Dead() || rows[0].ReplayCount != 2 {
+		t.Fatalf("dead letters = %+v, %v; want one, dead, replay count 2 (its generation)", rows, err)
+	}
+	if err := s.Replay(ctx, rows[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	pub := e.be.published()
+	env, err := envelope.Decode(pub[len(pub)-1].Body)
+	if err != nil || env.Replays != 3 {
+		t.Fatalf("replayed envelope = %+v, %v; want generation 3", env, err)
+	}
+	if err := s.DeadLetter(ctx, dl); !errors.Is(err, core.ErrAlreadyDeadLettered) {
+		t.Fatalf("dead letter of generation 2 after the replay = %v, want ErrAlreadyDeadLettered", err)
+	}
+	if got, err := s.GetDeadLetter(ctx, rows[0].ID); err != nil || got.Dead() || got.ReplayCount != 3 {
+		t.Fatalf("dead letter after a stale copy = %+v, %v; want replayed (count 3), not dead", got, err)
+	}
+	// A higher generation than the row knows (a copy from before this row) raises the count.
+	higher := *dl
+	higher.Replays = 5
+	if err := s.DeadLetter(ctx, &higher); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetDeadLetter(ctx, rows[0].ID); err != nil || !got.Dead() || got.ReplayCount != 5 {
+		t.Fatalf("dead letter of generation 5 = %+v, %v; want dead, replay count 5", got, err)
+	}
+}
+
 func TestDeadLetterExclusiveFlag(t *testing.T) {
 	t.Parallel()
 	e := setup(t, nil)

@@ -86,7 +86,10 @@
 // (replay_count, replayed_at). A batch dead-lettered again while its row is dead keeps the
 // first reason, error and attempts, and DeadLetter answers core.ErrAlreadyDeadLettered (the
 // engine then skips OnError); once replayed, failing again updates the row (last_failed_at, reason,
-// error) and it counts as dead again.
+// error) and it counts as dead again. A dead letter of a replay generation below the row's
+// replay count is a stale copy coming back, not a failure of the replay (see
+// core.DeadLetter.Replays); a new row's replay count starts at its batch's generation, so
+// that this holds after a purge too.
 //
 // # Ordered queues
 //

@@ -37,15 +37,18 @@ func poisonReason(err error, attempts, budget int) string {
 // Store.DeadLetter ($10 the batch's replay generation). A batch already there and still dead
 // keeps its row (first reason, error and attempts); one replayed since becomes dead again with
 // this reason, unless its generation is below the row's replay count (the original, or an
-// earlier replay, coming back: see core.DeadLetter.Replays).
+// earlier replay, coming back: see core.DeadLetter.Replays). A new row's replay count starts
+// at the generation (a batch replayed before its row was purged), and an update raises it to
+// the generation, so that the next replay's generation is above every copy's.
 func deadLetterRowSQL(dead string) string {
 	return `INSERT INTO ` + dead + ` AS d (queue, batch_id, body, exclusive, reason, last_error,
-			attempts, messages, first_failed_at, last_failed_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+			attempts, messages, first_failed_at, last_failed_at, replay_count)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10)
 		ON CONFLICT (queue, batch_id) WHERE batch_id <> '' DO UPDATE SET
 			body = EXCLUDED.body, exclusive = EXCLUDED.exclusive, reason = EXCLUDED.reason,
 			last_error = EXCLUDED.last_error, attempts = EXCLUDED.attempts, messages = EXCLUDED.messages,
-			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL
+			last_failed_at = GREATEST(d.last_failed_at, EXCLUDED.last_failed_at), replayed_at = NULL,
+			replay_count = GREATEST(d.replay_count, EXCLUDED.replay_count)
 		WHERE d.replayed_at IS NOT NULL AND d.replay_count <= $10`
 }
 

@@ -259,6 +259,37 @@ func testSweepBackoffDeadLetterReplay(t *testing.T, target *Target) {
 	if n, err := e.Store.Purge(ctx, outbox.DLQFilter{Queue: "orders", Limit: 10}); err != nil || n != 1 {
 		t.Fatalf("Purge = %d, %v", n, err)
 	}
+	// Purged, the batch's second replay (generation 2) fails for good: its new row starts its
+	// replay count at the generation, so that once replayed again (generation 3) a stale copy
+	// of generation 2 coming back is not taken for a failure of the new replay.
+	if err := e.Store.DeadLetter(ctx, &core.DeadLetter{Queue: "orders", BatchID: dead[0].BatchID, Body: dead[0].Body, Reason: core.ReasonDeliveryExhausted, Error: "after purge", Attempts: 5, Replays: 2}); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.Store.ListDeadLetters(ctx, outbox.DLQFilter{Queue: "orders"})
+	if err != nil || len(again) != 1 || !again[0].Dead() || again[0].ReplayCount != 2 {
+		t.Fatalf("dead letters after the purge = %+v, %v; want one, dead, its replay count the generation (2)", again, err)
+	}
+	if err := e.Store.Replay(ctx, again[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	err = e.Store.DeadLetter(ctx, &core.DeadLetter{Queue: "orders", BatchID: dead[0].BatchID, Body: dead[0].Body, Reason: core.ReasonWorkerLost, Error: "stale", Attempts: 2, Replays: 2})
+	if !errors.Is(err, core.ErrAlreadyDeadLettered) {
+		t.Fatalf("dead letter of generation 2 after the row's replay = %v, want ErrAlreadyDeadLettered", err)
+	}
+	if got, err := e.Store.GetDeadLetter(ctx, again[0].ID); err != nil || got.Dead() || got.ReplayCount != 3 {
+		t.Fatalf("dead letter after a stale copy came back = %+v, %v; want it replayed (count 3), not dead", got, err)
+	}
+	// A generation above the row's count (a copy from before the row) makes it dead and raises
+	// the count to it.
+	if err := e.Store.DeadLetter(ctx, &core.DeadLetter{Queue: "orders", BatchID: dead[0].BatchID, Body: dead[0].Body, Reason: core.ReasonDeliveryExhausted, Error: "later", Attempts: 5, Replays: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.Store.GetDeadLetter(ctx, again[0].ID); err != nil || !got.Dead() || got.ReplayCount != 5 || got.LastError != "later" {
+		t.Fatalf("dead letter of generation 5 = %+v, %v; want dead, replay count 5, the new error", got, err)
+	}
+	if n, err := e.Store.Purge(ctx, outbox.DLQFilter{Queue: "orders", Limit: 10}); err != nil || n != 1 {
+		t.Fatalf("Purge = %d, %v", n, err)
+	}
 }
 
 // KeyOrder: the rows of an ordering key leave in id order; a failed row holds the rest of

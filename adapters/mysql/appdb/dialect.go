@@ -261,28 +261,33 @@ func (p *pageTx) MoveToDeadLetters(ctx context.Context, id int64, dl *core.DeadL
 // deadLetterStmt inserts a dead letter; a batch already there keeps its row while it is
 // still dead (no column changes: 0 rows affected), and one replayed since is updated and dead
 // again, unless the batch's replay generation is below the row's replay count (the original,
-// or an earlier replay, coming back: see core.DeadLetter.Replays). The assignments read
-// replayed_at and replay_count before the last one clears replayed_at; each reads the
-// generation from a placeholder of its own (deadLetterArgs repeats it).
+// or an earlier replay, coming back: see core.DeadLetter.Replays). A new row's replay count
+// starts at the generation (a batch replayed before its row was purged), and an update
+// raises it to the generation. The assignments, in order, read replayed_at and replay_count
+// before they change: replay_count, raised to at least the generation, keeps the test true
+// or false for the last one, which clears replayed_at. Each reads the generation from a
+// placeholder of its own (deadLetterArgs repeats it).
 func (d *Dialect) deadLetterStmt() string {
 	const stays = `(replayed_at IS NULL OR replay_count > ?)`
 	keep := func(col string) string {
 		return col + ` = IF(` + stays + `, ` + col + `, VALUES(` + col + `))`
 	}
 	return `INSERT INTO ` + d.dead + ` (queue, batch_id, body, exclusive, reason, last_error, attempts, messages,
-			first_failed_at, last_failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			first_failed_at, last_failed_at, replay_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON DUPLICATE KEY UPDATE ` + strings.Join([]string{keep("body"), keep("exclusive"), keep("reason"),
 		keep("last_error"), keep("attempts"), keep("messages"),
 		`last_failed_at = IF(` + stays + `, last_failed_at, GREATEST(last_failed_at, VALUES(last_failed_at)))`,
+		`replay_count = IF(` + stays + `, replay_count, GREATEST(replay_count, VALUES(replay_count)))`,
 		`replayed_at = IF(` + stays + `, replayed_at, NULL)`}, ", ")
 }
 
-// deadLetterGens is how many times deadLetterStmt reads the replay generation.
-const deadLetterGens = 8
+// deadLetterGens is how many times deadLetterStmt reads the replay generation after its
+// VALUES (which hold it once, as the new row's replay count).
+const deadLetterGens = 9
 
 func (d *Dialect) deadLetterArgs(dl *core.DeadLetter) []any {
 	at := dl.At.UnixMicro()
-	args := []any{dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, at, at}
+	args := []any{dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, at, at, dl.Replays}
 	for range deadLetterGens {
 		args = append(args, dl.Replays)
 	}

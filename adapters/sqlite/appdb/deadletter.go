@@ -14,18 +14,21 @@ import (
 // deadLetterStmt inserts a dead letter; a batch already there keeps its row while it is still
 // dead (the upsert's WHERE is false: no change), and one replayed since is updated and dead
 // again, unless the batch's replay generation (the last argument) is below the row's replay
-// count: the original, or an earlier replay, coming back (see core.DeadLetter.Replays).
+// count: the original, or an earlier replay, coming back (see core.DeadLetter.Replays). A new
+// row's replay count starts at the generation (a batch replayed before its row was purged),
+// and an update raises it to the generation.
 const deadLetterStmt = `INSERT INTO ` + deadTable + ` (queue, batch_id, body, exclusive, reason, last_error,
-		attempts, messages, first_failed_at, last_failed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		attempts, messages, first_failed_at, last_failed_at, replay_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (queue, batch_id) WHERE batch_id <> '' DO UPDATE SET
 		body = excluded.body, exclusive = excluded.exclusive, reason = excluded.reason,
 		last_error = excluded.last_error, attempts = excluded.attempts, messages = excluded.messages,
-		last_failed_at = max(last_failed_at, excluded.last_failed_at), replayed_at = NULL
+		last_failed_at = max(last_failed_at, excluded.last_failed_at), replayed_at = NULL,
+		replay_count = max(replay_count, excluded.replay_count)
 	WHERE replayed_at IS NOT NULL AND replay_count <= ?`
 
 func deadLetterArgs(dl *core.DeadLetter) []any {
 	at := dl.At.UnixMicro()
-	return []any{dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, at, at, dl.Replays}
+	return []any{dl.Queue, dl.BatchID, dl.Body, dl.Exclusive, dl.Reason, dl.Error, dl.Attempts, dl.Messages, at, at, dl.Replays, dl.Replays}
 }
 
 // DeadLetter implements outbox.Dialect: the statement's change count is 1 for an insert or
