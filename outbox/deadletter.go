@@ -200,10 +200,7 @@ func (s *Store) Replay(ctx context.Context, id int64) error {
 		// The replay's generation grows with every replay of the row and of the batch, so a
 		// node that dead-lettered an earlier generation runs this one (see envelope.Replays).
 		gen := max(env.Replays, d.ReplayCount) + 1
-		body, err := envelope.ReencodeReplay(d.Body, gen)
-		if err != nil {
-			return fmt.Errorf("txmq outbox: dead letter %d of queue %q: %w", id, d.Queue, err)
-		}
+		body := envelope.EncodeReplay(env, gen)
 		if env.Queue != d.Queue {
 			return fmt.Errorf("%w: txmq outbox: dead letter %d is stored under queue %q but its batch names queue %q; not replayed",
 				core.ErrUndecodable, id, d.Queue, env.Queue)

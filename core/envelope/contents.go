@@ -29,5 +29,5 @@ func ForReplay(body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return inner.ReencodeReplay(body, e.Replays+1)
+	return inner.EncodeReplay(e, e.Replays+1), nil
 }

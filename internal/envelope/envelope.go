@@ -437,15 +437,12 @@ func ReencodeAttempt(body []byte, attempt int) ([]byte, error) {
 	return Encode(e), nil
 }
 
-// ReencodeReplay returns body as a dead-letter replay publishes it: attempt count 0 (the whole
-// retry budget) and replay generation replays; an error if body is not an envelope.
-func ReencodeReplay(body []byte, replays int) ([]byte, error) {
-	e, err := Decode(body)
-	if err != nil {
-		return nil, err
-	}
-	e.Attempt, e.Replays = 0, replays
-	return Encode(e), nil
+// EncodeReplay encodes e, a decoded batch, as a dead-letter replay publishes it: attempt
+// count 0 (the whole retry budget) and replay generation replays; e itself is left as it is.
+func EncodeReplay(e *Envelope, replays int) []byte {
+	c := *e
+	c.Attempt, c.Replays = 0, replays
+	return Encode(&c)
 }
 
 // Truncate returns b as a string of at most n bytes, with "..." when it was cut: for errors
