@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -31,6 +32,10 @@ func (pb *publisher) flush(ctx context.Context, qbs []*queueBuffer, fromBuffer b
 		defer pb.buf.landed(qbs)
 	}
 	fl := keyFlights(qbs)
+	if !slices.ContainsFunc(qbs, splitsFlush) { // most flushes: one part, and no list of parts to make
+		pb.flushPart(ctx, qbs, fl, nil)
+		return
+	}
 	var scratch []core.OutgoingBatch // one part's batches, its memory reused by the next
 	for _, part := range flushParts(qbs) {
 		scratch = pb.flushPart(ctx, part, fl, scratch[:0])
@@ -211,11 +216,11 @@ func flushParts(qbs []*queueBuffer) [][]*queueBuffer {
 	var parts [][]*queueBuffer
 	whole := qbs[:0:0]
 	for _, qb := range qbs {
-		per := flushPartBatches * qb.spec.MaxBatch
-		if qb.messages <= per || qb.spec.Ordered || qb.spec.IDWindow > 0 || qb.spec.Dedup != nil {
+		if !splitsFlush(qb) {
 			whole = append(whole, qb)
 			continue
 		}
+		per := flushPartBatches * qb.spec.MaxBatch
 		pending, start, msgs := qb.pending, 0, 0
 		for i, p := range pending {
 			msgs += len(p.Messages)
@@ -230,4 +235,10 @@ func flushParts(qbs []*queueBuffer) [][]*queueBuffer {
 		parts = append([][]*queueBuffer{whole}, parts...)
 	}
 	return parts
+}
+
+// splitsFlush reports whether flushParts cuts qb: more than a part's messages, and nothing that
+// depends on the whole flush (see flushParts).
+func splitsFlush(qb *queueBuffer) bool {
+	return qb.messages > flushPartBatches*qb.spec.MaxBatch && !qb.spec.Ordered && qb.spec.IDWindow <= 0 && qb.spec.Dedup == nil
 }
